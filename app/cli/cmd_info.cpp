@@ -1,0 +1,150 @@
+// shardscope info FILE [--format text|json]
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/command.h"
+#include "storage/json_writer.h"
+#include "storage/profile_summary.h"
+#include "storage/units.h"
+
+namespace ss::cli {
+namespace {
+
+std::int64_t category_total(const ProfileSummary& s) {
+  std::int64_t t = 0;
+  for (const auto& c : s.time_by_category) t += c.total_ns;
+  return t;
+}
+
+void print_text(const ProfileSummary& s) {
+  auto& o = std::cout;
+  o << "Profile      " << s.path << " (schema v" << s.schema_version << ")\n";
+  o << "Origin       " << to_string(s.origin.kind);
+  if (!s.origin.tool.empty()) o << " by " << s.origin.tool;
+  if (!s.origin.source_format.empty()) o << " from " << s.origin.source_format;
+  if (!s.origin.created_utc.empty()) o << ", " << s.origin.created_utc;
+  o << "\n";
+  if (!s.origin.notes.empty()) o << "             " << s.origin.notes << "\n";
+  o << "Ranks        " << s.ranks.size() << "\n";
+  for (const auto& r : s.ranks) {
+    o << "  rank " << std::setw(4) << std::left << r.rank << std::right << (r.gpu_name.empty() ? "(GPU unknown)" : r.gpu_name);
+    if (r.gpu_memory_bytes > 0) o << ", " << format_bytes(r.gpu_memory_bytes);
+    if (!r.host.empty()) o << ", host " << r.host;
+    if (r.pid > 0) o << ", pid " << r.pid;
+    o << "\n";
+  }
+  o << "Time span    " << format_duration_ns(s.time_end - s.time_begin) << " (" << s.time_begin << " .. " << s.time_end
+    << " ns)\n";
+  o << "Steps        " << s.steps << "\n";
+  o << "Events       kernels " << s.kernels << ", collectives " << s.collectives << ", ranges " << s.ranges
+    << ", modules " << s.modules << ", memory events " << s.memory_events << ", streams " << s.streams << "\n";
+  const std::int64_t total = category_total(s);
+  if (!s.time_by_category.empty()) {
+    o << "\nGPU time by category\n";
+    for (const auto& c : s.time_by_category) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-11s %10lld events  %14s  %5.1f%%\n", std::string(to_string(c.category)).c_str(),
+                    static_cast<long long>(c.count), format_duration_ns(c.total_ns).c_str(),
+                    total > 0 ? 100.0 * double(c.total_ns) / double(total) : 0.0);
+      o << line;
+    }
+  }
+  if (!s.top_kernels.empty()) {
+    o << "\nTop " << s.top_kernels.size() << " kernels by total time\n";
+    o << "     total        count     mean        name\n";
+    for (const auto& k : s.top_kernels) {
+      std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
+      char line[256];
+      std::snprintf(line, sizeof line, "  %12s %8lld  %12s  %s\n", format_duration_ns(k.total_ns).c_str(),
+                    static_cast<long long>(k.count), format_duration_ns(k.count ? k.total_ns / k.count : 0).c_str(),
+                    name.c_str());
+      o << line;
+    }
+  }
+  if (!s.skipped.empty()) {
+    o << "\nSkipped or dropped events\n";
+    for (const auto& k : s.skipped) o << "  " << std::setw(10) << k.count << "  " << k.reason << "\n";
+  }
+}
+
+void print_json(const ProfileSummary& s) {
+  JsonWriter j(std::cout);
+  j.begin_object();
+  j.kv("path", s.path).kv("schema_version", s.schema_version);
+  j.key("origin").begin_object();
+  j.kv("kind", std::string(to_string(s.origin.kind)))
+      .kv("tool", s.origin.tool)
+      .kv("tool_version", s.origin.tool_version)
+      .kv("source_format", s.origin.source_format)
+      .kv("source_files", s.origin.source_files)
+      .kv("created_utc", s.origin.created_utc)
+      .kv("notes", s.origin.notes);
+  j.key("parameters").raw(s.origin.parameters_json.empty() ? "{}" : s.origin.parameters_json);
+  j.end_object();
+  j.kv("ranks", static_cast<std::int64_t>(s.ranks.size()));
+  j.key("gpus").begin_array();
+  for (const auto& r : s.ranks) j.value(r.gpu_name);
+  j.end_array();
+  j.key("rank_info").begin_array();
+  for (const auto& r : s.ranks) {
+    j.begin_object()
+        .kv("rank", r.rank)
+        .kv("gpu", r.gpu_name)
+        .kv("gpu_memory_bytes", r.gpu_memory_bytes)
+        .kv("host", r.host)
+        .kv("pid", r.pid)
+        .kv("device_index", r.device_index)
+        .kv("world_size", r.world_size)
+        .kv("clock_offset_ns", r.clock_offset_ns)
+        .end_object();
+  }
+  j.end_array();
+  j.kv("time_begin_ns", s.time_begin).kv("time_end_ns", s.time_end).kv("duration_ns", s.time_end - s.time_begin);
+  j.kv("time_origin_unix_ns", s.time_origin_unix_ns);
+  j.kv("kernels", s.kernels)
+      .kv("collectives", s.collectives)
+      .kv("ranges", s.ranges)
+      .kv("modules", s.modules)
+      .kv("memory_events", s.memory_events)
+      .kv("steps", s.steps)
+      .kv("streams", s.streams);
+  j.key("time_by_category").begin_object();
+  for (const auto& c : s.time_by_category) {
+    j.key(to_string(c.category)).begin_object().kv("count", c.count).kv("total_ns", c.total_ns).end_object();
+  }
+  j.end_object();
+  j.key("top_kernels").begin_array();
+  for (const auto& k : s.top_kernels)
+    j.begin_object().kv("name", k.name).kv("count", k.count).kv("total_ns", k.total_ns).end_object();
+  j.end_array();
+  std::int64_t skipped_total = 0;
+  for (const auto& k : s.skipped) skipped_total += k.count;
+  j.key("skipped_events").begin_object().kv("total", skipped_total);
+  j.key("by_reason").begin_array();
+  for (const auto& k : s.skipped) j.begin_object().kv("reason", k.reason).kv("count", k.count).end_object();
+  j.end_array().end_object();
+  j.end_object();
+}
+
+}  // namespace
+
+int cmd_info(const std::vector<std::string>& args) {
+  ArgParser p("info", "Summarise a profile: ranks and GPUs, time span, steps, event counts, the kernels with the most\n"
+                      "total time and GPU time by category. Reads the file without loading it whole.");
+  p.positional("FILE", "a ShardScope profile (.ssdb)")
+      .option("format", "FMT", "output format", "text", 0, {"text", "json"})
+      .option("top", "N", "how many kernels to list by total time", "10");
+  if (!p.parse(args)) return kExitOk;
+  const long long top = p.get_int("top");
+  if (top < 0 || top > 100000) throw UsageError("--top must be between 0 and 100000");
+  ProfileSummary s = summarize_profile(p.positionals("FILE").front(), static_cast<int>(top));
+  if (p.get("format") == "json")
+    print_json(s);
+  else
+    print_text(s);
+  return kExitOk;
+}
+
+}  // namespace ss::cli

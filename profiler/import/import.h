@@ -1,0 +1,85 @@
+// Importing other tools' traces into one profile. `import_files` detects each input's format,
+// runs the matching importer into one shared ProfileWriter (so several files of one job, one
+// per rank, merge into one profile on one clock) and renames the result into place only when
+// every input was read: a failure leaves no output file.
+//
+// Contract for an importer (import_kineto, import_nsys, ...):
+//  - write rows through ctx.writer; convert times to ns relative to ctx.time_origin_unix_ns()
+//    (the first input fixes the origin; later inputs are placed on the same clock);
+//  - claim every rank with ctx.claim_rank(rank, path) (two files claiming one rank is an error);
+//  - count what it skips with ctx.skip(rank, reason) (reported by `shardscope info`);
+//  - report progress with ctx.progress(bytes_done) for inputs over 50 MB;
+//  - throw ImportError (file, position, what was expected) on bad input; never crash.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "storage/errors.h"
+#include "storage/profile_writer.h"
+
+namespace ss::import {
+
+enum class Format { Unknown, KinetoJson, NsysSqlite };
+const char* to_string(Format f);
+
+// Detects the format from the file's content (gzip / JSON / SQLite header and tables), not its name.
+Format detect_format(const std::string& path);
+
+// Bad input. The message names the file and, where it applies, the byte offset or row.
+class ImportError : public ProfileError {
+ public:
+  explicit ImportError(const std::string& message) : ProfileError(ProfileErrorKind::MalformedTable, message) {}
+};
+
+class ImportContext {
+ public:
+  ImportContext(ProfileWriter& writer, std::function<void(const std::string& line)> progress_line = {})
+      : writer(writer), progress_line_(std::move(progress_line)) {}
+
+  ProfileWriter& writer;
+
+  // The profile clock: unix-epoch ns of time 0. The first call fixes it (and writes meta).
+  TimeNs time_origin_unix_ns(TimeNs first_seen_unix_ns);
+  bool has_time_origin() const { return origin_.has_value(); }
+
+  void claim_rank(int rank, const std::string& path);  // throws ImportError on a duplicate
+  bool rank_claimed(int rank) const { return claimed_.count(rank) != 0; }
+  int next_free_rank() const;
+
+  void skip(int rank, const std::string& reason, std::int64_t count = 1) { skipped_[{rank, reason}] += count; }
+  void flush_skipped();  // writes the counts to skipped_events (called once at the end)
+
+  // Progress for large inputs: prints "importing FILE: 45% (900 MB of 2.0 GB)" at most ~10x/s.
+  void progress(const std::string& path, std::uint64_t done, std::uint64_t total);
+
+ private:
+  std::optional<TimeNs> origin_;
+  std::map<int, std::string> claimed_;
+  std::map<std::pair<int, std::string>, std::int64_t> skipped_;
+  std::function<void(const std::string&)> progress_line_;
+  std::int64_t last_progress_ms_ = 0;
+};
+
+void import_kineto(const std::string& path, ImportContext& ctx);  // .json and .json.gz
+void import_nsys(const std::string& path, ImportContext& ctx);    // nsys export --type sqlite
+
+struct ImportOptions {
+  bool show_progress = true;  // progress lines on stderr for inputs over 50 MB
+};
+
+struct ImportSummary {
+  std::vector<std::pair<std::string, Format>> inputs;
+  std::int64_t kernels = 0;
+};
+
+// Imports every input into `output` (written atomically). Throws ImportError / ProfileError.
+ImportSummary import_files(const std::vector<std::string>& inputs, const std::string& output,
+                           const ImportOptions& options = {});
+
+}  // namespace ss::import

@@ -1,0 +1,558 @@
+#include "storage/profile_reader.h"
+
+#include <sys/stat.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <tuple>
+#include <unordered_map>
+
+#include "storage/schema.h"
+
+namespace ss {
+namespace {
+
+constexpr std::int64_t kRowsBetweenChecks = 1 << 16;
+
+[[noreturn]] void fail(ProfileErrorKind kind, const std::string& path, const std::string& what) {
+  throw ProfileError(kind, "'" + path + "': " + what);
+}
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+}
+
+// Checks the 100-byte SQLite header before SQLite sees the file: a clear "not a SQLite file" and
+// "truncated" beat SQLite's generic "file is not a database" / "disk image is malformed".
+void check_sqlite_header(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "' for reading");
+  std::array<unsigned char, 100> h{};
+  in.read(reinterpret_cast<char*>(h.data()), h.size());
+  const auto got = static_cast<std::size_t>(in.gcount());
+  static constexpr char kMagic[] = "SQLite format 3";  // 16 bytes with the terminating NUL
+  if (got < 16 || std::memcmp(h.data(), kMagic, 16) != 0) {
+    if (got == 0) fail(ProfileErrorKind::NotSqlite, path, "the file is empty; it is not a ShardScope profile");
+    fail(ProfileErrorKind::NotSqlite, path,
+         "not a SQLite database (it does not start with \"SQLite format 3\"); ShardScope profiles are SQLite files"
+         " - to read a trace from another tool use `shardscope import`");
+  }
+  if (got < h.size())
+    fail(ProfileErrorKind::Truncated, path,
+         "truncated: the file ends inside the 100-byte SQLite header (" + std::to_string(got) + " bytes)");
+  std::uint64_t page_size = (std::uint32_t(h[16]) << 8) | h[17];
+  if (page_size == 1) page_size = 65536;
+  const std::uint32_t change_counter = be32(&h[24]);
+  const std::uint32_t page_count = be32(&h[28]);
+  const std::uint32_t valid_for = be32(&h[92]);
+  if (page_count != 0 && valid_for == change_counter) {
+    const std::uint64_t expected = page_size * page_count;
+    if (static_cast<std::uint64_t>(st.st_size) < expected)
+      fail(ProfileErrorKind::Truncated, path,
+           "truncated: its SQLite header says " + std::to_string(page_count) + " pages of " +
+               std::to_string(page_size) + " bytes (" + std::to_string(expected) + " bytes) but the file has " +
+               std::to_string(st.st_size) + " bytes");
+  }
+}
+
+std::vector<std::string> table_names(sql::Db& db) {
+  std::vector<std::string> names;
+  sql::Stmt s(db.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+  while (s.step()) names.push_back(s.col_text(0));
+  return names;
+}
+
+void check_cancel(const LoadOptions& o) {
+  if (o.cancel && o.cancel->load(std::memory_order_relaxed))
+    throw ProfileError(ProfileErrorKind::Cancelled, "loading cancelled");
+}
+
+std::int64_t max_id(sql::Db& db, const char* table, const char* column = "id") {
+  sql::Stmt s(db.get(), std::string("SELECT coalesce(max(") + column + "), 0) FROM " + table);
+  s.step();
+  return s.col_int(0);
+}
+
+// Tracks progress across load stages, weighted by estimated row counts.
+class Progress {
+ public:
+  Progress(const LoadOptions& o, std::int64_t total_rows) : o_(o), total_(std::max<std::int64_t>(total_rows, 1)) {}
+  void rows(std::int64_t n, const char* stage) {
+    done_ += n;
+    check_cancel(o_);
+    if (o_.progress) o_.progress(std::min(1.0, double(done_) / double(total_)), stage);
+  }
+
+ private:
+  const LoadOptions& o_;
+  std::int64_t total_;
+  std::int64_t done_ = 0;
+};
+
+// Rejects a row whose time columns are not integers or whose duration is negative.
+void check_times(const sql::Stmt& s, int start_col, int dur_col, const std::string& path, const char* table,
+                 std::int64_t id) {
+  if (sqlite3_column_type(s.get(), start_col) != SQLITE_INTEGER ||
+      sqlite3_column_type(s.get(), dur_col) != SQLITE_INTEGER)
+    fail(ProfileErrorKind::MalformedTable, path,
+         std::string("table '") + table + "' row id " + std::to_string(id) + " has a non-integer time");
+  if (s.col_int(dur_col) < 0)
+    fail(ProfileErrorKind::MalformedTable, path,
+         std::string("table '") + table + "' row id " + std::to_string(id) + " has a negative duration");
+}
+
+template <typename Track>
+void finish_track(Track& t) {
+  auto by_start = [](const auto& a, const auto& b) { return a.start < b.start || (a.start == b.start && a.end > b.end); };
+  if (!std::is_sorted(t.events.begin(), t.events.end(), by_start))
+    std::stable_sort(t.events.begin(), t.events.end(), by_start);
+  t.events.shrink_to_fit();
+  t.max_duration = 0;
+  for (const auto& e : t.events) t.max_duration = std::max(t.max_duration, e.end - e.start);
+}
+
+}  // namespace
+
+void validate_profile_schema(sql::Db& db, const std::string& path) {
+  for (const auto& t : schema::tables()) {
+    sql::Stmt info(db.get(), "SELECT name FROM pragma_table_info(?)");
+    info.bind(1, t.name);
+    std::vector<std::string> cols;
+    while (info.step()) cols.push_back(info.col_text(0));
+    if (cols.empty())
+      fail(ProfileErrorKind::MissingTable, path, "required table '" + std::string(t.name) + "' is missing");
+    for (const auto& c : t.columns)
+      if (std::find(cols.begin(), cols.end(), c.name) == cols.end())
+        fail(ProfileErrorKind::MalformedTable, path,
+             "table '" + std::string(t.name) + "' has no column '" + std::string(c.name) + "'");
+  }
+}
+
+sql::Db open_profile_readonly(const std::string& path) {
+  check_sqlite_header(path);
+  sql::Db db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+  // Nothing in a profile is ever executed: no triggers, no schema-defined functions.
+  sqlite3_db_config(db.get(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db.get(), SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db.get(), SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  try {
+    std::vector<std::string> names = table_names(db);
+    if (std::find(names.begin(), names.end(), "meta") == names.end()) {
+      std::string list;
+      for (std::size_t i = 0; i < names.size() && i < 8; ++i) list += (i ? ", " : "") + names[i];
+      if (names.size() > 8) list += ", ...";
+      fail(ProfileErrorKind::NotProfile, path,
+           "a SQLite database but not a ShardScope profile (it has no 'meta' table; its tables: " +
+               (list.empty() ? std::string("none") : list) + ")");
+    }
+    std::string format, version;
+    {
+      sql::Stmt m(db.get(), "SELECT key, value FROM meta WHERE key IN ('format', 'schema_version')");
+      while (m.step()) (m.col_text(0) == "format" ? format : version) = m.col_text(1);
+    }
+    if (format != schema::kFormatName)
+      fail(ProfileErrorKind::NotProfile, path,
+           "a SQLite database but not a ShardScope profile (meta.format is '" + format + "', expected '" +
+               std::string(schema::kFormatName) + "')");
+    char* end = nullptr;
+    long v = std::strtol(version.c_str(), &end, 10);
+    if (version.empty() || *end != '\0' || v < 1)
+      fail(ProfileErrorKind::MalformedTable, path, "meta.schema_version is '" + version + "', not a version number");
+    if (v > schema::kVersion)
+      fail(ProfileErrorKind::NewerVersion, path,
+           "profile schema version " + version + " is newer than this build of ShardScope reads (up to " +
+               std::to_string(schema::kVersion) + "); update ShardScope");
+    validate_profile_schema(db, path);
+  } catch (const ProfileError& e) {
+    if (e.kind() == ProfileErrorKind::Sql || e.kind() == ProfileErrorKind::NotSqlite ||
+        e.kind() == ProfileErrorKind::Corrupt)
+      fail(e.kind() == ProfileErrorKind::NotSqlite ? ProfileErrorKind::NotSqlite : ProfileErrorKind::Corrupt, path,
+           std::string("cannot read the database: ") + e.what());
+    throw;
+  }
+  return db;
+}
+
+void StringTable::add(std::string_view s) {
+  chars_.append(s);
+  offsets_.push_back(static_cast<std::uint32_t>(chars_.size()));
+}
+
+std::string_view StringTable::operator[](std::uint32_t id) const {
+  if (id + 1 >= offsets_.size()) return {};
+  return std::string_view(chars_).substr(offsets_[id], offsets_[id + 1] - offsets_[id]);
+}
+
+void StringTable::reserve(std::size_t n, std::size_t chars) {
+  offsets_.reserve(n + 1);
+  chars_.reserve(chars);
+}
+
+const RankModel* Profile::rank(int r) const {
+  for (const auto& m : ranks)
+    if (m.info.rank == r) return &m;
+  return nullptr;
+}
+
+std::int32_t Profile::module_index(RowId id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= module_index_by_id.size()) return -1;
+  return static_cast<std::int32_t>(module_index_by_id[static_cast<std::size_t>(id)]);
+}
+
+std::int32_t Profile::find_module(std::string_view fqn) const {
+  for (std::size_t i = 0; i < modules.size(); ++i)
+    if (modules[i].fqn == fqn) return static_cast<std::int32_t>(i);
+  return -1;
+}
+
+std::size_t Profile::memory_bytes() const {
+  std::size_t b = strings.memory_bytes();
+  for (const auto& t : stream_tracks) b += sizeof(t) + t.events.capacity() * sizeof(KernelEvent);
+  for (const auto& t : range_tracks) b += sizeof(t) + t.events.capacity() * sizeof(RangeEvent);
+  for (const auto& r : ranks) b += sizeof(r) + r.memory.capacity() * sizeof(CounterPoint) + r.steps.capacity() * sizeof(StepRow);
+  b += collectives.capacity() * sizeof(CollectiveEvent) + modules.capacity() * sizeof(ModuleNode);
+  b += module_index_by_id.capacity() * sizeof(std::int64_t);
+  return b;
+}
+
+Profile load_profile(const std::string& path, const LoadOptions& options) {
+  sql::Db db = open_profile_readonly(path);
+  Profile p;
+  p.path = path;
+  p.schema_version = schema::kVersion;
+  auto rank_for = [&p](int r) -> RankModel& {
+    for (auto& m : p.ranks)
+      if (m.info.rank == r) return m;
+    RankModel m;
+    m.info.rank = r;
+    auto it = std::lower_bound(p.ranks.begin(), p.ranks.end(), r,
+                               [](const RankModel& x, int v) { return x.info.rank < v; });
+    return *p.ranks.insert(it, std::move(m));
+  };
+  check_cancel(options);
+
+  try {
+    {
+      sql::Stmt s(db.get(), "SELECT key, value FROM meta");
+      while (s.step()) p.meta[s.col_text(0)] = s.col_text(1);
+    }
+    {
+      sql::Stmt s(db.get(),
+                  "SELECT kind, tool, tool_version, source_format, source_files, parameters_json, created_utc, notes"
+                  " FROM origin WHERE id = 1");
+      if (!s.step()) fail(ProfileErrorKind::MalformedTable, path, "table 'origin' has no row");
+      auto k = s.col_int(0);
+      if (k < 0 || k >= kOriginKindCount)
+        fail(ProfileErrorKind::MalformedTable, path, "origin.kind " + std::to_string(k) + " is not a known origin");
+      p.origin = {static_cast<OriginKind>(k), s.col_text(1), s.col_text(2), s.col_text(3),
+                  s.col_text(4),                s.col_text(5), s.col_text(6), s.col_text(7)};
+    }
+
+    const std::int64_t n_strings = max_id(db, "strings") + 1;
+    const std::int64_t n_kernels = max_id(db, "kernels");
+    const std::int64_t n_ranges = options.ranges ? max_id(db, "ranges") : 0;
+    const std::int64_t n_memory = options.memory ? max_id(db, "memory_events") : 0;
+    Progress progress(options, n_strings + n_kernels + n_ranges + n_memory);
+
+    // Strings: ids are dense from 0 in files we write; tolerate gaps but not absurd ids.
+    {
+      sql::Stmt cnt(db.get(), "SELECT count(*) FROM strings");
+      cnt.step();
+      const std::int64_t count = cnt.col_int(0);
+      if (n_strings > 16 * count + 1024 || n_strings > (std::int64_t(1) << 32))
+        fail(ProfileErrorKind::MalformedTable, path, "table 'strings' has sparse ids up to " + std::to_string(n_strings));
+      p.strings.reserve(static_cast<std::size_t>(n_strings), static_cast<std::size_t>(count) * 24);
+      sql::Stmt s(db.get(), "SELECT id, value FROM strings ORDER BY id");
+      std::int64_t next = 0;
+      while (s.step()) {
+        std::int64_t id = s.col_int(0);
+        if (id < 0) fail(ProfileErrorKind::MalformedTable, path, "table 'strings' has a negative id");
+        for (; next < id; ++next) p.strings.add({});
+        const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 1));
+        p.strings.add(t ? std::string_view(t, static_cast<std::size_t>(sqlite3_column_bytes(s.get(), 1)))
+                        : std::string_view{});
+        ++next;
+      }
+      progress.rows(n_strings, "strings");
+    }
+    const auto n_string_ids = static_cast<std::int64_t>(p.strings.size());
+    auto check_name = [&](std::int64_t name_id, const char* table, std::int64_t row) {
+      if (name_id < 0 || name_id >= n_string_ids)
+        fail(ProfileErrorKind::MalformedTable, path,
+             std::string("table '") + table + "' row id " + std::to_string(row) + " names string id " +
+                 std::to_string(name_id) + ", which does not exist");
+      return static_cast<std::uint32_t>(name_id);
+    };
+
+    {
+      sql::Stmt s(db.get(),
+                  "SELECT rank, host, pid, device_index, gpu_name, gpu_memory_bytes, sm_count, compute_major,"
+                  " compute_minor, clock_offset_ns, world_size FROM ranks ORDER BY rank");
+      while (s.step()) {
+        RankModel r;
+        r.info = {static_cast<int>(s.col_int(0)),
+                  s.col_text(1),
+                  s.col_int(2),
+                  static_cast<int>(s.col_int_or(3, -1)),
+                  s.col_text(4),
+                  s.col_int(5),
+                  static_cast<int>(s.col_int(6)),
+                  static_cast<int>(s.col_int(7)),
+                  static_cast<int>(s.col_int(8)),
+                  s.col_int(9),
+                  static_cast<int>(s.col_int(10))};
+        p.ranks.push_back(std::move(r));
+      }
+    }
+
+    // Streams -> tracks.
+    std::unordered_map<RowId, std::int32_t> stream_track;
+    {
+      sql::Stmt s(db.get(), "SELECT id, rank, device, native_id, kind, name FROM streams ORDER BY rank, id");
+      while (s.step()) {
+        StreamTrack t;
+        t.stream_id = s.col_int(0);
+        t.rank = static_cast<int>(s.col_int(1));
+        t.device = static_cast<int>(s.col_int(2));
+        t.native_id = s.col_int(3);
+        auto k = s.col_int(4);
+        t.kind = (k >= 0 && k < kStreamKindCount) ? static_cast<StreamKind>(k) : StreamKind::Unknown;
+        t.name = s.col_text(5);
+        stream_track[t.stream_id] = static_cast<std::int32_t>(p.stream_tracks.size());
+        p.stream_tracks.push_back(std::move(t));
+      }
+    }
+
+    // Modules (before events, which refer to them by index).
+    {
+      const std::int64_t n_mod_ids = max_id(db, "modules") + 1;
+      if (n_mod_ids > (std::int64_t(1) << 26))
+        fail(ProfileErrorKind::MalformedTable, path, "table 'modules' has ids up to " + std::to_string(n_mod_ids));
+      p.module_index_by_id.assign(static_cast<std::size_t>(std::max<std::int64_t>(n_mod_ids, 0)), -1);
+      std::vector<RowId> parent_ids, unit_ids;
+      sql::Stmt s(db.get(),
+                  "SELECT id, parent_id, fqn, class_name, param_count, param_bytes, is_fsdp_unit, fsdp_unit_id,"
+                  " reshard_policy FROM modules ORDER BY id");
+      while (s.step()) {
+        ModuleNode m;
+        m.id = s.col_int(0);
+        if (m.id < 0) fail(ProfileErrorKind::MalformedTable, path, "table 'modules' has a negative id");
+        parent_ids.push_back(s.col_int_or(1, kNoRow));
+        m.fqn = s.col_text(2);
+        m.class_name = s.col_text(3);
+        m.param_count = s.col_int(4);
+        m.param_bytes = s.col_int(5);
+        m.is_fsdp_unit = s.col_int(6) != 0;
+        unit_ids.push_back(s.col_int_or(7, kNoRow));
+        m.reshard_policy = s.col_text(8);
+        p.module_index_by_id[static_cast<std::size_t>(m.id)] = static_cast<std::int64_t>(p.modules.size());
+        p.modules.push_back(std::move(m));
+      }
+      for (std::size_t i = 0; i < p.modules.size(); ++i) {
+        std::int32_t parent = p.module_index(parent_ids[i]);
+        // A parent cycle would make tree walks loop forever: refuse it.
+        for (std::int32_t a = parent, hops = 0; a >= 0; a = p.module_index(parent_ids[static_cast<std::size_t>(a)])) {
+          if (a == static_cast<std::int32_t>(i) || ++hops > static_cast<std::int32_t>(p.modules.size()))
+            fail(ProfileErrorKind::MalformedTable, path,
+                 "table 'modules' has a parent cycle through module id " + std::to_string(p.modules[i].id));
+        }
+        p.modules[i].parent = parent;
+        p.modules[i].fsdp_unit = p.module_index(unit_ids[i]);
+        if (parent >= 0) p.modules[static_cast<std::size_t>(parent)].children.push_back(static_cast<std::int32_t>(i));
+      }
+    }
+    auto module_of = [&](const sql::Stmt& s, int col) -> std::int32_t {
+      return s.col_null(col) ? -1 : p.module_index(s.col_int(col));
+    };
+
+    // Kernels: the hot loop. Consecutive rows usually share a stream, so cache the last lookup.
+    {
+      sql::Stmt s(db.get(), "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category FROM kernels");
+      RowId last_stream = kNoRow;
+      StreamTrack* track = nullptr;
+      std::int64_t batch = 0;
+      while (s.step()) {
+        const std::int64_t id = s.col_int(0);
+        const RowId stream = s.col_int(1);
+        if (stream != last_stream || !track) {
+          auto it = stream_track.find(stream);
+          if (it == stream_track.end())
+            fail(ProfileErrorKind::MalformedTable, path,
+                 "table 'kernels' row id " + std::to_string(id) + " refers to stream id " + std::to_string(stream) +
+                     ", which is not in 'streams'");
+          track = &p.stream_tracks[static_cast<std::size_t>(it->second)];
+          last_stream = stream;
+        }
+        check_times(s, 2, 3, path, "kernels", id);
+        const auto cat = s.col_int(6);
+        if (cat < 0 || cat >= kKernelCategoryCount)
+          fail(ProfileErrorKind::MalformedTable, path,
+               "table 'kernels' row id " + std::to_string(id) + " has unknown category " + std::to_string(cat));
+        const TimeNs start = s.col_int(2);
+        KernelEvent e{start, start + s.col_int(3), check_name(s.col_int(4), "kernels", id), module_of(s, 5),
+                      static_cast<std::uint32_t>(id), static_cast<KernelCategory>(cat), {}};
+        track->events.push_back(e);
+        if (++batch == kRowsBetweenChecks) {
+          progress.rows(batch, "kernels");
+          batch = 0;
+        }
+        ++p.kernel_count;
+      }
+      progress.rows(batch, "kernels");
+      for (auto& t : p.stream_tracks) finish_track(t);
+    }
+
+    if (options.ranges) {
+      std::map<std::tuple<int, RowId, RowId, int>, std::int32_t> track_of;
+      sql::Stmt s(db.get(),
+                  "SELECT id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id, depth"
+                  " FROM ranges");
+      std::tuple<int, RowId, RowId, int> last_key{-1, -2, -2, -1};
+      RangeTrack* track = nullptr;
+      std::int64_t batch = 0;
+      while (s.step()) {
+        const std::int64_t id = s.col_int(0);
+        const std::int64_t depth = s.col_int(10);
+        if (depth < 0 || depth > 4096)
+          fail(ProfileErrorKind::MalformedTable, path,
+               "table 'ranges' row id " + std::to_string(id) + " has depth " + std::to_string(depth));
+        std::tuple<int, RowId, RowId, int> key{static_cast<int>(s.col_int(1)), s.col_int_or(2, kNoRow),
+                                               s.col_int_or(3, kNoRow), static_cast<int>(depth)};
+        if (key != last_key || !track) {
+          auto [it, added] = track_of.try_emplace(key, static_cast<std::int32_t>(p.range_tracks.size()));
+          if (added) {
+            RangeTrack t;
+            std::tie(t.rank, t.thread_id, t.stream_id, t.depth) = key;
+            p.range_tracks.push_back(std::move(t));
+          }
+          track = &p.range_tracks[static_cast<std::size_t>(it->second)];
+          last_key = key;
+        }
+        check_times(s, 4, 5, path, "ranges", id);
+        const auto kind = s.col_int(7), phase = s.col_int(8);
+        if (kind < 0 || kind >= kRangeKindCount || phase < 0 || phase >= kRangePhaseCount)
+          fail(ProfileErrorKind::MalformedTable, path,
+               "table 'ranges' row id " + std::to_string(id) + " has an unknown kind or phase");
+        const TimeNs start = s.col_int(4);
+        track->events.push_back({start, start + s.col_int(5), check_name(s.col_int(6), "ranges", id),
+                                 module_of(s, 9), static_cast<std::uint32_t>(id), static_cast<RangeKind>(kind),
+                                 static_cast<RangePhase>(phase), {}});
+        if (++batch == kRowsBetweenChecks) {
+          progress.rows(batch, "ranges");
+          batch = 0;
+        }
+        ++p.range_count;
+      }
+      progress.rows(batch, "ranges");
+      for (auto& t : p.range_tracks) finish_track(t);
+    }
+
+    {
+      sql::Stmt s(db.get(),
+                  "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id"
+                  " FROM collectives ORDER BY rank, start_ns");
+      while (s.step()) {
+        check_times(s, 1, 2, path, "collectives", s.col_int(8));
+        auto type = s.col_int(7);
+        if (type < 0 || type >= kCollectiveTypeCount) type = 0;
+        const TimeNs start = s.col_int(1);
+        p.collectives.push_back({start, start + s.col_int(2), s.col_int(3), s.col_int_or(4, -1),
+                                 s.col_int_or(5, -1), static_cast<std::int32_t>(s.col_int(0)),
+                                 static_cast<std::int32_t>(s.col_int_or(6, -1)), static_cast<CollectiveType>(type)});
+      }
+    }
+
+    if (options.memory) {
+      sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes FROM memory_events");
+      int last_rank = -1;
+      RankModel* rm = nullptr;
+      std::int64_t batch = 0;
+      while (s.step()) {
+        const int r = static_cast<int>(s.col_int(0));
+        if (r != last_rank || !rm) {
+          rm = &rank_for(r);
+          last_rank = r;
+        }
+        rm->memory.push_back({s.col_int(1), s.col_int(2)});  // value = delta until summed below
+        ++p.memory_event_count;
+        if (++batch == kRowsBetweenChecks) {
+          progress.rows(batch, "memory");
+          batch = 0;
+        }
+      }
+      progress.rows(batch, "memory");
+      for (auto& r : p.ranks) {
+        std::stable_sort(r.memory.begin(), r.memory.end(),
+                         [](const CounterPoint& a, const CounterPoint& b) { return a.time < b.time; });
+        std::int64_t total = 0;
+        for (auto& c : r.memory) c.value = (total += c.value);
+        r.memory.shrink_to_fit();
+      }
+    }
+
+    {
+      sql::Stmt s(db.get(), "SELECT rank, number, start_ns, duration_ns, id FROM steps ORDER BY rank, start_ns");
+      while (s.step()) {
+        check_times(s, 2, 3, path, "steps", s.col_int(4));
+        const TimeNs start = s.col_int(2);
+        rank_for(static_cast<int>(s.col_int(0))).steps.push_back({static_cast<int>(s.col_int(0)), s.col_int(1), start,
+                                                  start + s.col_int(3)});
+      }
+    }
+  } catch (const ProfileError& e) {
+    if (e.kind() == ProfileErrorKind::Sql)
+      throw ProfileError(ProfileErrorKind::Corrupt, "'" + path + "': cannot read: " + e.what());
+    throw;
+  }
+
+  // Ranks own their tracks; the time span covers every event.
+  std::int32_t idx = 0;
+  bool any = false;
+  auto extend = [&](TimeNs a, TimeNs b) {
+    p.time_begin = any ? std::min(p.time_begin, a) : a;
+    p.time_end = any ? std::max(p.time_end, b) : b;
+    any = true;
+  };
+  for (auto& t : p.stream_tracks) rank_for(t.rank);
+  for (auto& t : p.range_tracks) rank_for(t.rank);
+  for (auto& r : p.ranks) {
+    r.stream_tracks.clear();
+    r.range_tracks.clear();
+  }
+  idx = 0;
+  for (auto& t : p.stream_tracks) {
+    rank_for(t.rank).stream_tracks.push_back(idx++);
+    if (!t.events.empty()) {
+      TimeNs last_end = t.events.front().end;
+      for (const auto& e : t.events) last_end = std::max(last_end, e.end);
+      extend(t.events.front().start, last_end);
+    }
+  }
+  // Range tracks: by lane, then depth, so views can draw nesting top-down.
+  std::vector<std::int32_t> order(p.range_tracks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int32_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    const auto& x = p.range_tracks[static_cast<std::size_t>(a)];
+    const auto& y = p.range_tracks[static_cast<std::size_t>(b)];
+    return std::tie(x.rank, x.stream_id, x.thread_id, x.depth) < std::tie(y.rank, y.stream_id, y.thread_id, y.depth);
+  });
+  for (std::int32_t i : order) {
+    auto& t = p.range_tracks[static_cast<std::size_t>(i)];
+    rank_for(t.rank).range_tracks.push_back(i);
+    if (!t.events.empty()) {
+      TimeNs last_end = t.events.front().end;
+      for (const auto& e : t.events) last_end = std::max(last_end, e.end);
+      extend(t.events.front().start, last_end);
+    }
+  }
+  if (options.progress) options.progress(1.0, "done");
+  return p;
+}
+
+}  // namespace ss

@@ -1,0 +1,32 @@
+// Opens a profile read-only, checks that it is a ShardScope profile of a version this build
+// understands, and loads it into the in-memory model. Every failure is a ProfileError whose kind
+// and message say what is wrong with which file.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "storage/profile_model.h"
+#include "storage/sqlite_handle.h"
+
+namespace ss {
+
+struct LoadOptions {
+  bool ranges = true;
+  bool memory = true;
+  // Called with a fraction in [0, 1] and a short stage name; keep it cheap.
+  std::function<void(double, const char*)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // set to true to abort with ProfileErrorKind::Cancelled
+};
+
+// Validates `path` (magic, truncation, application id / meta, version, required tables and columns)
+// and returns a read-only connection. Used by the loader, `info` and the SQL console.
+sql::Db open_profile_readonly(const std::string& path);
+
+// Validates an already-open connection's schema (tables and columns); throws on mismatch.
+void validate_profile_schema(sql::Db& db, const std::string& path);
+
+Profile load_profile(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace ss

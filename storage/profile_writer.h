@@ -1,0 +1,66 @@
+// Writes a profile: schema creation, interned strings, prepared statements batched in large
+// transactions. By default the file is built under a temporary name and renamed into place by
+// finish(), so an error or a crash never leaves a half-written profile at the target path.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "storage/types.h"
+
+namespace ss {
+
+struct WriterOptions {
+  // false: write the target path directly with a rollback journal, so that every commit() is a
+  // readable checkpoint even if the process is killed (the collector's mode).
+  bool atomic_rename = true;
+  // Rows after which the open transaction is committed (bounds SQLite's page cache use).
+  std::int64_t rows_per_transaction = 2'000'000;
+};
+
+class ProfileWriter {
+ public:
+  // Creates (replacing) the profile at `path`. Throws ProfileError on failure.
+  ProfileWriter(const std::string& path, const Origin& origin, WriterOptions options = {});
+  ~ProfileWriter();  // without finish(): rolls back and removes the partial file
+  ProfileWriter(const ProfileWriter&) = delete;
+  ProfileWriter& operator=(const ProfileWriter&) = delete;
+
+  // Interned string id; id 0 is the empty string.
+  std::uint32_t intern(std::string_view s);
+  void set_meta(std::string_view key, std::string_view value);
+  // Unix epoch nanoseconds of time 0 on the profile clock (0 when unknown).
+  void set_time_origin(TimeNs unix_ns);
+
+  void add_rank(const RankInfo& r);  // insert or replace by rank
+  RowId add_stream(const StreamInfo& s);
+  RowId add_thread(const ThreadInfo& t);
+  RowId launch_config(const LaunchConfig& c);  // interned: equal configs share one row
+  RowId add_kernel(const KernelRow& k);
+  RowId add_process_group(const ProcessGroupRow& g);
+  RowId add_collective(const CollectiveRow& c);
+  RowId add_module(const ModuleRow& m);
+  RowId add_range(const RangeRow& r);
+  RowId add_memory_event(const MemoryEventRow& m);
+  RowId add_step(const StepRow& s);
+  void add_skipped(int rank, std::string_view reason, std::int64_t count);
+
+  // Updates a module's attribution of a kernel after the fact (importers attribute lazily).
+  void set_kernel_module(RowId kernel, RowId module);
+
+  void commit();  // everything so far becomes durable and readable by others
+  void finish();  // final commit, close and (atomic mode) rename into place; idempotent
+
+  const std::string& path() const;
+  std::int64_t kernel_count() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Current time as ISO-8601 UTC (for origin.created_utc).
+std::string utc_now_iso8601();
+
+}  // namespace ss

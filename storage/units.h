@@ -1,0 +1,16 @@
+// Human-readable durations and sizes, and parsing of sizes such as "70GiB" (CLI and views).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+std::string format_duration_ns(std::int64_t ns);  // "812 ns", "12.4 us", "3.21 ms", "1.50 s"
+std::string format_bytes(std::int64_t bytes);     // "512 B", "1.50 KiB", "70.0 GiB"
+// "70GiB", "70 GB", "1.5e9", "512MiB", "4096" -> bytes; nullopt on anything else.
+std::optional<std::int64_t> parse_bytes(std::string_view text);
+
+}  // namespace ss
