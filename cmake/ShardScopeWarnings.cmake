@@ -2,7 +2,7 @@
 add_library(shardscope_warnings INTERFACE)
 target_compile_options(shardscope_warnings INTERFACE
   $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
-    -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough>)
+    -Wcast-align -Wunused -Woverloaded-virtual -Wimplicit-fallthrough>)
 if(SHARDSCOPE_WERROR)
   target_compile_options(shardscope_warnings INTERFACE -Werror)
 endif()

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -371,40 +373,85 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       return s.col_null(col) ? -1 : p.module_index(s.col_int(col));
     };
 
-    // Kernels: the hot loop. Consecutive rows usually share a stream, so cache the last lookup.
+    // Kernels: the hot loop, split by rowid range over a few threads (one connection each);
+    // each thread fills its own per-track arrays, concatenated in rowid order afterwards.
     {
-      sql::Stmt s(db.get(), "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category FROM kernels");
-      RowId last_stream = kNoRow;
-      StreamTrack* track = nullptr;
-      std::int64_t batch = 0;
-      while (s.step()) {
-        const std::int64_t id = s.col_int(0);
-        const RowId stream = s.col_int(1);
-        if (stream != last_stream || !track) {
-          auto it = stream_track.find(stream);
-          if (it == stream_track.end())
-            fail(ProfileErrorKind::MalformedTable, path,
-                 "table 'kernels' row id " + std::to_string(id) + " refers to stream id " + std::to_string(stream) +
-                     ", which is not in 'streams'");
-          track = &p.stream_tracks[static_cast<std::size_t>(it->second)];
-          last_stream = stream;
-        }
-        check_times(s, 2, 3, path, "kernels", id);
-        const auto cat = s.col_int(6);
-        if (cat < 0 || cat >= kKernelCategoryCount)
-          fail(ProfileErrorKind::MalformedTable, path,
-               "table 'kernels' row id " + std::to_string(id) + " has unknown category " + std::to_string(cat));
-        const TimeNs start = s.col_int(2);
-        KernelEvent e{start, start + s.col_int(3), check_name(s.col_int(4), "kernels", id), module_of(s, 5),
-                      static_cast<std::uint32_t>(id), static_cast<KernelCategory>(cat), {}};
-        track->events.push_back(e);
-        if (++batch == kRowsBetweenChecks) {
-          progress.rows(batch, "kernels");
-          batch = 0;
-        }
-        ++p.kernel_count;
+      std::vector<std::int64_t> track_of_stream;  // dense stream id -> track index
+      for (const auto& [sid, t] : stream_track) {
+        if (sid < 0 || sid > (std::int64_t(1) << 24))
+          fail(ProfileErrorKind::MalformedTable, path, "table 'streams' has id " + std::to_string(sid));
+        if (static_cast<std::size_t>(sid) >= track_of_stream.size()) track_of_stream.resize(static_cast<std::size_t>(sid) + 1, -1);
+        track_of_stream[static_cast<std::size_t>(sid)] = t;
       }
-      progress.rows(batch, "kernels");
+      const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+      const int n_threads = n_kernels > 1'000'000 ? static_cast<int>(std::min(hw, 8u)) : 1;
+      std::vector<std::vector<std::vector<KernelEvent>>> parts(static_cast<std::size_t>(n_threads),
+                                                               std::vector<std::vector<KernelEvent>>(p.stream_tracks.size()));
+      std::vector<std::int64_t> counts(static_cast<std::size_t>(n_threads), 0);
+      std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
+      auto worker = [&](int t) {
+        try {
+          sql::Db own;
+          sql::Db* conn = &db;
+          if (t > 0) {
+            own = sql::Db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+            conn = &own;
+          }
+          const std::int64_t lo = n_kernels * t / n_threads + 1, hi = n_kernels * (t + 1) / n_threads;
+          sql::Stmt s(conn->get(),
+                      "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category FROM kernels"
+                      " WHERE id BETWEEN ? AND ?");
+          // The last range is open-ended so rows with ids beyond max(id) estimates are never lost.
+          s.bind(1, t == 0 ? std::numeric_limits<std::int64_t>::min() : lo);
+          s.bind(2, t == n_threads - 1 ? std::numeric_limits<std::int64_t>::max() : hi);
+          auto& mine = parts[static_cast<std::size_t>(t)];
+          std::int64_t batch = 0;
+          while (s.step()) {
+            const std::int64_t id = s.col_int(0);
+            const RowId stream = s.col_int(1);
+            if (stream < 0 || static_cast<std::size_t>(stream) >= track_of_stream.size() ||
+                track_of_stream[static_cast<std::size_t>(stream)] < 0)
+              fail(ProfileErrorKind::MalformedTable, path,
+                   "table 'kernels' row id " + std::to_string(id) + " refers to stream id " + std::to_string(stream) +
+                       ", which is not in 'streams'");
+            check_times(s, 2, 3, path, "kernels", id);
+            const auto cat = s.col_int(6);
+            if (cat < 0 || cat >= kKernelCategoryCount)
+              fail(ProfileErrorKind::MalformedTable, path,
+                   "table 'kernels' row id " + std::to_string(id) + " has unknown category " + std::to_string(cat));
+            const TimeNs start = s.col_int(2);
+            mine[static_cast<std::size_t>(track_of_stream[static_cast<std::size_t>(stream)])].push_back(
+                {start, start + s.col_int(3), check_name(s.col_int(4), "kernels", id), module_of(s, 5),
+                 static_cast<std::uint32_t>(id), static_cast<KernelCategory>(cat), {}});
+            if (++batch == kRowsBetweenChecks) {
+              check_cancel(options);
+              if (t == 0) progress.rows(batch * n_threads, "kernels");
+              counts[static_cast<std::size_t>(t)] += batch;
+              batch = 0;
+            }
+          }
+          counts[static_cast<std::size_t>(t)] += batch;
+        } catch (...) {
+          errors[static_cast<std::size_t>(t)] = std::current_exception();
+        }
+      };
+      std::vector<std::thread> threads;
+      for (int t = 1; t < n_threads; ++t) threads.emplace_back(worker, t);
+      worker(0);
+      for (auto& th : threads) th.join();
+      for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+      for (std::size_t tr = 0; tr < p.stream_tracks.size(); ++tr) {
+        auto& dst = p.stream_tracks[tr].events;
+        std::size_t total = 0;
+        for (auto& part : parts) total += part[tr].size();
+        dst.reserve(total);
+        for (auto& part : parts) {
+          dst.insert(dst.end(), part[tr].begin(), part[tr].end());
+          std::vector<KernelEvent>().swap(part[tr]);
+        }
+      }
+      for (auto c : counts) p.kernel_count += c;
       for (auto& t : p.stream_tracks) finish_track(t);
     }
 

@@ -113,9 +113,9 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   }
   d.db = sql::Db(d.working, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
 
-  // Large pages and no journal make a bulk load fast; the atomic rename replaces the journal's
+  // 16 KiB pages (as fast as 64 KiB for bulk loads, smaller small files) and no journal; the atomic rename replaces the journal's
   // crash safety. The collector's direct mode keeps a rollback journal so each commit is durable.
-  d.db.exec("PRAGMA page_size = 65536");
+  d.db.exec("PRAGMA page_size = 16384");
   d.db.exec(options.atomic_rename ? "PRAGMA journal_mode = OFF" : "PRAGMA journal_mode = DELETE");
   d.db.exec("PRAGMA synchronous = OFF");
   d.db.exec("PRAGMA cache_size = -65536");

@@ -12,11 +12,17 @@
 namespace ss {
 namespace {
 
-// Introspection pragmas that only read; anything with an argument (an assignment) is refused.
-constexpr std::array<std::string_view, 13> kReadOnlyPragmas = {
-    "table_info",  "table_xinfo",    "table_list",     "index_list",  "index_info",
-    "index_xinfo", "foreign_key_list", "application_id", "user_version", "page_size",
-    "page_count",  "database_list",  "function_list"};
+// Introspection pragmas. The first list reads a named table or index (its argument is a name);
+// the second only reads when it has no argument (with one it would be an assignment).
+constexpr std::array<std::string_view, 7> kIntrospectionPragmas = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list"};
+constexpr std::array<std::string_view, 7> kReadOnlyPragmas = {
+    "application_id", "user_version", "page_size", "page_count", "database_list", "function_list", "schema_version"};
+
+template <std::size_t N>
+bool listed(const std::array<std::string_view, N>& list, const char* name) {
+  return name && std::find(list.begin(), list.end(), std::string_view(name)) != list.end();
+}
 
 struct AuthState {
   std::string refusal;  // first refused action, for the error message
@@ -39,9 +45,7 @@ int authorize(void* user, int action, const char* a3, const char* a4, const char
         return refuse(std::string("function ") + a4);
       return SQLITE_OK;
     case SQLITE_PRAGMA:
-      if (a3 && !a4 &&
-          std::find(kReadOnlyPragmas.begin(), kReadOnlyPragmas.end(), std::string_view(a3)) != kReadOnlyPragmas.end())
-        return SQLITE_OK;
+      if (listed(kIntrospectionPragmas, a3) || (!a4 && listed(kReadOnlyPragmas, a3))) return SQLITE_OK;
       return refuse(std::string("PRAGMA ") + (a3 ? a3 : "") + (a4 ? std::string(" = ") + a4 : std::string()));
     case SQLITE_INSERT: return refuse("INSERT");
     case SQLITE_UPDATE: return refuse("UPDATE");

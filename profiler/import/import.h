@@ -39,8 +39,8 @@ class ImportError : public ProfileError {
 
 class ImportContext {
  public:
-  ImportContext(ProfileWriter& writer, std::function<void(const std::string& line)> progress_line = {})
-      : writer(writer), progress_line_(std::move(progress_line)) {}
+  ImportContext(ProfileWriter& profile_writer, std::function<void(const std::string& line)> progress_line = {})
+      : writer(profile_writer), progress_line_(std::move(progress_line)) {}
 
   ProfileWriter& writer;
 
@@ -57,6 +57,11 @@ class ImportContext {
 
   // Progress for large inputs: prints "importing FILE: 45% (900 MB of 2.0 GB)" at most ~10x/s.
   void progress(const std::string& path, std::uint64_t done, std::uint64_t total);
+
+  // Rows shared by every input of one import (the modules table and process groups are not per
+  // rank), so that several ranks' files write each module / group once.
+  std::map<std::string, RowId> module_ids;         // fqn -> modules.id
+  std::map<std::string, RowId> process_group_ids;  // name + '|' + ranks -> process_groups.id
 
  private:
   std::optional<TimeNs> origin_;

@@ -1,0 +1,142 @@
+#include <sys/stat.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "profiler/import/import.h"
+#include "storage/sqlite_handle.h"
+#include "storage/units.h"
+
+namespace ss::import {
+
+const char* to_string(Format f) {
+  switch (f) {
+    case Format::KinetoJson: return "kineto-json";
+    case Format::NsysSqlite: return "nsys-sqlite";
+    case Format::Unknown: break;
+  }
+  return "unknown";
+}
+
+Format detect_format(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
+  std::array<unsigned char, 16> head{};
+  in.read(reinterpret_cast<char*>(head.data()), head.size());
+  const auto n = static_cast<std::size_t>(in.gcount());
+  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Format::KinetoJson;  // gzip: Kineto .json.gz
+  if (n >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0) {
+    sql::Db db(path, SQLITE_OPEN_READONLY);
+    sql::Stmt s(db.get(),
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('StringIds', 'META_DATA_EXPORT',"
+                " 'TARGET_INFO_SESSION_START_TIME', 'CUPTI_ACTIVITY_KIND_KERNEL')");
+    bool nsys = false;
+    try {
+      nsys = s.step() && s.col_int(0) > 0;
+    } catch (const ProfileError&) {
+      nsys = false;
+    }
+    if (nsys) return Format::NsysSqlite;
+    sql::Stmt m(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'");
+    if (m.step() && m.col_int(0) > 0)
+      throw ImportError("'" + path + "' is already a ShardScope profile; open it directly (shardscope info / gui)");
+    throw ImportError("'" + path +
+                      "' is a SQLite database but not an Nsight Systems export (no StringIds / META_DATA_EXPORT /"
+                      " CUPTI_ACTIVITY_KIND_* tables); export one with `nsys export --type sqlite`");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isspace(head[i])) continue;
+    if (head[i] == '{' || head[i] == '[') return Format::KinetoJson;
+    break;
+  }
+  return Format::Unknown;
+}
+
+TimeNs ImportContext::time_origin_unix_ns(TimeNs first_seen_unix_ns) {
+  if (!origin_) {
+    origin_ = first_seen_unix_ns;
+    writer.set_time_origin(first_seen_unix_ns);
+  }
+  return *origin_;
+}
+
+void ImportContext::claim_rank(int rank, const std::string& path) {
+  auto [it, added] = claimed_.emplace(rank, path);
+  if (!added)
+    throw ImportError("'" + path + "' claims rank " + std::to_string(rank) + ", which '" + it->second +
+                      "' already holds; import the files of one job with one file per rank");
+}
+
+int ImportContext::next_free_rank() const {
+  int r = 0;
+  while (claimed_.count(r)) ++r;
+  return r;
+}
+
+void ImportContext::flush_skipped() {
+  for (const auto& [key, count] : skipped_) writer.add_skipped(key.first, key.second, count);
+  skipped_.clear();
+}
+
+void ImportContext::progress(const std::string& path, std::uint64_t done, std::uint64_t total) {
+  if (!progress_line_ || total < 50ull * 1000 * 1000) return;
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  if (done < total && now - last_progress_ms_ < 100) return;
+  last_progress_ms_ = now;
+  char line[256];
+  std::snprintf(line, sizeof line, "importing %s: %3.0f%% (%s of %s)", path.c_str(),
+                100.0 * double(done) / double(total), format_bytes(static_cast<std::int64_t>(done)).c_str(),
+                format_bytes(static_cast<std::int64_t>(total)).c_str());
+  progress_line_(line);
+}
+
+ImportSummary import_files(const std::vector<std::string>& inputs, const std::string& output,
+                           const ImportOptions& options) {
+  if (inputs.empty()) throw ImportError("no input files");
+  ImportSummary summary;
+  std::vector<Format> formats;
+  for (const auto& in : inputs) {
+    Format f = detect_format(in);
+    if (f == Format::Unknown)
+      throw ImportError("'" + in + "': unknown format (expected a PyTorch profiler / Kineto JSON trace, .json or"
+                        " .json.gz, or an Nsight Systems SQLite export)");
+    formats.push_back(f);
+    summary.inputs.emplace_back(in, f);
+  }
+  Origin origin;
+  origin.kind = OriginKind::Imported;
+  origin.tool = "shardscope import";
+  std::string fmts, files;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::string f = to_string(formats[i]);
+    if (fmts.find(f) == std::string::npos) fmts += (fmts.empty() ? "" : ",") + f;
+    files += (i ? "\n" : "") + inputs[i];
+  }
+  origin.source_format = fmts;
+  origin.source_files = files;
+  // The writer builds OUT under a temporary name; if anything below throws, its destructor
+  // removes the partial file, so no output is left behind.
+  ProfileWriter writer(output, origin);
+  ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
+                                                        [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
+                                                  : std::function<void(const std::string&)>());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    switch (formats[i]) {
+      case Format::KinetoJson: import_kineto(inputs[i], ctx); break;
+      case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
+      case Format::Unknown: break;
+    }
+  }
+  if (options.show_progress) std::fprintf(stderr, "\n");
+  ctx.flush_skipped();
+  summary.kernels = writer.kernel_count();
+  writer.finish();
+  return summary;
+}
+
+}  // namespace ss::import

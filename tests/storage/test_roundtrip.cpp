@@ -1,0 +1,299 @@
+// Every table written by ProfileWriter reads back unchanged, through SQL and the in-memory model.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+
+#include "storage/profile_reader.h"
+#include "storage/profile_writer.h"
+#include "storage/sqlite_handle.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+
+namespace {
+
+struct Written {
+  RowId compute, nccl, thread, config, kernel, copy, group, collective, root, layer, attn, range_outer, range_inner,
+      memory, step;
+};
+
+Written write_everything(const std::string& path) {
+  Origin o;
+  o.kind = OriginKind::Imported;
+  o.tool = "roundtrip-test";
+  o.tool_version = "9.9";
+  o.source_format = "kineto-json";
+  o.source_files = "a.json\nb.json";
+  o.parameters_json = R"({"x": 1})";
+  o.created_utc = "2026-01-02T03:04:05Z";
+  o.notes = "notes here";
+  ProfileWriter w(path, o);
+  w.set_time_origin(1'700'000'000'123'456'789);
+  w.add_rank({0, "node-a", 4242, 3, "NVIDIA H100 80GB HBM3", 85'520'809'984, 132, 9, 0, -1500, 2});
+  w.add_rank({1, "node-b", 4243, 0, "NVIDIA H100 80GB HBM3", 85'520'809'984, 132, 9, 0, 2500, 2});
+  Written r{};
+  r.compute = w.add_stream({0, 3, 7, StreamKind::Compute, "compute"});
+  r.nccl = w.add_stream({0, 3, 24, StreamKind::Nccl, "nccl"});
+  r.thread = w.add_thread({0, 777, "python"});
+  r.config = w.launch_config({132, 2, 1, 384, 1, 1, 232448, 168});
+  CHECK(w.launch_config({132, 2, 1, 384, 1, 1, 232448, 168}) == r.config);  // interned
+  r.root = w.add_module({kNoRow, "", "Transformer", 1000, 2000, true, kNoRow, "true"});
+  r.layer = w.add_module({r.root, "layers.0", "Block", 600, 1200, true, kNoRow, "false"});
+  r.attn = w.add_module({r.layer, "layers.0.attention", "Attention", 200, 400, false, r.layer, ""});
+  const auto gemm = w.intern("gemm_kernel");
+  CHECK(w.intern("gemm_kernel") == gemm);
+  KernelRow k;
+  k.rank = 0;
+  k.stream = r.compute;
+  k.start = 1000;
+  k.end = 1500;
+  k.name = gemm;
+  k.correlation = 99;
+  k.launch_config = r.config;
+  k.category = KernelCategory::Compute;
+  k.module = r.attn;
+  r.kernel = w.add_kernel(k);
+  KernelRow c = k;
+  c.start = 1600;
+  c.end = 1700;
+  c.name = w.intern("Memcpy HtoD (Pageable -> Device)");
+  c.category = KernelCategory::Memcpy;
+  c.launch_config = kNoRow;
+  c.module = kNoRow;
+  c.bytes = 1 << 20;
+  r.copy = w.add_kernel(c);
+  KernelRow n = k;
+  n.stream = r.nccl;
+  n.start = 900;
+  n.end = 2000;
+  n.name = w.intern("ncclDevKernel_AllGather_RING_LL");
+  n.category = KernelCategory::Collective;
+  n.module = kNoRow;
+  const RowId nk = w.add_kernel(n);
+  r.group = w.add_process_group({"0", "default_pg", "[0,1]", 2, "nccl"});
+  r.collective = w.add_collective({0, nk, CollectiveType::AllGather, 4096, w.intern("BFloat16"), r.group, 2, 7, 900, 2000});
+  r.range_outer = w.add_range({0, r.thread, kNoRow, 800, 2100, w.intern("layers.0"), RangeKind::Module,
+                               RangePhase::Forward, r.layer, kNoRow, 0});
+  r.range_inner = w.add_range({0, r.thread, kNoRow, 950, 1550, w.intern("layers.0.attention"), RangeKind::Module,
+                               RangePhase::Forward, r.attn, r.range_outer, 1});
+  w.add_range({0, kNoRow, r.nccl, 900, 2000, w.intern("nccl:_all_gather_base"), RangeKind::GpuAnnotation,
+               RangePhase::None, kNoRow, kNoRow, 0});
+  r.memory = w.add_memory_event({0, 1000, 0x7f00, 4096, MemoryCategory::Activation, r.attn, r.compute});
+  w.add_memory_event({0, 1200, 0x7f00, -4096, MemoryCategory::Activation, r.attn, r.compute});
+  w.add_memory_event({0, 1100, 0x8f00, 100, MemoryCategory::Gradient, kNoRow, kNoRow});
+  r.step = w.add_step({0, 5, 700, 2200});
+  w.add_skipped(0, "unknown category 'foo'", 3);
+  w.add_skipped(-1, "flow events", 10);
+  w.set_meta("custom_key", "custom value");
+  w.finish();
+  return r;
+}
+
+std::int64_t q(sql::Db& db, const std::string& query) {
+  sql::Stmt s(db.get(), query);
+  REQUIRE(s.step());
+  return s.col_int(0);
+}
+
+std::string qs(sql::Db& db, const std::string& query) {
+  sql::Stmt s(db.get(), query);
+  REQUIRE(s.step());
+  return s.col_text(0);
+}
+
+}  // namespace
+
+TEST_CASE("every table round-trips through SQL", "[storage][roundtrip]") {
+  test::TempDir dir;
+  const auto path = dir.file("rt.ssdb");
+  Written r = write_everything(path);
+  sql::Db db = open_profile_readonly(path);
+
+  CHECK(qs(db, "SELECT value FROM meta WHERE key = 'format'") == "shardscope-profile");
+  CHECK(qs(db, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+  CHECK(qs(db, "SELECT value FROM meta WHERE key = 'time_origin_unix_ns'") == "1700000000123456789");
+  CHECK(qs(db, "SELECT value FROM meta WHERE key = 'custom_key'") == "custom value");
+  CHECK(q(db, "PRAGMA application_id") == 0x53534450);
+  CHECK(q(db, "PRAGMA user_version") == 1);
+
+  CHECK(qs(db, "SELECT tool || '|' || tool_version || '|' || source_format || '|' || source_files || '|' ||"
+               " parameters_json || '|' || created_utc || '|' || notes FROM origin") ==
+        "roundtrip-test|9.9|kineto-json|a.json\nb.json|{\"x\": 1}|2026-01-02T03:04:05Z|notes here");
+  CHECK(q(db, "SELECT kind FROM origin") == static_cast<int>(OriginKind::Imported));
+
+  CHECK(qs(db, "SELECT host || ',' || pid || ',' || device_index || ',' || gpu_name || ',' || gpu_memory_bytes || ','"
+               " || sm_count || ',' || compute_major || ',' || compute_minor || ',' || clock_offset_ns || ',' || world_size"
+               " FROM ranks WHERE rank = 0") == "node-a,4242,3,NVIDIA H100 80GB HBM3,85520809984,132,9,0,-1500,2");
+  CHECK(q(db, "SELECT count(*) FROM ranks") == 2);
+  CHECK(qs(db, "SELECT rank || ',' || device || ',' || native_id || ',' || kind || ',' || name FROM streams WHERE id = " +
+               std::to_string(r.nccl)) == "0,3,24,2,nccl");
+  CHECK(qs(db, "SELECT rank || ',' || tid || ',' || name FROM threads") == "0,777,python");
+  CHECK(qs(db, "SELECT grid_x || ',' || grid_y || ',' || grid_z || ',' || block_x || ',' || block_y || ',' || block_z"
+               " || ',' || shared_mem_bytes || ',' || registers_per_thread FROM launch_configs") ==
+        "132,2,1,384,1,1,232448,168");
+  CHECK(q(db, "SELECT count(*) FROM launch_configs") == 1);
+
+  CHECK(qs(db, "SELECT rank || ',' || stream_id || ',' || start_ns || ',' || duration_ns || ',' || correlation || ','"
+               " || launch_config_id || ',' || category || ',' || module_id || ',' || coalesce(bytes, 'null')"
+               " FROM kernels WHERE id = " + std::to_string(r.kernel)) ==
+        "0," + std::to_string(r.compute) + ",1000,500,99," + std::to_string(r.config) + ",0," + std::to_string(r.attn) +
+            ",null");
+  CHECK(q(db, "SELECT bytes FROM kernels WHERE id = " + std::to_string(r.copy)) == (1 << 20));
+  CHECK(qs(db, "SELECT name FROM kernel_view WHERE id = " + std::to_string(r.kernel)) == "gemm_kernel");
+  CHECK(qs(db, "SELECT module FROM kernel_view WHERE id = " + std::to_string(r.kernel)) == "layers.0.attention");
+  CHECK(q(db, "SELECT end_ns FROM kernel_view WHERE id = " + std::to_string(r.kernel)) == 1500);
+
+  CHECK(qs(db, "SELECT name || ',' || description || ',' || ranks || ',' || size || ',' || backend FROM process_groups") ==
+        "0,default_pg,[0,1],2,nccl");
+  CHECK(qs(db, "SELECT type || ',' || bytes || ',' || dtype || ',' || process_group || ',' || group_size || ',' ||"
+               " sequence || ',' || start_ns || ',' || end_ns FROM collective_view") ==
+        "all_gather,4096,BFloat16,0,2,7,900,2000");
+
+  CHECK(qs(db, "SELECT coalesce(parent_id, 'null') || ',' || fqn || ',' || class_name || ',' || param_count || ',' ||"
+               " param_bytes || ',' || is_fsdp_unit || ',' || coalesce(fsdp_unit_id, 'null') || ',' ||"
+               " coalesce(reshard_policy, 'null') FROM modules WHERE id = " + std::to_string(r.attn)) ==
+        std::to_string(r.layer) + ",layers.0.attention,Attention,200,400,0," + std::to_string(r.layer) + ",null");
+  CHECK(qs(db, "SELECT reshard_policy FROM modules WHERE id = " + std::to_string(r.layer)) == "false");
+
+  CHECK(qs(db, "SELECT rank || ',' || thread_id || ',' || coalesce(stream_id, 'null') || ',' || start_ns || ',' ||"
+               " end_ns || ',' || name || ',' || kind || ',' || phase || ',' || module || ',' || parent_id || ',' || depth"
+               " FROM range_view WHERE id = " + std::to_string(r.range_inner)) ==
+        "0," + std::to_string(r.thread) + ",null,950,1550,layers.0.attention,module,forward,layers.0.attention," +
+            std::to_string(r.range_outer) + ",1");
+  CHECK(qs(db, "SELECT kind FROM range_view WHERE stream_id IS NOT NULL") == "gpu_annotation");
+
+  CHECK(qs(db, "SELECT rank || ',' || time_ns || ',' || address || ',' || bytes || ',' || category || ',' || module ||"
+               " ',' || stream_id FROM memory_view WHERE id = " + std::to_string(r.memory)) ==
+        "0,1000,32512,4096,activation,layers.0.attention," + std::to_string(r.compute));
+  CHECK(qs(db, "SELECT rank || ',' || number || ',' || start_ns || ',' || duration_ns FROM steps") == "0,5,700,1500");
+  CHECK(q(db, "SELECT count FROM skipped_events WHERE reason = 'unknown category ''foo'''") == 3);
+  CHECK(q(db, "SELECT count(*) FROM skipped_events WHERE rank IS NULL") == 1);
+  // The label tables make every enum joinable by name.
+  CHECK(q(db, "SELECT count(*) FROM enums WHERE type = 'memory_category'") == kMemoryCategoryCount);
+}
+
+TEST_CASE("every table round-trips into the in-memory model", "[storage][roundtrip]") {
+  test::TempDir dir;
+  const auto path = dir.file("rt.ssdb");
+  Written r = write_everything(path);
+  Profile p = load_profile(path);
+
+  CHECK(p.origin.kind == OriginKind::Imported);
+  CHECK(p.origin.tool == "roundtrip-test");
+  CHECK(p.origin.source_files == "a.json\nb.json");
+  CHECK(p.meta.at("custom_key") == "custom value");
+  REQUIRE(p.ranks.size() == 2);
+  CHECK(p.ranks[0].info.host == "node-a");
+  CHECK(p.ranks[0].info.clock_offset_ns == -1500);
+  CHECK(p.ranks[1].info.clock_offset_ns == 2500);
+  CHECK(p.kernel_count == 3);
+  REQUIRE(p.stream_tracks.size() == 2);
+  const auto& compute = p.stream_tracks[0].stream_id == r.compute ? p.stream_tracks[0] : p.stream_tracks[1];
+  REQUIRE(compute.events.size() == 2);
+  CHECK(compute.kind == StreamKind::Compute);
+  CHECK(compute.native_id == 7);
+  CHECK(compute.events[0].start == 1000);
+  CHECK(compute.events[0].end == 1500);
+  CHECK(p.strings[compute.events[0].name] == "gemm_kernel");
+  CHECK(p.modules[static_cast<std::size_t>(compute.events[0].module)].fqn == "layers.0.attention");
+  CHECK(compute.events[1].category == KernelCategory::Memcpy);
+  CHECK(compute.events[1].module == -1);
+  CHECK(compute.max_duration == 500);
+  REQUIRE(p.ranks[0].stream_tracks.size() == 2);
+  CHECK(p.ranks[1].stream_tracks.empty());
+
+  // Module tree with parent/child links.
+  REQUIRE(p.modules.size() == 3);
+  const auto root = p.find_module("");
+  const auto layer = p.find_module("layers.0");
+  const auto attn = p.find_module("layers.0.attention");
+  REQUIRE(root >= 0);
+  REQUIRE(layer >= 0);
+  REQUIRE(attn >= 0);
+  CHECK(p.modules[static_cast<std::size_t>(root)].parent == -1);
+  CHECK(p.modules[static_cast<std::size_t>(layer)].parent == root);
+  CHECK(p.modules[static_cast<std::size_t>(attn)].parent == layer);
+  CHECK(p.modules[static_cast<std::size_t>(root)].children == std::vector<std::int32_t>{layer});
+  CHECK(p.modules[static_cast<std::size_t>(attn)].fsdp_unit == layer);
+  CHECK(p.modules[static_cast<std::size_t>(layer)].is_fsdp_unit);
+  CHECK(p.modules[static_cast<std::size_t>(layer)].reshard_policy == "false");
+  CHECK(p.modules[static_cast<std::size_t>(attn)].param_bytes == 400);
+
+  // Range tracks: per rank x lane x depth.
+  CHECK(p.range_count == 3);
+  REQUIRE(p.range_tracks.size() == 3);
+  int depth1 = 0;
+  for (const auto& t : p.range_tracks) {
+    REQUIRE(t.events.size() == 1);
+    if (t.depth == 1) {
+      ++depth1;
+      CHECK(t.events[0].start == 950);
+      CHECK(t.events[0].phase == RangePhase::Forward);
+      CHECK(t.events[0].kind == RangeKind::Module);
+      CHECK(t.events[0].module == attn);
+    }
+  }
+  CHECK(depth1 == 1);
+
+  REQUIRE(p.collectives.size() == 1);
+  CHECK(p.collectives[0].type == CollectiveType::AllGather);
+  CHECK(p.collectives[0].bytes == 4096);
+  CHECK(p.collectives[0].sequence == 7);
+
+  // Memory counter: cumulative and sorted by time (written out of order).
+  REQUIRE(p.ranks[0].memory.size() == 3);
+  CHECK(p.ranks[0].memory[0].time == 1000);
+  CHECK(p.ranks[0].memory[0].value == 4096);
+  CHECK(p.ranks[0].memory[1].time == 1100);
+  CHECK(p.ranks[0].memory[1].value == 4196);
+  CHECK(p.ranks[0].memory[2].value == 100);
+  CHECK(p.memory_event_count == 3);
+
+  REQUIRE(p.ranks[0].steps.size() == 1);
+  CHECK(p.ranks[0].steps[0].number == 5);
+  CHECK(p.ranks[0].steps[0].end == 2200);
+  CHECK(p.time_begin == 800);
+  CHECK(p.time_end == 2100);
+}
+
+TEST_CASE("a writer that is not finished leaves no file behind", "[storage][writer]") {
+  test::TempDir dir;
+  const auto path = dir.file("abandoned.ssdb");
+  {
+    ProfileWriter w(path, Origin{});
+    w.intern("x");
+  }
+  CHECK(test::read_file(path).empty());
+  // Nor any temporary file.
+  sql::Db probe(dir.file("probe.db"), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.path().filename() != "probe.db";
+  CHECK(files == 0);
+}
+
+TEST_CASE("progress is reported and a load can be cancelled", "[storage][reader]") {
+  test::TempDir dir;
+  const auto path = dir.file("rt.ssdb");
+  write_everything(path);
+  double last = -1;
+  int calls = 0;
+  LoadOptions o;
+  o.progress = [&](double f, const char*) {
+    CHECK(f >= last);
+    last = f;
+    ++calls;
+  };
+  load_profile(path, o);
+  CHECK(calls > 0);
+  CHECK(last == 1.0);
+  std::atomic<bool> cancel{true};
+  LoadOptions c;
+  c.cancel = &cancel;
+  try {
+    load_profile(path, c);
+    FAIL("expected cancellation");
+  } catch (const ProfileError& e) {
+    CHECK(e.kind() == ProfileErrorKind::Cancelled);
+  }
+}
