@@ -18,6 +18,19 @@ namespace {
 
 constexpr std::int64_t kRowsBetweenChecks = 1 << 16;
 
+}  // namespace
+
+void rethrow_with_path(const ProfileError& e, const std::string& path) {
+  const std::string prefix = "'" + path + "'";
+  const std::string what = e.what();
+  if (what.rfind(prefix, 0) == 0) throw e;
+  // A SQLite error in the middle of a read means the file is damaged, not that our SQL is wrong.
+  const auto kind = e.kind() == ProfileErrorKind::Sql ? ProfileErrorKind::Corrupt : e.kind();
+  throw ProfileError(kind, prefix + ": cannot read: " + what);
+}
+
+namespace {
+
 [[noreturn]] void fail(ProfileErrorKind kind, const std::string& path, const std::string& what) {
   throw ProfileError(kind, "'" + path + "': " + what);
 }
@@ -553,9 +566,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       }
     }
   } catch (const ProfileError& e) {
-    if (e.kind() == ProfileErrorKind::Sql)
-      throw ProfileError(ProfileErrorKind::Corrupt, "'" + path + "': cannot read: " + e.what());
-    throw;
+    rethrow_with_path(e, path);
   }
 
   // Ranks own their tracks; the time span covers every event.

@@ -27,6 +27,9 @@ sql::Db open_profile_readonly(const std::string& path);
 // Validates an already-open connection's schema (tables and columns); throws on mismatch.
 void validate_profile_schema(sql::Db& db, const std::string& path);
 
+// Rethrows `e` with the file name in front (when missing); SQL errors while reading become Corrupt.
+[[noreturn]] void rethrow_with_path(const ProfileError& e, const std::string& path);
+
 Profile load_profile(const std::string& path, const LoadOptions& options = {});
 
 }  // namespace ss

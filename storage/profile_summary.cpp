@@ -103,9 +103,7 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       while (s.step()) r.skipped.push_back({s.col_text(0), s.col_int(1)});
     }
   } catch (const ProfileError& e) {
-    if (e.kind() == ProfileErrorKind::Sql)
-      throw ProfileError(ProfileErrorKind::Corrupt, "'" + path + "': cannot read: " + e.what());
-    throw;
+    rethrow_with_path(e, path);
   } catch (const std::logic_error& e) {  // stol / stoll on a malformed meta value
     throw ProfileError(ProfileErrorKind::MalformedTable, "'" + path + "': malformed value in table 'meta'");
   }
