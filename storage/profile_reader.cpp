@@ -419,22 +419,30 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
           s.bind(2, t == n_threads - 1 ? std::numeric_limits<std::int64_t>::max() : hi);
           auto& mine = parts[static_cast<std::size_t>(t)];
           std::int64_t batch = 0;
+          sqlite3_stmt* st = s.get();
           while (s.step()) {
-            const std::int64_t id = s.col_int(0);
-            const RowId stream = s.col_int(1);
+            // Raw column calls: this loop is the load's hot path (each API call counts).
+            const std::int64_t id = sqlite3_column_int64(st, 0);
+            const RowId stream = sqlite3_column_int64(st, 1);
             if (stream < 0 || static_cast<std::size_t>(stream) >= track_of_stream.size() ||
                 track_of_stream[static_cast<std::size_t>(stream)] < 0)
               fail(ProfileErrorKind::MalformedTable, path,
                    "table 'kernels' row id " + std::to_string(id) + " refers to stream id " + std::to_string(stream) +
                        ", which is not in 'streams'");
-            check_times(s, 2, 3, path, "kernels", id);
-            const auto cat = s.col_int(6);
+            if (sqlite3_column_type(st, 2) != SQLITE_INTEGER || sqlite3_column_type(st, 3) != SQLITE_INTEGER)
+              fail(ProfileErrorKind::MalformedTable, path,
+                   "table 'kernels' row id " + std::to_string(id) + " has a non-integer time");
+            const TimeNs start = sqlite3_column_int64(st, 2);
+            const TimeNs duration = sqlite3_column_int64(st, 3);
+            if (duration < 0)
+              fail(ProfileErrorKind::MalformedTable, path,
+                   "table 'kernels' row id " + std::to_string(id) + " has a negative duration");
+            const auto cat = sqlite3_column_int64(st, 6);
             if (cat < 0 || cat >= kKernelCategoryCount)
               fail(ProfileErrorKind::MalformedTable, path,
                    "table 'kernels' row id " + std::to_string(id) + " has unknown category " + std::to_string(cat));
-            const TimeNs start = s.col_int(2);
             mine[static_cast<std::size_t>(track_of_stream[static_cast<std::size_t>(stream)])].push_back(
-                {start, start + s.col_int(3), check_name(s.col_int(4), "kernels", id), module_of(s, 5),
+                {start, start + duration, check_name(sqlite3_column_int64(st, 4), "kernels", id), module_of(s, 5),
                  static_cast<std::uint32_t>(id), static_cast<KernelCategory>(cat), {}});
             if (++batch == kRowsBetweenChecks) {
               check_cancel(options);

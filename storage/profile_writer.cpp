@@ -32,6 +32,35 @@ struct ConfigHash {
   }
 };
 
+// A value bound as SQL NULL when absent: a negative id (kNoRow), or an empty text.
+struct OptionalId {
+  std::int64_t value;
+};
+struct OptionalText {
+  std::string_view value;
+};
+
+void bind_value(sql::Stmt& s, int i, std::int64_t v) { s.bind(i, v); }
+void bind_value(sql::Stmt& s, int i, int v) { s.bind(i, v); }
+void bind_value(sql::Stmt& s, int i, std::string_view v) { s.bind(i, v); }
+void bind_value(sql::Stmt& s, int i, OptionalId v) { s.bind_id(i, v.value); }
+void bind_value(sql::Stmt& s, int i, OptionalText v) {
+  if (v.value.empty())
+    s.bind_null(i);
+  else
+    s.bind(i, v.value);
+}
+
+// Binds every argument in order (parameters 1..N), runs the statement and resets it. All
+// parameters are rebound on every call, so clearing the bindings is unnecessary.
+template <typename... Args>
+void insert(sql::Stmt& s, const Args&... args) {
+  int i = 0;
+  (bind_value(s, ++i, args), ...);
+  s.step();
+  sqlite3_reset(s.get());
+}
+
 void write_enum_labels(sql::Db& db) {
   sql::Stmt ins(db.get(), "INSERT INTO enums (type, value, label) VALUES (?, ?, ?)");
   auto add = [&](std::string_view type, int count, auto to_label) {
@@ -205,248 +234,112 @@ std::uint32_t ProfileWriter::intern(std::string_view s) {
   if (auto it = d.strings.find(s); it != d.strings.end()) return it->second;
   auto id = static_cast<std::uint32_t>(d.strings.size());
   d.strings.emplace(std::string(s), id);
-  d.ins_string.bind(1, static_cast<std::int64_t>(id));
-  d.ins_string.bind(2, s);
-  d.ins_string.step();
-  d.ins_string.reset();
+  insert(d.ins_string, std::int64_t{id}, s);
   d.row_added();
   return id;
 }
 
-void ProfileWriter::set_meta(std::string_view key, std::string_view value) {
-  Impl& d = *impl_;
-  d.ins_meta.bind(1, key);
-  d.ins_meta.bind(2, value);
-  d.ins_meta.step();
-  d.ins_meta.reset();
-}
+void ProfileWriter::set_meta(std::string_view key, std::string_view value) { insert(impl_->ins_meta, key, value); }
 
 void ProfileWriter::set_time_origin(TimeNs unix_ns) { set_meta("time_origin_unix_ns", std::to_string(unix_ns)); }
 
 void ProfileWriter::add_rank(const RankInfo& r) {
-  auto& s = impl_->ins_rank;
-  s.bind(1, r.rank);
-  s.bind(2, r.host);
-  s.bind(3, r.pid);
-  s.bind(4, r.device_index);
-  s.bind(5, r.gpu_name);
-  s.bind(6, r.gpu_memory_bytes);
-  s.bind(7, r.sm_count);
-  s.bind(8, r.compute_major);
-  s.bind(9, r.compute_minor);
-  s.bind(10, r.clock_offset_ns);
-  s.bind(11, r.world_size);
-  s.step();
-  s.reset();
+  insert(impl_->ins_rank, r.rank, r.host, r.pid, r.device_index, r.gpu_name, r.gpu_memory_bytes, r.sm_count,
+         r.compute_major, r.compute_minor, r.clock_offset_ns, r.world_size);
 }
 
 RowId ProfileWriter::add_stream(const StreamInfo& st) {
   Impl& d = *impl_;
-  RowId id = d.next_stream++;
-  auto& s = d.ins_stream;
-  s.bind(1, id);
-  s.bind(2, st.rank);
-  s.bind(3, st.device);
-  s.bind(4, st.native_id);
-  s.bind(5, static_cast<int>(st.kind));
-  s.bind(6, st.name);
-  s.step();
-  s.reset();
+  const RowId id = d.next_stream++;
+  insert(d.ins_stream, id, st.rank, st.device, st.native_id, static_cast<int>(st.kind), st.name);
   return id;
 }
 
 RowId ProfileWriter::add_thread(const ThreadInfo& t) {
   Impl& d = *impl_;
-  RowId id = d.next_thread++;
-  auto& s = d.ins_thread;
-  s.bind(1, id);
-  s.bind(2, t.rank);
-  s.bind(3, t.tid);
-  s.bind(4, t.name);
-  s.step();
-  s.reset();
+  const RowId id = d.next_thread++;
+  insert(d.ins_thread, id, t.rank, t.tid, t.name);
   return id;
 }
 
 RowId ProfileWriter::launch_config(const LaunchConfig& c) {
   Impl& d = *impl_;
   if (auto it = d.configs.find(c); it != d.configs.end()) return it->second;
-  RowId id = d.next_config++;
-  auto& s = d.ins_config;
-  s.bind(1, id);
-  s.bind(2, c.grid_x);
-  s.bind(3, c.grid_y);
-  s.bind(4, c.grid_z);
-  s.bind(5, c.block_x);
-  s.bind(6, c.block_y);
-  s.bind(7, c.block_z);
-  s.bind(8, c.shared_mem_bytes);
-  s.bind(9, c.registers_per_thread);
-  s.step();
-  s.reset();
+  const RowId id = d.next_config++;
+  insert(d.ins_config, id, c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_mem_bytes,
+         c.registers_per_thread);
   d.configs.emplace(c, id);
   return id;
 }
 
 RowId ProfileWriter::add_kernel(const KernelRow& k) {
   Impl& d = *impl_;
-  RowId id = d.next_kernel++;
-  auto& s = d.ins_kernel;
-  s.bind(1, id);
-  s.bind(2, k.rank);
-  s.bind(3, k.stream);
-  s.bind(4, k.start);
-  s.bind(5, k.end - k.start);
-  s.bind(6, static_cast<std::int64_t>(k.name));
-  s.bind(7, k.correlation);
-  s.bind_id(8, k.launch_config);
-  s.bind(9, static_cast<int>(k.category));
-  s.bind_id(10, k.module);
-  if (k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset)
-    s.bind(11, k.bytes);
-  else
-    s.bind_null(11);
-  s.step();
-  sqlite3_reset(s.get());  // bindings are all rebound next time; skip clear_bindings on the hot path
+  const RowId id = d.next_kernel++;
+  const bool copy = k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset;
+  insert(d.ins_kernel, id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
+         OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
+         OptionalId{copy ? k.bytes : kNoRow});
   d.row_added();
   return id;
 }
 
 RowId ProfileWriter::add_process_group(const ProcessGroupRow& g) {
   Impl& d = *impl_;
-  RowId id = d.next_group++;
-  auto& s = d.ins_group;
-  s.bind(1, id);
-  s.bind(2, g.name);
-  s.bind(3, g.description);
-  s.bind(4, g.ranks);
-  s.bind(5, g.size);
-  s.bind(6, g.backend);
-  s.step();
-  s.reset();
+  const RowId id = d.next_group++;
+  insert(d.ins_group, id, g.name, g.description, g.ranks, g.size, g.backend);
   return id;
 }
 
 RowId ProfileWriter::add_collective(const CollectiveRow& c) {
   Impl& d = *impl_;
-  RowId id = d.next_collective++;
-  auto& s = d.ins_collective;
-  s.bind(1, id);
-  s.bind(2, c.rank);
-  s.bind_id(3, c.kernel);
-  s.bind(4, static_cast<int>(c.type));
-  s.bind(5, c.bytes);
-  if (c.dtype == 0)
-    s.bind_null(6);
-  else
-    s.bind(6, static_cast<std::int64_t>(c.dtype));
-  s.bind_id(7, c.process_group);
-  s.bind(8, c.group_size);
-  if (c.sequence < 0)
-    s.bind_null(9);
-  else
-    s.bind(9, c.sequence);
-  s.bind(10, c.start);
-  s.bind(11, c.end - c.start);
-  s.step();
-  s.reset();
+  const RowId id = d.next_collective++;
+  insert(d.ins_collective, id, c.rank, OptionalId{c.kernel}, static_cast<int>(c.type), c.bytes,
+         OptionalId{c.dtype == 0 ? kNoRow : std::int64_t{c.dtype}}, OptionalId{c.process_group}, c.group_size,
+         OptionalId{c.sequence}, c.start, c.end - c.start);
   d.row_added();
   return id;
 }
 
 RowId ProfileWriter::add_module(const ModuleRow& m) {
   Impl& d = *impl_;
-  RowId id = d.next_module++;
-  auto& s = d.ins_module;
-  s.bind(1, id);
-  s.bind_id(2, m.parent);
-  s.bind(3, m.fqn);
-  s.bind(4, m.class_name);
-  s.bind(5, m.param_count);
-  s.bind(6, m.param_bytes);
-  s.bind(7, m.is_fsdp_unit ? 1 : 0);
-  s.bind_id(8, m.fsdp_unit);
-  if (m.reshard_policy.empty())
-    s.bind_null(9);
-  else
-    s.bind(9, m.reshard_policy);
-  s.step();
-  s.reset();
+  const RowId id = d.next_module++;
+  insert(d.ins_module, id, OptionalId{m.parent}, m.fqn, m.class_name, m.param_count, m.param_bytes,
+         m.is_fsdp_unit ? 1 : 0, OptionalId{m.fsdp_unit}, OptionalText{m.reshard_policy});
   return id;
 }
 
 RowId ProfileWriter::add_range(const RangeRow& r) {
   Impl& d = *impl_;
-  RowId id = d.next_range++;
-  auto& s = d.ins_range;
-  s.bind(1, id);
-  s.bind(2, r.rank);
-  s.bind_id(3, r.thread);
-  s.bind_id(4, r.stream);
-  s.bind(5, r.start);
-  s.bind(6, r.end - r.start);
-  s.bind(7, static_cast<std::int64_t>(r.name));
-  s.bind(8, static_cast<int>(r.kind));
-  s.bind(9, static_cast<int>(r.phase));
-  s.bind_id(10, r.module);
-  s.bind_id(11, r.parent);
-  s.bind(12, r.depth);
-  s.step();
-  sqlite3_reset(s.get());
+  const RowId id = d.next_range++;
+  insert(d.ins_range, id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
+         std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
+         OptionalId{r.parent}, r.depth);
   d.row_added();
   return id;
 }
 
 RowId ProfileWriter::add_memory_event(const MemoryEventRow& m) {
   Impl& d = *impl_;
-  RowId id = d.next_memory++;
-  auto& s = d.ins_memory;
-  s.bind(1, id);
-  s.bind(2, m.rank);
-  s.bind(3, m.time);
-  s.bind(4, m.address);
-  s.bind(5, m.bytes);
-  s.bind(6, static_cast<int>(m.category));
-  s.bind_id(7, m.module);
-  s.bind_id(8, m.stream);
-  s.step();
-  sqlite3_reset(s.get());
+  const RowId id = d.next_memory++;
+  insert(d.ins_memory, id, m.rank, m.time, m.address, m.bytes, static_cast<int>(m.category), OptionalId{m.module},
+         OptionalId{m.stream});
   d.row_added();
   return id;
 }
 
 RowId ProfileWriter::add_step(const StepRow& st) {
   Impl& d = *impl_;
-  RowId id = d.next_step++;
-  auto& s = d.ins_step;
-  s.bind(1, id);
-  s.bind(2, st.rank);
-  s.bind(3, st.number);
-  s.bind(4, st.start);
-  s.bind(5, st.end - st.start);
-  s.step();
-  s.reset();
+  const RowId id = d.next_step++;
+  insert(d.ins_step, id, st.rank, st.number, st.start, st.end - st.start);
   return id;
 }
 
 void ProfileWriter::add_skipped(int rank, std::string_view reason, std::int64_t count) {
-  auto& s = impl_->ins_skipped;
-  if (rank < 0)
-    s.bind_null(1);
-  else
-    s.bind(1, rank);
-  s.bind(2, reason);
-  s.bind(3, count);
-  s.step();
-  s.reset();
+  insert(impl_->ins_skipped, OptionalId{rank < 0 ? kNoRow : rank}, reason, count);
 }
 
 void ProfileWriter::set_kernel_module(RowId kernel, RowId module) {
-  auto& s = impl_->upd_kernel_module;
-  s.bind_id(1, module);
-  s.bind(2, kernel);
-  s.step();
-  s.reset();
+  insert(impl_->upd_kernel_module, OptionalId{module}, kernel);
 }
 
 void ProfileWriter::commit() {
