@@ -27,5 +27,12 @@ int run_command(const Command& c, const std::vector<std::string>& args);
 int cmd_info(const std::vector<std::string>& args);
 int cmd_sql(const std::vector<std::string>& args);
 int cmd_synth(const std::vector<std::string>& args);
+int cmd_record(const std::vector<std::string>& args);
+int cmd_simulate(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_import(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
+int cmd_analyze(const std::vector<std::string>& args);
 
 }  // namespace ss::cli

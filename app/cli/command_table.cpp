@@ -9,8 +9,15 @@ namespace ss::cli {
 const std::vector<Command>& commands() {
   // One line per subcommand; keep the order of `shardscope --help`.
   static const std::vector<Command> kCommands = {
+      {"record", "run a training command under the CUPTI collector and write one profile", cmd_record},
+      {"import", "import Kineto JSON / Nsight Systems SQLite traces into a profile", cmd_import},
       {"info", "summarise a profile: ranks, GPUs, time span, counts, top kernels", cmd_info},
       {"sql", "run read-only SQL against a profile", cmd_sql},
+      {"export", "export a profile as Perfetto / Chrome-trace JSON or CSV", cmd_export},
+      {"simulate", "simulate an FSDP2 step from a profile or a model description (what-ifs)", cmd_simulate},
+      {"plan", "choose modules to keep unsharded under a memory budget", cmd_plan},
+      {"diff", "compare two profiles (measured vs simulated, run A vs B) per module, kernel or collective", cmd_diff},
+      {"analyze", "run an analysis plugin (overlap, idle gaps, stragglers, memory peak, ...) on a profile", cmd_analyze},
       {"synth", "write a synthetic profile (tests, benchmarks, demos)", cmd_synth},
   };
   return kCommands;

@@ -24,7 +24,7 @@ CollectiveType collective_type_from_label(std::string_view label) {
   if (s.rfind("nccl:", 0) == 0) s.erase(0, 5);
   if (s.rfind("nccl", 0) == 0) s.erase(0, 4);
   // Drop PyTorch's variant suffixes, then underscores: "_reduce_scatter_base" -> "reducescatter".
-  for (std::string_view suffix : {"_tensor_coalesced", "_into_tensor_coalesced", "_into_tensor", "_coalesced",
+  for (std::string_view suffix : {"_into_tensor_coalesced", "_tensor_coalesced", "_into_tensor", "_coalesced",
                                   "_base", "_oop", "_tensor"}) {
     if (auto pos = s.find(suffix); pos != std::string::npos && pos + suffix.size() == s.size()) s.erase(pos);
   }
@@ -117,7 +117,14 @@ NcclKernelInfo classify_nccl_kernel(std::string_view name) {
       info.protocol = std::string(p);
     } else if (std::find(kOps.begin(), kOps.end(), p) != kOps.end()) {
       info.reduce_op = std::string(p);
-      if (i + 1 < parts.size() && dtype_size_bytes(parts[i + 1]) > 0) info.dtype = std::string(parts[++i]);
+      if (i + 1 < parts.size() && dtype_size_bytes(parts[i + 1]) > 0) {
+        info.dtype = std::string(parts[++i]);
+        // <= 2.18 spells C types with an underscore: "int8_t" splits into "int8" and "t".
+        if (i + 1 < parts.size() && parts[i + 1] == "t" && dtype_size_bytes(info.dtype + "_t") > 0) {
+          info.dtype += "_t";
+          ++i;
+        }
+      }
     } else if (dtype_size_bytes(p) > 0 && info.dtype.empty() && !info.reduce_op.empty()) {
       info.dtype = std::string(p);
     }
@@ -139,6 +146,12 @@ int dtype_size_bytes(std::string_view dtype) {
   std::string s = lower(dtype);
   for (std::string_view prefix : {"torch.", "c10::", "at::", "__nv_"})
     if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
+  // C++ spellings that older PyTorch profilers write in "Input type" ("long int", "unsigned char").
+  if (s == "long int" || s == "long long" || s == "long long int" || s == "unsigned long" || s == "c10::long")
+    return 8;
+  if (s == "short int" || s == "unsigned short") return 2;
+  if (s == "unsigned char" || s == "signed char") return 1;
+  if (s == "unsigned int") return 4;
   static const std::array<std::pair<std::string_view, int>, 40> kSizes{{
       {"float", 4},     {"float32", 4}, {"f32", 4},      {"fp32", 4},     {"double", 8},  {"float64", 8},
       {"f64", 8},       {"half", 2},    {"float16", 2},  {"f16", 2},      {"fp16", 2},    {"bfloat16", 2},

@@ -29,19 +29,20 @@ Format detect_format(const std::string& path) {
   const auto n = static_cast<std::size_t>(in.gcount());
   if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Format::KinetoJson;  // gzip: Kineto .json.gz
   if (n >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0) {
-    sql::Db db(path, SQLITE_OPEN_READONLY);
-    sql::Stmt s(db.get(),
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('StringIds', 'META_DATA_EXPORT',"
-                " 'TARGET_INFO_SESSION_START_TIME', 'CUPTI_ACTIVITY_KIND_KERNEL')");
-    bool nsys = false;
+    bool nsys = false, profile = false;
     try {
+      sql::Db db(path, SQLITE_OPEN_READONLY);
+      sql::Stmt s(db.get(),
+                  "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('StringIds',"
+                  " 'META_DATA_EXPORT', 'TARGET_INFO_SESSION_START_TIME', 'CUPTI_ACTIVITY_KIND_KERNEL')");
       nsys = s.step() && s.col_int(0) > 0;
-    } catch (const ProfileError&) {
-      nsys = false;
+      sql::Stmt m(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'");
+      profile = m.step() && m.col_int(0) > 0;
+    } catch (const ProfileError& e) {
+      throw ImportError("'" + path + "': damaged or truncated SQLite file: " + e.what());
     }
     if (nsys) return Format::NsysSqlite;
-    sql::Stmt m(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'");
-    if (m.step() && m.col_int(0) > 0)
+    if (profile)
       throw ImportError("'" + path + "' is already a ShardScope profile; open it directly (shardscope info / gui)");
     throw ImportError("'" + path +
                       "' is a SQLite database but not an Nsight Systems export (no StringIds / META_DATA_EXPORT /"

@@ -1,0 +1,40 @@
+// shardscope import FILE... -o OUT.ssdb
+#include <iostream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/command.h"
+#include "profiler/import/import.h"
+#include "storage/profile_summary.h"
+
+namespace ss::cli {
+
+int cmd_import(const std::vector<std::string>& args) {
+  ArgParser p("import", "Import PyTorch profiler (Kineto) JSON traces (.json, .json.gz) and Nsight Systems SQLite exports\n"
+                        "into one profile. Several files of one job (one per rank) merge onto one clock. The format\n"
+                        "is detected from each file's content. On bad input nothing is written (exit 2).");
+  p.positional("FILE", "input traces", true, true)
+      .option("output", "OUT", "profile to write (.ssdb)", "", 'o')
+      .flag("quiet", "no progress lines on stderr", 'q');
+  if (!p.parse(args)) return kExitOk;
+  if (p.get("output").empty()) throw UsageError("missing -o OUT.ssdb");
+  import::ImportOptions options;
+  options.show_progress = !p.flag_set("quiet");
+  const auto& inputs = p.positionals("FILE");
+  const import::ImportSummary s = import::import_files(inputs, p.get("output"), options);
+  const ProfileSummary sum = summarize_profile(p.get("output"), 0);
+  std::int64_t skipped = 0;
+  for (const auto& k : sum.skipped) skipped += k.count;
+  std::string formats;
+  for (const auto& [path, f] : s.inputs) {
+    std::string n = import::to_string(f);
+    if (formats.find(n) == std::string::npos) formats += (formats.empty() ? "" : ",") + n;
+  }
+  std::cout << "imported " << s.inputs.size() << " file" << (s.inputs.size() == 1 ? "" : "s") << " (" << formats
+            << ") into " << p.get("output") << ": " << sum.ranks.size() << " rank" << (sum.ranks.size() == 1 ? "" : "s")
+            << ", " << sum.kernels << " kernels, " << sum.collectives << " collectives, " << sum.ranges << " ranges, "
+            << sum.modules << " modules, " << sum.memory_events << " memory events, " << sum.steps << " steps; "
+            << skipped << " events skipped (shardscope info " << p.get("output") << ")\n";
+  return kExitOk;
+}
+
+}  // namespace ss::cli

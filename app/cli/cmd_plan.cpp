@@ -1,0 +1,141 @@
+// shardscope plan (IN | --model M.json) --budget 70GiB [--world N] [--cluster C.json] [--plan BASE.json]
+//                 [--strategy greedy|cost|exact] [--modules A,B,...] [-o plan.json] [--format text|json]
+#include <algorithm>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/command.h"
+#include "profiler/sim/planner.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
+#include "storage/json_writer.h"
+#include "storage/units.h"
+
+namespace ss::cli {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!s.empty()) out.push_back(cur);
+  return out;
+}
+
+// The plan file: the base plan with the chosen units added, the prediction and the FSDP2 Python.
+std::string plan_file(const sim::FsdpPlan& plan, const sim::PlanOutcome& o, const std::string& strategy, std::int64_t budget) {
+  // Flatten: the plan's own keys at top level so `simulate --plan` reads the same file.
+  std::string flat = sim::plan_to_json(plan);
+  flat.pop_back();  // drop the closing brace
+  std::ostringstream f;
+  JsonWriter tail(f, false);
+  tail.begin_object()
+      .kv("strategy", strategy)
+      .kv("budget_bytes", budget)
+      .kv("step_time_ms", sim::to_ms(o.result.step_ns))
+      .kv("peak_memory_bytes", o.result.peak_bytes)
+      .kv("baseline_step_time_ms", sim::to_ms(o.baseline.step_ns))
+      .kv("baseline_peak_memory_bytes", o.baseline.peak_bytes)
+      .kv("fits_budget", o.fits)
+      .end_object();
+  std::ostringstream out;
+  out << flat << ", \"predicted\": " << f.str() << ", \"fsdp2_python\": " << JsonWriter::quoted(sim::plan_to_python(plan)) << "}\n";
+  return out.str();
+}
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args) {
+  ArgParser p("plan", "Choose which FSDP units to keep unsharded (reshard_after_forward=False) under a per-rank memory\n"
+                      "budget, judging every choice by simulating the step. Strategies: manual (--modules lists the units\n"
+                      "to keep), greedy (reverse forward order, splitting a module that does not fit into its units,\n"
+                      "stopping at the budget), cost (most exposed all-gather time saved per byte), exact (all subsets;\n"
+                      "small models or --modules).");
+  p.positional("IN", "a profile (omit with --model)", false)
+      .option("model", "M.json", "model description instead of a profile")
+      .option("budget", "BYTES", "per-rank memory budget, e.g. 70GiB")
+      .option("world", "N", "world size", "0")
+      .option("cluster", "C.json", "cluster model")
+      .option("plan", "BASE.json", "base plan (buckets, ZeRO stage, HSDP ...) to extend")
+      .option("strategy", "S", "planning strategy (manual when --modules is given without --strategy)", "greedy", 0,
+              {"manual", "greedy", "cost", "exact"})
+      .option("modules", "A,B,...", "manual: units to keep unsharded; other strategies: restrict the candidates")
+      .option("output", "plan.json", "write the plan file (JSON with the FSDP2 Python that applies it)", "", 'o')
+      .option("format", "FMT", "output format", "text", 0, {"text", "json"})
+      .flag("fit", "fit the cluster model to the profile's collectives");
+  if (!p.parse(args)) return kExitOk;
+  sim::SimInputRequest req;
+  const auto& pos = p.positionals("IN");
+  if (!pos.empty()) req.profile_path = pos.front();
+  req.model_path = p.get("model");
+  if (req.profile_path.empty() == req.model_path.empty()) throw UsageError("give either a profile IN or --model M.json");
+  req.cluster_path = p.get("cluster");
+  req.plan_path = p.get("plan");
+  req.fit = p.flag_set("fit");
+  const long long world = p.get_int("world");
+  if (world < 0 || world > 10'000'000) throw UsageError("--world must be between 1 and 10000000");
+  req.world_override = static_cast<int>(world);
+
+  sim::PlanRequest pr;
+  const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") ? "manual" : "greedy";
+  pr.strategy = strategy == "manual" ? sim::Strategy::Manual
+                : strategy == "cost" ? sim::Strategy::Cost
+                : strategy == "exact" ? sim::Strategy::Exact
+                                      : sim::Strategy::Greedy;
+  if (p.has("modules")) pr.modules = split_commas(p.get("modules"));
+  if (pr.strategy == sim::Strategy::Manual && pr.modules.empty()) throw UsageError("manual planning needs --modules A,B,...");
+  if (!p.has("budget")) {
+    if (pr.strategy != sim::Strategy::Manual) throw UsageError("missing --budget (e.g. --budget 70GiB)");
+    pr.budget_bytes = std::numeric_limits<std::int64_t>::max();
+  } else {
+    auto b = parse_bytes(p.get("budget"));
+    if (!b || *b <= 0) throw UsageError("--budget: '" + p.get("budget") + "' is not a size (e.g. 70GiB, 512MiB, 8e10)");
+    pr.budget_bytes = *b;
+  }
+
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  sim::CompiledStep base = sim::compile_step(in.model, in.plan, in.cluster);
+  sim::PlanOutcome o = sim::plan_unshard(in.model, base, in.cluster, pr);
+  sim::FsdpPlan plan = in.plan;
+  for (const auto& n : o.unsharded)
+    if (std::find(plan.unsharded.begin(), plan.unsharded.end(), n) == plan.unsharded.end()) plan.unsharded.push_back(n);
+  sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
+
+  if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), plan_file(plan, o, strategy, pr.budget_bytes));
+  if (p.get("format") == "json") {
+    JsonWriter j(std::cout);
+    j.begin_object().kv("source", in.source).kv("strategy", strategy).kv("budget_bytes", pr.budget_bytes);
+    j.key("unsharded").begin_array();
+    for (const auto& n : plan.unsharded) j.value(n);
+    j.end_array();
+    j.kv("fits_budget", o.fits).kv("simulations", o.simulations);
+    sim::write_result_fields(j, chosen, o.result, false);
+    j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
+    j.kv("fsdp2_python", sim::plan_to_python(plan));
+    if (!p.get("output").empty()) j.kv("output", p.get("output"));
+    j.end_object();
+    std::cout << "\n";
+  } else {
+    std::cout << "Input        " << in.source << "\nStrategy     " << strategy << ", budget "
+              << (p.has("budget") ? format_bytes(pr.budget_bytes) : std::string("none")) << " per rank, " << o.simulations
+              << " simulations\n";
+    std::cout << "Baseline     " << sim::to_ms(o.baseline.step_ns) << " ms, peak " << format_bytes(o.baseline.peak_bytes) << "\n";
+    std::cout << "Unsharded    " << plan.unsharded.size() << " module(s):";
+    for (const auto& n : plan.unsharded) std::cout << " " << (n.empty() ? "(root)" : n);
+    std::cout << "\n" << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
+    sim::print_result_text(std::cout, chosen, o.result, false);
+    if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
+  }
+  return o.fits ? kExitOk : kExitBadInput;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,113 @@
+// shardscope record [-o run.ssdb] [--memory per-tensor|segments|off] [--no-modules] [--keep-parts] -- CMD...
+// Runs CMD with the collector injected and the Python hooks on PYTHONPATH, waits for it (Ctrl+C
+// and SIGTERM are forwarded to its process group), merges the per-rank files into one profile on
+// one clock, and exits with CMD's exit code.
+#include <filesystem>
+#include <iostream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/command.h"
+#include "profiler/collector/core/merge.h"
+#include "profiler/collector/launcher/child_process.h"
+#include "profiler/collector/launcher/locate.h"
+#include "profiler/collector/launcher/record_env.h"
+#include "storage/errors.h"
+
+namespace ss::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a.find_first_of(" \t'\"") == std::string::npos ? a : "'" + a + "'";
+  }
+  return s;
+}
+
+// Removes only files a previous recording left (our naming), never anything else in the folder.
+void clear_parts_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ProfileError(ProfileErrorKind::Io, dir.string() + ": cannot create the per-rank folder: " + ec.message());
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (collector::parse_rank_file_stem(e.path().filename().string())) fs::remove(e.path(), ec);
+}
+
+}  // namespace
+
+int cmd_record(const std::vector<std::string>& args) {
+  ArgParser p("record",
+              "Run a training command with the ShardScope collector: kernels, copies, NCCL collectives (type, bytes,\n"
+              "communicator, sequence), module ranges (forward / backward / recompute), steps and GPU allocations\n"
+              "from every rank, merged into one profile on one clock. CMD's exit code is passed through.");
+  p.option("output", "FILE", "profile to write", "run.ssdb", 'o')
+      .option("memory", "MODE",
+              "per-tensor: PyTorch's cudaMallocAsync backend, one event per tensor; segments: the native allocator's "
+              "cudaMalloc segments only; off: no memory events",
+              "per-tensor", 0, {"per-tensor", "segments", "off"})
+      .flag("no-modules", "no Python module hooks (kernels and collectives only)")
+      .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
+      .allow_passthrough("CMD...", "the command to record, e.g. torchrun --nproc_per_node=8 train.py")
+      .epilog("Example: shardscope record -o llama.ssdb -- torchrun --nproc_per_node=8 train.py\n"
+              "Environment it sets: SHARDSCOPE_OUTPUT_DIR, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, PYTHONPATH,\n"
+              "PYTORCH_CUDA_ALLOC_CONF (per-tensor); see docs/collector.md.");
+  if (!p.parse(args)) return kExitOk;
+  const auto& cmd = p.passthrough();
+  if (cmd.empty()) throw UsageError("missing the command to record after '--'");
+
+  const fs::path output = fs::absolute(p.get("output"));
+  const fs::path parts = output.string() + ".parts";
+  clear_parts_dir(parts);
+
+  record::RecordSettings settings;
+  settings.output_dir = parts.string();
+  const std::string memory = p.get("memory");
+  settings.memory = memory == "off" ? record::MemoryMode::Off
+                    : memory == "segments" ? record::MemoryMode::Segments
+                                           : record::MemoryMode::PerTensor;
+  settings.modules = !p.flag_set("no-modules");
+  settings.collector_library = record::locate_collector_library();
+  settings.python_dir = record::locate_python_dir();
+  if (settings.collector_library.empty())
+    std::cerr << "[shardscope] the CUPTI collector library is not available (built without CUPTI, or set "
+                 "SHARDSCOPE_COLLECTOR_LIB): recording Python-side module ranges and steps only, no GPU activity\n";
+  if (settings.python_dir.empty())
+    std::cerr << "[shardscope] the shardscope Python package was not found (set SHARDSCOPE_PYTHON_DIR): no module "
+                 "ranges, parameter sizes or steps\n";
+
+  auto env = record::build_record_env(record::current_environment(), settings);
+  for (const auto& w : env.warnings) std::cerr << "[shardscope] warning: " << w << "\n";
+
+  const record::ChildResult child = record::run_child(cmd, env.env);
+  if (!child.started) {
+    std::cerr << "shardscope record: " << child.error << "\n";
+    std::error_code ec;
+    fs::remove_all(parts, ec);
+    return child.exit_code;
+  }
+  if (child.signal) std::cerr << "[shardscope] the command ended with signal " << child.signal << "; merging what it recorded\n";
+
+  try {
+    collector::MergeOptions mo;
+    mo.output = output.string();
+    mo.command = join_command(cmd);
+    auto inputs = collector::find_rank_inputs(parts.string());
+    auto result = collector::merge_rank_files(inputs, mo);
+    for (const auto& w : result.warnings) std::cerr << "[shardscope] " << w << "\n";
+    std::cerr << "[shardscope] wrote " << output.string() << ": " << result.ranks << " rank(s), " << result.kernels
+              << " kernels, " << result.ranges << " ranges\n";
+    if (!p.flag_set("keep-parts")) {
+      std::error_code ec;
+      fs::remove_all(parts, ec);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "shardscope record: merge failed: " << e.what() << " (per-rank files kept in " << parts.string() << ")\n";
+    return child.exit_code != 0 ? child.exit_code : kExitBadInput;
+  }
+  return child.exit_code;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,309 @@
+#include "app/gui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "app/gui/profile_loader.h"
+#include "app/gui/shortcuts.h"
+#include "views/memory/memory_view.h"
+#include "views/timeline/aggregate_model.h"
+#include "views/timeline/timeline_widget.h"
+
+namespace ss::gui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+
+QPalette dark_palette() {
+  QPalette p;
+  const QColor base(37, 37, 42), window(45, 45, 50), text(220, 220, 220), highlight(60, 110, 190);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, window);
+  p.setColor(QPalette::ToolTipBase, window);
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, window);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::Highlight, highlight);
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::PlaceholderText, QColor(140, 140, 140));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 120));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
+  return p;
+}
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new ProfileLoader(this)) {
+  setWindowTitle("ShardScope");
+  setAcceptDrops(true);
+  setDockNestingEnabled(true);
+  timeline_ = new timeline::TimelineWidget(this);
+  setCentralWidget(timeline_);
+  build_docks();
+  dark_ = QSettings().value("view/dark", true).toBool();
+  build_menus();
+
+  progress_ = new QProgressBar();
+  progress_->setRange(0, 100);
+  progress_->setMaximumWidth(260);
+  progress_->hide();
+  cancel_ = new QPushButton("Cancel");
+  cancel_->hide();
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  connect(cancel_, &QPushButton::clicked, loader_, &ProfileLoader::cancel);
+  connect(loader_, &ProfileLoader::progress, this, [this](int percent, const QString& stage) {
+    progress_->setValue(percent);
+    statusBar()->showMessage(QString("Loading %1: %2").arg(QFileInfo(pending_path_).fileName(), stage));
+  });
+  connect(loader_, &ProfileLoader::loaded, this, &MainWindow::on_loaded);
+  connect(loader_, &ProfileLoader::failed, this, &MainWindow::on_failed);
+
+  // Selection linked both ways between the timeline and the memory tree.
+  connect(timeline_, &timeline::TimelineWidget::moduleSelected, memory_, &memview::MemoryView::selectModule);
+  connect(memory_, &memview::MemoryView::moduleSelected, timeline_, &timeline::TimelineWidget::selectModule);
+  connect(timeline_, &timeline::TimelineWidget::selectionChanged, this, [this] { show_details(); });
+  connect(timeline_, &timeline::TimelineWidget::aggregateReady, this, [this] {
+    const auto& agg = timeline_->controller()->aggregate();
+    if (!agg) return;
+    kernel_agg_->set_rows(agg->by_kernel);
+    module_agg_->set_rows(agg->by_module);
+    aggregate_title_->setText(QString("%1 kernels in %2 ms").arg(agg->kernel_count).arg(static_cast<double>(agg->t1 - agg->t0) / 1e6, 0, 'f', 3));
+    aggregate_dock_->show();
+    aggregate_dock_->raise();
+  });
+
+  default_state_ = saveState();
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  set_dark(settings.value("view/dark", true).toBool());
+  rebuild_recent_menu();
+  if (!settings.contains("window/geometry")) resize(1500, 950);
+}
+
+MainWindow::~MainWindow() = default;
+
+bool MainWindow::loading() const { return loader_->busy(); }
+
+void MainWindow::build_docks() {
+  memory_ = new memview::MemoryView();
+  memory_dock_ = new QDockWidget("Memory", this);
+  memory_dock_->setObjectName("memory_dock");
+  memory_dock_->setWidget(memory_);
+  addDockWidget(Qt::BottomDockWidgetArea, memory_dock_);
+
+  details_ = new QPlainTextEdit();
+  details_->setReadOnly(true);
+  details_->setPlaceholderText("Click an event in the timeline");
+  QFont mono("monospace");
+  mono.setStyleHint(QFont::TypeWriter);
+  details_->setFont(mono);
+  details_dock_ = new QDockWidget("Details", this);
+  details_dock_->setObjectName("details_dock");
+  details_dock_->setWidget(details_);
+  addDockWidget(Qt::RightDockWidgetArea, details_dock_);
+
+  auto* agg = new QWidget();
+  auto* layout = new QVBoxLayout(agg);
+  layout->setContentsMargins(2, 2, 2, 2);
+  aggregate_title_ = new QLabel("Right-drag (or Shift+drag) over the timeline to aggregate a time range");
+  aggregate_title_->setWordWrap(true);
+  layout->addWidget(aggregate_title_);
+  auto* tabs = new QTabWidget();
+  kernel_agg_ = new timeline::AggregateModel(this);
+  module_agg_ = new timeline::AggregateModel(this);
+  for (auto [model, title] : {std::pair{kernel_agg_, "By kernel"}, std::pair{module_agg_, "By module"}}) {
+    auto* view = new QTableView();
+    view->setModel(model);
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    view->setTextElideMode(Qt::ElideMiddle);
+    view->setWordWrap(false);
+    view->verticalHeader()->hide();
+    view->setAlternatingRowColors(true);
+    tabs->addTab(view, title);
+  }
+  layout->addWidget(tabs, 1);
+  aggregate_dock_ = new QDockWidget("Range aggregate", this);
+  aggregate_dock_->setObjectName("aggregate_dock");
+  aggregate_dock_->setWidget(agg);
+  addDockWidget(Qt::RightDockWidgetArea, aggregate_dock_);
+  resizeDocks({details_dock_}, {420}, Qt::Horizontal);
+  resizeDocks({memory_dock_}, {330}, Qt::Vertical);
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("&Open...", QKeySequence::Open, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open profile", QString(),
+                                                      "ShardScope profiles (*.ssdb *.sqlite *.db);;All files (*)");
+    if (!path.isEmpty()) open_file(path);
+  });
+  recent_menu_ = file->addMenu("Open &Recent");
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu("&View");
+  view->addAction(memory_dock_->toggleViewAction());
+  view->addAction(details_dock_->toggleViewAction());
+  view->addAction(aggregate_dock_->toggleViewAction());
+  view->addSeparator();
+  view->addAction("Whole profile", QKeySequence("Ctrl+0"), this, [this] {
+    if (timeline_->controller()) {
+      timeline_->controller()->fit_all();
+      timeline_->update();
+    }
+  });
+  view->addAction("&Find...", QKeySequence::Find, this, [this] { timeline_->open_find(); });
+  view->addSeparator();
+  dark_action_ = view->addAction("&Dark palette");
+  QAction* dark = dark_action_;
+  dark->setCheckable(true);
+  dark->setChecked(dark_);
+  connect(dark, &QAction::toggled, this, [this](bool on) { set_dark(on); });
+  view->addAction("Reset &layout", QKeySequence("Ctrl+Shift+R"), this, &MainWindow::reset_layout);
+
+  QMenu* help = menuBar()->addMenu("&Help");
+  help->addAction("&Shortcuts", QKeySequence::HelpContents, this,
+                  [this] { QMessageBox::information(this, "Shortcuts", shortcuts_html()); });
+  help->addAction("&About", this, [this] {
+    QMessageBox::about(this, "ShardScope", "ShardScope: a profiler and what-if planner for FSDP training.");
+  });
+}
+
+void MainWindow::set_dark(bool dark) {
+  dark_ = dark;
+  qApp->setStyle(QStyleFactory::create("Fusion"));
+  qApp->setPalette(dark ? dark_palette() : qApp->style()->standardPalette());
+  QSettings().setValue("view/dark", dark);
+  if (timeline_) timeline_->update();
+  if (dark_action_ && dark_action_->isChecked() != dark) dark_action_->setChecked(dark);
+  if (memory_) memory_->set_profile(profile_);  // the chart picks its theme from the palette
+}
+
+void MainWindow::reset_layout() {
+  restoreState(default_state_);
+  for (QDockWidget* d : {memory_dock_, details_dock_, aggregate_dock_}) d->show();
+}
+
+void MainWindow::open_file(const QString& path) {
+  pending_path_ = path;
+  progress_->setValue(0);
+  progress_->show();
+  cancel_->show();
+  statusBar()->showMessage("Loading " + path);
+  loader_->start(path);
+}
+
+void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
+  progress_->hide();
+  cancel_->hide();
+  profile_ = std::move(profile);
+  timeline_->set_profile(profile_);
+  // The memory view reads memory events from the file and builds the chart: fill it after the
+  // timeline has shown its first frame, so that the profile appears at once.
+  memory_->set_profile(nullptr);
+  auto* once = new QObject(this);
+  connect(timeline_, &timeline::TimelineWidget::profileFrameDrawn, once, [this, once, p = profile_] {
+    once->deleteLater();
+    QTimer::singleShot(0, this, [this, p] {
+      if (p == profile_) memory_->set_profile(p);
+    });
+  });
+  kernel_agg_->set_rows({});
+  module_agg_->set_rows({});
+  details_->clear();
+  setWindowTitle(QString("ShardScope - %1").arg(QFileInfo(pending_path_).fileName()));
+  statusBar()->showMessage(QString("%1: %2 ranks, %3 kernels, %4 ranges, %5 memory events")
+                               .arg(pending_path_)
+                               .arg(profile_->ranks.size())
+                               .arg(profile_->kernel_count)
+                               .arg(profile_->range_count)
+                               .arg(profile_->memory_event_count));
+  add_recent(pending_path_);
+  emit profileLoaded();
+}
+
+void MainWindow::on_failed(const QString& path, const QString& message, bool cancelled) {
+  progress_->hide();
+  cancel_->hide();
+  last_error_ = message;
+  statusBar()->showMessage(cancelled ? "Loading cancelled" : "Could not open " + path, 8000);
+  if (!cancelled && interactive_) QMessageBox::critical(this, "Could not open profile", QString("%1\n\n%2").arg(path, message));
+  emit loadFailed(message);
+}
+
+void MainWindow::show_details() {
+  if (!profile_ || !timeline_->controller()) return;
+  const auto ref = timeline_->controller()->selected();
+  details_->setPlainText(ref.valid() ? timeline::TimelineWidget::describe(*profile_, ref) : QString());
+  const auto& peers = timeline_->controller()->peers();
+  if (!peers.empty()) {
+    QString text = "\n\nsame collective on other ranks:";
+    for (const auto& p : peers)
+      text += QString("\n  rank %1  %2").arg(profile_->stream_tracks[static_cast<std::size_t>(p.track)].rank).arg(
+          timeline::TimelineWidget::describe(*profile_, p).section('\n', 1, 1));
+    details_->appendPlainText(text);
+  }
+}
+
+void MainWindow::add_recent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recent").toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  recent.removeAll(abs);
+  recent.prepend(abs);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  settings.setValue("recent", recent);
+  rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value("recent").toStringList();
+  for (const QString& path : recent) recent_menu_->addAction(path, this, [this, path] { open_file(path); });
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  loader_->cancel();
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  QMainWindow::closeEvent(e);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (!urls.isEmpty() && urls.first().isLocalFile()) open_file(urls.first().toLocalFile());
+}
+
+}  // namespace ss::gui

@@ -1,0 +1,147 @@
+#include "app/gui/run_gui.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QTimer>
+#include <QTreeView>
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+
+#include "app/gui/main_window.h"
+#include "views/memory/memory_view.h"
+#include "views/memory/module_tree_model.h"
+#include "views/timeline/timeline_widget.h"
+
+namespace ss::gui {
+
+namespace {
+
+// A representative state for the screenshots: a collective selected (with its arrows to the
+// other ranks), a time range aggregated, and a module selected in the memory tree.
+void stage_demo(MainWindow& w) {
+  auto* c = w.timeline()->controller();
+  if (!c) return;
+  w.memory_view()->tree()->expandToDepth(1);
+  // Collapse the deeper CPU range lanes (framework operators) so more ranks fit on screen.
+  for (auto& t : c->tracks())
+    if (t.kind == timeline::TrackKind::Ranges && t.label.find("cpu ranges") != std::string::npos &&
+        w.profile()->range_tracks[static_cast<std::size_t>(t.index)].depth >= 2)
+      t.collapsed = true;
+  // The third collective kernel of rank 0 with a sequence number (so it links to other ranks),
+  // else the longest kernel.
+  const auto& p = *w.profile();
+  int seen = 0;
+  std::int64_t kernel_id = -1;
+  for (const auto& col : p.collectives)
+    if (col.rank == p.ranks.front().info.rank && col.kernel_id >= 0 && col.sequence >= 0 && seen++ < 3) kernel_id = col.kernel_id;
+  timeline::EventRef best;
+  TimeNs longest = -1;
+  for (std::size_t t = 0; t < p.stream_tracks.size(); ++t)
+    for (std::size_t i = 0; i < p.stream_tracks[t].events.size(); ++i) {
+      const auto& e = p.stream_tracks[t].events[i];
+      const bool wanted = kernel_id >= 0 ? static_cast<std::int64_t>(e.id) == kernel_id : e.end - e.start > longest;
+      if (wanted) {
+        longest = e.end - e.start;
+        best = {timeline::TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)};
+      }
+    }
+  if (best.valid()) c->select(best, true);
+  // Widen the view around the selected collective so neighbouring kernels and modules show.
+  timeline::Viewport& vp = c->viewport();
+  if (c->selected().valid()) {
+    const auto e = timeline::event_info(p, c->selected());
+    const double span = static_cast<double>(w.profile()->time_end - w.profile()->time_begin);
+    vp.fit(static_cast<double>(e.start) - span * 0.04, static_cast<double>(e.end) + span * 0.08);
+  }
+  // Aggregate the middle third of the view with a right drag, as a user would.
+  const float x0 = timeline::kLabelWidth + static_cast<float>(vp.width_px) * 0.35f;
+  const float x1 = timeline::kLabelWidth + static_cast<float>(vp.width_px) * 0.6f;
+  c->mouse_press(x0, timeline::kRulerHeight + 5, timeline::MouseButton::Right, false);
+  c->mouse_move(x1, 2000);
+  c->mouse_release(x1, 2000, timeline::MouseButton::Right);
+  c->mouse_move(-1, -1);
+  w.timeline()->update();
+}
+
+bool save(const QImage& image, const QString& path) {
+  if (image.isNull() || !image.save(path, "PNG")) {
+    std::cerr << "shardscope gui: could not write " << path.toStdString() << "\n";
+    return false;
+  }
+  std::cerr << "wrote " << path.toStdString() << "\n";
+  return true;
+}
+
+}  // namespace
+
+int run_gui(int argc, char** argv, const std::string& file) {
+  QString screenshot_dir;
+  bool time_first_frame = false;
+  bool light = false;  // --light: start with the light palette
+  for (int i = 1; i < argc; ++i) {
+    if (i + 1 < argc && std::strcmp(argv[i], "--screenshot") == 0) screenshot_dir = QString::fromLocal8Bit(argv[i + 1]);
+    if (std::strcmp(argv[i], "--time-first-frame") == 0) time_first_frame = true;
+    if (std::strcmp(argv[i], "--light") == 0) light = true;
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("ShardScope");
+  QApplication::setApplicationName(screenshot_dir.isEmpty() ? "shardscope" : "shardscope-screenshot");
+  MainWindow window;
+  if (!screenshot_dir.isEmpty()) {
+    window.set_interactive(false);
+    window.resize(1600, 1000);
+    window.reset_layout();
+  }
+  if (!screenshot_dir.isEmpty() || light) window.set_dark(!light);  // screenshots: a known palette
+  window.show();
+  QElapsedTimer since_open;
+  if (time_first_frame) {
+    window.set_interactive(false);
+    QObject::connect(window.timeline(), &timeline::TimelineWidget::profileFrameDrawn, &app, [&] {
+      std::cout << "first frame " << since_open.elapsed() << " ms after opening " << file << "\n";
+      app.exit(0);
+    });
+    QObject::connect(&window, &MainWindow::loadFailed, &app, [&](const QString& message) {
+      std::cerr << "shardscope gui: " << message.toStdString() << "\n";
+      app.exit(2);
+    });
+    QObject::connect(&window, &MainWindow::profileLoaded, &app,
+                     [&] { std::cout << "loaded " << since_open.elapsed() << " ms after opening\n"; });
+  }
+  since_open.start();
+  if (!file.empty()) window.open_file(QString::fromStdString(file));
+  if (!screenshot_dir.isEmpty()) {
+    if (file.empty()) {
+      std::cerr << "shardscope gui: --screenshot needs a profile\n";
+      return 1;
+    }
+    QObject::connect(&window, &MainWindow::loadFailed, &app, [&](const QString& message) {
+      std::cerr << "shardscope gui: " << message.toStdString() << "\n";
+      app.exit(2);
+    });
+    QObject::connect(&window, &MainWindow::profileLoaded, &app, [&] {
+      QTimer::singleShot(300, &app, [&] {
+        stage_demo(window);
+        QTimer::singleShot(500, &app, [&] {
+          QDir().mkpath(screenshot_dir);
+          bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png");
+          ok = save(window.timeline()->grabFramebuffer(), screenshot_dir + "/timeline.png") && ok;
+          // The memory view on its own, at a useful size.
+          window.memory_dock()->setFloating(true);
+          window.memory_dock()->resize(1600, 700);
+          QTimer::singleShot(300, &app, [&, ok] {
+            const bool all = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok;
+            app.exit(all ? 0 : 3);
+          });
+        });
+      });
+    });
+  }
+  return app.exec();
+}
+
+}  // namespace ss::gui

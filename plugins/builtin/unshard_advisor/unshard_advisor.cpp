@@ -1,0 +1,85 @@
+// Unshard advisor: asks the planner (profiler/sim, ss_sim) which FSDP units to keep unsharded
+// (reshard_after_forward=False) so that the most exposed all-gather time is saved per byte of
+// memory, within a per-rank budget: 90% of the smallest GPU memory among the profile's ranks,
+// or, when no capacity is recorded, 125% of the simulated baseline peak. Every choice is judged
+// by simulating the whole step, so units whose all-gather is already hidden are not chosen.
+// The simulator reads the profile itself (its steps, modules and collectives); the selection
+// does not apply to it.
+#include <algorithm>
+#include <cstdio>
+
+#include "plugins/api/plugin_sdk.h"
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/planner.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/step_simulator.h"
+
+namespace {
+
+constexpr double kBudgetShareOfGpu = 0.9;
+constexpr double kBudgetOverBaselinePeak = 1.25;
+
+void run(const ss::plugin::Host& host) {
+  ss::sim::SimInputRequest req;
+  req.profile_path = host.api()->profile_path(host.ctx());
+  ss::sim::SimInputs in = ss::sim::load_sim_inputs(req);
+  ss::sim::CompiledStep base = ss::sim::compile_step(in.model, in.plan, in.cluster);
+
+  std::int64_t capacity = 0;
+  for (const auto& r : host.ranks())
+    if (r.gpu_memory_bytes > 0) capacity = capacity ? std::min(capacity, r.gpu_memory_bytes) : r.gpu_memory_bytes;
+  ss::sim::PlanRequest pr;
+  pr.strategy = ss::sim::Strategy::Cost;
+  std::string budget_source;
+  if (capacity > 0) {
+    pr.budget_bytes = static_cast<std::int64_t>(kBudgetShareOfGpu * double(capacity));
+    budget_source = "90% of GPU memory";
+  } else {
+    pr.budget_bytes = static_cast<std::int64_t>(kBudgetOverBaselinePeak * double(ss::sim::simulate(base).peak_bytes));
+    budget_source = "125% of the simulated baseline peak (GPU memory unknown)";
+  }
+  if (pr.budget_bytes <= 0) {
+    // No capacity recorded and a zero simulated peak (modules without parameter sizes).
+    host.finding(SS_SEVERITY_INFO,
+                 "no memory budget to plan against: the profile records neither GPU memory nor parameter sizes");
+    return;
+  }
+  ss::sim::PlanOutcome o = ss::sim::plan_unshard(in.model, base, in.cluster, pr);
+  ss::sim::FsdpPlan plan = in.plan;
+  for (const auto& n : o.unsharded)
+    if (std::find(plan.unsharded.begin(), plan.unsharded.end(), n) == plan.unsharded.end()) plan.unsharded.push_back(n);
+
+  const double gain = o.baseline.step_ns > 0
+                          ? 100.0 * double(o.baseline.step_ns - o.result.step_ns) / double(o.baseline.step_ns)
+                          : 0.0;
+  host.table("summary", {"strategy", "budget_bytes", "budget_from", "baseline_step_ns", "predicted_step_ns",
+                         "gain_pct", "baseline_exposed_comm_ns", "predicted_exposed_comm_ns", "baseline_peak_bytes",
+                         "predicted_peak_bytes", "fits_budget", "units_kept", "simulations"});
+  host.row({"cost", pr.budget_bytes, budget_source, o.baseline.step_ns, o.result.step_ns, gain,
+            o.baseline.exposed_comm_ns, o.result.exposed_comm_ns, o.baseline.peak_bytes, o.result.peak_bytes,
+            o.fits ? 1 : 0, static_cast<std::int64_t>(o.unsharded.size()), o.simulations});
+  host.table("keep_unsharded", {"module"});
+  for (const auto& n : o.unsharded) host.row({n});
+  host.table("apply", {"fsdp2_python"});
+  host.row({ss::sim::plan_to_python(plan)});
+
+  char msg[400];
+  if (o.unsharded.empty()) {
+    std::snprintf(msg, sizeof msg, "no unit is worth keeping unsharded within %.2f GiB per rank",
+                  double(pr.budget_bytes) / double(1ll << 30));
+    host.finding(SS_SEVERITY_INFO, msg);
+  } else {
+    std::snprintf(msg, sizeof msg,
+                  "keep %zu unit(s) unsharded: predicted step %.3f ms -> %.3f ms (%.1f%% faster), peak %.2f GiB",
+                  o.unsharded.size(), double(o.baseline.step_ns) / 1e6, double(o.result.step_ns) / 1e6, gain,
+                  double(o.result.peak_bytes) / double(1ll << 30));
+    host.finding(gain > 1 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg);
+  }
+}
+
+}  // namespace
+
+SS_DEFINE_PLUGIN("unshard-advisor", "Unshard advisor (planner)",
+                 "Which FSDP units to keep unsharded within 90% of GPU memory, chosen by the planner (most exposed "
+                 "all-gather time saved per byte), with the predicted step time and peak.",
+                 &run)

@@ -1,0 +1,439 @@
+#include "profiler/collector/core/merge.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "profiler/collector/core/attributor.h"
+#include "profiler/collector/core/clock_alignment.h"
+#include "profiler/collector/core/py_sidecar.h"
+#include "profiler/collector/core/rank_file_writer.h"
+#include "storage/errors.h"
+#include "storage/profile_reader.h"
+#include "storage/profile_writer.h"
+#include "storage/range_nesting.h"
+
+namespace ss::collector {
+namespace fs = std::filesystem;
+
+std::vector<RankInputs> find_rank_inputs(const std::string& dir) {
+  std::map<std::string, RankInputs> by_stem;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    auto id = parse_rank_file_stem(name);
+    if (!id) continue;
+    const bool is_rank = name.ends_with(kRankFileSuffix);
+    const bool is_side = name.ends_with(kSidecarSuffix);
+    if (!is_rank && !is_side) continue;
+    auto stem = rank_file_stem(*id);
+    auto& in = by_stem[stem];
+    in.id = *id;
+    (is_rank ? in.rank_file : in.sidecar) = e.path().string();
+  }
+  if (ec) throw ProfileError(ProfileErrorKind::Io, dir + ": cannot list the recording directory: " + ec.message());
+  std::vector<RankInputs> out;
+  for (auto& [stem, in] : by_stem) out.push_back(std::move(in));
+  std::sort(out.begin(), out.end(), [](const RankInputs& a, const RankInputs& b) {
+    return std::tie(a.id.rank, a.id.pid, a.id.restart) < std::tie(b.id.rank, b.id.pid, b.id.restart);
+  });
+  return out;
+}
+
+bool rank_file_from_sidecar(const std::string& sidecar_path, const RankIdentity& id, const std::string& out_path) {
+  Sidecar sc = read_sidecar(sidecar_path);
+  if (sc.ranges.empty()) return false;
+  std::sort(sc.ranges.begin(), sc.ranges.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  RankInfo info;
+  info.rank = std::max(id.rank, 0);
+  info.pid = id.pid;
+  info.world_size = id.world_size;
+  if (auto h = sc.meta.find("host"); h != sc.meta.end()) info.host = h->second;
+  RankFileWriter writer(out_path, info, sc.ranges.front().start, "");
+  writer.set_meta("collector.source", "python-sidecar");
+  Attributor attributor(0);
+  std::uint64_t marker = 1;
+  for (const auto& r : sc.ranges) {
+    MarkerRecord m;
+    m.id = marker++;
+    m.tid = r.tid;
+    m.flags = MarkerRecord::kStart;
+    m.timestamp = r.start;
+    m.name = r.message;
+    attributor.add(m);
+    m.flags = MarkerRecord::kEnd;
+    m.timestamp = r.end;
+    m.name.clear();
+    attributor.add(m);
+  }
+  attributor.drain_all(writer);
+  writer.finish();
+  return true;
+}
+
+namespace {
+
+struct RankSource {
+  RankInputs in;
+  std::string file;  // the rank file actually read (maybe built from the sidecar)
+  Sidecar sidecar;
+  RankInfo info;
+  TimeNs origin = 0;
+  TimeNs shift = 0;  // added to every stored time
+  TimeNs offset = 0;
+};
+
+std::int64_t count_rows(sql::Db& db, const char* table) {
+  sql::Stmt st(db.get(), std::string("SELECT count(*) FROM ") + table);
+  st.step();
+  return st.col_int(0);
+}
+
+std::string module_parent(const std::string& fqn) {
+  if (fqn.empty()) return "";
+  auto dot = fqn.rfind('.');
+  return dot == std::string::npos ? std::string() : fqn.substr(0, dot);
+}
+
+int module_depth(const std::string& fqn) {
+  return fqn.empty() ? 0 : 1 + static_cast<int>(std::count(fqn.begin(), fqn.end(), '.'));
+}
+
+}  // namespace
+
+MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeOptions& options) {
+  MergeResult result;
+  std::vector<RankSource> sources;
+  std::vector<std::string> temporaries;
+  struct Cleanup {
+    std::vector<std::string>& files;
+    ~Cleanup() {
+      for (auto& f : files) std::filesystem::remove(f);
+    }
+  } cleanup{temporaries};
+
+  // 1. Read every input; build rank files from sidecars where the collector did not run.
+  for (const auto& in : inputs) {
+    RankSource s;
+    s.in = in;
+    if (!in.sidecar.empty()) s.sidecar = read_sidecar(in.sidecar);
+    s.file = in.rank_file;
+    if (s.file.empty() && !in.sidecar.empty()) {
+      std::string tmp = in.sidecar + ".ranks.ssdb";
+      if (rank_file_from_sidecar(in.sidecar, in.id, tmp)) {
+        temporaries.push_back(tmp);
+        s.file = tmp;
+      }
+    }
+    if (s.file.empty()) {
+      if (!s.sidecar.modules.empty()) result.warnings.push_back(in.sidecar + ": module list without any events; skipped");
+      continue;
+    }
+    sql::Db db = open_profile_readonly(s.file);
+    const std::int64_t events = count_rows(db, "kernels") + count_rows(db, "ranges") + count_rows(db, "memory_events");
+    if (events == 0 && s.sidecar.modules.empty()) {
+      result.warnings.push_back(s.file + ": no events (a subprocess that initialised CUDA?); skipped");
+      continue;
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT value FROM meta WHERE key = 'time_origin_unix_ns'");
+      if (st.step()) s.origin = std::stoll(st.col_text(0));
+    }
+    {
+      sql::Stmt st(db.get(),
+                   "SELECT host, pid, device_index, gpu_name, gpu_memory_bytes, sm_count, compute_major, compute_minor, "
+                   "world_size FROM ranks LIMIT 1");
+      if (st.step()) {
+        s.info.host = st.col_text(0);
+        s.info.pid = st.col_int_or(1, in.id.pid);
+        s.info.device_index = static_cast<int>(st.col_int_or(2, -1));
+        s.info.gpu_name = st.col_text(3);
+        s.info.gpu_memory_bytes = st.col_int_or(4, 0);
+        s.info.sm_count = static_cast<int>(st.col_int_or(5, 0));
+        s.info.compute_major = static_cast<int>(st.col_int_or(6, 0));
+        s.info.compute_minor = static_cast<int>(st.col_int_or(7, 0));
+        s.info.world_size = static_cast<int>(st.col_int_or(8, 0));
+      }
+    }
+    if (s.info.host.empty())
+      if (auto h = s.sidecar.meta.find("host"); h != s.sidecar.meta.end()) s.info.host = h->second;
+    if (s.info.world_size == 0) s.info.world_size = in.id.world_size;
+    s.info.rank = in.id.rank;
+    sources.push_back(std::move(s));
+  }
+  if (sources.empty())
+    throw ProfileError(ProfileErrorKind::MissingTable,
+                       "no rank recorded any data (no collector file and no Python sidecar with events in the output directory)");
+
+  // 2. Rank numbers: keep the launcher's where unique, give the rest the next free numbers.
+  {
+    std::set<int> used;
+    for (auto& s : sources)
+      if (s.info.rank >= 0 && !used.insert(s.info.rank).second) {
+        result.warnings.push_back(s.file + ": rank " + std::to_string(s.info.rank) + " appears twice; renumbered");
+        s.info.rank = -1;
+      }
+    int next = used.empty() ? 0 : *used.rbegin() + 1;
+    for (auto& s : sources)
+      if (s.info.rank < 0) s.info.rank = next++;
+  }
+
+  // 3. Clocks.
+  if (options.align_clocks) {
+    std::vector<RankClockInput> clocks;
+    for (auto& s : sources) {
+      sql::Db db = open_profile_readonly(s.file);
+      RankClockInput c;
+      c.rank = s.info.rank;
+      c.host = s.info.host;
+      sql::Stmt st(db.get(),
+                   "SELECT g.name, c.sequence, c.start_ns + c.duration_ns FROM collectives c JOIN process_groups g ON "
+                   "g.id = c.process_group_id WHERE c.sequence >= 0");
+      while (st.step()) c.collective_ends[{st.col_text(0), st.col_int(1)}] = s.origin + st.col_int(2);
+      clocks.push_back(std::move(c));
+    }
+    auto offsets = estimate_clock_offsets(clocks);
+    for (std::size_t i = 0; i < sources.size(); ++i) sources[i].offset = offsets[i].offset_ns;
+  }
+  TimeNs global_origin = sources.front().origin + sources.front().offset;
+  for (auto& s : sources) global_origin = std::min(global_origin, s.origin + s.offset);
+  for (auto& s : sources) {
+    s.shift = s.origin + s.offset - global_origin;
+    s.info.clock_offset_ns = s.offset;
+    result.clock_offsets.emplace_back(s.info.rank, s.offset);
+  }
+
+  Origin origin;
+  origin.kind = OriginKind::Measured;
+  origin.tool = "shardscope record";
+  origin.tool_version = "0.1.0";
+  // "python-hooks" when no rank had the CUPTI collector (CPU jobs, builds without CUPTI).
+  const bool any_cupti = std::any_of(sources.begin(), sources.end(), [](const RankSource& x) { return !x.in.rank_file.empty(); });
+  origin.source_format = any_cupti ? "cupti" : "python-hooks";
+  origin.source_files = options.command;
+  ProfileWriter out(options.output, origin);
+  out.set_time_origin(global_origin);
+
+  // 4. Modules: the union of every rank's fqns, parents first, details from the sidecars.
+  std::map<std::string, SidecarModule> module_info;
+  std::set<std::string> fqns;
+  for (auto& s : sources) {
+    for (const auto& m : s.sidecar.modules) {
+      module_info.emplace(m.fqn, m);
+      fqns.insert(m.fqn);
+    }
+    sql::Db db = open_profile_readonly(s.file);
+    sql::Stmt st(db.get(), "SELECT fqn FROM modules");
+    while (st.step()) fqns.insert(st.col_text(0));
+  }
+  for (auto f : std::vector<std::string>(fqns.begin(), fqns.end()))
+    while (!f.empty()) {
+      f = module_parent(f);
+      fqns.insert(f);
+    }
+  std::vector<std::string> ordered(fqns.begin(), fqns.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return module_depth(a) < module_depth(b); });
+  std::unordered_map<std::string, RowId> module_ids;
+  if (!fqns.empty())
+    for (const auto& fqn : ordered) {
+      ModuleRow m;
+      m.fqn = fqn;
+      if (!fqn.empty()) m.parent = module_ids.at(module_parent(fqn));
+      if (auto it = module_info.find(fqn); it != module_info.end()) {
+        m.class_name = it->second.class_name;
+        m.param_count = it->second.param_count;
+        m.param_bytes = it->second.param_bytes;
+        m.is_fsdp_unit = it->second.is_fsdp_unit;
+        m.reshard_policy = it->second.reshard_policy;
+      }
+      if (!m.is_fsdp_unit)  // the nearest enclosing unit owns this module's parameters
+        for (std::string up = fqn; !up.empty();) {
+          up = module_parent(up);
+          if (auto it = module_info.find(up); it != module_info.end() && it->second.is_fsdp_unit) {
+            m.fsdp_unit = module_ids.at(up);
+            break;
+          }
+          if (up.empty()) break;
+        }
+      module_ids[fqn] = out.add_module(m);
+    }
+
+  // 5. Rows, rank by rank.
+  std::unordered_map<std::string, RowId> groups;
+  for (auto& s : sources) {
+    sql::Db db = open_profile_readonly(s.file);
+    const int rank = s.info.rank;
+    const TimeNs shift = s.shift;
+    out.add_rank(s.info);
+
+    std::vector<std::string> strings;
+    {
+      sql::Stmt st(db.get(), "SELECT id, value FROM strings ORDER BY id");
+      while (st.step()) {
+        auto id = static_cast<std::size_t>(st.col_int(0));
+        if (strings.size() <= id) strings.resize(id + 1);
+        strings[id] = st.col_text(1);
+      }
+    }
+    auto str = [&](std::int64_t id) -> std::uint32_t {
+      if (id <= 0 || static_cast<std::size_t>(id) >= strings.size()) return 0;
+      return out.intern(strings[static_cast<std::size_t>(id)]);
+    };
+    std::unordered_map<std::int64_t, RowId> streams, threads, modules, configs, kernels, pgs;
+    {
+      sql::Stmt st(db.get(), "SELECT id, device, native_id, kind, name FROM streams");
+      while (st.step())
+        streams[st.col_int(0)] = out.add_stream({rank, static_cast<int>(st.col_int_or(1, 0)), st.col_int_or(2, 0),
+                                                 static_cast<StreamKind>(st.col_int(3)), st.col_text(4)});
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT id, tid, name FROM threads");
+      while (st.step()) threads[st.col_int(0)] = out.add_thread({rank, st.col_int_or(1, 0), st.col_text(2)});
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT id, fqn FROM modules");
+      while (st.step()) modules[st.col_int(0)] = module_ids.at(st.col_text(1));
+    }
+    {
+      sql::Stmt st(db.get(),
+                   "SELECT id, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, registers_per_thread "
+                   "FROM launch_configs");
+      while (st.step()) {
+        LaunchConfig c;
+        c.grid_x = static_cast<std::int32_t>(st.col_int(1));
+        c.grid_y = static_cast<std::int32_t>(st.col_int(2));
+        c.grid_z = static_cast<std::int32_t>(st.col_int(3));
+        c.block_x = static_cast<std::int32_t>(st.col_int(4));
+        c.block_y = static_cast<std::int32_t>(st.col_int(5));
+        c.block_z = static_cast<std::int32_t>(st.col_int(6));
+        c.shared_mem_bytes = static_cast<std::int32_t>(st.col_int(7));
+        c.registers_per_thread = static_cast<std::int32_t>(st.col_int(8));
+        configs[st.col_int(0)] = out.launch_config(c);
+      }
+    }
+    auto map_id = [](const std::unordered_map<std::int64_t, RowId>& m, const sql::Stmt& st, int col) -> RowId {
+      if (st.col_null(col)) return kNoRow;
+      auto it = m.find(st.col_int(col));
+      return it == m.end() ? kNoRow : it->second;
+    };
+    {
+      sql::Stmt st(db.get(),
+                   "SELECT id, stream_id, start_ns, duration_ns, name_id, correlation, launch_config_id, category, "
+                   "module_id, bytes FROM kernels ORDER BY id");
+      while (st.step()) {
+        KernelRow k;
+        k.rank = rank;
+        k.stream = map_id(streams, st, 1);
+        k.start = st.col_int(2) + shift;
+        k.end = k.start + st.col_int(3);
+        k.name = str(st.col_int(4));
+        k.correlation = st.col_int_or(5, 0);
+        k.launch_config = map_id(configs, st, 6);
+        k.category = static_cast<KernelCategory>(st.col_int(7));
+        k.module = map_id(modules, st, 8);
+        k.bytes = st.col_int_or(9, 0);
+        kernels[st.col_int(0)] = out.add_kernel(k);
+        ++result.kernels;
+      }
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT id, name, description, ranks, size, backend FROM process_groups");
+      while (st.step()) {
+        const std::string name = st.col_text(1);
+        auto it = groups.find(name);
+        if (it == groups.end())
+          it = groups.emplace(name, out.add_process_group({name, st.col_text(2), st.col_text(3),
+                                                           static_cast<int>(st.col_int_or(4, 0)), st.col_text(5)}))
+                   .first;
+        pgs[st.col_int(0)] = it->second;
+      }
+    }
+    {
+      sql::Stmt st(db.get(),
+                   "SELECT kernel_id, type, bytes, dtype_id, process_group_id, group_size, sequence, start_ns, duration_ns "
+                   "FROM collectives ORDER BY id");
+      while (st.step()) {
+        CollectiveRow c;
+        c.rank = rank;
+        c.kernel = map_id(kernels, st, 0);
+        c.type = static_cast<CollectiveType>(st.col_int(1));
+        c.bytes = st.col_int_or(2, 0);
+        c.dtype = str(st.col_int_or(3, 0));
+        c.process_group = map_id(pgs, st, 4);
+        c.group_size = static_cast<int>(st.col_int_or(5, 0));
+        c.sequence = st.col_int_or(6, -1);
+        c.start = st.col_int(7) + shift;
+        c.end = c.start + st.col_int(8);
+        out.add_collective(c);
+      }
+    }
+    {
+      // Ranges: nesting per lane (thread or stream), then rows in nesting order so parents exist.
+      std::map<std::pair<RowId, RowId>, std::vector<RangeRow>> lanes;
+      sql::Stmt st(db.get(),
+                   "SELECT thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id FROM ranges");
+      while (st.step()) {
+        RangeRow r;
+        r.rank = rank;
+        r.thread = map_id(threads, st, 0);
+        r.stream = map_id(streams, st, 1);
+        r.start = st.col_int(2) + shift;
+        r.end = r.start + st.col_int(3);
+        r.name = str(st.col_int(4));
+        r.kind = static_cast<RangeKind>(st.col_int(5));
+        r.phase = static_cast<RangePhase>(st.col_int(6));
+        r.module = map_id(modules, st, 7);
+        lanes[{r.thread, r.stream}].push_back(r);
+      }
+      for (auto& [lane, rows] : lanes) {
+        std::vector<std::pair<TimeNs, TimeNs>> iv;
+        iv.reserve(rows.size());
+        for (auto& r : rows) iv.emplace_back(r.start, r.end);
+        NestingResult n = nest_ranges(iv);
+        std::vector<RowId> ids(rows.size(), kNoRow);
+        for (std::size_t idx : n.order) {
+          RangeRow r = rows[idx];
+          r.depth = n.nesting[idx].depth;
+          r.parent = n.nesting[idx].parent >= 0 ? ids[static_cast<std::size_t>(n.nesting[idx].parent)] : kNoRow;
+          ids[idx] = out.add_range(r);
+          ++result.ranges;
+        }
+      }
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, category, module_id, stream_id FROM memory_events ORDER BY id");
+      while (st.step()) {
+        MemoryEventRow m;
+        m.rank = rank;
+        m.time = st.col_int(0) + shift;
+        m.address = st.col_int_or(1, 0);
+        m.bytes = st.col_int(2);
+        m.category = static_cast<MemoryCategory>(st.col_int(3));
+        m.module = map_id(modules, st, 4);
+        m.stream = map_id(streams, st, 5);
+        out.add_memory_event(m);
+      }
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT number, start_ns, duration_ns FROM steps ORDER BY number");
+      while (st.step()) out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(1) + shift + st.col_int(2)});
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT reason, count FROM skipped_events");
+      while (st.step()) out.add_skipped(rank, st.col_text(0), st.col_int(1));
+    }
+    {
+      sql::Stmt st(db.get(), "SELECT key, value FROM meta WHERE key LIKE 'collector.%'");
+      while (st.step()) out.set_meta("rank" + std::to_string(rank) + "." + st.col_text(0), st.col_text(1));
+    }
+    ++result.ranks;
+  }
+  out.set_meta("record.ranks", std::to_string(result.ranks));
+  out.finish();
+  return result;
+}
+
+}  // namespace ss::collector

@@ -1,0 +1,47 @@
+// The per-rank file written by the Python package (profiler/python/shardscope/_sidecar.py):
+// tab-separated lines, one record each. It carries what NVTX cannot: the module tree with
+// classes, parameter counts / bytes and FSDP2 settings, and (when no CUPTI collector runs, e.g.
+// on CPU) the module and optimizer ranges themselves.
+//   # shardscope-sidecar 1
+//   meta    <key>  <value>
+//   module  <fqn>  <class>  <param_count>  <param_bytes>  <is_fsdp_unit 0|1>  <reshard_policy>
+//   range   <tid>  <start_unix_ns>  <end_unix_ns>  <nvtx message, e.g. ss:fwd:layers.0>
+// The file may end in a partial line (the rank was killed while writing): that line is ignored.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace ss::collector {
+
+struct SidecarModule {
+  std::string fqn;
+  std::string class_name;
+  std::int64_t param_count = 0;
+  std::int64_t param_bytes = 0;
+  bool is_fsdp_unit = false;
+  std::string reshard_policy;
+};
+
+struct SidecarRange {
+  std::uint32_t tid = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  std::string message;
+};
+
+struct Sidecar {
+  std::map<std::string, std::string> meta;
+  std::vector<SidecarModule> modules;  // later lines with the same fqn replace earlier ones
+  std::vector<SidecarRange> ranges;
+};
+
+// Throws ProfileError (file, line, what was expected) on malformed content.
+Sidecar read_sidecar(const std::string& path);
+Sidecar parse_sidecar(const std::string& text, const std::string& path_for_errors);
+
+}  // namespace ss::collector

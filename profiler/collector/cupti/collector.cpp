@@ -1,0 +1,323 @@
+#include "profiler/collector/cupti/collector.h"
+
+#include <cupti.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "profiler/collector/core/attributor.h"
+#include "profiler/collector/core/buffer_queue.h"
+#include "profiler/collector/core/log_once.h"
+#include "profiler/collector/core/rank_file_writer.h"
+#include "profiler/collector/core/rank_identity.h"
+#include "profiler/collector/cupti/activity_decode.h"
+
+namespace ss::collector {
+namespace {
+
+constexpr std::size_t kBufferBytes = 8u << 20;  // CUPTI recommends 1-10 MB host buffers
+constexpr auto kCommitPeriod = std::chrono::milliseconds(1000);
+
+TimeNs realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string cupti_error(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s ? s : ("CUPTI error " + std::to_string(static_cast<int>(r)));
+}
+
+struct State {
+  // Recursive: setup may re-enter on the same thread (NVTX init -> CUPTI -> cuInit ->
+  // InitializeInjection); the re-entrant call sees `initialised` and returns at once.
+  std::recursive_mutex init_mutex;
+  bool initialised = false;
+  std::atomic<bool> recording{false};
+  std::atomic<bool> stopped{false};
+  pid_t pid = 0;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::vector<CUpti_ActivityKind> enabled;
+  BufferQueue queue;
+  std::thread writer_thread;
+  std::unique_ptr<RankFileWriter> writer;  // owned by the writer thread once it runs
+  std::unique_ptr<Attributor> attributor;
+  std::atomic<std::int64_t> buffers_allocated{0};
+};
+
+State& state() {
+  static auto* s = new State();  // never destroyed: CUPTI may call back during static teardown
+  return *s;
+}
+
+// Counts what the writer thread sees, for the rank file's meta and skipped_events.
+struct Tally : RecordVisitor {
+  Attributor* attributor = nullptr;
+  RankFileWriter* writer = nullptr;
+  std::int64_t invalid_timestamps = 0;
+  std::int64_t pool_events = 0;
+  std::map<int, std::pair<std::int64_t, TimeNs>> overhead;  // kind -> (count, total ns)
+
+  void on_api(const ApiRecord& r) override { attributor->add(r); }
+  void on_kernel(KernelRecord&& r) override { attributor->add(std::move(r)); }
+  void on_copy(const CopyRecord& r) override { attributor->add(r); }
+  void on_marker(MarkerRecord&& r) override { attributor->add(r); }
+  void on_marker_payload(MarkerPayload&& p) override { attributor->add(std::move(p)); }
+  void on_memory(const MemoryRecord& r) override { attributor->add(r); }
+  void on_memory_pool(const MemoryPoolRecord&) override { ++pool_events; }
+  void on_overhead(const OverheadRecord& r) override {
+    auto& o = overhead[r.kind];
+    ++o.first;
+    o.second += r.end - r.start;
+  }
+  void on_device(const DeviceRecord& d) override { writer->add_device(d); }
+};
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+  if (*buffer) ++state().buffers_allocated;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (buffer) state().queue.push({buffer, valid});  // freed by the writer thread or stop_collector
+}
+
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+void disable_all(State& s) {
+  // The writer thread (give_up) and the exit handler may both get here.
+  static std::mutex kinds_mutex;
+  std::lock_guard<std::mutex> lock(kinds_mutex);
+  for (auto k : s.enabled) cuptiActivityDisable(k);
+  s.enabled.clear();
+  s.recording = false;
+}
+
+// Turns the collector off after an error in the writer thread; the job goes on.
+void give_up(State& s, const std::string& why) {
+  log_once("give-up", "collector disabled: " + why + " (the training job continues unprofiled)");
+  disable_all(s);
+}
+
+void process_buffers(State& s, Tally& tally, const std::vector<ActivityBuffer>& buffers) {
+  for (const auto& b : buffers) {
+    if (s.writer) {
+      CUpti_Activity* record = nullptr;
+      while (cuptiActivityGetNextRecord(b.data, b.valid_bytes, &record) == CUPTI_SUCCESS)
+        if (decode_activity(record, tally) == DecodeResult::InvalidTimestamps) ++tally.invalid_timestamps;
+    }
+    std::free(b.data);
+  }
+}
+
+void write_final_stats(State& s, Tally& tally) {
+  const auto& st = s.attributor->stats();
+  s.writer->add_skipped("records with zero or inverted timestamps", tally.invalid_timestamps);
+  s.writer->add_skipped("kernels without a launch record", st.kernels_without_launch);
+  s.writer->add_skipped("nvtx range ends without a start", st.unpaired_marker_ends);
+  s.writer->add_skipped("nvtx ranges still open at exit", st.unclosed_ranges);
+  s.writer->add_skipped("host (non-device) memory records", st.non_device_memory);
+  s.writer->set_meta("collector.memory_pool_events", std::to_string(tally.pool_events));
+  s.writer->set_meta("collector.nccl_calls_without_kernel", std::to_string(st.nccl_calls_without_kernel));
+  for (const auto& [kind, v] : tally.overhead) {
+    s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".count", std::to_string(v.first));
+    s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".ns", std::to_string(v.second));
+  }
+}
+
+void writer_loop() {
+  State& s = state();
+  Tally tally;
+  tally.attributor = s.attributor.get();
+  tally.writer = s.writer.get();
+  std::int64_t dropped_total = 0;
+  auto last_commit = std::chrono::steady_clock::now();
+  try {
+    while (true) {
+      auto buffers = s.queue.take(std::chrono::milliseconds(200));
+      process_buffers(s, tally, buffers);
+      const bool stopping = s.queue.stopping();
+      if (stopping) break;
+      if (std::chrono::steady_clock::now() - last_commit >= kCommitPeriod) {
+        // Completed records only; FLUSH_FORCED would cut running kernels short.
+        if (s.recording) cuptiActivityFlushAll(0);
+        process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+        size_t dropped = 0;
+        if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+          dropped_total += static_cast<std::int64_t>(dropped);
+          log_once("dropped", "CUPTI dropped activity records (buffers full); the count is stored in skipped_events");
+        }
+        s.attributor->drain(realtime_ns(), *s.writer);
+        s.writer->set_meta("collector.dropped_records", std::to_string(dropped_total));
+        s.writer->commit();
+        last_commit = std::chrono::steady_clock::now();
+      }
+    }
+    process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_total += static_cast<std::int64_t>(dropped);
+    s.attributor->drain_all(*s.writer);
+    write_final_stats(s, tally);
+    s.writer->add_skipped("cupti dropped records", dropped_total);
+    s.writer->set_meta("collector.dropped_records", std::to_string(dropped_total));
+    s.writer->finish();
+  } catch (const std::exception& e) {
+    give_up(s, std::string("cannot write the rank file: ") + e.what());
+    s.writer.reset();  // from here on buffers are only freed
+    // Keep freeing buffers so that CUPTI's memory does not grow while disabled.
+    while (!s.queue.stopping()) process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(500)));
+    process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+  }
+  s.writer.reset();
+}
+
+bool check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  log_once("init", std::string(what) + " failed: " + cupti_error(r) + "; collector disabled, the job runs on");
+  return false;
+}
+
+bool enable(State& s, CUpti_ActivityKind kind, const char* name, bool required) {
+  CUptiResult r = cuptiActivityEnable(kind);
+  if (r == CUPTI_SUCCESS) {
+    s.enabled.push_back(kind);
+    return true;
+  }
+  if (required) return check(r, name);
+  log_once(std::string("kind-") + name, std::string("activity kind ") + name + " unavailable: " + cupti_error(r));
+  return true;
+}
+
+bool setup(State& s) {
+  const char* dir = std::getenv(kEnvOutputDir);
+  if (!dir || !*dir) {
+    log_once("no-dir", std::string("loaded without ") + kEnvOutputDir + " (not under 'shardscope record'); collector idle");
+    return false;
+  }
+  set_log_verbose(std::getenv(kEnvVerbose) && std::string(std::getenv(kEnvVerbose)) == "1");
+  const std::string memory = std::getenv(kEnvMemoryMode) ? std::getenv(kEnvMemoryMode) : "per-tensor";
+
+  CUpti_SubscriberParams params{};
+  char other[256] = {0};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "shardscope";
+  params.oldSubscriberName = other;
+  params.oldSubscriberSize = sizeof other;
+  CUptiResult r = cuptiSubscribe_v2(&s.subscriber, ignore_callback, nullptr, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    log_once("subscriber", std::string("another profiler already holds CUPTI (") + (other[0] ? other : "unknown tool") +
+                               "); shardscope records nothing in this process, the job runs on");
+    return false;
+  }
+  if (r != CUPTI_SUCCESS) {
+    // No driver, no GPU, a driver older than CUPTI 13 needs (r580): CUPTI says little more than this.
+    log_once("nodriver", "cannot start CUPTI (" + cupti_error(r) +
+                             "; no usable CUDA driver or GPU?); shardscope records nothing in this process, the job runs on");
+    return false;
+  }
+  if (!check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType")) return false;
+  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+    return false;
+
+  const RankIdentity id = rank_identity_from_env(process_env(), getpid());
+  const std::string path = std::string(dir) + "/" + rank_file_stem(id) + std::string(kRankFileSuffix);
+  RankInfo info;
+  info.rank = std::max(id.rank, 0);
+  info.pid = id.pid;
+  info.world_size = id.world_size;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) info.host = host;
+  try {
+    s.writer = std::make_unique<RankFileWriter>(path, info, realtime_ns(), "");
+    s.writer->set_meta("collector.memory_mode", memory);
+    s.writer->set_meta("collector.cupti_api_version", std::to_string(CUPTI_API_VERSION));
+    s.writer->commit();
+  } catch (const std::exception& e) {
+    log_once("open", std::string("cannot create ") + path + ": " + e.what() + "; collector disabled");
+    cuptiUnsubscribe(s.subscriber);
+    return false;
+  }
+  s.attributor = std::make_unique<Attributor>();
+
+  // Kernels first: instrumenting at module load is what makes the first step slow (research 2.6).
+  bool ok = enable(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true) &&
+            enable(s, CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true) && enable(s, CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true) &&
+            enable(s, CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true) &&
+            enable(s, CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false) &&
+            enable(s, CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false) && enable(s, CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false);
+  if (ok && memory != "off") {
+    ok = enable(s, CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", false) && enable(s, CUPTI_ACTIVITY_KIND_MEMORY_POOL, "MEMORY_POOL", false);
+  }
+  // Launch / allocation API records only (research 2.3): correlation -> thread and time.
+  for (CUpti_CallbackId cbid :
+       {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020})
+    if (ok) ok = check(cuptiActivityEnableRuntimeApi(cbid, 1), "cuptiActivityEnableRuntimeApi");
+  for (CUpti_CallbackId cbid :
+       {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync})
+    if (ok) ok = check(cuptiActivityEnableDriverApi(cbid, 1), "cuptiActivityEnableDriverApi");
+  if (!ok) {
+    disable_all(s);
+    s.writer.reset();
+    cuptiUnsubscribe(s.subscriber);
+    return false;
+  }
+  s.recording = true;
+  s.writer_thread = std::thread(writer_loop);
+  std::atexit(stop_collector);
+  log_verbose("recording to " + path);
+  return true;
+}
+
+}  // namespace
+
+bool start_collector() {
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.init_mutex);
+  if (s.initialised) return s.recording;
+  s.initialised = true;
+  s.pid = getpid();
+  try {
+    return setup(s);
+  } catch (const std::exception& e) {
+    log_once("init-exc", std::string("collector setup failed: ") + e.what() + "; the job runs on");
+    return false;
+  }
+}
+
+void stop_collector() {
+  State& s = state();
+  if (s.pid != getpid()) return;  // a forked child (DataLoader worker): nothing of ours runs here
+  if (s.stopped.exchange(true)) return;
+  if (s.recording) {
+    disable_all(s);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  s.queue.stop();
+  if (s.writer_thread.joinable()) s.writer_thread.join();
+  for (auto& b : s.queue.take(std::chrono::milliseconds(0))) std::free(b.data);
+}
+
+}  // namespace ss::collector

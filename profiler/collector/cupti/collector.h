@@ -1,0 +1,16 @@
+// The in-process collector: one per process, created by the first of InitializeInjection (the
+// CUDA driver, at cuInit) or an NVTX injection entry point (libtorch / libnccl, at their first
+// NVTX call). It subscribes to CUPTI, enables the activity kinds, and runs a writer thread that
+// decodes completed buffers, attributes records and commits the rank file at least once a second.
+// Any CUPTI or SQLite failure is logged once with "[shardscope]" and turns the collector off; the
+// training job never sees an error.
+#pragma once
+
+namespace ss::collector {
+
+// Idempotent and thread-safe; returns true when the collector is recording.
+bool start_collector();
+// Called from atexit: disable, force-flush, drain, final commit. Safe to call twice.
+void stop_collector();
+
+}  // namespace ss::collector

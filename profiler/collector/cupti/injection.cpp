@@ -1,0 +1,37 @@
+// The library's only exported symbols.
+//  - InitializeInjection: the CUDA driver calls it at cuInit when CUDA_INJECTION64_PATH names
+//    this library (research/collector.md 1.1).
+//  - InitializeInjectionNvtx / Nvtx2 / NvtxExtension: NVTX (in libtorch, libnccl, ...) calls them at
+//    its first use when NVTX_INJECTION64_PATH names this library; we start the collector (NVTX may
+//    run before cuInit) and hand NVTX over to CUPTI, whose extension init is what makes NCCL's
+//    payloads decodable (1.2). These CUPTI functions are exported by libcupti but not declared in
+//    its headers.
+#include <cupti.h>
+
+#include "profiler/collector/cupti/collector.h"
+
+extern "C" {
+CUptiResult cuptiNvtxInitialize(void* pfnGetExportTable);
+CUptiResult cuptiNvtxInitialize2(void* pfnGetExportTable);
+CUptiResult cuptiNvtxExtensionInitialize(void* moduleInfo);
+
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+  ss::collector::start_collector();
+  return 1;  // never fail the driver's init: a disabled collector must leave the job untouched
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx(void* p) {
+  if (!ss::collector::start_collector()) return 0;  // NVTX becomes a no-op in this library
+  return cuptiNvtxInitialize(p) == CUPTI_SUCCESS ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* p) {
+  if (!ss::collector::start_collector()) return 0;
+  return cuptiNvtxInitialize2(p) == CUPTI_SUCCESS ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void* module_info) {
+  if (!ss::collector::start_collector()) return 0;
+  return cuptiNvtxExtensionInitialize(module_info) == CUPTI_SUCCESS ? 1 : 0;
+}
+}

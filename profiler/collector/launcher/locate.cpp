@@ -1,0 +1,42 @@
+#include "profiler/collector/launcher/locate.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace ss::record {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path exe_dir() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : p.parent_path();
+}
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return !p.empty() && fs::exists(p, ec);
+}
+
+}  // namespace
+
+std::string locate_collector_library() {
+  if (const char* v = std::getenv("SHARDSCOPE_COLLECTOR_LIB"); v && *v) return path_exists(v) ? std::string(v) : std::string();
+#ifdef SHARDSCOPE_COLLECTOR_BUILD_PATH
+  if (path_exists(SHARDSCOPE_COLLECTOR_BUILD_PATH)) return SHARDSCOPE_COLLECTOR_BUILD_PATH;
+#endif
+  const auto dir = exe_dir();
+  for (auto p : {dir / "../lib/shardscope/libshardscope_collector.so", dir / "libshardscope_collector.so"})
+    if (path_exists(p)) return fs::weakly_canonical(p).string();
+  return {};
+}
+
+std::string locate_python_dir() {
+  if (const char* v = std::getenv("SHARDSCOPE_PYTHON_DIR"); v && *v) return v;
+  if (path_exists(fs::path(SHARDSCOPE_PYTHON_SOURCE_DIR) / "shardscope")) return SHARDSCOPE_PYTHON_SOURCE_DIR;
+  const auto p = exe_dir() / "../share/shardscope/python";
+  if (path_exists(p / "shardscope")) return fs::weakly_canonical(p).string();
+  return {};
+}
+
+}  // namespace ss::record

@@ -1,0 +1,43 @@
+// The environment `shardscope record` gives the recorded command. Pure: takes the current
+// environment and the settings, returns the new one plus warnings, so it is unit-tested.
+//   SHARDSCOPE_OUTPUT_DIR     where every rank writes <stem>.ssdb / <stem>.modules.tsv
+//   SHARDSCOPE_MEMORY         per-tensor | segments | off
+//   SHARDSCOPE_MODULES        1 | 0 (--no-modules)
+//   SHARDSCOPE_COLLECTOR      1 when the CUPTI collector is injected
+//   CUDA_INJECTION64_PATH     the collector library (the driver loads it at cuInit)
+//   NVTX_INJECTION64_PATH     the same library (NVTX in libtorch / libnccl reaches CUPTI through it)
+//   PYTHONPATH                the shardscope package first, so its sitecustomize runs at startup
+//   PYTORCH_CUDA_ALLOC_CONF   per-tensor: backend:cudaMallocAsync, the user's other options kept
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ss::record {
+
+enum class MemoryMode { PerTensor, Segments, Off };
+
+struct RecordSettings {
+  std::string output_dir;
+  MemoryMode memory = MemoryMode::PerTensor;
+  bool modules = true;
+  std::string collector_library;  // "" when the collector is not available
+  std::string python_dir;         // contains shardscope/ and sitecustomize.py
+};
+
+struct RecordEnvironment {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> warnings;
+};
+
+RecordEnvironment build_record_env(const std::map<std::string, std::string>& current, const RecordSettings& settings);
+
+// "a:b,backend:native,c:d" with backend forced to cudaMallocAsync; options that only the native
+// allocator understands are dropped with a warning.
+std::string alloc_conf_with_async_backend(const std::string& conf, std::vector<std::string>& warnings);
+
+std::map<std::string, std::string> current_environment();
+std::string memory_mode_name(MemoryMode m);
+
+}  // namespace ss::record

@@ -1,0 +1,26 @@
+// Reads an importer's input whole into memory, inflating gzip (.json.gz) on the fly with zlib's
+// streaming inflate, and leaves SIMDJSON-sized padding after the bytes (capacity >= size + 64)
+// so a JSON parser can read it in place without another copy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ss::import {
+
+inline constexpr std::size_t kInputPadding = 64;  // == SIMDJSON_PADDING
+
+// done/total in bytes of the file on disk (compressed bytes for gzip).
+using ReadProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+// Throws ImportError naming the file and the compressed byte offset for a truncated or corrupt
+// gzip stream, ProfileError(Io) when the file cannot be read.
+std::string read_input_file(const std::string& path, const ReadProgress& progress = {}, bool* was_gzip = nullptr);
+
+// The same on bytes already in memory (fuzzing, tests); `label` names the input in messages.
+std::string inflate_if_gzip(std::string bytes, const std::string& label);
+
+bool is_gzip(const std::string& bytes);
+
+}  // namespace ss::import

@@ -1,0 +1,669 @@
+#include "profiler/import/kineto/kineto_build.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "profiler/common/nccl_names.h"
+#include "profiler/import/common/innermost_range.h"
+#include "storage/range_nesting.h"
+
+namespace ss::import::kineto {
+namespace {
+
+__extension__ typedef __int128 Wide;  // time arithmetic that cannot overflow on hostile input
+
+constexpr std::size_t kMaxFqn = 4096;                  // longer module names are not real models
+constexpr std::size_t kMaxModuleDepth = 256;           // nn.Module nesting deeper than this is refused
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+constexpr std::string_view kFsdpPrefix = "FSDP::";
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// "TransformerBlock_12" -> "TransformerBlock" (Kineto appends a per-class instance number).
+std::string class_of_label(std::string_view label) {
+  std::size_t end = label.size();
+  while (end > 0 && label[end - 1] >= '0' && label[end - 1] <= '9') --end;
+  if (end > 0 && end < label.size() && label[end - 1] == '_') return std::string(label.substr(0, end - 1));
+  return std::string(label);
+}
+
+// "FSDP::pre_forward (layers.3)" -> action "pre_forward", fqn "layers.3" (has_fqn false without "(...)").
+struct FsdpName {
+  std::string_view action;
+  std::string fqn;
+  bool has_fqn = false;
+};
+FsdpName parse_fsdp(std::string_view name) {
+  FsdpName r;
+  std::string_view rest = name.substr(kFsdpPrefix.size());
+  const auto open = rest.find(" (");
+  if (open != std::string_view::npos && !rest.empty() && rest.back() == ')') {
+    r.action = rest.substr(0, open);
+    r.fqn = std::string(rest.substr(open + 2, rest.size() - open - 3));
+    r.has_fqn = true;
+  } else {
+    r.action = rest;
+  }
+  return r;
+}
+
+std::string normalize_ranks(std::string_view s) {
+  std::string r;
+  for (char c : s)
+    if (c != ' ') r += c;
+  return r;
+}
+
+struct CpuRange {
+  std::int64_t tid = 0;
+  TimeNs start = 0, end = 0;
+  std::uint32_t name = 0;
+  RangeKind kind = RangeKind::Annotation;
+  RangePhase phase = RangePhase::None;
+  RowId module = kNoRow;
+  bool module_scope = false;  // counts for attribution (module, FSDP-with-fqn, synthesized)
+};
+
+struct PendingCollective {
+  RowId kernel = kNoRow;
+  TimeNs start = 0, end = 0;
+  CollectiveType type = CollectiveType::Unknown;
+  std::int64_t bytes = 0;
+  std::uint32_t dtype = 0;
+  RowId group = kNoRow;
+  int group_size = 0;
+};
+
+class Builder {
+ public:
+  Builder(const KinetoTrace& t, const std::string& path, ImportContext& ctx) : t_(t), path_(path), ctx_(ctx), w_(ctx.writer) {}
+
+  void run() {
+    rank_ = t_.rank ? *t_.rank : ctx_.next_free_rank();
+    ctx_.claim_rank(rank_, path_);
+    set_clock();
+    index_events();
+    merge_backward_spans();
+    write_rank();
+    build_modules();
+    build_indexes();
+    write_kernels();
+    write_cpu_ranges();
+    write_gpu_ranges();
+    write_memory();
+    for (const auto& [reason, n] : t_.skipped) ctx_.skip(rank_, reason, n);
+  }
+
+ private:
+  [[noreturn]] void fail(const RawEvent& e, const std::string& what) const {
+    throw ImportError("'" + path_ + "': " + what + " (event at byte " + std::to_string(e.offset) + ")");
+  }
+
+  // Profile time of a trace timestamp; rejects values that do not fit the profile's clock.
+  TimeNs rel(const RawEvent& e, TimeNs ts, TimeNs plus = 0) const {
+    const Wide v = static_cast<Wide>(ts) + plus + shift_;
+    if (v > static_cast<Wide>(INT64_MAX / 4) || v < -static_cast<Wide>(INT64_MAX / 4))
+      fail(e, "timestamp out of range");
+    return static_cast<TimeNs>(v);
+  }
+  TimeNs start_of(const RawEvent& e) const { return rel(e, e.ts); }
+  TimeNs end_of(const RawEvent& e) const { return rel(e, e.ts, e.dur == kAbsent ? 0 : e.dur); }
+
+  void set_clock() {
+    // All ranks land on one clock: absolute epoch ns = baseTimeNanoseconds + ts (traces without
+    // a base carry unix-epoch microseconds in ts); the first file's earliest event is time 0.
+    bool any = false;
+    TimeNs min_ts = 0;
+    for (const auto& e : t_.events) {
+      if (e.ts == kAbsent) continue;
+      if (!any || e.ts < min_ts) min_ts = e.ts;
+      any = true;
+    }
+    const Wide first = static_cast<Wide>(t_.base_ns) + (any ? min_ts : 0);
+    if (first > INT64_MAX || first < INT64_MIN) throw ImportError("'" + path_ + "': timestamps out of range");
+    const TimeNs origin = ctx_.time_origin_unix_ns(static_cast<TimeNs>(first));
+    shift_ = static_cast<Wide>(t_.base_ns) - origin;
+  }
+
+  void index_events() {
+    for (std::size_t i = 0; i < t_.events.size(); ++i) {
+      const RawEvent& e = t_.events[i];
+      switch (e.cat) {
+        case Cat::Kernel:
+        case Cat::Memcpy:
+        case Cat::Memset: gpu_ops_.push_back(i); break;
+        case Cat::GpuUserAnnotation: gpu_ann_.push_back(i); break;
+        case Cat::Runtime: launches_[e.correlation] = i; break;
+        case Cat::CpuInstant: memory_.push_back(i); break;
+        case Cat::CpuOp:
+          // The autograd engine's device thread runs backward; "Fwd thread id" is on forward ops
+          // too, so only the engine's own ops identify the thread.
+          if (starts_with(e.name, "autograd::engine::evaluate_function")) {
+            autograd_tids_[e.tid] = true;
+            if (e.ts != kAbsent && e.dur != kAbsent) backward_spans_[e.tid].emplace_back(e.ts, e.ts + e.dur);
+          }
+          if (e.comm >= 0 && e.name == "record_param_comms" && e.external_id != kAbsent)
+            comm_ops_[e.external_id] = e.comm;
+          cpu_.push_back(i);
+          break;
+        case Cat::UserAnnotation:
+        case Cat::PythonFunction: cpu_.push_back(i); break;
+        default: break;
+      }
+    }
+  }
+
+  void write_rank() {
+    RankInfo r;
+    r.rank = rank_;
+    r.world_size = t_.world_size;
+    std::map<std::int64_t, std::int64_t> device_use, pid_use;
+    for (std::size_t i : gpu_ops_) ++device_use[t_.events[i].device];
+    for (std::size_t i : cpu_) ++pid_use[t_.events[i].pid];
+    auto most = [](const std::map<std::int64_t, std::int64_t>& m) {
+      std::int64_t best = kAbsent, n = 0;
+      for (const auto& [k, c] : m)
+        if (c > n && k != kAbsent) best = k, n = c;
+      return best;
+    };
+    const std::int64_t dev = most(device_use);
+    const std::int64_t pid = most(pid_use);
+    if (pid != kAbsent) r.pid = pid;
+    if (dev != kAbsent && dev >= 0 && dev < (1 << 20)) {
+      r.device_index = static_cast<int>(dev);
+      for (const auto& d : t_.devices) {
+        if (d.id != dev) continue;
+        r.gpu_name = d.name;
+        r.gpu_memory_bytes = d.total_global_mem;
+        r.sm_count = static_cast<int>(d.num_sms);
+        r.compute_major = static_cast<int>(d.compute_major);
+        r.compute_minor = static_cast<int>(d.compute_minor);
+      }
+    }
+    w_.add_rank(r);
+  }
+
+  // The module row of `fqn`, creating it and any missing ancestors (by FQN prefix; FSDP trees
+  // also hang under the root ""). Iterative: hostile names with many dots must not recurse deeply.
+  RowId ensure_module(const std::string& fqn, const std::string& class_name, bool fsdp_unit, bool root_parent,
+                      const RawEvent& from) {
+    if (auto it = ctx_.module_ids.find(fqn); it != ctx_.module_ids.end()) return it->second;
+    if (fqn.size() > kMaxFqn) fail(from, "module name longer than " + std::to_string(kMaxFqn) + " characters");
+    std::vector<std::string> missing{fqn};  // innermost first
+    RowId parent = kNoRow;
+    for (;;) {
+      const std::string& cur = missing.back();
+      const auto dot = cur.rfind('.');
+      std::string up;
+      if (dot != std::string::npos)
+        up = cur.substr(0, dot);
+      else if (!(root_parent && !cur.empty()))
+        break;
+      if (auto it = ctx_.module_ids.find(up); it != ctx_.module_ids.end()) {
+        parent = it->second;
+        break;
+      }
+      missing.push_back(std::move(up));
+    }
+    RowId id = kNoRow;
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      ModuleRow m;
+      m.fqn = *it;
+      m.parent = parent;
+      if (*it == fqn) {
+        m.class_name = class_name;
+        m.is_fsdp_unit = fsdp_unit;
+      }
+      id = w_.add_module(m);
+      ctx_.module_ids.emplace(*it, id);
+      parent = id;
+    }
+    return id;
+  }
+
+  bool on_autograd_thread(std::int64_t tid) const { return autograd_tids_.count(tid) != 0; }
+
+  // True when raw time `ts` on thread `tid` lies inside an autograd engine function: the thread
+  // is running backward then. Older PyTorch runs backward on the main thread too, so the thread
+  // alone does not tell forward from backward.
+  bool in_backward(std::int64_t tid, TimeNs ts) const {
+    auto it = backward_merged_.find(tid);
+    if (it == backward_merged_.end() || ts == kAbsent) return false;
+    const auto& spans = it->second;
+    auto after = std::upper_bound(spans.begin(), spans.end(), ts,
+                                  [](TimeNs t, const std::pair<TimeNs, TimeNs>& s) { return t < s.first; });
+    return after != spans.begin() && ts <= std::prev(after)->second;
+  }
+
+  void merge_backward_spans() {
+    for (auto& [tid, spans] : backward_spans_) {
+      std::sort(spans.begin(), spans.end());
+      auto& merged = backward_merged_[tid];
+      for (const auto& sp : spans) {
+        if (!merged.empty() && sp.first <= merged.back().second)
+          merged.back().second = std::max(merged.back().second, sp.second);
+        else
+          merged.push_back(sp);
+      }
+    }
+  }
+
+  void build_modules() {
+    std::map<std::int64_t, std::vector<std::size_t>> module_events;  // tid -> nn.Module events
+    std::map<std::int64_t, std::vector<std::size_t>> fsdp_events;
+    for (std::size_t i : cpu_) {
+      const RawEvent& e = t_.events[i];
+      if (starts_with(e.name, kModulePrefix))
+        module_events[e.tid].push_back(i);
+      else if (starts_with(e.name, kFsdpPrefix))
+        fsdp_events[e.tid].push_back(i);
+      else
+        add_plain_cpu_range(e);
+    }
+    // nn.Module ranges: the fully-qualified name is the chain of enclosing module labels.
+    for (auto& [tid, idx] : module_events) {
+      std::vector<std::pair<TimeNs, TimeNs>> iv;
+      for (std::size_t i : idx) iv.emplace_back(start_of(t_.events[i]), end_of(t_.events[i]));
+      const NestingResult nr = nest_ranges(iv);
+      std::vector<std::string> fqn(idx.size());
+      for (std::size_t k : nr.order) {
+        const RawEvent& e = t_.events[idx[k]];
+        const std::string_view label = e.name.substr(kModulePrefix.size());
+        const int parent = nr.nesting[k].parent;
+        if (static_cast<std::size_t>(nr.nesting[k].depth) >= kMaxModuleDepth)
+          fail(e, "nn.Module ranges nested deeper than " + std::to_string(kMaxModuleDepth) + " levels");
+        fqn[k] = parent >= 0 ? fqn[static_cast<std::size_t>(parent)] + "." + std::string(label) : std::string(label);
+        CpuRange r;
+        r.tid = tid;
+        r.start = iv[k].first;
+        r.end = iv[k].second;
+        r.name = w_.intern(e.name);
+        r.kind = RangeKind::Module;
+        // Module forward calls seen on the autograd thread are activation-checkpoint recomputes.
+        r.phase = in_backward(tid, e.ts) ? RangePhase::Recompute : RangePhase::Forward;
+        r.module = ensure_module(fqn[k], class_of_label(label), false, false, e);
+        r.module_scope = true;
+        ranges_.push_back(r);
+      }
+    }
+    // FSDP ranges name their unit; pre_/post_forward and pre_/post_backward pairs also give the
+    // unit's forward and backward span (FSDP2 has no range around the module's compute).
+    for (auto& [fsdp_tid, idx] : fsdp_events) {
+      const std::int64_t tid = fsdp_tid;  // a plain variable: lambdas below capture it
+      std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return t_.events[a].ts < t_.events[b].ts; });
+      std::map<std::string, std::vector<TimeNs>> open_fwd, open_bwd;
+      for (std::size_t i : idx) {
+        const RawEvent& e = t_.events[i];
+        const FsdpName f = parse_fsdp(e.name);
+        CpuRange r;
+        r.tid = tid;
+        r.start = start_of(e);
+        r.end = end_of(e);
+        r.name = w_.intern(e.name);
+        r.kind = RangeKind::Fsdp;
+        const bool bwd_name = f.action.find("backward") != std::string_view::npos;
+        const bool fwd_name = f.action.find("forward") != std::string_view::npos;
+        const bool backward_now = in_backward(tid, e.ts);
+        if (bwd_name || (!fwd_name && backward_now))
+          r.phase = RangePhase::Backward;
+        else
+          r.phase = backward_now ? RangePhase::Recompute : RangePhase::Forward;
+        if (f.has_fqn) {
+          r.module = ensure_module(f.fqn, "", true, true, e);
+          r.module_scope = true;
+          auto pair_up = [&](std::map<std::string, std::vector<TimeNs>>& open, std::string_view pre, std::string_view post,
+                             RangePhase phase) {
+            if (f.action == pre) open[f.fqn].push_back(r.start);
+            if (f.action == post) {
+              auto& st = open[f.fqn];
+              if (st.empty()) return;
+              CpuRange m;
+              m.tid = tid;
+              m.start = st.back();
+              m.end = r.end;
+              st.pop_back();
+              m.name = w_.intern(f.fqn.empty() ? std::string("(root)") : f.fqn);
+              m.kind = RangeKind::Module;
+              m.phase = phase == RangePhase::Forward && backward_now ? RangePhase::Recompute : phase;
+              m.module = r.module;
+              m.module_scope = true;
+              ranges_.push_back(m);
+            }
+          };
+          pair_up(open_fwd, "pre_forward", "post_forward", RangePhase::Forward);
+          pair_up(open_bwd, "pre_backward", "post_backward", RangePhase::Backward);
+        }
+        ranges_.push_back(r);
+      }
+    }
+  }
+
+  void add_plain_cpu_range(const RawEvent& e) {
+    CpuRange r;
+    r.tid = e.tid;
+    r.start = start_of(e);
+    r.end = end_of(e);
+    r.name = w_.intern(e.name);
+    if (e.cat == Cat::CpuOp)
+      r.kind = RangeKind::CpuOp;
+    else if (starts_with(e.name, "nccl:"))
+      r.kind = RangeKind::Nccl;
+    else
+      r.kind = RangeKind::Annotation;
+    if (starts_with(e.name, "Optimizer."))
+      r.phase = RangePhase::Optimizer;
+    else if (in_backward(e.tid, e.ts))
+      r.phase = RangePhase::Backward;
+    if (starts_with(e.name, "ProfilerStep#")) add_step(e, r);
+    if (e.cat == Cat::UserAnnotation && starts_with(e.name, "nccl:")) nccl_annotations_.push_back(&e);
+    ranges_.push_back(r);
+  }
+
+  void add_step(const RawEvent& e, const CpuRange& r) {
+    std::int64_t n = 0;
+    const std::string_view num = e.name.substr(13);
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (ec != std::errc() || p != num.data() + num.size()) return;
+    if (!steps_seen_.emplace(n).second) return;  // cpu_op and user_annotation copies of one step
+    w_.add_step({rank_, n, r.start, r.end});
+  }
+
+  void build_indexes() {
+    std::map<std::int64_t, std::pair<std::vector<std::pair<TimeNs, TimeNs>>, std::vector<std::int64_t>>> mod, nccl;
+    for (const auto& r : ranges_) {
+      if (!r.module_scope) continue;
+      auto& [iv, vals] = mod[r.tid];
+      iv.emplace_back(r.start, r.end);
+      vals.push_back(r.module);
+    }
+    for (const RawEvent* e : nccl_annotations_) {
+      auto& [iv, vals] = nccl[e->tid];
+      iv.emplace_back(start_of(*e), end_of(*e));
+      vals.push_back(static_cast<std::int64_t>(e - t_.events.data()));
+    }
+    for (auto& [tid, p] : mod) module_index_.emplace(tid, InnermostRangeIndex(p.first, p.second));
+    for (auto& [tid, p] : nccl) nccl_index_.emplace(tid, InnermostRangeIndex(p.first, p.second));
+  }
+
+  RowId module_at(std::int64_t tid, TimeNs t) const {
+    auto it = module_index_.find(tid);
+    return it == module_index_.end() ? kNoRow : it->second.at(t, kNoRow);
+  }
+
+  const RawEvent* launch_of(const RawEvent& k) const {
+    if (k.correlation == kAbsent) return nullptr;
+    auto it = launches_.find(k.correlation);
+    return it == launches_.end() ? nullptr : &t_.events[it->second];
+  }
+
+  RowId stream_id(std::int64_t device, std::int64_t stream, StreamKind kind) {
+    auto key = std::make_pair(device, stream);
+    if (auto it = streams_.find(key); it != streams_.end()) return it->second;
+    StreamInfo s;
+    s.rank = rank_;
+    s.device = static_cast<int>(std::clamp<std::int64_t>(device, -1, 1 << 20));
+    s.native_id = stream;
+    s.kind = kind;
+    s.name = "stream " + std::to_string(stream);
+    const RowId id = w_.add_stream(s);
+    streams_.emplace(key, id);
+    return id;
+  }
+
+  RowId process_group(const CommArgs& c) {
+    if (c.pg_name.empty()) return kNoRow;
+    const std::string name(c.pg_name);
+    std::string ranks = normalize_ranks(c.pg_ranks);
+    if (pg_configs_.empty())
+      for (const auto& g : t_.process_groups) pg_configs_.emplace(g.name, &g);
+    const ProcessGroupConfig* cfg = nullptr;
+    for (auto [it, end] = pg_configs_.equal_range(name); it != end; ++it)
+      if (ranks.empty() || it->second->ranks == ranks) cfg = it->second;
+    if (ranks.empty() && cfg) ranks = cfg->ranks;
+    const std::string key = name + "|" + ranks;
+    if (auto it = ctx_.process_group_ids.find(key); it != ctx_.process_group_ids.end()) return it->second;
+    ProcessGroupRow g;
+    g.name = name;
+    g.ranks = ranks;
+    g.description = !c.pg_desc.empty() ? std::string(c.pg_desc) : (cfg ? cfg->desc : "");
+    const std::int64_t size = c.group_size != kAbsent ? c.group_size : (cfg ? cfg->size : 0);
+    g.size = static_cast<int>(std::clamp<std::int64_t>(size, 0, 1 << 24));
+    g.backend = cfg ? cfg->backend : t_.backend;
+    const RowId id = w_.add_process_group(g);
+    ctx_.process_group_ids.emplace(key, id);
+    return id;
+  }
+
+  PendingCollective describe_collective(const RawEvent& k, const NcclKernelInfo& info, const RawEvent* launch) {
+    PendingCollective p;
+    const CommArgs* c = k.comm >= 0 ? &t_.comms[static_cast<std::size_t>(k.comm)] : nullptr;
+    if ((!c || c->collective_name.empty()) && k.external_id != kAbsent) {
+      if (auto it = comm_ops_.find(k.external_id); it != comm_ops_.end()) c = &t_.comms[static_cast<std::size_t>(it->second)];
+    }
+    // The `nccl:*` annotation around the launch (older traces carry sizes only there).
+    const RawEvent* ann = nullptr;
+    if (launch) {
+      if (auto it = nccl_index_.find(launch->tid); it != nccl_index_.end()) {
+        const std::int64_t idx = it->second.at(launch->ts == kAbsent ? 0 : rel(*launch, launch->ts), -1);
+        if (idx >= 0) ann = &t_.events[static_cast<std::size_t>(idx)];
+      }
+    }
+    CollectiveType type = CollectiveType::Unknown;
+    if (c && !c->collective_name.empty()) type = collective_type_from_label(c->collective_name);
+    if (type == CollectiveType::Unknown && ann) type = collective_type_from_label(ann->name);
+    if (type == CollectiveType::Unknown) type = info.type;
+    p.type = type;
+    std::string dtype;
+    if (c && !c->dtype.empty())
+      dtype = std::string(c->dtype);
+    else if (ann && ann->comm >= 0 && !t_.comms[static_cast<std::size_t>(ann->comm)].input_type.empty())
+      dtype = std::string(t_.comms[static_cast<std::size_t>(ann->comm)].input_type);
+    else
+      dtype = info.dtype;
+    const int esize = dtype_size_bytes(dtype);
+    std::int64_t nelems = kAbsent;
+    if (c) {
+      if (type == CollectiveType::AllGather)
+        nelems = c->out_nelems != kAbsent ? c->out_nelems : c->in_nelems;
+      else
+        nelems = c->in_nelems != kAbsent ? c->in_nelems : c->out_nelems;
+    }
+    if (nelems == kAbsent && ann && ann->comm >= 0) nelems = t_.comms[static_cast<std::size_t>(ann->comm)].input_numel;
+    if (nelems != kAbsent && nelems >= 0 && esize > 0 && nelems < INT64_MAX / 16) p.bytes = nelems * esize;
+    p.dtype = dtype.empty() ? 0 : w_.intern(dtype);
+    if (c) {
+      p.group = process_group(*c);
+      if (c->group_size != kAbsent && c->group_size > 0 && c->group_size < (1 << 24)) p.group_size = static_cast<int>(c->group_size);
+    }
+    return p;
+  }
+
+  void write_kernels() {
+    // Stream kinds need every op on the stream: classify first, then write.
+    std::vector<NcclKernelInfo> nccl(gpu_ops_.size());
+    std::map<std::pair<std::int64_t, std::int64_t>, int> has;  // bit 1 nccl, 2 kernel, 4 copy
+    for (std::size_t j = 0; j < gpu_ops_.size(); ++j) {
+      const RawEvent& e = t_.events[gpu_ops_[j]];
+      int& bits = has[{e.device, e.stream}];
+      if (e.cat == Cat::Kernel) {
+        nccl[j] = classify_nccl_kernel(e.name);
+        bits |= nccl[j].is_nccl ? 1 : 2;
+      } else {
+        bits |= 4;
+      }
+    }
+    for (const auto& [key, bits] : has)
+      stream_id(key.first, key.second, (bits & 1) ? StreamKind::Nccl : (bits & 2) ? StreamKind::Compute : StreamKind::Copy);
+
+    std::vector<PendingCollective> colls;
+    for (std::size_t j = 0; j < gpu_ops_.size(); ++j) {
+      const RawEvent& e = t_.events[gpu_ops_[j]];
+      KernelRow k;
+      k.rank = rank_;
+      k.stream = streams_.at({e.device, e.stream});
+      k.start = start_of(e);
+      k.end = end_of(e);
+      k.name = w_.intern(e.name);
+      k.correlation = e.correlation == kAbsent ? 0 : e.correlation;
+      if (e.launch >= 0) k.launch_config = w_.launch_config(t_.launches[static_cast<std::size_t>(e.launch)]);
+      k.category = e.cat == Cat::Memcpy   ? KernelCategory::Memcpy
+                   : e.cat == Cat::Memset ? KernelCategory::Memset
+                   : nccl[j].is_nccl      ? KernelCategory::Collective
+                                          : KernelCategory::Compute;
+      if (e.cat != Cat::Kernel && e.bytes != kAbsent) k.bytes = e.bytes;
+      const RawEvent* launch = launch_of(e);
+      if (launch && launch->ts != kAbsent) k.module = module_at(launch->tid, rel(*launch, launch->ts));
+      const RowId id = w_.add_kernel(k);
+      if (nccl[j].is_nccl) {
+        PendingCollective p = describe_collective(e, nccl[j], launch);
+        p.kernel = id;
+        p.start = k.start;
+        p.end = k.end;
+        colls.push_back(p);
+      }
+    }
+    // Sequence numbers: 0, 1, 2 ... per process group on this rank, in start order.
+    std::stable_sort(colls.begin(), colls.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+    std::map<RowId, std::int64_t> next;
+    for (const auto& p : colls) {
+      CollectiveRow c;
+      c.rank = rank_;
+      c.kernel = p.kernel;
+      c.type = p.type;
+      c.bytes = p.bytes;
+      c.dtype = p.dtype;
+      c.process_group = p.group;
+      c.group_size = p.group_size;
+      c.sequence = next[p.group]++;
+      c.start = p.start;
+      c.end = p.end;
+      w_.add_collective(c);
+    }
+  }
+
+  RowId thread_id(std::int64_t tid) {
+    if (auto it = threads_.find(tid); it != threads_.end()) return it->second;
+    ThreadInfo ti;
+    ti.rank = rank_;
+    ti.tid = tid;
+    if (thread_names_.empty())
+      for (const auto& [t, n] : t_.thread_names) thread_names_[t] = n;
+    if (auto it = thread_names_.find(tid); it != thread_names_.end()) ti.name = it->second;
+    if (ti.name.empty() && on_autograd_thread(tid)) ti.name = "autograd";
+    const RowId id = w_.add_thread(ti);
+    threads_.emplace(tid, id);
+    return id;
+  }
+
+  template <typename Lane>
+  void write_lane(std::vector<const CpuRange*>& lane, Lane&& set_lane) {
+    std::vector<std::pair<TimeNs, TimeNs>> iv;
+    iv.reserve(lane.size());
+    for (const auto* r : lane) iv.emplace_back(r->start, r->end);
+    const NestingResult nr = nest_ranges(iv);
+    std::vector<RowId> ids(lane.size(), kNoRow);
+    for (std::size_t k : nr.order) {
+      const CpuRange& c = *lane[k];
+      RangeRow r;
+      r.rank = rank_;
+      set_lane(r, c);
+      r.start = c.start;
+      r.end = c.end;
+      r.name = c.name;
+      r.kind = c.kind;
+      r.phase = c.phase;
+      r.module = c.module;
+      r.depth = nr.nesting[k].depth;
+      const int parent = nr.nesting[k].parent;
+      r.parent = parent >= 0 ? ids[static_cast<std::size_t>(parent)] : kNoRow;
+      ids[k] = w_.add_range(r);
+    }
+  }
+
+  void write_cpu_ranges() {
+    std::map<std::int64_t, std::vector<const CpuRange*>> lanes;
+    for (auto& r : ranges_) {
+      if (r.module == kNoRow) r.module = module_at(r.tid, r.start);
+      lanes[r.tid].push_back(&r);
+    }
+    for (auto& [tid, lane] : lanes) {
+      const RowId th = thread_id(tid);
+      write_lane(lane, [th](RangeRow& row, const CpuRange&) { row.thread = th; });
+    }
+  }
+
+  void write_gpu_ranges() {
+    std::map<RowId, std::vector<CpuRange>> lanes;
+    for (std::size_t i : gpu_ann_) {
+      const RawEvent& e = t_.events[i];
+      const RowId s = stream_id(e.device, e.stream, StreamKind::Unknown);
+      CpuRange r;
+      r.start = start_of(e);
+      r.end = end_of(e);
+      r.name = w_.intern(e.name);
+      r.kind = RangeKind::GpuAnnotation;
+      lanes[s].push_back(r);
+    }
+    for (auto& [s, rs] : lanes) {
+      std::vector<const CpuRange*> lane;
+      for (const auto& r : rs) lane.push_back(&r);
+      const RowId sid = s;
+      write_lane(lane, [sid](RangeRow& row, const CpuRange&) { row.stream = sid; });
+    }
+  }
+
+  void write_memory() {
+    for (std::size_t i : memory_) {
+      const RawEvent& e = t_.events[i];
+      if (e.mem < 0) {
+        ctx_.skip(rank_, "[memory] event without Addr/Bytes");
+        continue;
+      }
+      const MemArgs& m = t_.mems[static_cast<std::size_t>(e.mem)];
+      // c10::DeviceType: 0 CPU, 1 CUDA. Host allocations are not GPU memory.
+      if (m.device_type != kAbsent && m.device_type != 1) {
+        ctx_.skip(rank_, "[memory] event for a non-CUDA device");
+        continue;
+      }
+      MemoryEventRow r;
+      r.rank = rank_;
+      r.time = start_of(e);
+      r.address = m.addr;
+      r.bytes = m.bytes;
+      r.module = module_at(e.tid, r.time);
+      w_.add_memory_event(r);
+    }
+  }
+
+  const KinetoTrace& t_;
+  const std::string& path_;
+  ImportContext& ctx_;
+  ProfileWriter& w_;
+  int rank_ = 0;
+  Wide shift_ = 0;
+  std::vector<std::size_t> gpu_ops_, gpu_ann_, cpu_, memory_;
+  std::unordered_map<std::int64_t, std::size_t> launches_;  // correlation -> runtime event
+  std::unordered_map<std::int64_t, std::int32_t> comm_ops_; // External id -> record_param_comms args
+  std::map<std::int64_t, bool> autograd_tids_;
+  std::map<std::int64_t, std::vector<std::pair<TimeNs, TimeNs>>> backward_spans_, backward_merged_;
+  std::vector<CpuRange> ranges_;
+  std::vector<const RawEvent*> nccl_annotations_;
+  std::map<std::int64_t, InnermostRangeIndex> module_index_, nccl_index_;
+  std::map<std::pair<std::int64_t, std::int64_t>, RowId> streams_;
+  std::map<std::int64_t, RowId> threads_;
+  std::map<std::int64_t, std::string> thread_names_;
+  std::multimap<std::string, const ProcessGroupConfig*> pg_configs_;
+  std::set<std::int64_t> steps_seen_;
+};
+
+}  // namespace
+
+void write_trace(const KinetoTrace& trace, const std::string& path, ImportContext& ctx) {
+  Builder(trace, path, ctx).run();
+}
+
+}  // namespace ss::import::kineto

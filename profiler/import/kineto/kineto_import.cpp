@@ -1,0 +1,41 @@
+// import_kineto: read (inflating .json.gz), parse with simdjson On-Demand, write rows.
+#include "profiler/import/common/input_file.h"
+#include "profiler/import/import.h"
+#include "profiler/import/kineto/kineto_build.h"
+#include "profiler/import/kineto/kineto_import.h"
+#include "profiler/import/kineto/kineto_parse.h"
+
+namespace ss::import {
+
+void import_kineto(const std::string& path, ImportContext& ctx) {
+  // Progress is in bytes of the file on disk: reading counts as the first half, parsing the second.
+  bool gz = false;
+  std::uint64_t file_size = 0;
+  std::string json = read_input_file(
+      path,
+      [&](std::uint64_t done, std::uint64_t total) {
+        file_size = total;
+        ctx.progress(path, done / 2, total);
+      },
+      &gz);
+  const double json_size = json.empty() ? 1.0 : static_cast<double>(json.size());
+  kineto::KinetoParser parser;
+  kineto::KinetoTrace trace = parser.parse(json, path, gz, [&](std::uint64_t offset) {
+    const double half = static_cast<double>(file_size) / 2.0;
+    ctx.progress(path, static_cast<std::uint64_t>(half + half * static_cast<double>(offset) / json_size), file_size);
+  });
+  kineto::write_trace(trace, path, ctx);
+}
+
+namespace kineto {
+
+void import_kineto_bytes(std::string bytes, const std::string& label, ImportContext& ctx) {
+  const bool gz = is_gzip(bytes);
+  std::string json = inflate_if_gzip(std::move(bytes), label);
+  KinetoParser parser;
+  KinetoTrace trace = parser.parse(json, label, gz);
+  write_trace(trace, label, ctx);
+}
+
+}  // namespace kineto
+}  // namespace ss::import

@@ -1,0 +1,671 @@
+#include "profiler/import/kineto/kineto_parse.h"
+
+#include <simdjson.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "profiler/import/common/input_file.h"
+#include "profiler/import/import.h"
+
+namespace ss::import::kineto {
+
+namespace od = simdjson::ondemand;
+
+namespace {
+
+// simdjson_result<T> -> T without exceptions; false on error.
+template <typename R, typename T>
+bool unwrap(R& r, T& out) {
+  if (r.error()) return false;
+  out = std::move(r).value_unsafe();
+  return true;
+}
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+// The key's text as it appears in the file (no copy). Keys with escapes never match ours, so
+// they come back empty and their value is skipped.
+std::string_view raw_key(od::field& f) {
+  const char* p = f.key().raw();
+  std::size_t n = 0;
+  while (p[n] != '"') {
+    if (p[n] == '\\') return {};
+    ++n;
+  }
+  return {p, n};
+}
+
+// An integer from a number (int, uint or integral double) or a numeric string.
+bool read_int(od::value v, std::int64_t& out) {
+  od::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == od::json_type::number) {
+    std::int64_t i;
+    if (!v.get_int64().get(i)) {
+      out = i;
+      return true;
+    }
+    std::uint64_t u;
+    if (!v.get_uint64().get(u)) {
+      out = static_cast<std::int64_t>(u);  // addresses above 2^63 keep their bits
+      return true;
+    }
+    double d;
+    if (!v.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9.0e18) {
+      out = static_cast<std::int64_t>(std::llround(d));
+      return true;
+    }
+    return false;
+  }
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return false;
+    std::int64_t i = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+    if (ec != std::errc()) return false;
+    out = i;
+    return true;
+  }
+  return false;
+}
+
+// pid / tid: numbers, or strings such as "stream 7" (old GPU lanes) or "Spans" (no id).
+bool read_id(od::value v, std::int64_t& out) {
+  od::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return false;
+    std::size_t i = 0;
+    while (i < s.size() && !(s[i] >= '0' && s[i] <= '9')) ++i;
+    if (i == s.size()) return false;
+    std::int64_t x = 0;
+    auto [p, ec] = std::from_chars(s.data() + i, s.data() + s.size(), x);
+    if (ec != std::errc()) return false;
+    out = x;
+    return true;
+  }
+  return read_int(v, out);
+}
+
+bool read_string(od::value v, std::string_view& out) { return !v.get_string().get(out); }
+
+void read_triple(od::value v, std::int32_t& x, std::int32_t& y, std::int32_t& z) {
+  od::array a;
+  if (v.get_array().get(a)) return;
+  std::int32_t* dst[3] = {&x, &y, &z};
+  int i = 0;
+  for (auto el : a) {
+    od::value ev;
+    if (!unwrap(el, ev)) return;
+    std::int64_t n = 0;
+    if (i < 3 && read_int(ev, n)) *dst[i] = static_cast<std::int32_t>(n);
+    ++i;
+  }
+}
+
+// Elements of the first tensor in "Input Dims": [[394241]] -> 394241; [[]] -> 1 (a scalar).
+bool read_first_numel(od::value v, std::int64_t& out) {
+  od::array outer;
+  if (v.get_array().get(outer)) return false;
+  for (auto first : outer) {
+    od::array dims;
+    if (first.get_array().get(dims)) return false;
+    std::int64_t n = 1;
+    for (auto d : dims) {
+      od::value dv;
+      std::int64_t x = 0;
+      if (!unwrap(d, dv) || !read_int(dv, x) || x < 0) return false;
+      if (x != 0 && n > INT64_MAX / x) return false;
+      n *= x;
+    }
+    out = n;
+    return true;
+  }
+  return false;
+}
+
+bool read_first_string(od::value v, std::string_view& out) {
+  od::array a;
+  if (v.get_array().get(a)) return false;
+  for (auto el : a) return !el.get_string().get(out);
+  return false;
+}
+
+}  // namespace
+
+Cat classify_category(std::string_view c) {
+  if (iequals(c, "kernel")) return Cat::Kernel;
+  if (iequals(c, "gpu_memcpy") || iequals(c, "memcpy")) return Cat::Memcpy;
+  if (iequals(c, "gpu_memset") || iequals(c, "memset")) return Cat::Memset;
+  if (iequals(c, "cuda_runtime") || iequals(c, "runtime") || iequals(c, "cuda_driver") || iequals(c, "driver"))
+    return Cat::Runtime;
+  if (iequals(c, "cpu_op") || iequals(c, "operator")) return Cat::CpuOp;
+  if (iequals(c, "user_annotation")) return Cat::UserAnnotation;
+  if (iequals(c, "gpu_user_annotation")) return Cat::GpuUserAnnotation;
+  if (iequals(c, "python_function") || iequals(c, "python")) return Cat::PythonFunction;
+  if (iequals(c, "cpu_instant_event")) return Cat::CpuInstant;
+  if (iequals(c, "ac2g") || iequals(c, "fwdbwd") || iequals(c, "async_cpu_to_gpu") || iequals(c, "forward_backward"))
+    return Cat::Flow;
+  return Cat::Other;
+}
+
+bool parse_us_token_to_ns(std::string_view tok, std::int64_t& ns) {
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  if (tok.empty()) return false;
+  std::size_t i = 0;
+  bool neg = false;
+  if (tok[0] == '-') {
+    neg = true;
+    i = 1;
+  }
+  // Exact path: integer microseconds below 9e15 (unix-epoch us fit), then up to 3 (rounded)
+  // decimals. A double would be off by up to 128 ns at epoch-scale values.
+  constexpr std::int64_t kMaxWhole = 9'000'000'000'000'000;
+  std::int64_t whole = 0;
+  std::size_t digits = 0;
+  bool exact = true;
+  while (i < tok.size() && tok[i] >= '0' && tok[i] <= '9') {
+    if (++digits > 16 || (whole = whole * 10 + (tok[i] - '0')) >= kMaxWhole) {
+      exact = false;
+      break;
+    }
+    ++i;
+  }
+  exact = exact && digits > 0;
+  std::int64_t frac = 0;
+  if (exact && i < tok.size() && tok[i] == '.') {
+    ++i;
+    int fd = 0;
+    int round_digit = -1;
+    while (i < tok.size() && tok[i] >= '0' && tok[i] <= '9') {
+      if (fd < 3)
+        frac = frac * 10 + (tok[i] - '0');
+      else if (fd == 3)
+        round_digit = tok[i] - '0';
+      ++fd;
+      ++i;
+    }
+    if (fd == 0) exact = false;
+    for (int k = fd; k < 3; ++k) frac *= 10;
+    if (round_digit >= 5) ++frac;
+  }
+  if (exact && i == tok.size()) {
+    const std::int64_t v = whole * 1000 + frac;
+    ns = neg ? -v : v;
+    return true;
+  }
+  // Exponents, very long integers: through double (ns precision is not kept there anyway).
+  std::string s(tok);
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !std::isfinite(d) || std::fabs(d) > 9.0e15) return false;
+  ns = static_cast<std::int64_t>(std::llround(d * 1000.0));
+  return true;
+}
+
+struct KinetoParser::Impl {
+  od::parser parser;
+};
+
+KinetoParser::KinetoParser() : impl_(std::make_unique<Impl>()) {}
+KinetoParser::~KinetoParser() = default;
+
+namespace {
+
+class TraceReader {
+ public:
+  TraceReader(const std::string& json, const std::string& label, KinetoTrace& out,
+              const std::function<void(std::uint64_t)>& progress)
+      : json_(json), label_(label), t_(out), progress_(progress) {}
+
+  [[noreturn]] void fail(std::uint64_t offset, const std::string& what) const {
+    throw ImportError("'" + label_ + "': " + what + " (at byte " + std::to_string(offset) +
+                      (is_gz_ ? " of the inflated JSON)" : ")"));
+  }
+
+  std::uint64_t offset_of(od::document& doc) const {
+    const char* loc = nullptr;
+    if (!doc.current_location().get(loc) && loc >= json_.data() && loc <= json_.data() + json_.size())
+      return static_cast<std::uint64_t>(loc - json_.data());
+    return last_offset_;
+  }
+
+  void run(od::document& doc, bool inflated) {
+    is_gz_ = inflated;
+    od::json_type type;
+    if (auto e = doc.type().get(type)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(e));
+    if (type == od::json_type::array) {
+      // Chrome's "JSON Array Format": a bare list of events.
+      od::array events = doc.get_array().value();
+      read_events(doc, events);
+      saw_events_ = true;
+    } else if (type == od::json_type::object) {
+      od::object top = doc.get_object().value();
+      for (auto fr : top) {
+        od::field f;
+      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+        const std::string_view k = raw_key(f);
+        od::value v = f.value();
+        if (k == "traceEvents") {
+          od::array events;
+          if (v.get_array().get(events)) fail(offset_of(doc), "'traceEvents' is not an array");
+          read_events(doc, events);
+          saw_events_ = true;
+        } else if (k == "distributedInfo") {
+          read_distributed(v);
+        } else if (k == "deviceProperties") {
+          read_devices(v);
+        } else if (k == "baseTimeNanoseconds") {
+          std::int64_t b = 0;
+          if (!read_int(v, b)) fail(offset_of(doc), "'baseTimeNanoseconds' is not an integer");
+          t_.base_ns = b;
+        } else if (k == "displayTimeUnit") {
+          std::string_view s;
+          if (read_string(v, s)) t_.display_time_unit = std::string(s);
+        }
+      }
+    } else {
+      fail(0, "not a trace: the JSON document is not an object with 'traceEvents'");
+    }
+    const char* rest = nullptr;
+    if (!doc.current_location().get(rest)) fail(offset_of(doc), "invalid JSON: trailing content after the document");
+    if (!saw_events_)
+      fail(0, "not a PyTorch profiler / Kineto trace: no 'traceEvents' array at the top level");
+  }
+
+ private:
+  void read_distributed(od::value v) {
+    od::object o;
+    if (v.get_object().get(o)) return;
+    for (auto fr : o) {
+      od::field f;
+      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+      const std::string_view k = raw_key(f);
+      od::value x = f.value();
+      std::int64_t n = 0;
+      std::string_view s;
+      if (k == "rank") {
+        if (read_int(x, n) && n >= 0 && n < (1 << 24)) t_.rank = static_cast<int>(n);
+      } else if (k == "world_size") {
+        if (read_int(x, n) && n > 0 && n < (1 << 24)) t_.world_size = static_cast<int>(n);
+      } else if (k == "backend") {
+        if (read_string(x, s)) t_.backend = std::string(s);
+      } else if (k == "pg_config") {
+        read_pg_config(x);
+      }
+    }
+  }
+
+  void read_pg_config(od::value v) {
+    od::array a;
+    if (v.get_array().get(a)) return;
+    for (auto el : a) {
+      od::object o;
+      if (el.get_object().get(o)) continue;
+      ProcessGroupConfig pg;
+      for (auto fr : o) {
+        od::field f;
+      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+        const std::string_view k = raw_key(f);
+        od::value x = f.value();
+        std::string_view s;
+        std::int64_t n = 0;
+        if (k == "pg_name") {
+          if (read_string(x, s)) pg.name = std::string(s);
+          else if (read_int(x, n)) pg.name = std::to_string(n);
+        } else if (k == "pg_desc") {
+          if (read_string(x, s)) pg.desc = std::string(s);
+        } else if (k == "backend_config") {
+          if (read_string(x, s)) pg.backend = std::string(s);
+        } else if (k == "pg_size") {
+          if (read_int(x, n)) pg.size = n;
+        } else if (k == "ranks") {
+          od::array ra;
+          if (x.get_array().get(ra)) continue;
+          std::string r = "[";
+          for (auto re : ra) {
+            od::value rv;
+            if (!unwrap(re, rv) || !read_int(rv, n)) continue;
+            if (r.size() > 1) r += ',';
+            r += std::to_string(n);
+          }
+          pg.ranks = r + "]";
+        }
+      }
+      t_.process_groups.push_back(std::move(pg));
+    }
+  }
+
+  void read_devices(od::value v) {
+    od::array a;
+    if (v.get_array().get(a)) return;
+    for (auto el : a) {
+      od::object o;
+      if (el.get_object().get(o)) continue;
+      DeviceProps d;
+      for (auto fr : o) {
+        od::field f;
+      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+        const std::string_view k = raw_key(f);
+        od::value x = f.value();
+        std::string_view s;
+        if (k == "id") read_int(x, d.id);
+        else if (k == "name") {
+          if (read_string(x, s)) d.name = std::string(s);
+        } else if (k == "totalGlobalMem") read_int(x, d.total_global_mem);
+        else if (k == "numSms") read_int(x, d.num_sms);
+        else if (k == "computeMajor") read_int(x, d.compute_major);
+        else if (k == "computeMinor") read_int(x, d.compute_minor);
+      }
+      t_.devices.push_back(std::move(d));
+    }
+  }
+
+  CommArgs& comm(RawEvent& e) {
+    if (e.comm < 0) {
+      e.comm = static_cast<std::int32_t>(t_.comms.size());
+      t_.comms.emplace_back();
+    }
+    return t_.comms[static_cast<std::size_t>(e.comm)];
+  }
+  LaunchConfig& launch(RawEvent& e) {
+    if (e.launch < 0) {
+      e.launch = static_cast<std::int32_t>(t_.launches.size());
+      t_.launches.emplace_back();
+    }
+    return t_.launches[static_cast<std::size_t>(e.launch)];
+  }
+  MemArgs& mem(RawEvent& e) {
+    if (e.mem < 0) {
+      e.mem = static_cast<std::int32_t>(t_.mems.size());
+      t_.mems.emplace_back();
+    }
+    return t_.mems[static_cast<std::size_t>(e.mem)];
+  }
+
+  void read_args(od::value v, RawEvent& e) {
+    od::object o;
+    if (v.get_object().get(o)) return;
+    for (auto fr : o) {
+      od::field f;
+      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+      const std::string_view k = raw_key(f);
+      if (k.empty()) continue;
+      od::value x = f.value();
+      std::int64_t n = 0;
+      std::string_view s;
+      switch (k[0]) {
+        case 'c':
+          if (k == "correlation") read_int(x, e.correlation);
+          break;
+        case 'E':
+          if (k == "External id") read_int(x, e.external_id);
+          break;
+        case 'd':
+          if (k == "device") read_int(x, e.device);
+          else if (k == "dtype" && read_string(x, s)) comm(e).dtype = s;
+          break;
+        case 's':
+          if (k == "stream") read_int(x, e.stream);
+          else if (k == "shared memory" && read_int(x, n)) launch(e).shared_mem_bytes = static_cast<std::int32_t>(n);
+          break;
+        case 'b':
+          if (k == "bytes") read_int(x, e.bytes);
+          else if (k == "block") {
+            auto& l = launch(e);
+            read_triple(x, l.block_x, l.block_y, l.block_z);
+          }
+          break;
+        case 'g':
+          if (k == "grid") {
+            auto& l = launch(e);
+            read_triple(x, l.grid_x, l.grid_y, l.grid_z);
+          }
+          break;
+        case 'r':
+          if (k == "registers per thread" && read_int(x, n)) launch(e).registers_per_thread = static_cast<std::int32_t>(n);
+          break;
+        case 'C':
+          if (k == "Collective name" && read_string(x, s)) comm(e).collective_name = s;
+          break;
+        case 'I':
+          if (k == "In msg nelems") {
+            if (read_int(x, n)) comm(e).in_nelems = n;
+          } else if (k == "Input Dims" && e.cat == Cat::UserAnnotation) {
+            if (read_first_numel(x, n)) comm(e).input_numel = n;
+          } else if (k == "Input type" && e.cat == Cat::UserAnnotation) {
+            if (read_first_string(x, s)) comm(e).input_type = s;
+          }
+          break;
+        case 'O':
+          if (k == "Out msg nelems" && read_int(x, n)) comm(e).out_nelems = n;
+          break;
+        case 'G':
+          if (k == "Group size" && read_int(x, n)) comm(e).group_size = n;
+          break;
+        case 'P':
+          if (k == "Process Group Name") {
+            if (read_string(x, s)) comm(e).pg_name = s;
+            else if (read_int(x, n)) comm(e).pg_name = intern_number(n);
+          } else if (k == "Process Group Description" && read_string(x, s)) {
+            comm(e).pg_desc = s;
+          } else if (k == "Process Group Ranks" && read_string(x, s)) {
+            comm(e).pg_ranks = s;
+          }
+          break;
+        case 'n':
+          if (k == "name") read_string(x, e.arg_name);
+          break;
+        case 'F':
+          if (k == "Fwd thread id") e.fwd_thread_arg = true;
+          break;
+        case 'A':
+          if (k == "Addr" && read_int(x, n)) mem(e).addr = n;
+          break;
+        case 'B':
+          if (k == "Bytes" && read_int(x, n)) mem(e).bytes = n;
+          break;
+        case 'D':
+          if (k == "Device Id" && read_int(x, n)) mem(e).device_id = n;
+          else if (k == "Device Type" && read_int(x, n)) mem(e).device_type = n;
+          break;
+        default: break;
+      }
+    }
+  }
+
+  // A numeric process-group name kept alive as text for the trace's lifetime.
+  std::string_view intern_number(std::int64_t n) {
+    t_.owned_strings.push_back(std::make_unique<std::string>(std::to_string(n)));
+    return *t_.owned_strings.back();
+  }
+
+  void skip(const std::string& reason) { ++t_.skipped[reason]; }
+
+  void read_events(od::document& doc, od::array& events) {
+    std::uint64_t count = 0;
+    for (auto er : events) {
+      const std::uint64_t offset = offset_of(doc);
+      last_offset_ = offset;
+      od::object o;
+      if (auto err = er.get_object().get(o))
+        fail(offset, std::string("event is not a JSON object: ") + simdjson::error_message(err));
+      RawEvent e;
+      e.offset = offset;
+      bool has_ts = false, has_dur = false;
+      for (auto fr : o) {
+        od::field f;
+        if (!unwrap(fr, f)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(fr.error()));
+        const std::string_view k = raw_key(f);
+        od::value v = f.value();
+        if (k == "ph") {
+          std::string_view s;
+          if (!read_string(v, s) || s.empty()) fail_field(doc, v, offset, "event field 'ph' is not a non-empty string");
+          e.ph = s[0];
+        } else if (k == "cat") {
+          std::string_view s;
+          if (read_string(v, s)) {
+            e.cat_text = s;
+            e.cat = classify_category(s);
+          }
+        } else if (k == "name") {
+          if (!read_string(v, e.name)) fail_field(doc, v, offset, "event field 'name' is not a string");
+          e.has_name = true;
+        } else if (k == "pid") {
+          read_id(v, e.pid);
+        } else if (k == "tid") {
+          read_id(v, e.tid);
+        } else if (k == "ts" || k == "dur") {
+          std::string_view tok;
+          od::json_type jt;
+          std::int64_t ns = 0;
+          if (v.type().get(jt) || jt != od::json_type::number || (tok = v.raw_json_token()).empty() ||
+              !parse_us_token_to_ns(tok, ns))
+            fail_field(doc, v, offset, "event field '" + std::string(k) + "' is not a number of microseconds");
+          if (k == "ts") {
+            e.ts = ns;
+            has_ts = true;
+          } else {
+            e.dur = ns;
+            has_dur = true;
+          }
+        } else if (k == "args") {
+          read_args(v, e);
+        }
+      }
+      if (++count % 65536 == 0 && progress_) progress_(offset);
+      keep_or_count(std::move(e), has_ts, has_dur);
+    }
+  }
+
+  // A field of the wrong type, or no valid JSON value at all: say which.
+  [[noreturn]] void fail_field(od::document& doc, od::value& v, std::uint64_t offset, const std::string& what) const {
+    od::json_type jt;
+    if (auto err = v.type().get(jt)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(err));
+    fail(offset, what);
+  }
+
+  void require(const RawEvent& e, bool ok, const char* what) const {
+    if (!ok)
+      fail(e.offset, std::string("event '") + std::string(e.name.substr(0, 80)) + "' (ph '" + std::string(1, e.ph ? e.ph : '?') +
+                         "') has no '" + what + "'");
+  }
+
+  void keep_or_count(RawEvent&& e, bool has_ts, bool has_dur) {
+    if (e.ph == 0) fail(e.offset, "event has no 'ph' (phase) field");
+    if (e.ph == 'M') {
+      if (e.name == "thread_name" && e.tid != kAbsent && !e.arg_name.empty())
+        t_.thread_names.emplace_back(e.tid, std::string(e.arg_name));
+      return;
+    }
+    if (e.ph == 's' || e.ph == 'f' || e.ph == 't' || e.cat == Cat::Flow) {
+      skip("flow arrow (ac2g/fwdbwd; kernels are linked by correlation id instead)");
+      return;
+    }
+    if (e.ph == 'X') {
+      require(e, e.has_name, "name");
+      require(e, has_ts, "ts");
+      require(e, has_dur, "dur");
+      if (e.dur < 0) fail(e.offset, "event '" + std::string(e.name.substr(0, 80)) + "' has a negative duration");
+      switch (e.cat) {
+        case Cat::Kernel:
+        case Cat::Memcpy:
+        case Cat::Memset:
+        case Cat::GpuUserAnnotation:
+          if (e.device == kAbsent) e.device = e.pid;
+          if (e.stream == kAbsent) e.stream = e.tid;
+          if (e.device == kAbsent || e.stream == kAbsent)
+            fail(e.offset, "GPU event '" + std::string(e.name.substr(0, 80)) + "' has no device/stream (pid/tid)");
+          t_.events.push_back(std::move(e));
+          return;
+        case Cat::Runtime:
+          skip("CUDA runtime/driver call (used to attribute kernels, not stored)");
+          if (e.correlation != kAbsent && e.tid != kAbsent) t_.events.push_back(std::move(e));
+          return;
+        case Cat::CpuOp:
+        case Cat::UserAnnotation:
+          require(e, e.tid != kAbsent, "tid");
+          t_.events.push_back(std::move(e));
+          return;
+        case Cat::PythonFunction:
+          if (e.name.rfind("nn.Module: ", 0) == 0 && e.tid != kAbsent) {
+            t_.events.push_back(std::move(e));
+          } else {
+            skip("python_function (Python stack frame)");
+          }
+          return;
+        default: break;
+      }
+      skip_category(e);
+      return;
+    }
+    if (e.ph == 'i' || e.ph == 'I') {
+      require(e, has_ts, "ts");
+      if (e.name == "[memory]") {
+        if (e.tid == kAbsent) e.tid = 0;
+        e.cat = Cat::CpuInstant;
+        t_.events.push_back(std::move(e));
+        return;
+      }
+      skip("instant event other than [memory]");
+      return;
+    }
+    skip(std::string("event phase '") + (std::isprint(static_cast<unsigned char>(e.ph)) ? std::string(1, e.ph) : "?") +
+         "' not imported");
+  }
+
+  void skip_category(const RawEvent& e) {
+    std::string cat(e.cat_text.substr(0, 40));
+    for (char& c : cat)
+      if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+    if (e.cat == Cat::Missing) cat = "(none)";
+    if (!t_.skipped.count("category '" + cat + "' not imported") && ++distinct_categories_ > 32) cat = "(other)";
+    skip("category '" + cat + "' not imported");
+  }
+
+  const std::string& json_;
+  const std::string& label_;
+  KinetoTrace& t_;
+  const std::function<void(std::uint64_t)>& progress_;
+  std::uint64_t last_offset_ = 0;
+  bool saw_events_ = false;
+  bool is_gz_ = false;
+  int distinct_categories_ = 0;
+};
+
+}  // namespace
+
+KinetoTrace KinetoParser::parse(const std::string& json, const std::string& label, bool inflated,
+                                const std::function<void(std::uint64_t)>& progress) {
+  KinetoTrace t;
+  if (json.capacity() < json.size() + kInputPadding)
+    throw ImportError("internal: input buffer without padding for '" + label + "'");
+  simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
+  od::document doc;
+  if (auto e = impl_->parser.iterate(view).get(doc)) {
+    throw ImportError("'" + label + "': invalid JSON: " + simdjson::error_message(e) +
+                      (e == simdjson::EMPTY ? " (the file is empty)" : " (found while indexing the document)"));
+  }
+  TraceReader r(json, label, t, progress);
+  try {
+    r.run(doc, inflated);
+  } catch (const simdjson::simdjson_error& e) {
+    r.fail(r.offset_of(doc), std::string("invalid JSON: ") + e.what());
+  }
+  return t;
+}
+
+}  // namespace ss::import::kineto

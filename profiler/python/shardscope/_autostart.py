@@ -1,0 +1,77 @@
+"""Starts the hooks inside a program run by `shardscope record` (imported by sitecustomize).
+
+Importing torch costs seconds, so nothing happens until the program imports torch itself: a
+meta-path finder watches for the `torch` import and installs the global hooks right after it.
+Environment (set by record): SHARDSCOPE_OUTPUT_DIR, SHARDSCOPE_MODULES ("0" = off),
+SHARDSCOPE_COLLECTOR ("1" when the CUPTI collector is injected).
+"""
+import atexit
+import importlib.abc
+import os
+import sys
+
+_started = False
+
+
+def _start():
+    global _started
+    if _started:
+        return
+    _started = True
+    try:
+        from . import hooks
+        from ._sidecar import SidecarWriter
+        from .backends import FileBackend, NvtxBackend
+
+        out_dir = os.environ.get("SHARDSCOPE_OUTPUT_DIR")
+        if not out_dir or os.environ.get("SHARDSCOPE_MODULES", "1") == "0":
+            return
+        sidecar = SidecarWriter.for_this_process(out_dir)
+        atexit.register(sidecar.close)
+        import torch
+
+        sidecar.meta("torch_version", torch.__version__)
+        # NVTX only reaches a profile when the collector runs and CUDA exists; otherwise the ranges
+        # are timed here and written to the sidecar.
+        if os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available():
+            backend = NvtxBackend()
+            sidecar.meta("ranges", "nvtx")
+        else:
+            backend = FileBackend(sidecar)
+            sidecar.meta("ranges", "sidecar")
+        hooks.install(backend, sidecar)
+        atexit.register(lambda: hooks._global and hooks._global.tracker.close_open_backward())
+    except Exception as e:  # never break the job
+        sys.stderr.write("[shardscope] module hooks not installed: %r\n" % (e,))
+
+
+class _TorchWatcher(importlib.abc.MetaPathFinder):
+    """Finds nothing itself; wraps torch's loader so that _start runs after torch is imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original_exec = loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            _start()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def activate():
+    if os.environ.get("SHARDSCOPE_OUTPUT_DIR") is None:
+        return
+    if "torch" in sys.modules:
+        _start()
+    else:
+        sys.meta_path.insert(0, _TorchWatcher())

@@ -1,0 +1,404 @@
+"""Module and optimizer hooks that turn a PyTorch training loop into named ranges.
+
+Every nn.Module call becomes a range named with the module's fully-qualified name ("layers.3.attn")
+and its phase: forward, backward, or recompute (a forward that runs during backward, i.e.
+activation checkpointing). Every optimizer step becomes a range "ss:opt:<n>" that closes iteration
+n. Module facts (class, parameter count and bytes including children, FSDP2 unit and
+reshard_after_forward) go to the sidecar file when one is configured.
+
+Two ways in:
+  install(backend)          global hooks on every module (what `shardscope record` does through
+                            sitecustomize; no change to the training script)
+  annotate(model, backend)  hooks on one model only; returns a handle with remove()
+
+Backward ranges: the first gradient reaching any of a module's outputs opens the range; the
+gradients of all of its inputs that require grad close it (or the end of the backward pass when
+none do). Tensor hooks are used instead of module full-backward hooks, which rewrap outputs and
+can break modules with in-place ops or views.
+"""
+import threading
+import weakref
+
+from . import _names
+from .backends import RecordingBackend  # noqa: F401  (re-exported for tests)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _flatten_tensors(value, out, depth=0):
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif depth > 4:
+        return
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flatten_tensors(v, out, depth + 1)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _flatten_tensors(v, out, depth + 1)
+    elif hasattr(value, "__dataclass_fields__"):
+        for k in value.__dataclass_fields__:
+            _flatten_tensors(getattr(value, k, None), out, depth + 1)
+    return out
+
+
+def _fsdp_module_class():
+    for path in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
+        try:
+            mod = __import__(path, fromlist=["FSDPModule"])
+            cls = getattr(mod, "FSDPModule", None)
+            if cls is not None:
+                return cls
+        except Exception:  # old torch (e.g. Debian's 1.13) has no FSDP2, or its fsdp import fails
+            continue
+    return None
+
+
+def fsdp_info(module):
+    """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard) module; (False, "") otherwise."""
+    cls = _fsdp_module_class()
+    if cls is None or not isinstance(module, cls):
+        return False, ""
+    try:
+        group = module._get_fsdp_state()._fsdp_param_group
+        if group is None:
+            return True, ""
+        post = group.post_forward_mesh_info
+        if post is None:
+            return True, "false"
+        if post is group.mesh_info or post == group.mesh_info:
+            return True, "true"
+        return True, str(getattr(post, "shard_mesh_size", ""))
+    except Exception:
+        return True, ""
+
+
+def module_params(module):
+    """(count, bytes) of every parameter under the module (DTensor shards count at full size)."""
+    count = 0
+    nbytes = 0
+    for p in module.parameters():
+        n = p.numel()
+        count += n
+        nbytes += n * p.element_size()
+    return count, nbytes
+
+
+class _BackwardState:
+    """One module call's pending backward range."""
+
+    __slots__ = ("token", "inputs_left", "closed")
+
+    def __init__(self, inputs_left):
+        self.token = None
+        self.inputs_left = inputs_left
+        self.closed = False
+
+
+class Tracker:
+    def __init__(self, backend, sidecar=None):
+        self.backend = backend
+        self.sidecar = sidecar
+        self.enabled = True
+        self._names = weakref.WeakKeyDictionary()
+        self._roots = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._backward_depth = 0  # fallback "inside backward" when torch lacks _current_graph_task_id
+        self._open_backward = set()
+        self.step = 0
+        self._step_token = None
+        self._torch = _torch()
+        self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
+
+    # -- names ---------------------------------------------------------------------------
+    def register_root(self, root, name=None):
+        """Names every module under `root`; a later, larger tree renames what it contains."""
+        with self._lock:
+            if name is None:
+                has_params = any(True for _ in root.parameters())
+                name = "" if (self._roots == 0 and has_params) else type(root).__name__
+                if has_params or self._roots > 0:
+                    self._roots += 1
+            for sub, m in root.named_modules():
+                self._names[m] = sub if not name else (name + "." + sub if sub else name)
+        if self.sidecar is not None:
+            for sub, m in root.named_modules():
+                fqn = self._names.get(m, sub)
+                count, nbytes = module_params(m)
+                unit, policy = fsdp_info(m)
+                self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit, policy)
+            self.sidecar.flush()
+
+    def name_of(self, module):
+        name = self._names.get(module)
+        if name is None:
+            self.register_root(module)
+            name = self._names.get(module, "")
+        return name
+
+    # -- phases --------------------------------------------------------------------------
+    def in_backward(self):
+        task = self._graph_task_id
+        if task is not None:
+            return task() != -1
+        return self._backward_depth > 0
+
+    def _stack(self):
+        s = getattr(self._local, "stack", None)
+        if s is None:
+            s = self._local.stack = []
+        return s
+
+    # -- forward hooks -------------------------------------------------------------------
+    def forward_pre(self, module, inputs):
+        if not self.enabled:
+            return
+        try:
+            phase = _names.RECOMPUTE if self.in_backward() else _names.FORWARD
+            fqn = self.name_of(module)
+            token = self.backend.start(_names.module_message(phase, fqn))
+            self._stack().append((module, token, phase, inputs))
+        except Exception:
+            self._fail("forward_pre")
+
+    def forward_post(self, module, inputs, output):
+        if not self.enabled:
+            return
+        try:
+            stack = self._stack()
+            # Pop to this module's entry (a module that raised inside may have left entries).
+            while stack:
+                m, token, phase, saved_inputs = stack.pop()
+                self.backend.end(token)
+                if m is module:
+                    break
+            else:
+                return
+            if self._torch.is_grad_enabled():  # recomputed forwards build the graph backward runs through
+                self._arm_backward(module, saved_inputs, output)
+        except Exception:
+            self._fail("forward_post")
+
+    # -- backward ------------------------------------------------------------------------
+    def _arm_backward(self, module, inputs, output):
+        # (t.grad_fn would build a Python node object per call: too slow for every module call)
+        outs = [t for t in _flatten_tensors(output, []) if t.requires_grad]
+        if not outs:
+            return
+        ins = [t for t in _flatten_tensors(inputs, []) if t.requires_grad]
+        state = _BackwardState(len(ins))
+        fqn = self.name_of(module)
+
+        def on_output_grad(grad):
+            if state.token is None and not state.closed and self.enabled:
+                state.token = self.backend.start(_names.module_message(_names.BACKWARD, fqn))
+                with self._lock:
+                    self._open_backward.add(state)
+                if state.inputs_left == 0:
+                    self._close_at_backward_end(state)
+            return None
+
+        def on_input_grad(grad):
+            state.inputs_left -= 1
+            if state.inputs_left == 0:
+                self._close(state)
+            return None
+
+        for t in outs:
+            t.register_hook(on_output_grad)
+        for t in ins:
+            t.register_hook(on_input_grad)
+
+    def _close(self, state):
+        if state.token is None or state.closed:
+            return
+        state.closed = True
+        with self._lock:
+            self._open_backward.discard(state)
+        self.backend.end(state.token)
+
+    def _close_at_backward_end(self, state):
+        torch = _torch()
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(lambda: self._close(state))
+        except Exception:
+            pass
+
+    def close_open_backward(self):
+        """Ends backward ranges whose inputs' gradients never arrived (called at optimizer steps)."""
+        with self._lock:
+            pending = list(self._open_backward)
+        for s in pending:
+            self._close(s)
+
+    # -- optimizer -----------------------------------------------------------------------
+    def optimizer_pre(self, *args, **kwargs):
+        if not self.enabled:
+            return
+        self.close_open_backward()
+        self._step_token = self.backend.start(_names.optimizer_message(self.step))
+
+    def optimizer_post(self, *args, **kwargs):
+        if not self.enabled or self._step_token is None:
+            return
+        self.backend.end(self._step_token)
+        self._step_token = None
+        self.step += 1
+        if self.sidecar is not None:
+            self.sidecar.flush()
+
+    def _fail(self, where):
+        # Never break the job: switch ourselves off after the first error.
+        import sys
+        import traceback
+
+        self.enabled = False
+        sys.stderr.write("[shardscope] module hooks disabled after an error in %s:\n" % where)
+        traceback.print_exc()
+
+
+class _Handle:
+    def __init__(self, tracker, removers):
+        self.tracker = tracker
+        self._removers = removers
+
+    def remove(self):
+        for r in self._removers:
+            try:
+                r()
+            except Exception:
+                pass
+        self._removers = []
+        self.tracker.enabled = False
+
+
+_global = None
+
+
+def _patch_backward_entry(tracker):
+    """Counts backward passes for torch versions without _current_graph_task_id (e.g. 1.13)."""
+    torch = _torch()
+    if hasattr(torch._C, "_current_graph_task_id"):
+        return []
+    originals = (torch.autograd.backward, torch.autograd.grad)
+
+    def wrap(fn):
+        def wrapper(*a, **k):
+            tracker._backward_depth += 1
+            try:
+                return fn(*a, **k)
+            finally:
+                tracker._backward_depth -= 1
+
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    torch.autograd.backward = wrap(originals[0])
+    torch.autograd.grad = wrap(originals[1])
+
+    def restore():
+        torch.autograd.backward, torch.autograd.grad = originals
+
+    return [restore]
+
+
+def _hook_optimizers(tracker, optimizer=None):
+    """Global optimizer step hooks (torch >= 2.0) or a wrapper around each optimizer's step."""
+    torch = _torch()
+    removers = []
+    if optimizer is not None:
+        if hasattr(optimizer, "register_step_pre_hook"):
+            removers.append(optimizer.register_step_pre_hook(tracker.optimizer_pre).remove)
+            removers.append(optimizer.register_step_post_hook(tracker.optimizer_post).remove)
+        else:
+            original = optimizer.step
+
+            def step(*a, **k):
+                tracker.optimizer_pre()
+                try:
+                    return original(*a, **k)
+                finally:
+                    tracker.optimizer_post()
+
+            optimizer.step = step
+            removers.append(lambda: setattr(optimizer, "step", original))
+        return removers
+    opt_mod = torch.optim.Optimizer.__module__
+    opt_module = __import__(opt_mod, fromlist=["x"])
+    if hasattr(opt_module, "register_optimizer_step_pre_hook"):
+        removers.append(opt_module.register_optimizer_step_pre_hook(tracker.optimizer_pre).remove)
+        removers.append(opt_module.register_optimizer_step_post_hook(tracker.optimizer_post).remove)
+        return removers
+    # torch < 2.0: wrap each optimizer class's step once, at the first construction.
+    Optimizer = torch.optim.Optimizer
+    original_init = Optimizer.__init__
+
+    def init(self, *a, **k):
+        original_init(self, *a, **k)
+        cls = type(self)
+        if not getattr(cls.step, "_shardscope", False):
+            inner = cls.step
+
+            def step(opt, *sa, **sk):
+                tracker.optimizer_pre()
+                try:
+                    return inner(opt, *sa, **sk)
+                finally:
+                    tracker.optimizer_post()
+
+            step._shardscope = True
+            step.__wrapped__ = inner
+            cls.step = step
+
+    Optimizer.__init__ = init
+    removers.append(lambda: setattr(Optimizer, "__init__", original_init))
+    return removers
+
+
+def install(backend, sidecar=None):
+    """Global hooks on every module and optimizer. Returns the handle (also kept module-wide)."""
+    global _global
+    if _global is not None:
+        return _global
+    torch = _torch()
+    tracker = Tracker(backend, sidecar)
+    mm = torch.nn.modules.module
+    removers = [
+        mm.register_module_forward_pre_hook(tracker.forward_pre).remove,
+        mm.register_module_forward_hook(tracker.forward_post).remove,
+    ]
+    removers += _patch_backward_entry(tracker)
+    removers += _hook_optimizers(tracker)
+    _global = _Handle(tracker, removers)
+    return _global
+
+
+def uninstall():
+    global _global
+    if _global is not None:
+        _global.remove()
+        _global = None
+
+
+def annotate(model, backend=None, optimizer=None, sidecar=None):
+    """Hooks on `model`'s modules only (and `optimizer`'s steps when given). Returns a handle."""
+    if backend is None:
+        from .backends import NvtxBackend
+
+        backend = NvtxBackend()
+    tracker = Tracker(backend, sidecar)
+    tracker.register_root(model, name="")
+    removers = []
+    for m in model.modules():
+        removers.append(m.register_forward_pre_hook(tracker.forward_pre).remove)
+        removers.append(m.register_forward_hook(tracker.forward_post).remove)
+    removers += _patch_backward_entry(tracker)
+    if optimizer is not None:
+        removers += _hook_optimizers(tracker, optimizer)
+    return _Handle(tracker, removers)

@@ -1,0 +1,211 @@
+#include "profiler/sim/cluster_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "profiler/sim/json_input.h"
+#include "storage/errors.h"
+#include "storage/json_writer.h"
+
+namespace ss::sim {
+
+const char* coll_key(Coll c) {
+  switch (c) {
+    case Coll::AllGather: return "all_gather";
+    case Coll::ReduceScatter: return "reduce_scatter";
+    case Coll::AllReduce: return "all_reduce";
+  }
+  return "?";
+}
+
+ClusterModel::ClusterModel() {
+  // 8x H100 SXM, NVSwitch + NDR InfiniBand, NCCL ring / Simple protocol (research/simulator.md §3):
+  // AG 350 GB/s, RS 360 GB/s, AR 476 GB/s (NVLS) busBW in one node (nccl #1281, nccl-tests #290);
+  // base latency 8.4 us + 3.4 us per NVLink ring step + 14 us per network step (NCCL tuning.cc);
+  // flat-ring AG/RS across nodes ~200 GB/s, AR ~340 GB/s busBW at 256 GPUs (nccl #1218);
+  // 46-48 GB/s per NDR NIC (nccl-tests #290).
+  coll[0] = {{8.4, 3.4, 350}, {0, 14.0, 200}, 47};
+  coll[1] = {{8.4, 3.4, 360}, {0, 14.0, 200}, 47};
+  coll[2] = {{8.4, 3.4, 476}, {0, 14.0, 340}, 47};
+}
+
+ClusterModel default_cluster() { return ClusterModel(); }
+
+namespace {
+
+double bus_factor(Coll c, int n) {
+  const double f = double(n - 1) / double(n);
+  return c == Coll::AllReduce ? 2 * f : f;
+}
+
+// One flat ring over n ranks spanning `nodes` nodes.
+double ring_ns(const CollParams& p, Coll c, double bytes, int n, int nodes) {
+  if (n <= 1) return 0;
+  const int mult = c == Coll::AllReduce ? 2 : 1;
+  const double steps = double(mult) * (n - 1);
+  const double inter_steps = nodes > 1 ? double(mult) * (nodes - 1) : 0;
+  const double alpha_us = p.intra.base_latency_us + (steps - inter_steps) * p.intra.hop_latency_us +
+                          inter_steps * p.inter.hop_latency_us;
+  double bw = p.intra.busbw_GBps;
+  if (nodes > 1) bw = std::min(bw, p.inter.busbw_GBps);
+  return alpha_us * 1000.0 + bytes * bus_factor(c, n) / bw;
+}
+
+}  // namespace
+
+TimeNs ClusterModel::collective_ns(Coll c, std::int64_t bytes, int n, int per_node) const {
+  if (n <= 1 || bytes <= 0) return 0;
+  const CollParams& p = params(c);
+  const int g = std::max(1, std::min(n, per_node > 0 ? per_node : gpus_per_node));
+  const int nodes = (n + g - 1) / g;
+  double t;
+  if (nodes <= 1 || !hierarchical) {
+    t = ring_ns(p, c, double(bytes), n, nodes);
+  } else {
+    // Two levels: every rail (same local rank on each node) moves S/g across nodes at NIC speed,
+    // and each node moves S over NVLink. All-reduce = intra RS + inter AR + intra AG.
+    const double s = double(bytes);
+    CollParams rail = p;
+    rail.intra = {p.intra.base_latency_us, p.inter.hop_latency_us, p.nic_GBps};
+    if (c == Coll::AllReduce) {
+      t = 2 * ring_ns(p, Coll::ReduceScatter, s, g, 1) + ring_ns(rail, Coll::AllReduce, s / g, nodes, 1);
+    } else {
+      t = ring_ns(rail, c, s / g, nodes, 1) + ring_ns(p, c, s, g, 1);
+    }
+  }
+  return static_cast<TimeNs>(std::llround(t));
+}
+
+namespace {
+
+void read_link(simdjson::dom::object o, const std::string& where, const std::string& path, LinkParams& l) {
+  if (auto v = get_number(o, "base_latency_us", where, path)) l.base_latency_us = *v;
+  if (auto v = get_number(o, "hop_latency_us", where, path)) l.hop_latency_us = *v;
+  if (auto v = get_number(o, "busbw_GBps", where, path)) l.busbw_GBps = *v;
+  if (l.base_latency_us < 0 || l.hop_latency_us < 0) json_fail(where, path, "non-negative latencies");
+  if (!(l.busbw_GBps > 0)) json_fail(where, path + ".busbw_GBps", "a positive bandwidth in GB/s");
+}
+
+}  // namespace
+
+ClusterModel parse_cluster_json(const std::string& json, const std::string& where) {
+  simdjson::dom::parser parser;
+  auto root = as_object(parse_json(parser, json, where), where, "");
+  ClusterModel c;
+  if (auto v = get_string(root, "name", where, "")) c.name = *v;
+  if (auto v = get_string(root, "device", where, "")) c.device = *v;
+  if (auto v = get_int(root, "world_size", where, "")) {
+    if (*v < 1 || *v > 10'000'000) json_fail(where, "world_size", "an integer in [1, 10000000]");
+    c.world_size = static_cast<int>(*v);
+  }
+  if (auto v = get_int(root, "gpus_per_node", where, "")) {
+    if (*v < 1 || *v > 1024) json_fail(where, "gpus_per_node", "an integer in [1, 1024]");
+    c.gpus_per_node = static_cast<int>(*v);
+  }
+  if (auto v = get_bool(root, "hierarchical", where, "")) c.hierarchical = *v;
+  if (auto v = get_number(root, "overlap_slowdown", where, "")) {
+    if (*v < 0 || *v > 10) json_fail(where, "overlap_slowdown", "a fraction in [0, 10]");
+    c.overlap_slowdown = *v;
+  }
+  simdjson::dom::element e;
+  if (!root["collectives"].get(e)) {
+    auto colls = as_object(e, where, "collectives");
+    for (int i = 0; i < kCollCount; ++i) {
+      simdjson::dom::element ce;
+      const std::string key = coll_key(static_cast<Coll>(i));
+      if (colls[key].get(ce)) continue;
+      const std::string path = "collectives." + key;
+      auto co = as_object(ce, where, path);
+      simdjson::dom::element le;
+      if (!co["intra"].get(le)) read_link(as_object(le, where, path + ".intra"), where, path + ".intra", c.coll[i].intra);
+      if (!co["inter"].get(le)) read_link(as_object(le, where, path + ".inter"), where, path + ".inter", c.coll[i].inter);
+      if (auto v = get_number(co, "nic_GBps", where, path)) {
+        if (!(*v > 0)) json_fail(where, path + ".nic_GBps", "a positive bandwidth in GB/s");
+        c.coll[i].nic_GBps = *v;
+      }
+    }
+  }
+  return c;
+}
+
+ClusterModel load_cluster_file(const std::string& path) { return parse_cluster_json(read_text_file(path), path); }
+
+std::string cluster_to_json(const ClusterModel& c) {
+  std::ostringstream s;
+  JsonWriter j(s, false);
+  j.begin_object()
+      .kv("name", c.name)
+      .kv("device", c.device)
+      .kv("world_size", c.world_size)
+      .kv("gpus_per_node", c.gpus_per_node)
+      .kv("hierarchical", c.hierarchical)
+      .kv("overlap_slowdown", c.overlap_slowdown);
+  j.key("collectives").begin_object();
+  for (int i = 0; i < kCollCount; ++i) {
+    j.key(coll_key(static_cast<Coll>(i))).begin_object();
+    for (const auto* l : {&c.coll[i].intra, &c.coll[i].inter}) {
+      j.key(l == &c.coll[i].intra ? "intra" : "inter")
+          .begin_object()
+          .kv("base_latency_us", l->base_latency_us)
+          .kv("hop_latency_us", l->hop_latency_us)
+          .kv("busbw_GBps", l->busbw_GBps)
+          .end_object();
+    }
+    j.kv("nic_GBps", c.coll[i].nic_GBps).end_object();
+  }
+  j.end_object().end_object();
+  return s.str();
+}
+
+FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samples) {
+  FitReport rep;
+  for (int ci = 0; ci < kCollCount; ++ci) {
+    const Coll c = static_cast<Coll>(ci);
+    // x = S·factor(n) (bytes on the bus), y = duration (ns): y = a + x / bw.
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int n = 0, group = 0;
+    double xmin = 1e300, xmax = -1;
+    for (const auto& s : samples) {
+      if (s.type != c || s.group_size < 2 || s.duration <= 0 || s.bytes <= 0) continue;
+      const double x = double(s.bytes) * bus_factor(c, s.group_size), y = double(s.duration);
+      sx += x, sy += y, sxx += x * x, sxy += x * y;
+      xmin = std::min(xmin, x), xmax = std::max(xmax, x);
+      group = std::max(group, s.group_size);
+      ++n;
+    }
+    if (n == 0) continue;
+    CollParams& p = cluster.params(c);
+    const int nodes = (group + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+    LinkParams& level = nodes > 1 ? p.inter : p.intra;
+    double slope = 0;
+    const double den = n * sxx - sx * sx;
+    if (n >= 2 && xmax > xmin * 1.05 && den > 0) slope = (n * sxy - sx * sy) / den;
+    if (slope > 1e-6) level.busbw_GBps = 1.0 / slope;  // ns per byte -> bytes per ns = GB/s
+    const double inv_bw = 1.0 / (nodes > 1 ? std::min(p.intra.busbw_GBps, p.inter.busbw_GBps) : p.intra.busbw_GBps);
+    const double alpha_ns = std::max(0.0, (sy - inv_bw * sx) / n);
+    // Keep NCCL's shape (base + per-step), scaled so that alpha(group) equals the fitted value.
+    const int mult = c == Coll::AllReduce ? 2 : 1;
+    const double steps = double(mult) * (group - 1);
+    const double inter_steps = nodes > 1 ? double(mult) * (nodes - 1) : 0;
+    const double model_us = p.intra.base_latency_us + (steps - inter_steps) * p.intra.hop_latency_us +
+                            inter_steps * p.inter.hop_latency_us;
+    const double scale = model_us > 0 ? (alpha_ns / 1000.0) / model_us : 0;
+    p.intra.base_latency_us *= scale;
+    p.intra.hop_latency_us *= scale;
+    if (nodes > 1) p.inter.hop_latency_us *= scale;
+    double se = 0;
+    for (const auto& s : samples) {
+      if (s.type != c || s.group_size < 2 || s.duration <= 0 || s.bytes <= 0) continue;
+      const double r = double(cluster.collective_ns(c, s.bytes, s.group_size)) - double(s.duration);
+      se += r * r;
+    }
+    rep.samples[ci] = n;
+    rep.alpha_us[ci] = alpha_ns / 1000.0;
+    rep.busbw_GBps[ci] = level.busbw_GBps;
+    rep.rms_error_us[ci] = std::sqrt(se / n) / 1000.0;
+  }
+  return rep;
+}
+
+}  // namespace ss::sim

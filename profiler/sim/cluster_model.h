@@ -1,0 +1,74 @@
+// Collective cost model of a cluster: t = α(n) + S·factor(n) / busBW, with α growing with the
+// number of ring steps (NCCL's ring latency model), a separate inter-node term when the group
+// spans nodes, and an optional two-level (hierarchical) form. Defaults are measured H100 figures
+// (docs/simulator.md, resources/clusters/README.md). All sizes in bytes, times in ns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace ss::sim {
+
+enum class Coll : std::uint8_t { AllGather = 0, ReduceScatter = 1, AllReduce = 2 };
+inline constexpr int kCollCount = 3;
+const char* coll_key(Coll c);  // "all_gather", "reduce_scatter", "all_reduce"
+
+struct LinkParams {
+  double base_latency_us = 8.4;  // once per collective
+  double hop_latency_us = 3.4;   // per ring step on this level
+  double busbw_GBps = 350;       // bus bandwidth (nccl-tests definition), GB/s = bytes/ns
+};
+
+struct CollParams {
+  LinkParams intra;                                   // within one node (NVLink)
+  LinkParams inter{0, 14.0, 200};                     // ring steps that cross nodes; flat-ring busBW
+  double nic_GBps = 47;                               // per-rail bandwidth (hierarchical form)
+};
+
+struct ClusterModel {
+  std::string name = "h100-nvlink-ib";
+  int world_size = 8;
+  int gpus_per_node = 8;
+  bool hierarchical = false;     // two-level collectives (inter-node over rails, then intra-node)
+  double overlap_slowdown = 0.0; // compute runs (1 + s) slower while a collective is in flight
+  std::string device = "H100";
+  CollParams coll[kCollCount];
+
+  ClusterModel();
+  const CollParams& params(Coll c) const { return coll[static_cast<int>(c)]; }
+  CollParams& params(Coll c) { return coll[static_cast<int>(c)]; }
+
+  // Time of one collective of `bytes` (the full gathered / input buffer) over `n` ranks, of which
+  // `per_node` share a node (0: gpus_per_node; HSDP's replicate groups have one rank per node).
+  TimeNs collective_ns(Coll c, std::int64_t bytes, int n, int per_node = 0) const;
+};
+
+ClusterModel default_cluster();
+ClusterModel parse_cluster_json(const std::string& json, const std::string& where);
+ClusterModel load_cluster_file(const std::string& path);
+std::string cluster_to_json(const ClusterModel& c);
+
+// One measured collective: full buffer bytes, group size, duration.
+struct CollSample {
+  Coll type;
+  std::int64_t bytes;
+  int group_size;
+  TimeNs duration;
+};
+
+struct FitReport {
+  int samples[kCollCount] = {0, 0, 0};
+  double alpha_us[kCollCount] = {0, 0, 0};
+  double busbw_GBps[kCollCount] = {0, 0, 0};
+  double rms_error_us[kCollCount] = {0, 0, 0};
+};
+
+// Least squares of duration against S·factor(n) per collective type; updates the level (intra or
+// inter) that the samples' group size uses. Types with fewer than 2 distinct sizes keep their
+// bandwidth and fit only the latency (mean residual). Returns what was fitted.
+FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samples);
+
+}  // namespace ss::sim

@@ -1,0 +1,202 @@
+// Resolving a model, a plan and a cluster into a CompiledStep (buckets, modes, costs, orders).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "profiler/sim/step_simulator.h"
+#include "storage/errors.h"
+
+namespace ss::sim {
+namespace {
+
+[[noreturn]] void plan_error(const std::string& what) {
+  throw ProfileError(ProfileErrorKind::MalformedTable, "plan: " + what);
+}
+
+int unit_index(const SimModel& m, const std::string& name, const char* field) {
+  int i = m.find_unit(name);
+  if (i < 0) {
+    std::string known;
+    for (std::size_t k = 0; k < m.units.size() && k < 6; ++k)
+      known += (k ? ", '" : "'") + m.units[k].name + "'";
+    if (m.units.size() > 6) known += ", ...";
+    plan_error(std::string(field) + ": '" + name + "' is not an FSDP unit of the model (units: " + known + ")");
+  }
+  return i;
+}
+
+void compute_costs(CompiledStep& s, ExecUnit& e, const ClusterModel& c, double hbm_bytes_per_ns) {
+  e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, s.shard);
+  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.params * s.reduce_bytes, s.shard);
+  // HSDP replicate groups take one rank from each shard group: ranks `shard` apart.
+  const int per_node = s.shard >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / s.shard);
+  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.params * s.reduce_bytes / s.shard, s.replicate, per_node) : 0;
+  if (hbm_bytes_per_ns > 0) {
+    // Copy-out reads the gathered buffer and writes the unsharded parameters; the RS copy-in reads
+    // the unsharded gradients and writes the (wider) reduce buffer.
+    e.copyout_ns = static_cast<TimeNs>(std::llround(2.0 * double(e.ag_bytes) / hbm_bytes_per_ns));
+    e.rs_copyin_ns = static_cast<TimeNs>(
+        std::llround(double(e.params) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
+  }
+}
+
+}  // namespace
+
+void set_reshard(CompiledStep& s, int exec, int mode, const ClusterModel& c) {
+  ExecUnit& e = s.units[static_cast<std::size_t>(exec)];
+  if (mode >= s.shard) mode = kReshard;  // a slice as large as the shard group is a full reshard
+  e.reshard = mode;
+  e.ag_bwd_ns = mode == kKeepUnsharded ? 0
+                : mode == kReshard     ? e.ag_ns
+                                       : c.collective_ns(Coll::AllGather, e.ag_bytes, mode);
+}
+
+CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const ClusterModel& c) {
+  if (m.units.empty() || m.segments.empty()) plan_error("the model has no FSDP units or no compute");
+  // Byte counts are int64: 1e15 parameters x 16 bytes of state still fits with room to spare.
+  for (const auto& u : m.units)
+    if (u.param_count < 0 || u.param_count > 1'000'000'000'000'000LL)
+      throw ProfileError(ProfileErrorKind::MalformedTable, "model: unit '" + u.name + "' has an impossible parameter count");
+  CompiledStep s;
+  s.world = plan.world_size > 0 ? plan.world_size : c.world_size;
+  if (s.world < 1) plan_error("world size must be at least 1");
+  s.replicate = plan.hsdp_replicate;
+  if (s.world % s.replicate != 0)
+    plan_error("hsdp_replicate " + std::to_string(s.replicate) + " does not divide the world size " + std::to_string(s.world));
+  s.shard = s.world / s.replicate;
+  s.micro_batches = plan.gradient_accumulation;
+  s.sync_every_microbatch = plan.sync_every_microbatch;
+  s.separate_rs = plan.separate_reduce_scatter_group;
+  s.param_bytes = m.param_dtype_bytes;
+  s.master_bytes = m.master_dtype_bytes;
+  s.reduce_bytes = m.reduce_dtype_bytes;
+  s.optimizer_bytes = m.optimizer_bytes_per_param;
+  s.overlap_slowdown = c.overlap_slowdown;
+  s.other_memory_bytes = m.other_memory_bytes;
+  s.gpus_per_node = c.gpus_per_node;
+  // Optimizer work is proportional to the parameters each rank owns.
+  s.optimizer_ns = static_cast<TimeNs>(std::llround(double(m.optimizer_ns) * double(std::max(1, m.optimizer_reference_world)) /
+                                                    double(s.shard)));
+
+  // First forward segment of each model unit: the forward order used for auto-bucketing.
+  const std::size_t nu = m.units.size();
+  std::vector<int> first_seg(nu, -1);
+  for (std::size_t i = 0; i < m.segments.size(); ++i) {
+    int u = m.segments[i].unit;
+    if (u < 0 || static_cast<std::size_t>(u) >= nu) plan_error("segment owned by a unit that does not exist");
+    if (first_seg[static_cast<std::size_t>(u)] < 0) first_seg[static_cast<std::size_t>(u)] = static_cast<int>(i);
+  }
+  std::vector<int> by_order;
+  for (std::size_t u = 0; u < nu; ++u)
+    if (first_seg[u] >= 0) by_order.push_back(static_cast<int>(u));
+  std::sort(by_order.begin(), by_order.end(), [&](int a, int b) { return first_seg[static_cast<std::size_t>(a)] < first_seg[static_cast<std::size_t>(b)]; });
+
+  // Buckets: explicit lists first, then auto-bucketing of the remaining non-root units.
+  s.exec_of_unit.assign(nu, -1);
+  auto new_exec = [&](const std::vector<int>& members) {
+    ExecUnit e;
+    for (int u : members) {
+      if (s.exec_of_unit[static_cast<std::size_t>(u)] >= 0) plan_error("buckets: '" + m.units[static_cast<std::size_t>(u)].name + "' is in two buckets");
+      s.exec_of_unit[static_cast<std::size_t>(u)] = static_cast<int>(s.units.size());
+      if (!e.name.empty() || !e.members.empty()) e.name += "+";
+      e.name += m.units[static_cast<std::size_t>(u)].name;
+      e.members.push_back(u);
+      e.params += m.units[static_cast<std::size_t>(u)].param_count;
+      e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
+    }
+    e.ag_bytes = e.params * s.param_bytes;
+    s.units.push_back(std::move(e));
+  };
+  for (const auto& b : plan.buckets) {
+    std::vector<int> members;
+    for (const auto& n : b) members.push_back(unit_index(m, n, "buckets"));
+    if (!members.empty()) new_exec(members);
+  }
+  if (!plan.bucket_cap_mb.empty()) {
+    auto cap_of = [&](int idx) {
+      auto it = plan.bucket_cap_mb.find(std::to_string(idx));
+      if (it == plan.bucket_cap_mb.end()) it = plan.bucket_cap_mb.find("default");
+      const double mb = it == plan.bucket_cap_mb.end() ? 2000.0 : it->second;  // inductor's default cap
+      return mb * 1024.0 * 1024.0;
+    };
+    std::vector<int> cur;
+    double cur_bytes = 0;
+    int idx = 0;
+    for (int u : by_order) {
+      if (s.exec_of_unit[static_cast<std::size_t>(u)] >= 0 || m.units[static_cast<std::size_t>(u)].is_root) continue;
+      const double b = double(m.param_bytes(u));
+      if (!cur.empty() && cur_bytes + b > cap_of(idx)) {
+        new_exec(cur);
+        cur.clear();
+        cur_bytes = 0;
+        ++idx;
+      }
+      cur.push_back(u);
+      cur_bytes += b;
+    }
+    if (!cur.empty()) new_exec(cur);
+  }
+  for (int u : by_order)
+    if (s.exec_of_unit[static_cast<std::size_t>(u)] < 0) new_exec({u});
+  for (std::size_t u = 0; u < nu; ++u)
+    if (s.exec_of_unit[u] < 0) new_exec({static_cast<int>(u)});  // a unit without compute still owns memory
+
+  // Segments and hook orders.
+  for (std::size_t i = 0; i < m.segments.size(); ++i) {
+    const auto& sg = m.segments[i];
+    const int e = s.exec_of_unit[static_cast<std::size_t>(sg.unit)];
+    s.segments.push_back({e, sg.fwd_ns, sg.bwd_ns, sg.saved_activation_bytes, sg.recompute_activation_bytes});
+    ExecUnit& eu = s.units[static_cast<std::size_t>(e)];
+    if (eu.first_seg < 0) {
+      eu.first_seg = static_cast<int>(i);
+      s.fwd_order.push_back(e);
+    }
+    eu.last_seg = static_cast<int>(i);
+  }
+  std::vector<char> seen(s.units.size(), 0);
+  for (std::size_t i = s.segments.size(); i-- > 0;) {
+    const int e = s.segments[i].exec;
+    if (!seen[static_cast<std::size_t>(e)]) {
+      seen[static_cast<std::size_t>(e)] = 1;
+      s.bwd_order.push_back(e);
+    }
+  }
+
+  // Modes: the root keeps its parameters (FSDP2 default), others follow the ZeRO stage and the plan.
+  std::vector<int> mode(nu);
+  for (std::size_t u = 0; u < nu; ++u) mode[u] = m.units[u].is_root || plan.zero_stage == 2 ? kKeepUnsharded : kReshard;
+  for (const auto& n : plan.resharded) mode[static_cast<std::size_t>(unit_index(m, n, "resharded"))] = kReshard;
+  for (const auto& n : plan.unsharded) mode[static_cast<std::size_t>(unit_index(m, n, "unsharded"))] = kKeepUnsharded;
+  for (const auto& [n, k] : plan.reshard_degree) {
+    if (k < 2 || s.shard % k != 0)
+      plan_error("reshard_after_forward for '" + n + "': " + std::to_string(k) + " must divide the shard group size " +
+                 std::to_string(s.shard));
+    mode[static_cast<std::size_t>(unit_index(m, n, "reshard_after_forward"))] = k;
+  }
+  for (std::size_t e = 0; e < s.units.size(); ++e) {
+    ExecUnit& eu = s.units[e];
+    compute_costs(s, eu, c, m.hbm_bytes_per_ns);
+    int md = mode[static_cast<std::size_t>(eu.members.front())];
+    for (int u : eu.members) {
+      const int x = mode[static_cast<std::size_t>(u)];
+      if (x == kKeepUnsharded) md = kKeepUnsharded;  // a bucket keeps its parameters if any member asks to
+      else if (md != kKeepUnsharded && x > md) md = x;
+    }
+    set_reshard(s, static_cast<int>(e), md, c);
+  }
+  auto prefetch = [&](const std::map<std::string, std::vector<std::string>>& lists, bool fwd) {
+    for (const auto& [from, targets] : lists) {
+      ExecUnit& eu = s.units[static_cast<std::size_t>(s.exec_of_unit[static_cast<std::size_t>(unit_index(m, from, fwd ? "forward_prefetch" : "backward_prefetch"))])];
+      (fwd ? eu.has_fwd_list : eu.has_bwd_list) = true;
+      for (const auto& t : targets)
+        (fwd ? eu.fwd_prefetch : eu.bwd_prefetch)
+            .push_back(s.exec_of_unit[static_cast<std::size_t>(unit_index(m, t, fwd ? "forward_prefetch" : "backward_prefetch"))]);
+    }
+  };
+  prefetch(plan.forward_prefetch, true);
+  prefetch(plan.backward_prefetch, false);
+  return s;
+}
+
+}  // namespace ss::sim

@@ -1,0 +1,178 @@
+#include "profiler/sim/fsdp_plan.h"
+
+#include <sstream>
+
+#include "profiler/sim/json_input.h"
+#include "storage/json_writer.h"
+
+namespace ss::sim {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+std::vector<std::string> string_list(element e, const std::string& where, const std::string& path) {
+  array a;
+  if (e.get_array().get(a)) json_fail(where, path, "an array of module names");
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (element x : a) {
+    std::string_view s;
+    if (x.get_string().get(s)) json_fail(where, path + "[" + std::to_string(i) + "]", "a module name (string)");
+    out.emplace_back(s);
+    ++i;
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> list_map(element e, const std::string& where, const std::string& path) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (auto field : as_object(e, where, path)) {
+    std::string k(field.key);
+    out[k] = string_list(field.value, where, path + "." + k);
+  }
+  return out;
+}
+
+}  // namespace
+
+FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
+  simdjson::dom::parser parser;
+  object root = as_object(parse_json(parser, json, where), where, "");
+  FsdpPlan p;
+  element e;
+  if (!root["unsharded"].get(e)) p.unsharded = string_list(e, where, "unsharded");
+  if (!root["resharded"].get(e)) p.resharded = string_list(e, where, "resharded");
+  if (!root["reshard_after_forward"].get(e)) {
+    // {"layers.0": false, "layers.1": 8, "": true}: the per-module form of the three policies.
+    for (auto field : as_object(e, where, "reshard_after_forward")) {
+      std::string k(field.key);
+      bool b;
+      std::int64_t i;
+      if (!field.value.get_bool().get(b)) {
+        (b ? p.resharded : p.unsharded).push_back(k);
+      } else if (!field.value.get_int64().get(i) && i >= 1) {
+        if (i == 1) p.unsharded.push_back(k);  // a 1-rank slice is the whole tensor
+        else p.reshard_degree[k] = static_cast<int>(i);
+      } else {
+        json_fail(where, "reshard_after_forward." + k, "true, false or an integer k >= 1");
+      }
+    }
+  }
+  if (!root["forward_prefetch"].get(e)) p.forward_prefetch = list_map(e, where, "forward_prefetch");
+  if (!root["backward_prefetch"].get(e)) p.backward_prefetch = list_map(e, where, "backward_prefetch");
+  if (!root["buckets"].get(e)) {
+    array a;
+    if (e.get_array().get(a)) json_fail(where, "buckets", "an array of arrays of module names");
+    std::size_t i = 0;
+    for (element b : a) p.buckets.push_back(string_list(b, where, "buckets[" + std::to_string(i++) + "]"));
+  }
+  if (!root["bucket_cap_mb"].get(e)) {
+    for (auto field : as_object(e, where, "bucket_cap_mb")) {
+      double d;
+      std::int64_t i;
+      std::string k(field.key);
+      if (!field.value.get_double().get(d)) p.bucket_cap_mb[k] = d;
+      else if (!field.value.get_int64().get(i)) p.bucket_cap_mb[k] = static_cast<double>(i);
+      else json_fail(where, "bucket_cap_mb." + k, "a size in MB");
+      if (p.bucket_cap_mb[k] <= 0) json_fail(where, "bucket_cap_mb." + k, "a positive size in MB");
+    }
+  }
+  if (auto v = get_int(root, "zero_stage", where, "")) {
+    if (*v != 2 && *v != 3) json_fail(where, "zero_stage", "2 or 3");
+    p.zero_stage = static_cast<int>(*v);
+  }
+  if (auto v = get_int(root, "gradient_accumulation", where, "")) {
+    if (*v < 1 || *v > 4096) json_fail(where, "gradient_accumulation", "an integer in [1, 4096]");
+    p.gradient_accumulation = static_cast<int>(*v);
+  }
+  if (auto v = get_bool(root, "sync_every_microbatch", where, "")) p.sync_every_microbatch = *v;
+  if (auto v = get_int(root, "hsdp_replicate", where, "")) {
+    if (*v < 1) json_fail(where, "hsdp_replicate", "an integer >= 1");
+    p.hsdp_replicate = static_cast<int>(*v);
+  }
+  if (auto v = get_bool(root, "separate_reduce_scatter_group", where, "")) p.separate_reduce_scatter_group = *v;
+  if (auto v = get_int(root, "world_size", where, "")) {
+    if (*v < 0 || *v > 10'000'000) json_fail(where, "world_size", "an integer in [0, 10000000]");
+    p.world_size = static_cast<int>(*v);
+  }
+  return p;
+}
+
+FsdpPlan load_plan_file(const std::string& path) { return parse_plan_json(read_text_file(path), path); }
+
+std::string plan_to_json(const FsdpPlan& p) {
+  std::ostringstream s;
+  JsonWriter j(s, false);
+  auto list = [&](const std::vector<std::string>& v) {
+    j.begin_array();
+    for (const auto& x : v) j.value(x);
+    j.end_array();
+  };
+  j.begin_object();
+  j.key("unsharded");
+  list(p.unsharded);
+  if (!p.resharded.empty()) {
+    j.key("resharded");
+    list(p.resharded);
+  }
+  if (!p.reshard_degree.empty()) {
+    j.key("reshard_after_forward").begin_object();
+    for (const auto& [k, v] : p.reshard_degree) j.kv(k, v);
+    j.end_object();
+  }
+  for (const auto* m : {&p.forward_prefetch, &p.backward_prefetch}) {
+    if (m->empty()) continue;
+    j.key(m == &p.forward_prefetch ? "forward_prefetch" : "backward_prefetch").begin_object();
+    for (const auto& [k, v] : *m) {
+      j.key(k);
+      list(v);
+    }
+    j.end_object();
+  }
+  if (!p.buckets.empty()) {
+    j.key("buckets").begin_array();
+    for (const auto& b : p.buckets) list(b);
+    j.end_array();
+  }
+  if (!p.bucket_cap_mb.empty()) {
+    j.key("bucket_cap_mb").begin_object();
+    for (const auto& [k, v] : p.bucket_cap_mb) j.kv(k, v);
+    j.end_object();
+  }
+  j.kv("zero_stage", p.zero_stage)
+      .kv("gradient_accumulation", p.gradient_accumulation)
+      .kv("sync_every_microbatch", p.sync_every_microbatch)
+      .kv("hsdp_replicate", p.hsdp_replicate)
+      .kv("separate_reduce_scatter_group", p.separate_reduce_scatter_group);
+  if (p.world_size > 0) j.kv("world_size", p.world_size);
+  j.end_object();
+  return s.str();
+}
+
+std::string plan_to_python(const FsdpPlan& p) {
+  std::ostringstream s;
+  s << "# Generated by shardscope plan. Call after building the model and before wrapping the rest:\n"
+       "# FSDP2 takes the parameters of the innermost fully_shard call, so apply this first.\n"
+       "from torch.distributed.fsdp import fully_shard\n\n"
+       "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
+  bool any = false;
+  for (const auto& m : p.unsharded) {
+    s << "    fully_shard(model.get_submodule(" << JsonWriter::quoted(m)
+      << "), reshard_after_forward=False, **fully_shard_kwargs)\n";
+    any = true;
+  }
+  for (const auto& [m, k] : p.reshard_degree) {
+    s << "    fully_shard(model.get_submodule(" << JsonWriter::quoted(m) << "), reshard_after_forward=" << k
+      << ", **fully_shard_kwargs)\n";
+    any = true;
+  }
+  if (!any) s << "    pass  # the plan keeps every module resharded (FSDP2 default)\n";
+  s << "\n# Or, with the shardscope Python package:\n"
+       "#   from shardscope.plan import apply_plan\n"
+       "#   apply_plan(model, \"plan.json\", mesh=mesh)\n";
+  return s.str();
+}
+
+}  // namespace ss::sim

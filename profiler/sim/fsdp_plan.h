@@ -1,0 +1,39 @@
+// A what-if plan: which units stay unsharded after forward, prefetch lists, buckets, gradient
+// accumulation, ZeRO stage, HSDP. Read from and written to JSON (docs/simulator.md); the written
+// form also carries the FSDP2 Python that applies it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ss::sim {
+
+struct FsdpPlan {
+  std::vector<std::string> unsharded;          // reshard_after_forward=False
+  std::map<std::string, int> reshard_degree;   // reshard_after_forward=k (hpZ); k >= 2
+  std::vector<std::string> resharded;          // force reshard_after_forward=True (e.g. the root)
+  std::map<std::string, std::vector<std::string>> forward_prefetch;   // set_modules_to_forward_prefetch
+  std::map<std::string, std::vector<std::string>> backward_prefetch;  // set_modules_to_backward_prefetch
+  std::vector<std::vector<std::string>> buckets;  // fully_shard([m1, m2]): one all-gather for the list
+  std::map<std::string, double> bucket_cap_mb;    // {"default": 2000, "2": 1000}: auto-bucketing by bucket index
+  int zero_stage = 3;               // 2: every unit keeps its parameters from forward to backward
+  int gradient_accumulation = 1;    // micro-batches per optimizer step
+  bool sync_every_microbatch = true;  // false: reduce-scatter only on the last micro-batch
+  int hsdp_replicate = 1;           // replicate degree; shard group = world / replicate
+  bool separate_reduce_scatter_group = false;
+  int world_size = 0;               // 0: take the cluster's
+
+  bool operator==(const FsdpPlan&) const = default;
+};
+
+// Parses a plan; throws ProfileError (kind MalformedTable) naming the file and the field.
+FsdpPlan parse_plan_json(const std::string& json, const std::string& where);
+FsdpPlan load_plan_file(const std::string& path);
+// The plan as a JSON object (no trailing newline).
+std::string plan_to_json(const FsdpPlan& plan);
+// FSDP2 Python that applies the plan's per-module choices to `model`.
+std::string plan_to_python(const FsdpPlan& plan);
+
+}  // namespace ss::sim

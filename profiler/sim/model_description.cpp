@@ -1,0 +1,143 @@
+#include "profiler/sim/model_description.h"
+
+#include <cmath>
+
+#include "profiler/sim/device_table.h"
+#include "profiler/sim/json_input.h"
+#include "storage/errors.h"
+
+namespace ss::sim {
+
+ModelDescription parse_model_json(const std::string& json, const std::string& where) {
+  simdjson::dom::parser parser;
+  auto o = as_object(parse_json(parser, json, where), where, "");
+  ModelDescription d;
+  auto req_int = [&](const char* k, std::int64_t lo, std::int64_t hi) {
+    auto v = get_int(o, k, where, "");
+    if (!v) json_fail(where, k, "an integer (required)");
+    if (*v < lo || *v > hi) json_fail(where, k, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return *v;
+  };
+  auto opt_int = [&](const char* k, std::int64_t def, std::int64_t lo, std::int64_t hi) {
+    auto v = get_int(o, k, where, "");
+    if (!v) return def;
+    if (*v < lo || *v > hi) json_fail(where, k, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return *v;
+  };
+  d.name = get_string(o, "name", where, "").value_or("model");
+  d.kind = get_string(o, "kind", where, "").value_or("decoder");
+  if (d.kind != "decoder" && d.kind != "dit") json_fail(where, "kind", "\"decoder\" or \"dit\"");
+  d.layers = static_cast<int>(req_int("layers", 1, 100000));
+  d.hidden = req_int("hidden_size", 1, 1 << 20);
+  d.ffn_hidden = req_int("ffn_hidden_size", 1, 1 << 22);
+  d.heads = static_cast<int>(req_int("num_heads", 1, 1 << 16));
+  d.kv_heads = static_cast<int>(opt_int("num_kv_heads", d.heads, 1, d.heads));
+  d.vocab = opt_int("vocab_size", 0, 0, 1 << 26);
+  d.seq_len = req_int("seq_len", 1, 1 << 26);
+  d.micro_batch = static_cast<int>(opt_int("micro_batch", 1, 1, 1 << 20));
+  d.text_len = opt_int("text_len", 0, 0, 1 << 20);
+  d.patch_dim = opt_int("patch_dim", 0, 0, 1 << 24);
+  d.tied_embeddings = get_bool(o, "tied_embeddings", where, "").value_or(false);
+  d.gated_mlp = get_bool(o, "gated_mlp", where, "").value_or(d.kind == "decoder");
+  d.activation_checkpointing = get_string(o, "activation_checkpointing", where, "").value_or("none");
+  if (d.activation_checkpointing != "none" && d.activation_checkpointing != "full")
+    json_fail(where, "activation_checkpointing", "\"none\" or \"full\"");
+  d.wrap = get_string(o, "wrap", where, "").value_or("layer");
+  if (d.wrap != "layer" && d.wrap != "sublayer") json_fail(where, "wrap", "\"layer\" or \"sublayer\"");
+  d.device = get_string(o, "device", where, "").value_or("H100");
+  if (!find_device(d.device)) json_fail(where, "device", "one of H100, H200, A100, B200");
+  if (auto v = get_number(o, "achievable_fraction", where, "")) {
+    if (!(*v > 0 && *v <= 1)) json_fail(where, "achievable_fraction", "a fraction in (0, 1]");
+    d.achievable_fraction = *v;
+  }
+  d.param_dtype_bytes = static_cast<int>(opt_int("param_dtype_bytes", 2, 1, 8));
+  d.reduce_dtype_bytes = static_cast<int>(opt_int("reduce_dtype_bytes", 4, 1, 8));
+  if (d.hidden % d.heads != 0) json_fail(where, "num_heads", "a divisor of hidden_size");
+  return d;
+}
+
+ModelDescription load_model_file(const std::string& path) { return parse_model_json(read_text_file(path), path); }
+
+SimModel build_sim_model(const ModelDescription& d, const std::string& device_override) {
+  const auto dev = find_device(device_override.empty() ? d.device : device_override);
+  if (!dev) throw ProfileError(ProfileErrorKind::MalformedTable, "unknown device '" + device_override + "'");
+  const double flops_per_ns = dev->peak_bf16_tflops * (d.achievable_fraction > 0 ? d.achievable_fraction : dev->achievable_fraction) * 1e3;
+  const double h = double(d.hidden), f = double(d.ffn_hidden);
+  const double kvd = h * d.kv_heads / d.heads;
+  const double tokens = double(d.seq_len) * d.micro_batch;
+  const bool dit = d.kind == "dit";
+  const bool ac = d.activation_checkpointing == "full";
+
+  // Parameters per block (biases and norms are a rounding error at these sizes; norms included).
+  const double attn_p = 2 * h * h + 2 * h * kvd;                  // q, o + k, v
+  const double cross_p = dit && d.text_len > 0 ? 4 * h * h : 0;   // DiT cross-attention to text
+  const double mlp_p = (d.gated_mlp ? 3 : 2) * h * f;
+  const double extra_p = dit ? 6 * h : 2 * h;                     // adaLN modulation / RMSNorm weights
+  // Forward FLOPs per block: 2 per multiply-add over every token, plus attention scores.
+  const double attn_score = (dit ? 4.0 : 2.0) * d.micro_batch * double(d.seq_len) * double(d.seq_len) * h;  // causal halves
+  const double cross_score = cross_p > 0 ? 4.0 * tokens * double(d.text_len) * h : 0;
+  const double attn_f = 2 * tokens * attn_p + attn_score;
+  const double cross_f = 2 * tokens * cross_p + cross_score;
+  const double mlp_f = 2 * tokens * mlp_p;
+  // Saved activation bytes per token (bf16, FlashAttention): docs/simulator.md §activations.
+  const double attn_act = 2 * (4 * h + 2 * kvd) + 4 * h;  // norm in, q, k, v, out, proj in
+  const double cross_act = cross_p > 0 ? 2 * (3 * h) : 0;
+  const double mlp_act = d.gated_mlp ? 2 * h + 6 * f : 2 * h + 4 * f;
+  const double block_in = 2 * h;  // what full checkpointing keeps
+
+  SimModel m;
+  m.name = d.name;
+  m.param_dtype_bytes = d.param_dtype_bytes;
+  m.reduce_dtype_bytes = d.reduce_dtype_bytes;
+  m.hbm_bytes_per_ns = dev->hbm_TBps * 1e3;
+  m.optimizer_reference_world = 1;
+  auto ns = [&](double flops) {
+    const double t = flops / flops_per_ns;
+    if (!(t < 1e15))  // ~11.6 days per block: a description this large is a typo, not a model
+      throw ProfileError(ProfileErrorKind::MalformedTable, d.name + ": compute per block exceeds 1e15 ns; check seq_len / sizes");
+    return static_cast<TimeNs>(std::llround(t));
+  };
+  if (double(d.layers) * (attn_p + cross_p + mlp_p) > 1e15)
+    throw ProfileError(ProfileErrorKind::MalformedTable, d.name + ": more than 1e15 parameters; check the sizes");
+
+  // Root: embedding (or patch embedding) + final norm + output head.
+  const double embed_p = dit ? double(d.patch_dim) * h + 6 * h * h /* timestep MLP */ : double(d.vocab) * h;
+  const double head_p = dit ? h * double(d.patch_dim) + 2 * h : (d.tied_embeddings ? 0 : double(d.vocab) * h) + h;
+  SimUnit root{"", "", dit ? "DiT" : "Transformer", static_cast<std::int64_t>(embed_p + head_p), true};
+  m.units.push_back(root);
+  const double head_f = 2 * tokens * (dit ? double(d.patch_dim) * h : double(d.vocab) * h);
+  const double embed_f = dit ? 2 * tokens * double(d.patch_dim) * h : 0;
+  m.segments.push_back({0, ns(embed_f), ns(2 * embed_f), static_cast<std::int64_t>(tokens * 2 * h), 0});
+
+  auto add_unit = [&](const std::string& name, const std::string& group, const char* cls, double params, double fwd_flops,
+                      double act_per_token) {
+    m.units.push_back({name, group, cls, static_cast<std::int64_t>(params), false});
+    SimSegment s;
+    s.unit = static_cast<int>(m.units.size() - 1);
+    s.fwd_ns = ns(fwd_flops);
+    s.bwd_ns = ns(2 * fwd_flops + (ac ? fwd_flops : 0));
+    const double full = tokens * act_per_token;
+    s.saved_activation_bytes = static_cast<std::int64_t>(ac ? tokens * block_in : full);
+    s.recompute_activation_bytes = ac ? static_cast<std::int64_t>(full) : 0;
+    m.segments.push_back(s);
+  };
+  for (int l = 0; l < d.layers; ++l) {
+    const std::string base = "layers." + std::to_string(l);
+    if (d.wrap == "layer") {
+      add_unit(base, base, dit ? "DiTBlock" : "TransformerBlock", attn_p + cross_p + mlp_p + extra_p,
+               attn_f + cross_f + mlp_f, attn_act + cross_act + mlp_act);
+    } else {
+      add_unit(base + ".attention", base, "Attention", attn_p + cross_p + extra_p, attn_f + cross_f, attn_act + cross_act);
+      add_unit(base + ".feed_forward", base, "FeedForward", mlp_p, mlp_f, mlp_act);
+    }
+  }
+  m.segments.push_back({0, ns(head_f), ns(2 * head_f),
+                        static_cast<std::int64_t>(tokens * (dit ? 2 * double(d.patch_dim) : 4 * double(d.vocab))), 0});
+  // AdamW: reads and writes fp32 params, grads, exp_avg, exp_avg_sq (~28 B/param moved); here
+  // expressed for the whole model on one rank (optimizer_reference_world = 1).
+  m.optimizer_ns = static_cast<TimeNs>(std::llround(28.0 * double(m.total_params()) / m.hbm_bytes_per_ns));
+  m.other_memory_bytes = 1LL << 30;  // CUDA context, cuBLAS workspace, inputs (~1 GiB)
+  return m;
+}
+
+}  // namespace ss::sim

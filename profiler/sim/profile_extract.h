@@ -1,0 +1,38 @@
+// Turning a measured, imported or synthetic profile into a SimModel: FSDP units and their own
+// parameter bytes from the modules table, per-unit forward/backward compute from module ranges
+// (busy time of compute-stream kernels inside them), the root's head/tail compute and the
+// optimizer from what lies between, and measured collectives for fitting the cluster model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profiler/sim/cluster_model.h"
+#include "profiler/sim/sim_model.h"
+#include "storage/profile_model.h"
+
+namespace ss::sim {
+
+struct ProfileInput {
+  SimModel model;
+  int rank = 0;           // the representative rank
+  int world_size = 1;
+  int steps_used = 0;     // steps averaged (the first is skipped as warm-up when there are more)
+  TimeNs measured_step_ns = 0;
+  std::string gpu_name;
+  OriginKind origin = OriginKind::Measured;
+  std::vector<CollSample> collectives;  // for --fit
+  std::vector<std::pair<RowId, int>> unit_of_module;  // modules.id -> SimModel unit (units and their descendants)
+  std::vector<std::pair<TimeNs, TimeNs>> step_windows;  // the steps averaged
+};
+
+// Throws ProfileError(MalformedTable) when the profile has no FSDP units or no module ranges.
+ProfileInput extract_profile(const Profile& profile);
+
+// Saved activations per unit from the profile's memory events (category activation, allocations
+// attributed to the unit's modules inside the steps used, averaged per step), put on the unit's
+// forward segment. Reads the file at `path` (the loaded model holds no per-event categories).
+// Returns the total bytes found (0 when the profile has no such events).
+std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& path);
+
+}  // namespace ss::sim

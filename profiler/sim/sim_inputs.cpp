@@ -1,0 +1,72 @@
+#include "profiler/sim/sim_inputs.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "profiler/sim/device_table.h"
+#include "profiler/sim/model_description.h"
+#include "profiler/sim/profile_extract.h"
+#include "storage/errors.h"
+#include "storage/profile_reader.h"
+
+namespace ss::sim {
+
+SimInputs load_sim_inputs(const SimInputRequest& req) {
+  SimInputs in;
+  if (!req.cluster_path.empty()) in.cluster = load_cluster_file(req.cluster_path);
+  if (!req.plan_path.empty()) in.plan = load_plan_file(req.plan_path);
+  if (!req.profile_path.empty()) {
+    LoadOptions lo;
+    lo.memory = false;
+    Profile p = load_profile(req.profile_path, lo);
+    ProfileInput pi = extract_profile(p);
+    add_activations_from_profile(pi, req.profile_path);
+    in.model = std::move(pi.model);
+    in.from_profile = true;
+    in.origin = pi.origin;
+    in.measured_step_ns = pi.measured_step_ns;
+    in.profile_world = pi.world_size;
+    in.gpu_name = pi.gpu_name;
+    in.source = req.profile_path;
+    if (req.cluster_path.empty()) {
+      in.cluster.world_size = pi.world_size;  // replay at the profile's own configuration
+      if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
+    }
+    if (req.fit) {
+      in.fit = fit_cluster(in.cluster, pi.collectives);
+      in.fitted = true;
+    }
+  } else if (!req.model_path.empty()) {
+    if (req.fit) throw ProfileError(ProfileErrorKind::MalformedTable, "--fit needs a profile with measured collectives");
+    ModelDescription d = load_model_file(req.model_path);
+    in.model = build_sim_model(d, req.cluster_path.empty() ? "" : in.cluster.device);
+    in.source = req.model_path;
+    auto dev = find_device(req.cluster_path.empty() ? d.device : in.cluster.device);
+    in.gpu_name = dev ? dev->full_name : d.device;
+    if (req.cluster_path.empty() && dev) in.cluster.device = dev->name;
+  } else {
+    throw ProfileError(ProfileErrorKind::Io, "nothing to simulate: give a profile or --model M.json");
+  }
+  if (req.world_override > 0) in.cluster.world_size = req.world_override;
+  return in;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp-shardscope";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ProfileError(ProfileErrorKind::Io, path + ": cannot open for writing");
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw ProfileError(ProfileErrorKind::Io, path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw ProfileError(ProfileErrorKind::Io, path + ": cannot rename the temporary file into place");
+  }
+}
+
+}  // namespace ss::sim

@@ -1,0 +1,43 @@
+// Loading what `simulate` and `plan` need: a profile or a model description, a cluster model
+// (optionally fitted to the profile's collectives), and a base plan.
+#pragma once
+
+#include <string>
+
+#include "profiler/sim/cluster_model.h"
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/sim_model.h"
+#include "storage/types.h"
+
+namespace ss::sim {
+
+struct SimInputRequest {
+  std::string profile_path;  // IN (a .ssdb), or
+  std::string model_path;    // --model M.json
+  std::string cluster_path;  // --cluster C.json
+  std::string plan_path;     // --plan P.json
+  bool fit = false;          // fit the cluster's α/β to the profile's collectives
+  int world_override = 0;    // --world N
+};
+
+struct SimInputs {
+  SimModel model;
+  ClusterModel cluster;
+  FsdpPlan plan;
+  std::string source;        // what the model came from
+  bool from_profile = false;
+  OriginKind origin = OriginKind::Simulated;
+  TimeNs measured_step_ns = 0;  // from a profile
+  int profile_world = 0;
+  std::string gpu_name;
+  bool fitted = false;
+  FitReport fit;
+};
+
+// Throws ProfileError for unreadable or malformed inputs (file and field named).
+SimInputs load_sim_inputs(const SimInputRequest& req);
+
+// Writes `text` to `path` through a temporary file renamed into place (no half-written output).
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace ss::sim

@@ -1,0 +1,59 @@
+// The simulator's view of one training step: FSDP units (what is gathered and reduced together),
+// compute segments in forward order (each owned by one unit) and the per-rank constants that set
+// memory. Built from a measured profile (profile_extract.h) or from a model description
+// (model_description.h); independent of world size, so one model serves any cluster.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace ss::sim {
+
+struct SimUnit {
+  std::string name;   // fully-qualified module name; "" for the root model
+  std::string group;  // parent module the greedy planner splits into this unit ("" = the unit itself)
+  std::string class_name;
+  std::int64_t param_count = 0;  // parameters owned by this unit (not by nested units)
+  bool is_root = false;          // FSDP2: the root defaults to reshard_after_forward=False
+};
+
+// One stretch of compute on the compute stream. A unit has one segment, except the root, which
+// usually has a head (embedding, before the first layer) and a tail (norm, output, loss).
+struct SimSegment {
+  int unit = 0;
+  TimeNs fwd_ns = 0;
+  TimeNs bwd_ns = 0;  // includes recomputation when activation checkpointing is on
+  std::int64_t saved_activation_bytes = 0;      // held from forward until this segment's backward
+  std::int64_t recompute_activation_bytes = 0;  // transient during backward (activation checkpointing)
+};
+
+struct SimModel {
+  std::string name;
+  std::vector<SimUnit> units;
+  std::vector<SimSegment> segments;  // forward order
+  int param_dtype_bytes = 2;   // unsharded parameters, all-gather, unsharded gradients
+  int master_dtype_bytes = 4;  // sharded parameters and sharded gradients
+  int reduce_dtype_bytes = 4;  // reduce-scatter input
+  int optimizer_bytes_per_param = 8;  // AdamW exp_avg + exp_avg_sq in fp32
+  TimeNs optimizer_ns = 0;            // optimizer step at the reference world size
+  int optimizer_reference_world = 1;  // optimizer work scales with params / shard size
+  double hbm_bytes_per_ns = 0;        // for copy-in/copy-out cost; 0 = copies are free (already in compute)
+  std::int64_t other_memory_bytes = 0;  // CUDA context, workspace, inputs: constant over the step
+
+  std::int64_t param_bytes(int unit) const { return units[static_cast<std::size_t>(unit)].param_count * param_dtype_bytes; }
+  std::int64_t total_params() const {
+    std::int64_t p = 0;
+    for (const auto& u : units) p += u.param_count;
+    return p;
+  }
+  int find_unit(const std::string& fqn) const {
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (units[i].name == fqn) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+}  // namespace ss::sim

@@ -1,0 +1,86 @@
+#include "profiler/sim/sim_report.h"
+
+#include <cstdio>
+
+#include "storage/units.h"
+
+namespace ss::sim {
+
+double to_ms(TimeNs ns) { return double(ns) / 1e6; }
+
+namespace {
+std::string unit_label(const CompiledStep& s, int e) {
+  if (e < 0) return "(optimizer)";
+  const std::string& n = s.units[static_cast<std::size_t>(e)].name;
+  return n.empty() ? "(root)" : n;
+}
+const char* phase_name(Phase p) { return p == Phase::Forward ? "forward" : p == Phase::Backward ? "backward" : "optimizer"; }
+std::string policy(int m) { return m == kKeepUnsharded ? "false" : m == kReshard ? "true" : std::to_string(m); }
+}  // namespace
+
+void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& r, bool per_unit) {
+  j.kv("world_size", s.world).kv("shard_group", s.shard).kv("replicate", s.replicate).kv("micro_batches", s.micro_batches);
+  j.kv("step_time_ms", to_ms(r.step_ns))
+      .kv("compute_ms", to_ms(r.compute_busy_ns))
+      .kv("exposed_comm_ms", to_ms(r.exposed_comm_ns))
+      .kv("comm_busy_ms", to_ms(r.comm_busy_ns))
+      .kv("all_gathers", r.all_gathers)
+      .kv("reduce_scatters", r.reduce_scatters)
+      .kv("all_reduces", r.all_reduces)
+      .kv("peak_memory_bytes", r.peak_bytes);
+  j.key("peak_memory").begin_object().kv("time_ms", to_ms(r.peak_time)).kv("module", unit_label(s, r.peak_exec)).kv("phase", phase_name(r.peak_phase));
+  j.key("by_category").begin_object();
+  for (int c = 0; c < kMemCatCount; ++c) j.kv(mem_cat_key(static_cast<MemCat>(c)), r.peak_by_category[static_cast<std::size_t>(c)]);
+  j.end_object().end_object();
+  if (!per_unit) return;
+  j.key("units").begin_array();
+  for (std::size_t e = 0; e < s.units.size(); ++e) {
+    const auto& u = s.units[e];
+    j.begin_object()
+        .kv("name", u.name)
+        .kv("params", u.params)
+        .kv("reshard_after_forward", policy(u.reshard))
+        .kv("all_gather_ms", to_ms(u.ag_ns))
+        .kv("backward_all_gather_ms", to_ms(u.ag_bwd_ns))
+        .kv("reduce_scatter_ms", to_ms(u.rs_ns));
+    if (e < r.unit_memory.size()) {
+      j.kv("own_peak_bytes", r.unit_memory[e].own_peak);
+      j.key("memory_at_peak").begin_object();
+      for (int c = 0; c < kMemCatCount; ++c) j.kv(mem_cat_key(static_cast<MemCat>(c)), r.unit_memory[e].at_peak[static_cast<std::size_t>(c)]);
+      j.end_object();
+    }
+    j.end_object();
+  }
+  j.end_array();
+}
+
+void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& r, bool per_unit) {
+  char line[256];
+  o << "World        " << s.world << " GPUs (shard group " << s.shard << ", replicate " << s.replicate << "), "
+    << s.micro_batches << " micro-batch(es)\n";
+  std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, NCCL busy %.3f ms)\n",
+                to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), to_ms(r.comm_busy_ns));
+  o << line;
+  o << "Collectives  " << r.all_gathers << " all-gather, " << r.reduce_scatters << " reduce-scatter, " << r.all_reduces
+    << " all-reduce\n";
+  o << "Peak memory  " << format_bytes(r.peak_bytes) << " at " << to_ms(r.peak_time) << " ms, in " << unit_label(s, r.peak_exec)
+    << " (" << phase_name(r.peak_phase) << ")\n";
+  for (int c = 0; c < kMemCatCount; ++c) {
+    const auto v = r.peak_by_category[static_cast<std::size_t>(c)];
+    if (v == 0) continue;
+    std::snprintf(line, sizeof line, "  %-22s %12s\n", mem_cat_key(static_cast<MemCat>(c)), format_bytes(v).c_str());
+    o << line;
+  }
+  if (!per_unit) return;
+  o << "\nUnits (forward order)\n  reshard  all-gather  bwd AG      RS          own peak     name\n";
+  for (int e : s.fwd_order) {
+    const auto& u = s.units[static_cast<std::size_t>(e)];
+    std::snprintf(line, sizeof line, "  %-7s  %8.3f ms %8.3f ms %8.3f ms %12s  %s\n", policy(u.reshard).c_str(), to_ms(u.ag_ns),
+                  to_ms(u.ag_bwd_ns), to_ms(u.rs_ns),
+                  static_cast<std::size_t>(e) < r.unit_memory.size() ? format_bytes(r.unit_memory[static_cast<std::size_t>(e)].own_peak).c_str() : "-",
+                  unit_label(s, e).c_str());
+    o << line;
+  }
+}
+
+}  // namespace ss::sim

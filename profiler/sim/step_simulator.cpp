@@ -1,0 +1,333 @@
+// simulate(): one optimizer step on the lanes of one representative rank, following FSDP2's
+// ordering rules (research/simulator.md §1.2, docs/simulator.md). Ops are processed in the order
+// the CPU issues them; every dependency points to an op processed earlier, so one pass suffices.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "profiler/sim/step_simulator.h"
+
+namespace ss::sim {
+
+const char* mem_cat_key(MemCat c) {
+  switch (c) {
+    case MemCat::ShardedParam: return "sharded_param";
+    case MemCat::UnshardedParam: return "unsharded_param";
+    case MemCat::ShardedGrad: return "sharded_grad";
+    case MemCat::UnshardedGrad: return "unsharded_grad";
+    case MemCat::OptimizerState: return "optimizer_state";
+    case MemCat::Activation: return "activation";
+    case MemCat::AllGatherBuffer: return "all_gather_buffer";
+    case MemCat::ReduceScatterBuffer: return "reduce_scatter_buffer";
+    case MemCat::Other: return "other";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+class StepRun {
+ public:
+  StepRun(const CompiledStep& s, SimResult& r) : s_(s), r_(r), unit_(s.units.size()) {
+    r_.ops.reserve(s.units.size() * 8 * static_cast<std::size_t>(s.micro_batches) + 8);
+    r_.memory.reserve(s.units.size() * 16 * static_cast<std::size_t>(s.micro_batches) + 8);
+  }
+
+  void run() {
+    persistent_state();
+    for (int mb = 0; mb < s_.micro_batches; ++mb) {
+      micro_ = mb;
+      forward();
+      backward(mb == s_.micro_batches - 1);
+    }
+    // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
+    const TimeNs t0 = lane_[0];
+    op(Lane::Compute, OpKind::Optimizer, Phase::Optimizer, -1, t0, s_.optimizer_ns, 0);
+    for (std::size_t e = 0; e < unit_.size(); ++e)
+      if (unit_[e].sharded_grad) mem(lane_[0], -grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
+    r_.step_ns = lane_[0];
+  }
+
+ private:
+  struct UnitState {
+    bool issued = false;      // all-gather issued in the current pass
+    TimeNs ag_end = 0;
+    bool ag_buffer = false;   // forward AG buffer waiting to be freed at the next unit's wait
+    std::int64_t resident = 0;  // unsharded parameter bytes currently held
+    bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
+    bool sharded_grad = false;
+  };
+
+  const ExecUnit& eu(int e) const { return s_.units[static_cast<std::size_t>(e)]; }
+  std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.shard; }
+
+  void mem(TimeNs t, std::int64_t delta, int exec, MemCat c) {
+    if (delta != 0) r_.memory.push_back({t, delta, exec, c});
+  }
+
+  void persistent_state() {
+    for (std::size_t e = 0; e < unit_.size(); ++e) {
+      const auto p = s_.units[e].params;
+      mem(0, p * s_.master_bytes / s_.shard, static_cast<int>(e), MemCat::ShardedParam);
+      mem(0, p * s_.optimizer_bytes / s_.shard, static_cast<int>(e), MemCat::OptimizerState);
+    }
+    mem(0, s_.other_memory_bytes, -1, MemCat::Other);
+  }
+
+  // Compute stretched by the interference of in-flight collectives (cluster.overlap_slowdown).
+  TimeNs stretch(TimeNs start, TimeNs work) {
+    const double sd = s_.overlap_slowdown;
+    if (sd <= 0 || work <= 0) return start + work;
+    double t = double(start), rem = double(work);
+    const double slow = 1.0 / (1.0 + sd);
+    for (;;) {
+      bool busy = false;
+      double next = std::numeric_limits<double>::infinity();
+      for (int l = 0; l < 3; ++l) {
+        auto& iv = comm_[l];
+        auto& p = ptr_[l];
+        while (p < iv.size() && double(iv[p].second) <= t) ++p;
+        if (p < iv.size()) {
+          if (double(iv[p].first) <= t) {
+            busy = true;
+            next = std::min(next, double(iv[p].second));
+          } else {
+            next = std::min(next, double(iv[p].first));
+          }
+        }
+      }
+      const double rate = busy ? slow : 1.0;
+      if (t + rem / rate <= next) return static_cast<TimeNs>(std::llround(t + rem / rate));
+      rem -= (next - t) * rate;
+      t = next;
+    }
+  }
+
+  TimeNs op(Lane lane, OpKind kind, Phase ph, int exec, TimeNs ready, TimeNs dur, std::int64_t bytes) {
+    const int li = static_cast<int>(lane);
+    const TimeNs start = std::max(lane_[li], ready);
+    TimeNs end;
+    if (lane == Lane::Compute) {
+      end = stretch(start, dur);
+      r_.compute_busy_ns += end - start;
+    } else {
+      end = start + dur;
+      r_.comm_busy_ns += dur;
+      comm_[li - 1].emplace_back(start, end);
+      if (kind == OpKind::AllGather) ++r_.all_gathers;
+      else if (kind == OpKind::ReduceScatter) ++r_.reduce_scatters;
+      else ++r_.all_reduces;
+    }
+    lane_[li] = end;
+    r_.ops.push_back({start, end, bytes, exec, micro_, lane, kind, ph});
+    return start;
+  }
+
+  // An all-gather on the shared NCCL queue; its buffer lives until the copy-out frees it.
+  void all_gather(int e, TimeNs ready, Phase ph) {
+    UnitState& st = unit_[static_cast<std::size_t>(e)];
+    const ExecUnit& u = eu(e);
+    const TimeNs dur = ph == Phase::Forward ? u.ag_ns : u.ag_bwd_ns;
+    const std::int64_t bytes = ph == Phase::Forward || u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard;
+    const TimeNs start = op(Lane::Nccl, OpKind::AllGather, ph, e, ready, dur, u.ag_bytes);
+    st.issued = true;
+    st.ag_end = start + dur;
+    mem(start, bytes, e, MemCat::AllGatherBuffer);
+  }
+
+  bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
+
+  void forward() {
+    for (auto& st : unit_) st.issued = false;
+    // The first all-gather waits for the optimizer (or the previous micro-batch's backward).
+    TimeNs prev_copyout_end = lane_[0];
+    int prev_unit = -1;
+    for (std::size_t i = 0; i < s_.segments.size(); ++i) {
+      const ExecSegment& sg = s_.segments[i];
+      const int e = sg.exec;
+      UnitState& st = unit_[static_cast<std::size_t>(e)];
+      const ExecUnit& u = eu(e);
+      if (static_cast<int>(i) == u.first_seg) {  // pre_forward(u)
+        bool gathered = false;
+        if (needs_gather(e)) {
+          if (!st.issued) all_gather(e, prev_copyout_end, Phase::Forward);
+          gathered = true;
+        }
+        const TimeNs wait = std::max(lane_[0], gathered ? st.ag_end : 0);
+        // wait_for_unshard(u) frees the previous unit's all-gather buffer (two alive at most).
+        if (prev_unit >= 0 && unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
+          mem(wait, -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
+          unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
+        }
+        if (gathered) {
+          const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Forward, e, wait, u.copyout_ns, u.ag_bytes);
+          mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
+          st.resident = u.ag_bytes;
+          st.ag_buffer = true;
+        }
+        prev_copyout_end = std::max(lane_[0], wait);
+        prev_unit = e;
+        // Implicit prefetch: the next unit's AG can start once this copy-out is done (the CPU
+        // issues it while this unit computes). Explicit lists replace it.
+        if (u.has_fwd_list) {
+          for (int v : u.fwd_prefetch)
+            if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, prev_copyout_end, Phase::Forward);
+        } else {
+          const int next = next_in(s_.fwd_order, e);
+          if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next))
+            all_gather(next, prev_copyout_end, Phase::Forward);
+        }
+      }
+      const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
+      mem(t, sg.saved_bytes, e, MemCat::Activation);
+      if (static_cast<int>(i) == u.last_seg) {  // post_forward(u): reshard
+        const std::int64_t keep = u.reshard == kKeepUnsharded ? u.ag_bytes : u.reshard == kReshard ? 0 : u.ag_bytes / u.reshard;
+        mem(lane_[0], keep - st.resident, e, MemCat::UnshardedParam);
+        st.resident = keep;
+      }
+    }
+    if (prev_unit >= 0 && unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
+      mem(lane_[0], -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
+      unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
+    }
+  }
+
+  static int next_in(const std::vector<int>& order, int e) {
+    for (std::size_t i = 0; i + 1 < order.size(); ++i)
+      if (order[i] == e) return order[i + 1];
+    return -1;
+  }
+
+  void backward(bool last_micro) {
+    for (auto& st : unit_) st.issued = false;
+    const bool sync = s_.sync_every_microbatch || last_micro;
+    const Lane rs_lane = s_.separate_rs ? Lane::ReduceScatter : Lane::Nccl;
+    TimeNs last_rs_end = 0, last_ar_end = 0;
+    // Backward all-gathers are issued once the forward is done on the GPU. (The CPU may run
+    // further ahead; this keeps the model from holding a unit's parameters twice at the
+    // forward/backward turn, and makes the last unit's re-gather exposed, as observed in practice.)
+    const TimeNs issue = lane_[0];
+    for (std::size_t i = s_.segments.size(); i-- > 0;) {
+      const ExecSegment& sg = s_.segments[i];
+      const int e = sg.exec;
+      UnitState& st = unit_[static_cast<std::size_t>(e)];
+      const ExecUnit& u = eu(e);
+      if (static_cast<int>(i) == u.last_seg) {  // pre_backward(u): unshard, then prefetch
+        const bool gathered = needs_gather(e);
+        if (gathered && !st.issued) all_gather(e, issue, Phase::Backward);
+        if (u.has_bwd_list) {
+          for (int v : u.bwd_prefetch)
+            if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, issue, Phase::Backward);
+        } else {
+          const int next = next_in(s_.bwd_order, e);
+          if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next))
+            all_gather(next, issue, Phase::Backward);
+        }
+        if (gathered) {
+          const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns, u.ag_bytes);
+          mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
+          const std::int64_t buf = u.reshard == kReshard ? u.ag_bytes : u.ag_bytes - st.resident;
+          mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out
+          st.resident = u.ag_bytes;
+        }
+        if (!st.grads_held) {
+          mem(lane_[0], u.ag_bytes, e, MemCat::UnshardedGrad);  // grads in param dtype, same size
+          st.grads_held = true;
+        }
+      }
+      const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
+      mem(t, sg.recompute_bytes, e, MemCat::Activation);
+      mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
+      if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
+        mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);  // reshard after backward
+        st.resident = 0;
+        if (sync && u.params > 0) {  // a unit without parameters has nothing to reduce
+          // The compute stream waits for the previous reduce-scatter, then copies the grads in.
+          const std::int64_t rs_in = u.params * s_.reduce_bytes;
+          const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
+          mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
+          mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+          st.grads_held = false;
+          const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns, rs_in);
+          last_rs_end = r0 + u.rs_ns;
+          mem(last_rs_end, -rs_in, e, MemCat::ReduceScatterBuffer);
+          if (!st.sharded_grad) {
+            mem(last_rs_end, grad_bytes(static_cast<std::size_t>(e)), e, MemCat::ShardedGrad);
+            st.sharded_grad = true;
+          }
+          if (s_.replicate > 1) {
+            const TimeNs a0 = op(Lane::AllReduce, OpKind::AllReduce, Phase::Backward, e, last_rs_end, u.ar_ns,
+                                 rs_in / s_.shard);
+            last_ar_end = std::max(last_ar_end, a0 + u.ar_ns);
+          }
+        }
+      }
+    }
+    // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
+    lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
+  }
+
+  const CompiledStep& s_;
+  SimResult& r_;
+  std::vector<UnitState> unit_;
+  TimeNs lane_[kLaneCount] = {0, 0, 0, 0};
+  std::vector<std::pair<TimeNs, TimeNs>> comm_[3];
+  std::size_t ptr_[3] = {0, 0, 0};
+  int micro_ = 0;
+};
+
+void sweep_memory(const CompiledStep& s, SimResult& r, bool detail) {
+  auto& ev = r.memory;
+  // Frees before allocations at the same instant: a buffer released when another is taken
+  // does not count twice.
+  std::stable_sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
+    return a.time != b.time ? a.time < b.time : (a.delta < 0) > (b.delta < 0);
+  });
+  std::int64_t cur = 0, peak = -1, lo = 0;
+  std::size_t peak_idx = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    cur += ev[i].delta;
+    lo = std::min(lo, cur);
+    if (cur > peak) peak = cur, peak_idx = i;
+  }
+  r.peak_bytes = std::max<std::int64_t>(peak, 0);
+  r.min_bytes = lo;
+  if (ev.empty()) return;
+  r.peak_time = ev[peak_idx].time;
+  r.peak_by_category.fill(0);
+  if (detail) r.unit_memory.assign(s.units.size(), {});
+  std::vector<std::int64_t> own(detail ? s.units.size() : 0, 0);
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const auto& m = ev[i];
+    if (i <= peak_idx) r.peak_by_category[static_cast<std::size_t>(m.cat)] += m.delta;
+    if (detail && m.exec >= 0) {
+      auto& um = r.unit_memory[static_cast<std::size_t>(m.exec)];
+      if (i <= peak_idx) um.at_peak[static_cast<std::size_t>(m.cat)] += m.delta;
+      own[static_cast<std::size_t>(m.exec)] += m.delta;
+      um.own_peak = std::max(um.own_peak, own[static_cast<std::size_t>(m.exec)]);
+    }
+  }
+  // The unit computing at the peak: the last compute-lane op that started at or before it.
+  for (const auto& o : r.ops) {
+    if (o.lane != Lane::Compute || o.start > r.peak_time) continue;
+    if (o.end >= r.peak_time || o.start == r.peak_time) {
+      r.peak_exec = o.exec;
+      r.peak_phase = o.phase;
+    }
+  }
+}
+
+}  // namespace
+
+SimResult simulate(const CompiledStep& step, bool detail) {
+  SimResult r;
+  StepRun run(step, r);
+  run.run();
+  r.exposed_comm_ns = std::max<TimeNs>(0, r.step_ns - r.compute_busy_ns);
+  sweep_memory(step, r, detail);
+  return r;
+}
+
+}  // namespace ss::sim

@@ -1,0 +1,119 @@
+// The FSDP2 step simulator. compile_step() resolves a model, a plan and a cluster into per-unit
+// costs and modes (O(units)); simulate() replays one optimizer step (all micro-batches) for one
+// representative rank on four FIFO lanes: compute, the NCCL queue shared by all-gather and
+// reduce-scatter, an optional separate reduce-scatter queue, and the HSDP all-reduce queue.
+// World size changes costs, never the number of lanes, so 10,000 GPUs cost what 8 do.
+// A toggle (set_reshard) plus simulate() is the GUI's and the planner's inner loop.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/sim/cluster_model.h"
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/sim_model.h"
+
+namespace ss::sim {
+
+// Memory categories of PyTorch's FSDPMemTracker that a step simulation can tell apart.
+enum class MemCat : std::uint8_t {
+  ShardedParam, UnshardedParam, ShardedGrad, UnshardedGrad, OptimizerState, Activation,
+  AllGatherBuffer, ReduceScatterBuffer, Other,
+};
+inline constexpr int kMemCatCount = 9;
+const char* mem_cat_key(MemCat c);  // "sharded_param", ...
+
+enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3 };
+inline constexpr int kLaneCount = 4;
+enum class OpKind : std::uint8_t { Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce };
+enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
+
+inline constexpr int kKeepUnsharded = 0;  // reshard_after_forward=False
+inline constexpr int kReshard = 1;        // reshard_after_forward=True; k >= 2: keep a 1/k slice
+
+// One FSDP unit as executed: a bucket of one or more model units gathered together.
+struct ExecUnit {
+  std::string name;          // member names joined by "+"
+  std::vector<int> members;  // SimModel unit indices
+  std::int64_t params = 0;
+  std::int64_t ag_bytes = 0;  // gathered bytes in param dtype
+  int reshard = kReshard;
+  bool is_root = false;
+  TimeNs ag_ns = 0, ag_bwd_ns = 0, rs_ns = 0, ar_ns = 0, copyout_ns = 0, rs_copyin_ns = 0;
+  bool has_fwd_list = false, has_bwd_list = false;
+  std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
+  int first_seg = -1, last_seg = -1;
+};
+
+struct ExecSegment {
+  int exec = 0;
+  TimeNs fwd_ns = 0, bwd_ns = 0;
+  std::int64_t saved_bytes = 0, recompute_bytes = 0;
+};
+
+struct CompiledStep {
+  std::vector<ExecUnit> units;
+  std::vector<ExecSegment> segments;
+  std::vector<int> exec_of_unit;  // SimModel unit -> exec unit
+  std::vector<int> fwd_order, bwd_order;  // exec units by pre-forward / pre-backward hook order
+  int world = 1, shard = 1, replicate = 1;
+  int micro_batches = 1;
+  bool sync_every_microbatch = true;
+  bool separate_rs = false;
+  int param_bytes = 2, master_bytes = 4, reduce_bytes = 4, optimizer_bytes = 8;
+  TimeNs optimizer_ns = 0;
+  double overlap_slowdown = 0;
+  std::int64_t other_memory_bytes = 0;
+  int gpus_per_node = 8;
+};
+
+// Throws ProfileError(MalformedTable) for plans that name unknown modules or impossible degrees.
+CompiledStep compile_step(const SimModel& model, const FsdpPlan& plan, const ClusterModel& cluster);
+// Changes one unit's reshard_after_forward (kKeepUnsharded, kReshard or k); O(1).
+void set_reshard(CompiledStep& step, int exec, int mode, const ClusterModel& cluster);
+
+struct SimOp {
+  TimeNs start, end;
+  std::int64_t bytes;
+  std::int32_t exec;  // -1 for the optimizer
+  std::int32_t micro;
+  Lane lane;
+  OpKind kind;
+  Phase phase;
+};
+
+struct MemEvent {
+  TimeNs time;
+  std::int64_t delta;
+  std::int32_t exec;  // owner; -1 = not a unit
+  MemCat cat;
+};
+
+struct UnitMemory {
+  std::array<std::int64_t, kMemCatCount> at_peak{};  // this unit's bytes when the rank peaks
+  std::int64_t own_peak = 0;                         // the most this unit ever holds
+};
+
+struct SimResult {
+  TimeNs step_ns = 0;
+  TimeNs compute_busy_ns = 0;  // compute lane busy (kernels, copies, optimizer)
+  TimeNs exposed_comm_ns = 0;  // step time the compute lane spends waiting
+  TimeNs comm_busy_ns = 0;     // all NCCL lanes
+  int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
+  std::int64_t peak_bytes = 0;
+  TimeNs peak_time = 0;
+  int peak_exec = -1;  // exec unit computing at the peak (-1: none / optimizer)
+  Phase peak_phase = Phase::Forward;
+  std::array<std::int64_t, kMemCatCount> peak_by_category{};
+  std::int64_t min_bytes = 0;  // lowest total (a negative value would be a bug)
+  std::vector<SimOp> ops;         // in issue order
+  std::vector<MemEvent> memory;   // sorted by time
+  std::vector<UnitMemory> unit_memory;  // per exec unit (detail only)
+};
+
+// detail: also fill unit_memory (per-module breakdown); ops and memory are always filled.
+SimResult simulate(const CompiledStep& step, bool detail = false);
+
+}  // namespace ss::sim

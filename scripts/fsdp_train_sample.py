@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""A small Llama-style decoder trained with FSDP2, for recording with `shardscope record`.
+
+GPU (what the collector is for; H100/H200, PyTorch >= 2.6, NCCL):
+    shardscope record -o llama.ssdb -- torchrun --nproc_per_node=2 scripts/fsdp_train_sample.py --steps 8
+Baselines for the checks in docs/collector.md (same loop, no collector):
+    torchrun --nproc_per_node=2 scripts/fsdp_train_sample.py --steps 8 --summary base.json
+    torchrun --nproc_per_node=2 scripts/fsdp_train_sample.py --steps 8 --torch-profiler-kernels --summary kin.json
+CPU (gloo; tests): --device cpu --tiny. Without FSDP2 (torch < 2.4, e.g. Debian's 1.13) the
+gradients are all-reduced by hand instead, so collectives still happen.
+
+Default size: dim 1024, 16 layers, vocab 32000, SwiGLU 2816 -> about 270M parameters
+(540 MB in bf16). Each decoder layer is one FSDP unit; the root holds embeddings and head.
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary(x, positions):
+    # x: (batch, heads, seq, head_dim)
+    half = x.shape[-1] // 2
+    freqs = 1.0 / (10000 ** (torch.arange(half, device=x.device, dtype=torch.float32) / half))
+    angles = positions[:, None].float() * freqs[None, :]
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.heads
+        q = self.wq(x).view(b, s, h, d // h).transpose(1, 2)
+        k = self.wk(x).view(b, s, h, d // h).transpose(1, 2)
+        v = self.wv(x).view(b, s, h, d // h).transpose(1, 2)
+        pos = torch.arange(s, device=x.device)
+        q, k = rotary(q, pos), rotary(k, pos)
+        if hasattr(F, "scaled_dot_product_attention"):
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # torch < 2.0
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // h)
+            mask = torch.ones(s, s, device=x.device, dtype=torch.bool).triu(1)
+            o = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        return self.wo(o.transpose(1, 2).reshape(b, s, d))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.attention_norm = RMSNorm(dim)
+        self.attention = Attention(dim, heads)
+        self.ffn_norm = RMSNorm(dim)
+        self.feed_forward = FeedForward(dim, hidden)
+
+    def forward(self, x):
+        x = x + self.attention(self.attention_norm(x))
+        return x + self.feed_forward(self.ffn_norm(x))
+
+
+class Llama(nn.Module):
+    def __init__(self, vocab, dim, layers, heads, hidden, checkpointing=False):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList([DecoderLayer(dim, heads, hidden) for _ in range(layers)])
+        self.norm = RMSNorm(dim)
+        self.output = nn.Linear(dim, vocab, bias=False)
+        self.checkpointing = checkpointing
+
+    def forward(self, tokens):
+        x = self.tok_embeddings(tokens)
+        for layer in self.layers:
+            if self.checkpointing:
+                import torch.utils.checkpoint as cp
+
+                x = cp.checkpoint(layer, x, use_reentrant=False)
+            else:
+                x = layer(x)
+        return self.output(self.norm(x))
+
+
+def fsdp2():
+    for path in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
+        try:
+            mod = __import__(path, fromlist=["fully_shard"])
+            if hasattr(mod, "fully_shard"):
+                return mod
+        except Exception:
+            continue
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    ap.add_argument("--tiny", action="store_true", help="a 2-layer, dim-64 model (tests)")
+    ap.add_argument("--dim", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=2816)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2, help="steps excluded from steps/s")
+    ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing per layer")
+    ap.add_argument("--keep-unsharded", default="", help="comma-separated layer indices with reshard_after_forward=False")
+    ap.add_argument("--no-fsdp", action="store_true")
+    ap.add_argument("--torch-profiler-kernels", action="store_true",
+                    help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
+    ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
+    ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
+    ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
+    args = ap.parse_args()
+    if args.tiny:
+        args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 64, 2, 4, 128, 256, 32, 2
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    distributed = world > 1 or "RANK" in os.environ
+    if device == "cuda":
+        torch.cuda.set_device(local_rank)
+    if distributed:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if device == "cuda" else "gloo")
+
+    torch.manual_seed(0)
+    model = Llama(args.vocab, args.dim, args.layers, args.heads, args.hidden, args.checkpointing).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    keep = {int(i) for i in args.keep_unsharded.split(",") if i.strip()}
+
+    fs = None if args.no_fsdp or not distributed else fsdp2()
+    if fs is not None:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh(device, (world,))
+        kwargs = {"mesh": mesh}
+        if device == "cuda" and hasattr(fs, "MixedPrecisionPolicy"):
+            kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for i, layer in enumerate(model.layers):
+            fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
+        fs.fully_shard(model, **kwargs)
+    elif distributed and rank == 0:
+        print("FSDP2 unavailable or disabled (torch %s): gradients all-reduced by hand" % torch.__version__)
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator().manual_seed(rank)
+    prof = None
+    times = []
+    for step in range(args.steps):
+        if args.torch_profiler_kernels and step == args.warmup:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
+        t0 = time.perf_counter()
+        tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        if distributed and fs is None:
+            import torch.distributed as dist
+
+            for p in model.parameters():
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+                    p.grad /= world
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        if args.sleep_per_step:
+            time.sleep(args.sleep_per_step)
+        if rank == 0:
+            print("step %d loss %.4f %.1f ms" % (step, loss.item(), 1000 * times[-1]), flush=True)
+    kernels = None
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    timed = times[args.warmup:] or times
+    summary = {
+        "world_size": world,
+        "params": n_params,
+        "param_bytes_fp32": 4 * n_params,
+        "fsdp2": fs is not None,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "steps_per_s": len(timed) / sum(timed),
+        "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
+        "torch_profiler_kernels_timed_steps": kernels,
+        "torch_version": torch.__version__,
+    }
+    if rank == 0:
+        print(json.dumps(summary))
+        if args.summary:
+            with open(args.summary, "w") as f:
+                json.dump(summary, f, indent=1)
+    if distributed:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    raise SystemExit(args.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+// The per-rank merge: rank files written by RankFileWriter plus Python sidecars -> one profile.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "profiler/collector/core/merge.h"
+#include "profiler/collector/core/py_sidecar.h"
+#include "profiler/collector/core/rank_file_writer.h"
+#include "storage/errors.h"
+#include "storage/profile_reader.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::collector;
+
+namespace {
+
+constexpr TimeNs kT0 = 1'700'000'000'000'000'000;
+
+ResolvedCollective allgather(std::int64_t seq, TimeNs start, TimeNs end) {
+  ResolvedCollective c;
+  c.type = CollectiveType::AllGather;
+  c.bytes = 4000;
+  c.has_comm = true;
+  c.comm = 0xfeed;
+  c.group_size = 2;
+  c.sequence = seq;
+  c.start = start;
+  c.end = end;
+  return c;
+}
+
+// One rank: its clock reads `skew` ns ahead of true time; collectives end at true 10k, 20k, 30k.
+void write_rank(const std::string& path, int rank, const std::string& host, TimeNs origin, TimeNs skew) {
+  RankInfo info;
+  info.rank = rank;
+  info.host = host;
+  info.pid = 100 + rank;
+  RankFileWriter w(path, info, origin, "train.py");
+  if (rank == 1) {  // rank 1 sees two GPUs; its kernels run on device 1
+    w.add_device({0, "NVIDIA H100 80GB HBM3", 80ull << 30, 132, 9, 0});
+    w.add_device({1, "NVIDIA H200", 141ull << 30, 132, 9, 0});
+  }
+  for (int k = 0; k < 3; ++k) {
+    ResolvedKernel nk;
+    nk.category = KernelCategory::Collective;
+    nk.start = kT0 + 10'000 * (k + 1) - 2'000 + skew + rank * 300;  // ranks enter at different times
+    nk.end = kT0 + 10'000 * (k + 1) + skew;                           // and leave together
+    nk.stream = 20;
+    nk.device = static_cast<std::uint32_t>(rank);
+    nk.name = "ncclDevKernel_AllGather_RING_LL";
+    nk.module = "layers.0";
+    nk.collectives.push_back(allgather(k, nk.start, nk.end));
+    w.on_kernel(nk);
+  }
+  ResolvedKernel gemm;
+  gemm.device = static_cast<std::uint32_t>(rank);
+  gemm.start = kT0 + 12'000 + skew;
+  gemm.end = kT0 + 13'000 + skew;
+  gemm.stream = 7;
+  gemm.name = "sm90_gemm";
+  gemm.module = "layers.0.attn";
+  w.on_kernel(gemm);
+  auto range = [&](TimeNs s, TimeNs e, const char* fqn, RangePhase ph) {
+    ResolvedRange r;
+    r.tid = 55;
+    r.start = kT0 + s + skew;
+    r.end = kT0 + e + skew;
+    r.name = fqn;
+    r.kind = RangeKind::Module;
+    r.phase = ph;
+    r.module = std::string(fqn);
+    w.on_range(r);
+  };
+  range(11'000, 14'000, "layers.0.attn", RangePhase::Forward);  // child written before its parent
+  range(10'500, 19'000, "layers.0", RangePhase::Forward);
+  w.on_step({0, kT0 + 10'000 + skew, kT0 + 31'000 + skew});
+  ResolvedMemory m;
+  m.time = kT0 + 12'500 + skew;
+  m.address = 0x1000;
+  m.bytes = 1 << 20;
+  m.module = "layers.0.attn";
+  w.on_memory(m);
+  w.add_skipped("cupti dropped records", rank == 1 ? 5 : 0);
+  w.finish();
+}
+
+std::int64_t q(sql::Db& db, const std::string& sql) {
+  sql::Stmt st(db.get(), sql);
+  REQUIRE(st.step());
+  return st.col_int(0);
+}
+
+}  // namespace
+
+TEST_CASE("two hosts with skewed clocks, modules from sidecars, a CPU-only rank from its sidecar") {
+  test::TempDir dir;
+  write_rank(dir.file("shardscope_rank0_lrank0_pid100.ssdb"), 0, "node-a", kT0 + 500, 0);
+  write_rank(dir.file("shardscope_rank1_lrank0_pid101.ssdb"), 1, "node-b", kT0 + 900, 5'000);
+  test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
+                   "# shardscope-sidecar 1\nmeta\thost\tnode-a\n"
+                   "module\t\tLlama\t300\t600\t0\t\n"
+                   "module\tlayers\tModuleList\t200\t400\t0\t\n"
+                   "module\tlayers.0\tBlock\t200\t400\t1\ttrue\n"
+                   "module\tlayers.0.attn\tAttention\t120\t240\t0\t\n");
+  // A process that never touched CUDA: its ranges come from the sidecar (on the shared clock).
+  test::write_file(dir.file("shardscope_rank2_lrank0_pid102.modules.tsv"),
+                   "# shardscope-sidecar 1\nmeta\thost\tnode-a\n"
+                   "range\t9\t" + std::to_string(kT0 + 1'000) + "\t" + std::to_string(kT0 + 2'000) + "\tss:fwd:\n" +
+                   "range\t9\t" + std::to_string(kT0 + 2'500) + "\t" + std::to_string(kT0 + 2'700) + "\tss:opt:0\n");
+  // A compile subprocess that initialised CUDA but recorded nothing.
+  {
+    RankInfo info;
+    RankFileWriter empty(dir.file("shardscope_rank0_lrank0_pid999.ssdb"), info, kT0, "");
+    empty.finish();
+  }
+
+  auto inputs = find_rank_inputs(dir.path());
+  REQUIRE(inputs.size() == 4);
+  MergeOptions mo;
+  mo.output = dir.file("run.ssdb");
+  mo.command = "torchrun train.py";
+  MergeResult r = merge_rank_files(inputs, mo);
+  CHECK(r.ranks == 3);
+  CHECK(r.warnings.size() == 1);  // the empty subprocess file
+
+  auto db = open_profile_readonly(mo.output);
+  CHECK(q(db, "SELECT count(*) FROM ranks") == 3);
+  CHECK(q(db, "SELECT clock_offset_ns FROM ranks WHERE rank = 0") == 0);
+  CHECK(q(db, "SELECT count(*) FROM ranks WHERE rank = 1 AND gpu_name = 'NVIDIA H200' AND device_index = 1 "
+              "AND gpu_memory_bytes = 141 << 30 AND sm_count = 132 AND compute_major = 9") == 1);
+  CHECK(q(db, "SELECT clock_offset_ns FROM ranks WHERE rank = 1") == -5'000);
+  CHECK(q(db, "SELECT clock_offset_ns FROM ranks WHERE rank = 2") == 0);  // same host as rank 0
+  // Aligned: every all-gather ends at the same instant on both ranks.
+  CHECK(q(db, "SELECT count(*) FROM collectives a JOIN collectives b ON a.sequence = b.sequence "
+              "WHERE a.rank = 0 AND b.rank = 1 AND a.start_ns + a.duration_ns = b.start_ns + b.duration_ns") == 3);
+  CHECK(q(db, "SELECT count(*) FROM collectives WHERE bytes = 4000 AND group_size = 2 AND process_group_id IS NOT NULL") == 6);
+  CHECK(q(db, "SELECT count(*) FROM process_groups") == 1);
+  // Time 0 is the earliest corrected origin: rank 1's, kT0 + 900 on its clock, 5000 ns ahead.
+  const TimeNs origin = kT0 + 900 - 5'000;
+  CHECK(q(db, "SELECT value FROM meta WHERE key = 'time_origin_unix_ns'") == origin);
+  CHECK(q(db, "SELECT min(start_ns) FROM ranges WHERE rank = 2") == kT0 + 1'000 - origin);  // uncorrected host
+  // Modules: one tree, sizes from the sidecar, unit links.
+  CHECK(q(db, "SELECT count(*) FROM modules") == 4);
+  CHECK(q(db, "SELECT param_bytes FROM modules WHERE fqn = 'layers.0'") == 400);
+  CHECK(q(db, "SELECT is_fsdp_unit FROM modules WHERE fqn = 'layers.0'") == 1);
+  CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id "
+              "WHERE m.fqn = 'layers.0.attn' AND u.fqn = 'layers.0'") == 1);
+  CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules p ON p.id = m.parent_id WHERE m.fqn = 'layers' AND p.fqn = ''") == 1);
+  // Kernels keep their module; ranges get nesting.
+  CHECK(q(db, "SELECT count(*) FROM kernels k JOIN modules m ON m.id = k.module_id WHERE m.fqn = 'layers.0.attn'") == 2);
+  CHECK(q(db, "SELECT count(*) FROM ranges r JOIN ranges p ON p.id = r.parent_id JOIN strings s ON s.id = r.name_id "
+              "WHERE s.value = 'layers.0.attn' AND r.depth = 1") == 2);
+  CHECK(q(db, "SELECT count(*) FROM steps") == 3);
+  CHECK(q(db, "SELECT count(*) FROM memory_events WHERE module_id IS NOT NULL") == 2);
+  CHECK(q(db, "SELECT sum(count) FROM skipped_events WHERE reason = 'cupti dropped records'") == 5);
+  // The whole profile loads through the normal reader.
+  Profile p = load_profile(mo.output);
+  CHECK(p.ranks.size() == 3);
+  CHECK(p.kernel_count == 8);
+}
+
+TEST_CASE("same-host ranks are not shifted; a failed merge leaves no output") {
+  test::TempDir dir;
+  write_rank(dir.file("shardscope_rank0_lrank0_pid100.ssdb"), 0, "node-a", kT0, 0);
+  write_rank(dir.file("shardscope_rank1_lrank1_pid101.ssdb"), 1, "node-a", kT0, 0);
+  MergeOptions mo;
+  mo.output = dir.file("run.ssdb");
+  auto r = merge_rank_files(find_rank_inputs(dir.path()), mo);
+  REQUIRE(r.clock_offsets.size() == 2);
+  CHECK(r.clock_offsets[1].second == 0);
+
+  test::TempDir empty;
+  mo.output = empty.file("none.ssdb");
+  CHECK_THROWS_AS(merge_rank_files(find_rank_inputs(empty.path()), mo), ProfileError);
+  CHECK_FALSE(std::filesystem::exists(mo.output));
+}
+
+TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is ignored") {
+  auto ok = parse_sidecar("# shardscope-sidecar 1\nmodule\ta\tLinear\t10\t40\t0\t\nmodule\ta\tLinear\t12\t48\t1\tfalse\nrange\t1\t5\t9\tss:fwd:a\nrange\t1\t10", "x.tsv");
+  REQUIRE(ok.modules.size() == 1);  // the second line replaced the first
+  CHECK(ok.modules[0].param_count == 12);
+  CHECK(ok.modules[0].is_fsdp_unit);
+  CHECK(ok.modules[0].reshard_policy == "false");
+  CHECK(ok.ranges.size() == 1);
+
+  auto fails_with = [](const std::string& text, const std::string& what) {
+    try {
+      parse_sidecar(text, "s.tsv");
+      FAIL("no error for " << text);
+    } catch (const ProfileError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(what));
+    }
+  };
+  fails_with("meta\tk\tv\nmodule\ta\tLinear\tten\t40\t0\t\n", "s.tsv:2: expected an integer param_count");
+  fails_with("bogus\t1\n", "s.tsv:1: unknown record type 'bogus'");
+  fails_with("range\t1\t9\t5\tss:fwd:\n", "s.tsv:1: range ends before it starts");
+  fails_with("module\ta\n", "s.tsv:1: expected 7 fields");
+}

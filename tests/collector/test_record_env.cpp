@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include "profiler/collector/launcher/record_env.h"
+
+using namespace ss::record;
+
+TEST_CASE("record environment: injection paths, PYTHONPATH, output dir") {
+  RecordSettings s;
+  s.output_dir = "/tmp/out.parts";
+  s.collector_library = "/opt/ss/libshardscope_collector.so";
+  s.python_dir = "/opt/ss/python";
+  auto r = build_record_env({{"PYTHONPATH", "/home/u/src"}, {"HOME", "/home/u"}}, s);
+  CHECK(r.env.at("CUDA_INJECTION64_PATH") == s.collector_library);
+  CHECK(r.env.at("NVTX_INJECTION64_PATH") == s.collector_library);
+  CHECK(r.env.at("SHARDSCOPE_OUTPUT_DIR") == "/tmp/out.parts");
+  CHECK(r.env.at("SHARDSCOPE_COLLECTOR") == "1");
+  CHECK(r.env.at("SHARDSCOPE_MODULES") == "1");
+  CHECK(r.env.at("PYTHONPATH") == "/opt/ss/python/shardscope/_site:/opt/ss/python:/home/u/src");
+  CHECK(r.env.at("HOME") == "/home/u");
+  CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "backend:cudaMallocAsync");
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("no collector library: no injection variables; --no-modules; segments keeps the allocator") {
+  RecordSettings s;
+  s.output_dir = "/o";
+  s.memory = MemoryMode::Segments;
+  s.modules = false;
+  auto r = build_record_env({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}, {"SHARDSCOPE_COLLECTOR", "1"}}, s);
+  CHECK_FALSE(r.env.count("CUDA_INJECTION64_PATH"));
+  CHECK_FALSE(r.env.count("SHARDSCOPE_COLLECTOR"));
+  CHECK(r.env.at("SHARDSCOPE_MODULES") == "0");
+  CHECK(r.env.at("SHARDSCOPE_MEMORY") == "segments");
+  CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True");
+}
+
+TEST_CASE("per-tensor memory: backend forced, the user's other options kept, native-only ones dropped") {
+  std::vector<std::string> w;
+  CHECK(alloc_conf_with_async_backend("", w) == "backend:cudaMallocAsync");
+  CHECK(alloc_conf_with_async_backend("backend:cudaMallocAsync", w) == "backend:cudaMallocAsync");
+  CHECK(w.empty());
+  CHECK(alloc_conf_with_async_backend("backend:native, pinned_use_cuda_host_register:True", w) ==
+        "backend:cudaMallocAsync,pinned_use_cuda_host_register:True");
+  REQUIRE(w.size() == 1);
+  CHECK_THAT(w[0], Catch::Contains("backend:native"));
+  w.clear();
+  CHECK(alloc_conf_with_async_backend("expandable_segments:True,max_split_size_mb:128", w) == "backend:cudaMallocAsync");
+  CHECK(w.size() == 2);
+}
+
+TEST_CASE("another tool's injection and disabled NCCL NVTX are warned about") {
+  RecordSettings s;
+  s.output_dir = "/o";
+  s.collector_library = "/lib/ours.so";
+  auto r = build_record_env({{"CUDA_INJECTION64_PATH", "/nsys/libToolsInjection64.so"}, {"NCCL_NVTX_DISABLE", "1"}}, s);
+  CHECK(r.env.at("CUDA_INJECTION64_PATH") == "/lib/ours.so");
+  CHECK(r.warnings.size() == 2);
+}

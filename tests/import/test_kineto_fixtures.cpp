@@ -1,0 +1,232 @@
+// Kineto JSON import rules, one hand-written fixture per concern (tests/import/fixtures/).
+#include <catch2/catch.hpp>
+
+#include "profiler/import/import.h"
+#include "tests/import/import_test_util.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::test;
+
+namespace {
+
+std::string fixture(const std::string& name) { return source_dir() + "/tests/import/fixtures/" + name; }
+
+std::string import_one(TempDir& dir, const std::string& input) {
+  const std::string out = dir.file("out.ssdb");
+  import::ImportOptions o;
+  o.show_progress = false;
+  import::import_files({input}, out, o);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP fixture: rank, GPU and streams", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("fsdp_rank1.json"));
+  // distributedInfo.rank / world_size and deviceProperties of the device the kernels ran on.
+  CHECK(query_int(db, "SELECT count(*) FROM ranks") == 1);
+  CHECK(query_int(db, "SELECT rank FROM ranks") == 1);
+  CHECK(query_int(db, "SELECT world_size FROM ranks") == 2);
+  CHECK(query_text(db, "SELECT gpu_name FROM ranks") == "NVIDIA H100 80GB HBM3");
+  CHECK(query_int(db, "SELECT gpu_memory_bytes FROM ranks") == 85045231616);
+  CHECK(query_int(db, "SELECT sm_count FROM ranks") == 132);
+  CHECK(query_int(db, "SELECT compute_major FROM ranks") == 9);
+  CHECK(query_int(db, "SELECT pid FROM ranks") == 100);
+  // One stream per (device, stream): NCCL when it carries NCCL kernels, copy when only copies.
+  CHECK(query_int(db, "SELECT count(*) FROM streams") == 3);
+  CHECK(query_text(db, "SELECT e.label FROM streams s JOIN enums e ON e.type='stream_kind' AND e.value=s.kind WHERE native_id=20") == "nccl");
+  CHECK(query_text(db, "SELECT e.label FROM streams s JOIN enums e ON e.type='stream_kind' AND e.value=s.kind WHERE native_id=7") == "compute");
+  CHECK(query_text(db, "SELECT e.label FROM streams s JOIN enums e ON e.type='stream_kind' AND e.value=s.kind WHERE native_id=30") == "copy");
+}
+
+TEST_CASE("FSDP fixture: kernels, memcpy, memset with exact times", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("fsdp_rank1.json"));
+  CHECK(query_int(db, "SELECT count(*) FROM kernels") == 6);
+  CHECK(query_int(db, "SELECT count(*) FROM kernel_view WHERE category='collective'") == 2);
+  CHECK(query_int(db, "SELECT count(*) FROM kernel_view WHERE category='compute'") == 2);
+  CHECK(query_int(db, "SELECT bytes FROM kernel_view WHERE category='memcpy'") == 4096);
+  CHECK(query_int(db, "SELECT bytes FROM kernel_view WHERE category='memset'") == 128);
+  // Time 0 is the first event (ProfilerStep#7 at ts 1000.000 us after baseTimeNanoseconds).
+  CHECK(query_text(db, "SELECT value FROM meta WHERE key='time_origin_unix_ns'") == "1700000000001000000");
+  // ts 1013.000 us, dur 8.250 us -> 13000 ns after the origin, 8250 ns long (no float rounding).
+  CHECK(query_int(db, "SELECT start_ns FROM kernels WHERE correlation=11") == 13000);
+  CHECK(query_int(db, "SELECT duration_ns FROM kernels WHERE correlation=11") == 8250);
+  CHECK(query_int(db, "SELECT duration_ns FROM kernels WHERE correlation=16") == 500);
+  CHECK(query_int(db, "SELECT grid_x FROM kernel_view WHERE correlation=12") == 132);
+  CHECK(query_int(db, "SELECT block_x FROM kernel_view WHERE correlation=12") == 128);
+  CHECK(query_int(db, "SELECT c.registers_per_thread FROM kernels k JOIN launch_configs c ON c.id=k.launch_config_id WHERE correlation=12") == 168);
+}
+
+TEST_CASE("FSDP fixture: module tree and kernel attribution through the launch", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("fsdp_rank1.json"));
+  // FSDP FQNs build the tree from their prefixes: "" (root) <- layers <- layers.0.
+  CHECK(query_column(db, "SELECT fqn FROM modules ORDER BY fqn") == std::vector<std::string>{"", "layers", "layers.0"});
+  CHECK(query_text(db, "SELECT p.fqn FROM modules m JOIN modules p ON p.id=m.parent_id WHERE m.fqn='layers.0'") == "layers");
+  CHECK(query_int(db, "SELECT is_fsdp_unit FROM modules WHERE fqn='layers.0'") == 1);
+  // The gemm launched between FSDP::pre_forward and FSDP::post_forward (layers.0).
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE correlation=12") == "layers.0");
+  // The all-gather launched inside FSDP::all_gather (layers.0).
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE correlation=11") == "layers.0");
+  // Backward: launched on the autograd thread between pre_backward and post_backward.
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE correlation=14") == "layers.0");
+  // The copy launched after post_forward belongs to no module.
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE correlation=13") == "<null>");
+  // Synthesized per-unit forward / backward ranges with their phases.
+  CHECK(query_int(db, "SELECT count(*) FROM range_view WHERE kind='module' AND name='layers.0' AND phase='forward'") == 1);
+  CHECK(query_int(db, "SELECT count(*) FROM range_view WHERE kind='module' AND name='layers.0' AND phase='backward'") == 1);
+  CHECK(query_int(db, "SELECT duration_ns FROM range_view WHERE kind='module' AND phase='forward'") == 35000);
+  CHECK(query_text(db, "SELECT phase FROM range_view WHERE name='FSDP::post_backward (layers.0)'") == "backward");
+  CHECK(query_text(db, "SELECT phase FROM range_view WHERE name='FSDP::all_gather (layers.0)'") == "forward");
+  CHECK(query_text(db, "SELECT kind FROM range_view WHERE name='FSDP::all_gather (layers.0)'") == "fsdp");
+  CHECK(query_text(db, "SELECT phase FROM range_view WHERE name='Optimizer.step#AdamW.step'") == "optimizer");
+  // CPU ops get the innermost module too.
+  CHECK(query_text(db, "SELECT module FROM range_view WHERE name='aten::mm'") == "layers.0");
+}
+
+TEST_CASE("FSDP fixture: collectives joined with record_param_comms", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("fsdp_rank1.json"));
+  CHECK(query_int(db, "SELECT count(*) FROM collectives") == 2);
+  // All-gather: output size, 2000 elements x 2 bytes (BFloat16).
+  CHECK(query_text(db, "SELECT type FROM collective_view WHERE sequence=0") == "all_gather");
+  CHECK(query_int(db, "SELECT bytes FROM collective_view WHERE type='all_gather'") == 4000);
+  CHECK(query_text(db, "SELECT dtype FROM collective_view WHERE type='all_gather'") == "BFloat16");
+  // Reduce-scatter: input size, 4000 elements x 4 bytes (Float).
+  CHECK(query_int(db, "SELECT bytes FROM collective_view WHERE type='reduce_scatter'") == 16000);
+  CHECK(query_int(db, "SELECT sequence FROM collective_view WHERE type='reduce_scatter'") == 1);
+  CHECK(query_int(db, "SELECT group_size FROM collective_view WHERE type='reduce_scatter'") == 2);
+  // One process group row from pg_config + args, shared by both.
+  CHECK(query_int(db, "SELECT count(*) FROM process_groups") == 1);
+  CHECK(query_text(db, "SELECT ranks FROM process_groups") == "[0,1]");
+  CHECK(query_text(db, "SELECT description FROM process_groups") == "default_pg");
+  CHECK(query_text(db, "SELECT backend FROM process_groups") == "cuda:nccl");
+  CHECK(query_int(db, "SELECT count(DISTINCT process_group) FROM collective_view") == 1);
+  CHECK(query_int(db, "SELECT c.kernel_id = k.id FROM collectives c JOIN kernels k ON k.correlation=15 WHERE c.type=3") == 1);
+}
+
+TEST_CASE("FSDP fixture: steps, memory, GPU annotations, threads, skips", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("fsdp_rank1.json"));
+  CHECK(query_int(db, "SELECT number FROM steps") == 7);
+  CHECK(query_int(db, "SELECT start_ns FROM steps") == 0);
+  CHECK(query_int(db, "SELECT duration_ns FROM steps") == 500000);
+  // The CUDA [memory] event, attributed to the module active on its thread; the CPU one skipped.
+  CHECK(query_int(db, "SELECT count(*) FROM memory_events") == 1);
+  CHECK(query_int(db, "SELECT bytes FROM memory_events") == 1048576);
+  CHECK(query_int(db, "SELECT address FROM memory_events") == 4096);
+  CHECK(query_int(db, "SELECT time_ns FROM memory_events") == 25000);
+  CHECK(query_text(db, "SELECT module FROM memory_view") == "layers.0");
+  CHECK(query_int(db, "SELECT count FROM skipped_events WHERE reason LIKE '%non-CUDA%'") == 1);
+  CHECK(query_int(db, "SELECT count FROM skipped_events WHERE reason LIKE 'flow arrow%'") == 2);
+  // gpu_user_annotation: a range on the NCCL stream's lane.
+  CHECK(query_int(db, "SELECT count(*) FROM range_view r JOIN streams s ON s.id=r.stream_id WHERE r.kind='gpu_annotation' AND s.native_id=20") == 1);
+  // Thread names: from thread_name metadata, "autograd" for the engine thread.
+  CHECK(query_text(db, "SELECT name FROM threads WHERE tid=100") == "python main");
+  CHECK(query_text(db, "SELECT name FROM threads WHERE tid=200") == "autograd");
+  // Nesting: the FSDP::all_gather range sits inside the synthesized layers.0 forward range.
+  CHECK(query_text(db, "SELECT p.name FROM range_view r JOIN range_view p ON p.id=r.parent_id WHERE r.name='FSDP::all_gather (layers.0)'") == "FSDP::pre_forward (layers.0)");
+  CHECK(query_text(db, "SELECT source_format FROM origin") == "kineto-json");
+}
+
+TEST_CASE("gzip input gives the same profile as plain JSON", "[kineto]") {
+  TempDir dir;
+  const std::string gz = dir.file("fsdp.json.gz");
+  write_gzip(gz, read_file(fixture("fsdp_rank1.json")));
+  const auto db = import_one(dir, gz);
+  CHECK(query_int(db, "SELECT count(*) FROM kernels") == 6);
+  CHECK(query_int(db, "SELECT bytes FROM collective_view WHERE type='all_gather'") == 4000);
+  // Multi-member gzip (cat a.gz b.gz) inflates as one stream; here: JSON split in two members.
+  const std::string json = read_file(fixture("fsdp_rank1.json"));
+  const std::string two = dir.file("two.json.gz");
+  write_file(two, gzip_bytes(json.substr(0, 1000)) + gzip_bytes(json.substr(1000)));
+  TempDir dir2;
+  const auto db2 = import_one(dir2, two);
+  CHECK(query_int(db2, "SELECT count(*) FROM kernels") == 6);
+}
+
+TEST_CASE("legacy 2021 trace: capitalised categories, unix-us timestamps, string tids", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("legacy_2021.json"));
+  // No distributedInfo: the first free rank.
+  CHECK(query_int(db, "SELECT rank FROM ranks") == 0);
+  CHECK(query_int(db, "SELECT count(*) FROM kernels") == 3);
+  CHECK(query_int(db, "SELECT count(*) FROM kernel_view WHERE category='memcpy' AND bytes=800") == 1);
+  // No baseTimeNanoseconds: ts is unix-epoch microseconds.
+  CHECK(query_text(db, "SELECT value FROM meta WHERE key='time_origin_unix_ns'") == "1640995200000000000");
+  CHECK(query_int(db, "SELECT start_ns FROM kernels WHERE correlation=501") == 120000);
+  // "tid": "stream 7" with no args.stream.
+  CHECK(query_int(db, "SELECT s.native_id FROM kernels k JOIN streams s ON s.id=k.stream_id WHERE correlation=502") == 7);
+  // Collective type and size from the nccl:all_reduce annotation around the launch (1024 floats).
+  CHECK(query_text(db, "SELECT type FROM collective_view") == "all_reduce");
+  CHECK(query_int(db, "SELECT bytes FROM collective_view") == 4096);
+  CHECK(query_int(db, "SELECT number FROM steps") == 3);
+  CHECK(query_text(db, "SELECT kind FROM range_view WHERE name='aten::add'") == "cpu_op");
+}
+
+TEST_CASE("nn.Module events: fully-qualified names from nesting, attribution, ns display unit", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("modules.json"));
+  CHECK(query_column(db, "SELECT fqn FROM modules ORDER BY fqn") ==
+        std::vector<std::string>{"Net_0", "Net_0.Linear_0", "Net_0.Linear_1"});
+  CHECK(query_text(db, "SELECT class_name FROM modules WHERE fqn='Net_0.Linear_1'") == "Linear");
+  CHECK(query_text(db, "SELECT p.fqn FROM modules m JOIN modules p ON p.id=m.parent_id WHERE m.fqn='Net_0.Linear_0'") == "Net_0");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE name='gemm_a'") == "Net_0.Linear_0");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE name='gemm_b'") == "Net_0.Linear_1");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE name='relu'") == "Net_0");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE name='loose'") == "<null>");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE name='unlaunched'") == "<null>");
+  CHECK(query_int(db, "SELECT count(*) FROM range_view WHERE kind='module' AND phase='forward'") == 3);
+  // displayTimeUnit "ns" is a display hint only: ts stays microseconds (Kineto writes us).
+  CHECK(query_int(db, "SELECT duration_ns FROM kernels WHERE correlation=1") == 2000);
+  // Non-module Python frames are counted, not imported.
+  CHECK(query_int(db, "SELECT count FROM skipped_events WHERE reason LIKE 'python_function%'") == 1);
+}
+
+TEST_CASE("several ranks' files merge onto one clock", "[kineto]") {
+  TempDir dir;
+  const std::string base = R"({"distributedInfo": {"rank": RANK, "world_size": 2}, "baseTimeNanoseconds": 1000000000000,
+    "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": TS, "dur": 1.5,
+                     "args": {"device": 0, "stream": 7, "correlation": 1}}]})";
+  auto make = [&](const std::string& rank, const std::string& ts) {
+    std::string s = base;
+    s.replace(s.find("RANK"), 4, rank);
+    s.replace(s.find("TS"), 2, ts);
+    const std::string p = dir.file("r" + rank + ".json");
+    write_file(p, s);
+    return p;
+  };
+  const auto a = make("0", "100.000");
+  const auto b = make("1", "250.125");
+  const std::string out = dir.file("merged.ssdb");
+  import::ImportOptions o;
+  o.show_progress = false;
+  import::import_files({a, b}, out, o);
+  CHECK(query_int(out, "SELECT count(*) FROM ranks") == 2);
+  CHECK(query_int(out, "SELECT start_ns FROM kernels WHERE rank=0") == 0);
+  CHECK(query_int(out, "SELECT start_ns FROM kernels WHERE rank=1") == 150125);
+  CHECK(query_int(out, "SELECT count(*) FROM streams") == 2);
+}
+
+TEST_CASE("backward is the autograd engine's time, even when it runs on the main thread", "[kineto]") {
+  // Older PyTorch runs backward on the thread that ran forward (as in the V100 DLRM trace): the
+  // forward op at ts 10 and the annotation at ts 0 are forward / unphased; only what lies inside
+  // autograd::engine::evaluate_function [100, 200] is backward.
+  TempDir dir;
+  const std::string p = dir.file("main_thread_backward.json");
+  write_file(p, R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "## forward ##", "pid": 1, "tid": 5, "ts": 0, "dur": 50},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 5, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0", "pid": 1, "tid": 5, "ts": 100, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 5, "ts": 110, "dur": 5},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 120, "dur": 1,
+     "args": {"device": 0, "stream": 7, "correlation": 1}}]})");
+  const std::string out = import_one(dir, p);
+  CHECK(query_text(out, "SELECT phase FROM range_view WHERE name = '## forward ##'") == "none");
+  CHECK(query_text(out, "SELECT phase FROM range_view WHERE name = 'aten::mm' AND start_ns = 10000") == "none");
+  CHECK(query_text(out, "SELECT phase FROM range_view WHERE name = 'aten::mm' AND start_ns = 110000") == "backward");
+  CHECK(query_text(out, "SELECT phase FROM range_view WHERE name LIKE 'autograd::engine%'") == "backward");
+}

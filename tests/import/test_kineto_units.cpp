@@ -1,0 +1,71 @@
+// Small pieces of the Kineto importer: exact us -> ns conversion, category matching, the
+// innermost-range index used for attribution.
+#include <catch2/catch.hpp>
+
+#include "profiler/import/common/innermost_range.h"
+#include "profiler/import/kineto/kineto_parse.h"
+
+using namespace ss;
+using namespace ss::import;
+
+TEST_CASE("microsecond tokens convert to exact nanoseconds", "[kineto]") {
+  std::int64_t ns = 0;
+  REQUIRE(kineto::parse_us_token_to_ns("4458676522690.655", ns));
+  CHECK(ns == 4458676522690655);  // a double would lose the last digit here
+  REQUIRE(kineto::parse_us_token_to_ns("1694128201435418", ns));  // unix-epoch us, exact
+  CHECK(ns == 1694128201435418001 - 1);
+  REQUIRE(kineto::parse_us_token_to_ns("1694128201435419", ns));
+  CHECK(ns == 1694128201435419000);
+  CHECK_FALSE(kineto::parse_us_token_to_ns("99999999999999999999", ns));  // beyond the clock
+  REQUIRE(kineto::parse_us_token_to_ns("12", ns));
+  CHECK(ns == 12000);
+  REQUIRE(kineto::parse_us_token_to_ns("0.5", ns));
+  CHECK(ns == 500);
+  REQUIRE(kineto::parse_us_token_to_ns("1.23456", ns));
+  CHECK(ns == 1235);  // rounded to the ns
+  REQUIRE(kineto::parse_us_token_to_ns("-2.5", ns));
+  CHECK(ns == -2500);
+  REQUIRE(kineto::parse_us_token_to_ns("1.5e3 ", ns));
+  CHECK(ns == 1500000);
+  CHECK_FALSE(kineto::parse_us_token_to_ns("1e300", ns));
+  CHECK_FALSE(kineto::parse_us_token_to_ns("", ns));
+  CHECK_FALSE(kineto::parse_us_token_to_ns("abc", ns));
+}
+
+TEST_CASE("categories of every generation", "[kineto]") {
+  using kineto::Cat;
+  CHECK(kineto::classify_category("kernel") == Cat::Kernel);
+  CHECK(kineto::classify_category("Kernel") == Cat::Kernel);
+  CHECK(kineto::classify_category("gpu_memcpy") == Cat::Memcpy);
+  CHECK(kineto::classify_category("Memcpy") == Cat::Memcpy);
+  CHECK(kineto::classify_category("Memset") == Cat::Memset);
+  CHECK(kineto::classify_category("cuda_runtime") == Cat::Runtime);
+  CHECK(kineto::classify_category("Runtime") == Cat::Runtime);
+  CHECK(kineto::classify_category("cuda_driver") == Cat::Runtime);
+  CHECK(kineto::classify_category("cpu_op") == Cat::CpuOp);
+  CHECK(kineto::classify_category("Operator") == Cat::CpuOp);
+  CHECK(kineto::classify_category("gpu_user_annotation") == Cat::GpuUserAnnotation);
+  CHECK(kineto::classify_category("ac2g") == Cat::Flow);
+  CHECK(kineto::classify_category("overhead") == Cat::Other);
+}
+
+TEST_CASE("innermost range index", "[kineto]") {
+  // outer [0,100) value 1; inner [10,20) value 2; inner [30,60) value 3 with [40,50) value 4.
+  InnermostRangeIndex idx({{0, 100}, {10, 20}, {30, 60}, {40, 50}}, {1, 2, 3, 4});
+  CHECK(idx.at(-1) == -1);
+  CHECK(idx.at(0) == 1);
+  CHECK(idx.at(10) == 2);
+  CHECK(idx.at(19) == 2);
+  CHECK(idx.at(20) == 1);  // [start, end)
+  CHECK(idx.at(45) == 4);
+  CHECK(idx.at(55) == 3);
+  CHECK(idx.at(99) == 1);
+  CHECK(idx.at(100) == -1);
+  // Equal starts: the shorter range is the inner one.
+  InnermostRangeIndex eq({{5, 50}, {5, 10}}, {7, 8});
+  CHECK(eq.at(5) == 8);
+  CHECK(eq.at(10) == 7);
+  // Zero-length ranges contain nothing.
+  InnermostRangeIndex zero({{5, 5}}, {9});
+  CHECK(zero.at(5) == -1);
+}

@@ -1,0 +1,92 @@
+#include "tests/plugins/hand_made_profiles.h"
+
+#include "storage/profile_writer.h"
+
+namespace ss::test {
+
+// Layout (times in us; every value below is multiplied by 1000 to get ns):
+//
+// modules: "" (root, unit) > layers.0 (unit) > layers.0.mlp ; "" > layers.1 (unit)
+// process group P (2 ranks)
+//
+// rank 0   compute stream: gemm [0,100) mlp | gemm [150,250) mlp | relu [400,450) layers.1 | gemm [600,700) layers.1
+//          nccl stream:    AllGather [80,180) seq 0 (kernel without module) | ReduceScatter [460,560) seq 1
+//          CPU thread:     module range layers.0 [0,130) depth 0 > layers.0.mlp [20,110) depth 1
+//                          aten::relu CpuOp [260,390) depth 0
+//          memory:         t=10 +100 unsharded_parameter (layers.0); t=50 +300 activation (layers.0.mlp)
+//                          t=120 -300 activation (layers.0.mlp); t=130 +200 gradient (layers.1)
+//          GPU capacity 420 bytes
+// rank 1   compute stream: gemm [0,100) | gemm [300,400) | gemm [600,700) | relu [800,900)   (no modules)
+//          nccl stream:    AllGather [120,200) seq 0, kernel module layers.0.mlp | ReduceScatter [500,560) seq 1
+//          no CPU ranges, no memory events
+void write_two_rank_profile(const std::string& path) {
+  constexpr TimeNs us = 1000;
+  Origin o;
+  o.kind = OriginKind::Synthetic;
+  o.tool = "test_builtin_analyses";
+  o.source_format = "hand-made";
+  ProfileWriter w(path, o);
+  const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
+  const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
+  const RowId mlp = w.add_module({l0, "layers.0.mlp", "MLP", 0, 0, false, l0, ""});
+  const RowId l1 = w.add_module({root, "layers.1", "Block", 0, 0, true, kNoRow, "true"});
+  const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "nccl"});
+  const auto gemm = w.intern("gemm"), relu = w.intern("relu"), ag = w.intern("ncclAllGather"),
+             rs = w.intern("ncclReduceScatter");
+  for (int r = 0; r < 2; ++r) {
+    RankInfo ri;
+    ri.rank = r;
+    ri.gpu_name = "test GPU";
+    ri.gpu_memory_bytes = r == 0 ? 420 : 0;
+    ri.world_size = 2;
+    w.add_rank(ri);
+  }
+  auto kernel = [&](int rank, RowId stream, TimeNs a, TimeNs b, std::uint32_t name, KernelCategory cat, RowId module) {
+    KernelRow k;
+    k.rank = rank;
+    k.stream = stream;
+    k.start = a * us;
+    k.end = b * us;
+    k.name = name;
+    k.category = cat;
+    k.module = module;
+    return w.add_kernel(k);
+  };
+  auto collective = [&](int rank, RowId kernel_id, CollectiveType t, std::int64_t seq, TimeNs a, TimeNs b) {
+    w.add_collective({rank, kernel_id, t, 1 << 20, 0, pg, 2, seq, a * us, b * us});
+  };
+  // rank 0
+  const RowId c0 = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+  const RowId n0 = w.add_stream({0, 0, 20, StreamKind::Nccl, "nccl"});
+  const RowId t0 = w.add_thread({0, 100, "main"});
+  kernel(0, c0, 0, 100, gemm, KernelCategory::Compute, mlp);
+  kernel(0, c0, 150, 250, gemm, KernelCategory::Compute, mlp);
+  kernel(0, c0, 400, 450, relu, KernelCategory::Compute, l1);
+  kernel(0, c0, 600, 700, gemm, KernelCategory::Compute, l1);
+  collective(0, kernel(0, n0, 80, 180, ag, KernelCategory::Collective, kNoRow), CollectiveType::AllGather, 0, 80, 180);
+  collective(0, kernel(0, n0, 460, 560, rs, KernelCategory::Collective, kNoRow), CollectiveType::ReduceScatter, 1, 460,
+             560);
+  const RowId outer = w.add_range({0, t0, kNoRow, 0, 130 * us, w.intern("layers.0"), RangeKind::Module,
+                                   RangePhase::Forward, l0, kNoRow, 0});
+  w.add_range({0, t0, kNoRow, 20 * us, 110 * us, w.intern("layers.0.mlp"), RangeKind::Module, RangePhase::Forward, mlp,
+               outer, 1});
+  w.add_range({0, t0, kNoRow, 260 * us, 390 * us, w.intern("aten::relu"), RangeKind::CpuOp, RangePhase::Forward, kNoRow,
+               kNoRow, 0});
+  w.add_memory_event({0, 10 * us, 0x1000, 100, MemoryCategory::UnshardedParameter, l0, c0});
+  w.add_memory_event({0, 50 * us, 0x2000, 300, MemoryCategory::Activation, mlp, c0});
+  w.add_memory_event({0, 120 * us, 0x2000, -300, MemoryCategory::Activation, mlp, c0});
+  w.add_memory_event({0, 130 * us, 0x3000, 200, MemoryCategory::Gradient, l1, c0});
+  // rank 1
+  const RowId c1 = w.add_stream({1, 1, 7, StreamKind::Compute, "compute"});
+  const RowId n1 = w.add_stream({1, 1, 20, StreamKind::Nccl, "nccl"});
+  kernel(1, c1, 0, 100, gemm, KernelCategory::Compute, kNoRow);
+  kernel(1, c1, 300, 400, gemm, KernelCategory::Compute, kNoRow);
+  kernel(1, c1, 600, 700, gemm, KernelCategory::Compute, kNoRow);
+  kernel(1, c1, 800, 900, relu, KernelCategory::Compute, kNoRow);
+  collective(1, kernel(1, n1, 120, 200, ag, KernelCategory::Collective, mlp), CollectiveType::AllGather, 0, 120, 200);
+  collective(1, kernel(1, n1, 500, 560, rs, KernelCategory::Collective, kNoRow), CollectiveType::ReduceScatter, 1, 500,
+             560);
+  w.finish();
+}
+
+}  // namespace ss::test

@@ -1,0 +1,12 @@
+// Small profiles written by hand with ProfileWriter, whose analysis results can be worked out
+// on paper (the arithmetic is in test_builtin_analyses.cpp next to each assertion).
+#pragma once
+
+#include <string>
+
+namespace ss::test {
+
+// Two ranks, times in microseconds (x 1000 ns), see hand_made_profiles.cpp for the layout.
+void write_two_rank_profile(const std::string& path);
+
+}  // namespace ss::test

@@ -1,0 +1,75 @@
+// The unshard advisor plugin is the planner's answer: on a synthetic profile its summary and
+// chosen units equal a direct call of ss::sim::plan_unshard with the same inputs and budget.
+#include <catch2/catch.hpp>
+
+#include "plugins/host/plugin_host.h"
+#include "profiler/sim/planner.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/synthetic/synthetic_profile.h"
+#include "storage/profile_reader.h"
+#include "tests/plugins/result_access.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::test;
+
+TEST_CASE("unshard advisor wires the planner", "[plugins][advisor]") {
+  TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 2;
+  spec.layers = 6;
+  spec.steps = 2;
+  write_synthetic_profile(dir.file("s.ssdb"), spec);
+  const Profile p = load_profile(dir.file("s.ssdb"));
+  plugins::PluginHost host;
+  host.discover({SS_BUILTIN_PLUGIN_DIR});
+  plugins::AnalysisResult r = host.run("unshard-advisor", p);
+  INFO(r.error);
+  REQUIRE(r.ok);
+  const auto& s = table_of(r, "summary");
+  REQUIRE(s.rows.size() == 1);
+
+  // The same question asked directly: budget = 90% of the synthetic GPU's memory.
+  sim::SimInputRequest req;
+  req.profile_path = dir.file("s.ssdb");
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  sim::CompiledStep base = sim::compile_step(in.model, in.plan, in.cluster);
+  sim::PlanRequest pr;
+  pr.strategy = sim::Strategy::Cost;
+  pr.budget_bytes = static_cast<std::int64_t>(0.9 * double(p.ranks[0].info.gpu_memory_bytes));
+  sim::PlanOutcome o = sim::plan_unshard(in.model, base, in.cluster, pr);
+
+  CHECK(int_at(s, s.rows[0], "budget_bytes") == pr.budget_bytes);
+  CHECK(int_at(s, s.rows[0], "baseline_step_ns") == o.baseline.step_ns);
+  CHECK(int_at(s, s.rows[0], "predicted_step_ns") == o.result.step_ns);
+  CHECK(int_at(s, s.rows[0], "predicted_peak_bytes") == o.result.peak_bytes);
+  CHECK(int_at(s, s.rows[0], "predicted_step_ns") <= int_at(s, s.rows[0], "baseline_step_ns"));
+  CHECK(int_at(s, s.rows[0], "fits_budget") == 1);
+  const auto& k = table_of(r, "keep_unsharded");
+  REQUIRE(k.rows.size() == o.unsharded.size());
+  for (std::size_t i = 0; i < k.rows.size(); ++i) CHECK(std::get<std::string>(k.rows[i][0]) == o.unsharded[i]);
+  REQUIRE(!r.findings.empty());
+  CHECK(table_of(r, "apply").rows.size() == 1);
+}
+
+TEST_CASE("unshard advisor on a profile without module ranges fails politely", "[plugins][advisor]") {
+  TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 1;
+  spec.layers = 2;
+  spec.steps = 1;
+  write_synthetic_profile(dir.file("s.ssdb"), spec);
+  // Same profile copied without its ranges: the simulator cannot extract per-unit compute.
+  {
+    sql::Db db(dir.file("s.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("DELETE FROM ranges");
+  }
+  const Profile p = load_profile(dir.file("s.ssdb"));
+  plugins::PluginHost host;
+  host.discover({SS_BUILTIN_PLUGIN_DIR});
+  plugins::AnalysisResult r = host.run("unshard-advisor", p);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error.find("unshard-advisor") != std::string::npos);
+  // The host carries on.
+  CHECK(host.run("temporal", p).ok);
+}

@@ -1,0 +1,209 @@
+"""The module hooks on CPU with Debian's torch: names, nesting, phases, checkpointing, optimizer
+steps, module sizes, global install through sitecustomize."""
+import _torch_or_skip  # noqa: F401  (exits 77 without torch)
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint as checkpoint
+
+import shardscope
+from shardscope import hooks
+from shardscope._names import parse_message
+from shardscope.backends import RecordingBackend
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.normpath(os.path.join(HERE, "..", "..", "profiler", "python"))
+
+
+class Block(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.attn = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        return x + self.mlp(torch.relu(self.attn(x)))
+
+
+class Model(nn.Module):
+    def __init__(self, layers=2, ckpt=False):
+        super().__init__()
+        self.embed = nn.Embedding(16, 8)
+        self.layers = nn.ModuleList([Block() for _ in range(layers)])
+        self.head = nn.Linear(8, 16, bias=False)
+        self.ckpt = ckpt
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = checkpoint.checkpoint(layer, x) if self.ckpt else layer(x)
+        return self.head(x).float().pow(2).mean()
+
+
+def run_step(model, backend, ckpt_steps=1):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    handle = shardscope.annotate(model, backend=backend, optimizer=opt)
+    try:
+        for _ in range(ckpt_steps):
+            loss = model(torch.randint(0, 16, (2, 5)))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+    finally:
+        handle.remove()
+
+
+def by_phase(backend, phase):
+    return [m[7:] for m in backend.messages() if m.startswith("ss:%s:" % phase)]
+
+
+def contains(outer, inner):
+    return outer[2] <= inner[2] and inner[3] <= outer[3]
+
+
+class HookTests(unittest.TestCase):
+    def test_forward_names_and_order(self):
+        b = RecordingBackend()
+        run_step(Model(), b)
+        fwd = by_phase(b, "fwd")
+        self.assertEqual(
+            fwd,
+            ["", "embed", "layers.0", "layers.0.attn", "layers.0.mlp", "layers.0.mlp.0", "layers.0.mlp.1",
+             "layers.0.mlp.2", "layers.1", "layers.1.attn", "layers.1.mlp", "layers.1.mlp.0", "layers.1.mlp.1",
+             "layers.1.mlp.2", "head"])
+
+    def test_forward_ranges_nest(self):
+        b = RecordingBackend()
+        run_step(Model(), b)
+        r = {x[0]: x for x in b.ranges}
+        self.assertTrue(contains(r["ss:fwd:"], r["ss:fwd:layers.1"]))
+        self.assertTrue(contains(r["ss:fwd:layers.1"], r["ss:fwd:layers.1.mlp.2"]))
+        self.assertFalse(contains(r["ss:fwd:layers.0"], r["ss:fwd:layers.1"]))
+
+    def test_backward_phase_reverse_order(self):
+        b = RecordingBackend()
+        run_step(Model(), b)
+        bwd = by_phase(b, "bwd")
+        # Every module whose output needs a gradient gets one backward range, in reverse layer order.
+        self.assertIn("layers.0.attn", bwd)
+        self.assertLess(bwd.index("layers.1"), bwd.index("layers.0"))
+        self.assertLess(bwd.index("head"), bwd.index("layers.1"))
+        r = {x[0]: x for x in b.ranges}
+        self.assertTrue(contains(r["ss:bwd:layers.1"], r["ss:bwd:layers.1.attn"]))
+        # Backward starts after forward ended.
+        self.assertGreater(r["ss:bwd:layers.1"][2], r["ss:fwd:"][3])
+        self.assertEqual(by_phase(b, "rcp"), [])
+
+    def test_activation_checkpointing_is_recompute(self):
+        b = RecordingBackend()
+        run_step(Model(ckpt=True), b)
+        rcp = by_phase(b, "rcp")
+        self.assertEqual(sorted(rcp), sorted(["layers.0", "layers.0.attn", "layers.0.mlp", "layers.0.mlp.0",
+                                              "layers.0.mlp.1", "layers.0.mlp.2", "layers.1", "layers.1.attn",
+                                              "layers.1.mlp", "layers.1.mlp.0", "layers.1.mlp.1", "layers.1.mlp.2"]))
+        # Recompute of layers.1 precedes its backward, which precedes layers.0's recompute.
+        order = b.messages()
+        self.assertLess(order.index("ss:rcp:layers.1"), order.index("ss:bwd:layers.1"))
+        self.assertLess(order.index("ss:bwd:layers.1"), order.index("ss:rcp:layers.0"))
+        # The recomputed graph still gives backward ranges for the checkpointed modules.
+        self.assertIn("layers.0.attn", by_phase(b, "bwd"))
+
+    def test_optimizer_steps_are_numbered(self):
+        b = RecordingBackend()
+        run_step(Model(), b, ckpt_steps=3)
+        self.assertEqual([m for m in b.messages() if m.startswith("ss:opt:")], ["ss:opt:0", "ss:opt:1", "ss:opt:2"])
+        for m in b.messages():
+            self.assertIsNotNone(parse_message(m), m)
+
+    def test_no_ranges_after_remove(self):
+        b = RecordingBackend()
+        m = Model()
+        handle = shardscope.annotate(m, backend=b)
+        handle.remove()
+        m(torch.randint(0, 16, (2, 5))).backward()
+        self.assertEqual(b.ranges, [])
+
+    def test_module_sizes(self):
+        m = Model()
+        count, nbytes = hooks.module_params(m.layers[0])
+        # Linear(8,8) + Linear(8,16) + Linear(16,8), weights and biases, float32
+        expected = (8 * 8 + 8) + (8 * 16 + 16) + (16 * 8 + 8)
+        self.assertEqual(count, expected)
+        self.assertEqual(nbytes, 4 * expected)
+        self.assertEqual(hooks.fsdp_info(m.layers[0]), (False, ""))
+
+
+class SidecarAndAutostartTests(unittest.TestCase):
+    def test_sitecustomize_installs_global_hooks_and_writes_sidecar(self):
+        script = textwrap.dedent("""
+            import torch, torch.nn as nn
+            m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(2):
+                m(torch.randn(3, 4)).sum().backward()
+                opt.step()
+        """)
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.path.join(PYDIR, "shardscope", "_site") + ":" + PYDIR
+            env["SHARDSCOPE_OUTPUT_DIR"] = out
+            env["RANK"] = "3"
+            env["LOCAL_RANK"] = "1"
+            env.pop("SHARDSCOPE_COLLECTOR", None)
+            p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            files = os.listdir(out)
+            self.assertEqual(len(files), 1, files)
+            self.assertRegex(files[0], r"^shardscope_rank3_lrank1_pid\d+\.modules\.tsv$")
+            with open(os.path.join(out, files[0])) as f:
+                lines = [l.rstrip("\n").split("\t") for l in f if not l.startswith("#")]
+            modules = {l[1]: l for l in lines if l[0] == "module"}
+            self.assertEqual(set(modules), {"", "0", "1", "2"})
+            self.assertEqual(modules["0"][2], "Linear")
+            self.assertEqual(int(modules["0"][3]), 20)
+            self.assertEqual(int(modules[""][4]), 4 * (20 + 5))
+            ranges = [l[4] for l in lines if l[0] == "range"]
+            self.assertEqual(ranges.count("ss:fwd:"), 2)
+            self.assertEqual(ranges.count("ss:bwd:0"), 2)
+            self.assertIn("ss:opt:1", ranges)
+            meta = {l[1]: l[2] for l in lines if l[0] == "meta"}
+            self.assertEqual(meta["ranges"], "sidecar")
+            self.assertEqual(meta["rank"], "3")
+
+    def test_forked_child_does_not_duplicate_lines(self):
+        from shardscope._sidecar import SidecarWriter
+
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "s.modules.tsv")
+            w = SidecarWriter(path)
+            w.range(1, 10, 20, "ss:fwd:a")  # buffered, not yet written
+            pid = os.fork()
+            if pid == 0:
+                w.range(2, 30, 40, "ss:fwd:child")
+                w.close()
+                os._exit(0)
+            os.waitpid(pid, 0)
+            w.close()
+            with open(path) as f:
+                lines = f.read().splitlines()
+            self.assertEqual(lines, ["# shardscope-sidecar 1", "range\t1\t10\t20\tss:fwd:a"])
+
+    def test_without_output_dir_nothing_happens(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.path.join(PYDIR, "shardscope", "_site") + ":" + PYDIR
+        env.pop("SHARDSCOPE_OUTPUT_DIR", None)
+        p = subprocess.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), "False")  # sitecustomize must not import torch itself
+
+
+if __name__ == "__main__":
+    unittest.main()

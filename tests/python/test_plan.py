@@ -1,0 +1,106 @@
+"""Tests for shardscope.plan.apply_plan: with a fake module tree (always) and with torch (when
+importable; FSDP itself needs a process group, so torch's fully_shard is replaced by a recorder)."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "profiler", "python", "shardscope"))
+import plan as ssplan  # noqa: E402  (the module alone; the package's __init__ belongs to another part)
+
+
+class FakeModule:
+    def __init__(self, children=None):
+        self.children = children or {}
+
+    def get_submodule(self, name):
+        m = self
+        for part in name.split("."):
+            if part not in m.children:
+                raise AttributeError(part)
+            m = m.children[part]
+        return m
+
+
+def fake_model():
+    layers = FakeModule({str(i): FakeModule({"attention": FakeModule(), "feed_forward": FakeModule()}) for i in range(4)})
+    return FakeModule({"layers": layers, "norm": FakeModule(), "output": FakeModule()})
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, module, **kwargs):
+        self.calls.append((module, kwargs))
+
+
+class ApplyPlanTest(unittest.TestCase):
+    def test_applies_false_and_k_innermost_first(self):
+        model = fake_model()
+        rec = Recorder()
+        plan = {"unsharded": ["layers.3", "layers.2.attention"], "reshard_after_forward": {"layers.0": 8, "layers.1": True}}
+        applied = ssplan.apply_plan(model, plan, fully_shard_fn=rec, mesh="M")
+        self.assertEqual([n for n, _ in applied], ["layers.2.attention", "layers.0", "layers.3"])
+        self.assertIs(rec.calls[0][0], model.get_submodule("layers.2.attention"))
+        self.assertEqual(rec.calls[0][1], {"reshard_after_forward": False, "mesh": "M"})
+        self.assertEqual(rec.calls[1][1]["reshard_after_forward"], 8)
+
+    def test_reads_a_plan_file_written_by_the_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "plan.json")
+            with open(path, "w") as f:
+                json.dump({"unsharded": ["layers.3"], "predicted": {"step_time_ms": 1.0}, "fsdp2_python": "..."}, f)
+            rec = Recorder()
+            ssplan.apply_plan(fake_model(), path, fully_shard_fn=rec)
+            self.assertEqual(len(rec.calls), 1)
+
+    def test_unknown_module_applies_nothing(self):
+        rec = Recorder()
+        with self.assertRaisesRegex(ValueError, "layers.9"):
+            ssplan.apply_plan(fake_model(), {"unsharded": ["layers.0", "layers.9"]}, fully_shard_fn=rec)
+        self.assertEqual(rec.calls, [])
+
+    def test_bad_json_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "bad.json")
+            with open(path, "w") as f:
+                f.write('{"unsharded": [')
+            with self.assertRaisesRegex(ValueError, "bad.json: invalid JSON at line 1"):
+                ssplan.apply_plan(fake_model(), path, fully_shard_fn=Recorder())
+
+
+class PackageTest(unittest.TestCase):
+    def test_one_call_from_the_package(self):
+        try:
+            import shardscope
+            from shardscope.plan import apply_plan
+        except ImportError as e:  # the package's other modules are not importable here
+            self.skipTest("shardscope package not importable: %s" % e)
+        self.assertIs(shardscope.apply_plan, apply_plan)
+        rec = Recorder()
+        shardscope.apply_plan(fake_model(), {"unsharded": ["norm"]}, fully_shard_fn=rec)
+        self.assertEqual(len(rec.calls), 1)
+
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable")
+class TorchModelTest(unittest.TestCase):
+    def test_real_module_tree(self):
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+        rec = Recorder()
+        ssplan.apply_plan(model, {"unsharded": ["1.0", "0"]}, fully_shard_fn=rec)
+        self.assertIs(rec.calls[0][0], model[1][0])
+        self.assertIs(rec.calls[1][0], model[0])
+
+
+if __name__ == "__main__":
+    unittest.main()

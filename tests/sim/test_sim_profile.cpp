@@ -1,0 +1,135 @@
+// Profiles in and out: extracting a SimModel from a (synthetic) profile, writing the simulated
+// profile, and reading that back to the same prediction.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "profiler/sim/profile_extract.h"
+#include "profiler/sim/simulated_profile.h"
+#include "profiler/sim/step_simulator.h"
+#include "profiler/synthetic/synthetic_profile.h"
+#include "storage/errors.h"
+#include "storage/profile_reader.h"
+#include "storage/profile_writer.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+// Busy time of every compute-category kernel of rank 0 inside [a, b) (kernels do not overlap on
+// the synthetic profile's single compute stream).
+TimeNs compute_in(const Profile& p, TimeNs a, TimeNs b) {
+  TimeNs t = 0;
+  for (std::int32_t ti : p.ranks.front().stream_tracks) {
+    const auto& tr = p.stream_tracks[static_cast<std::size_t>(ti)];
+    if (tr.kind != StreamKind::Compute) continue;
+    for (const auto& k : tr.events)
+      if (k.start >= a && k.end <= b) t += k.end - k.start;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a synthetic profile becomes units, compute segments and collectives", "[sim][profile]") {
+  ss::test::TempDir dir;
+  SyntheticSpec spec;
+  spec.layers = 6;
+  spec.steps = 3;
+  spec.ranks = 2;
+  write_synthetic_profile(dir.file("in.ssdb"), spec);
+  const Profile p = load_profile(dir.file("in.ssdb"));
+  const ProfileInput in = extract_profile(p);
+  const SimModel& m = in.model;
+  CHECK(in.world_size == 2);
+  CHECK(in.steps_used == 2);  // the first of three is skipped as warm-up
+  REQUIRE(m.units.size() == 7);  // root + layers.0..5
+  CHECK(m.units[0].is_root);
+  // The generator's layer: 218,112,000 parameters (attention 41,943,040 + feed-forward 176,160,768).
+  const int l0 = m.find_unit("layers.0");
+  REQUIRE(l0 >= 0);
+  CHECK(m.units[static_cast<std::size_t>(l0)].param_count == 218'112'000);
+  // Root's own parameters: embedding 525,336,576 + norm 4,096 + output 525,336,576.
+  CHECK(m.units[0].param_count == 525'336'576LL * 2 + 4'096);
+  // Segments: root head, 6 layers in forward order, root tail.
+  REQUIRE(m.segments.size() == 8);
+  for (int l = 0; l < 6; ++l) CHECK(m.units[static_cast<std::size_t>(m.segments[static_cast<std::size_t>(l + 1)].unit)].name == "layers." + std::to_string(l));
+  // Everything the compute stream did in the averaged steps is accounted for exactly once.
+  TimeNs kernels = 0;
+  for (std::size_t s = 1; s < p.ranks.front().steps.size(); ++s)
+    kernels += compute_in(p, p.ranks.front().steps[s].start, p.ranks.front().steps[s].end);
+  TimeNs modelled = m.optimizer_ns;
+  for (const auto& s : m.segments) modelled += s.fwd_ns + s.bwd_ns;
+  CHECK(std::abs(double(modelled) * 2 - double(kernels)) <= 16);  // per-step averages, rounded
+  // Collectives: 6 forward AG + 6 backward AG + 6 RS per step on rank 0, three steps.
+  CHECK(in.collectives.size() == 18 * 3);
+  CHECK(in.measured_step_ns > 0);
+  // Activations: the generator allocates 64 MiB per sub-module (attention, feed-forward) per layer
+  // forward, all attributed to the layer's unit.
+  ProfileInput with_act = in;
+  CHECK(add_activations_from_profile(with_act, dir.file("in.ssdb")) == 6 * 2 * (64LL << 20));
+  CHECK(with_act.model.segments[1].saved_activation_bytes == 2 * (64LL << 20));
+  CHECK(with_act.model.segments[0].saved_activation_bytes == 0);
+}
+
+TEST_CASE("simulated profile round trip: write, read back, re-simulate", "[sim][profile]") {
+  ss::test::TempDir dir;
+  SyntheticSpec spec;
+  spec.layers = 5;
+  write_synthetic_profile(dir.file("in.ssdb"), spec);
+  ProfileInput in = extract_profile(load_profile(dir.file("in.ssdb")));
+  add_activations_from_profile(in, dir.file("in.ssdb"));
+  ClusterModel c;
+  c.world_size = 2;
+  const CompiledStep s = compile_step(in.model, FsdpPlan{}, c);
+  const SimResult r = simulate(s, true);
+  write_simulated_profile(dir.file("sim.ssdb"), in.model, s, r, {"in.ssdb", "NVIDIA H100 80GB HBM3", "{\"plan\": {}}"});
+
+  const Profile sim = load_profile(dir.file("sim.ssdb"));
+  CHECK(sim.origin.kind == OriginKind::Simulated);
+  CHECK(sim.origin.parameters_json == "{\"plan\": {}}");
+  REQUIRE(sim.ranks.size() == 1);
+  CHECK(sim.ranks.front().info.world_size == 2);
+  CHECK(static_cast<std::size_t>(sim.kernel_count) == r.ops.size());
+  std::size_t ag = 0, rs = 0;
+  for (const auto& col : sim.collectives) {
+    ag += col.type == CollectiveType::AllGather;
+    rs += col.type == CollectiveType::ReduceScatter;
+  }
+  CHECK(ag == static_cast<std::size_t>(r.all_gathers));
+  CHECK(rs == static_cast<std::size_t>(r.reduce_scatters));
+  CHECK(sim.memory_event_count == static_cast<std::int64_t>(r.memory.size()));
+  // The memory counter peaks where the simulator says.
+  std::int64_t peak = 0;
+  for (const auto& pt : sim.ranks.front().memory) peak = std::max(peak, pt.value);
+  CHECK(peak == r.peak_bytes);
+  // Reading the simulated profile gives back the same model and the same step time.
+  ProfileInput again = extract_profile(sim);
+  add_activations_from_profile(again, dir.file("sim.ssdb"));
+  CHECK(again.measured_step_ns == r.step_ns);
+  const SimResult r2 = simulate(compile_step(again.model, FsdpPlan{}, c));
+  CHECK(r2.step_ns == r.step_ns);
+  CHECK(r2.peak_bytes - r.peak_bytes == 0);
+}
+
+TEST_CASE("profiles that cannot be simulated are refused with a reason", "[sim][profile]") {
+  ss::test::TempDir dir;
+  {
+    Origin o;
+    ProfileWriter w(dir.file("nounits.ssdb"), o);
+    w.add_rank({});
+    w.add_module({kNoRow, "", "Model", 10, 20, false, kNoRow, ""});
+    w.finish();
+  }
+  CHECK_THROWS_WITH(extract_profile(load_profile(dir.file("nounits.ssdb"))), Catch::Contains("no module is marked as an FSDP unit"));
+  {
+    Origin o;
+    ProfileWriter w(dir.file("noranges.ssdb"), o);
+    w.add_rank({});
+    w.add_module({kNoRow, "", "Model", 10, 20, true, kNoRow, "false"});
+    w.finish();
+  }
+  CHECK_THROWS_WITH(extract_profile(load_profile(dir.file("noranges.ssdb"))), Catch::Contains("no forward/backward module ranges"));
+}

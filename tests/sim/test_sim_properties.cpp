@@ -1,0 +1,180 @@
+// Properties over random models, clusters and plans (fixed seeds, so failures reproduce).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "profiler/sim/planner.h"
+#include "profiler/sim/step_simulator.h"
+#include "tests/sim/sim_fixtures.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+int expected_all_gathers(const CompiledStep& s) {
+  int n = 0;
+  for (const auto& e : s.units)
+    if (e.first_seg >= 0 && e.ag_bytes > 0) n += e.reshard == kKeepUnsharded ? 1 : 2;  // forward, + backward when resharded
+  return n * s.micro_batches;
+}
+
+int units_with_compute(const CompiledStep& s) {
+  return static_cast<int>(
+      std::count_if(s.units.begin(), s.units.end(), [](const ExecUnit& e) { return e.first_seg >= 0 && e.params > 0; }));
+}
+
+FsdpPlan random_plan(std::mt19937_64& rng, const SimModel& m, const ClusterModel& c) {
+  FsdpPlan p;
+  for (std::size_t u = 1; u < m.units.size(); ++u)
+    if (rng() % 3 == 0) p.unsharded.push_back(m.units[u].name);
+  if (rng() % 4 == 0) p.gradient_accumulation = 2;
+  if (rng() % 4 == 0) p.separate_reduce_scatter_group = true;
+  if (rng() % 4 == 0 && c.world_size % 2 == 0 && c.world_size >= 4) p.hsdp_replicate = 2;
+  if (rng() % 5 == 0) p.bucket_cap_mb["default"] = 600;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("more bandwidth is never slower", "[sim][property]") {
+  std::mt19937_64 rng(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    SimModel m = test::random_model(rng);
+    ClusterModel c = test::random_cluster(rng);
+    const FsdpPlan p = random_plan(rng, m, c);
+    const SimResult slow = simulate(compile_step(m, p, c));
+    ClusterModel fast = c;
+    for (auto& k : fast.coll) {
+      k.intra.busbw_GBps *= 2;
+      k.inter.busbw_GBps *= 2;
+      k.nic_GBps *= 2;
+    }
+    const SimResult quick = simulate(compile_step(m, p, fast));
+    INFO("iteration " << iter);
+    CHECK(quick.step_ns <= slow.step_ns);
+  }
+}
+
+TEST_CASE("keeping a unit unsharded never adds an all-gather and never lowers peak memory", "[sim][property]") {
+  std::mt19937_64 rng(12);
+  for (int iter = 0; iter < 300; ++iter) {
+    SimModel m = test::random_model(rng);
+    ClusterModel c = test::random_cluster(rng);
+    FsdpPlan p = random_plan(rng, m, c);
+    p.bucket_cap_mb.clear();
+    const SimResult base = simulate(compile_step(m, p, c));
+    std::vector<std::string> resharded;
+    for (std::size_t u = 1; u < m.units.size(); ++u)
+      if (std::find(p.unsharded.begin(), p.unsharded.end(), m.units[u].name) == p.unsharded.end())
+        resharded.push_back(m.units[u].name);
+    if (resharded.empty()) continue;
+    FsdpPlan more = p;
+    more.unsharded.push_back(resharded[rng() % resharded.size()]);
+    const SimResult kept = simulate(compile_step(m, more, c));
+    INFO("iteration " << iter << " unit " << more.unsharded.back());
+    CHECK(kept.all_gathers == base.all_gathers - p.gradient_accumulation);
+    CHECK(kept.peak_bytes >= base.peak_bytes);
+  }
+}
+
+TEST_CASE("memory is never negative and returns to the persistent state", "[sim][property]") {
+  std::mt19937_64 rng(13);
+  for (int iter = 0; iter < 300; ++iter) {
+    SimModel m = test::random_model(rng);
+    ClusterModel c = test::random_cluster(rng);
+    const FsdpPlan p = random_plan(rng, m, c);
+    CompiledStep s = compile_step(m, p, c);
+    const SimResult r = simulate(s, true);
+    INFO("iteration " << iter);
+    CHECK(r.min_bytes >= 0);
+    std::int64_t cur = 0, persistent = s.other_memory_bytes;
+    for (const auto& e : r.memory) {
+      cur += e.delta;
+      REQUIRE(cur >= 0);
+    }
+    for (const auto& e : s.units) persistent += e.params * s.master_bytes / s.shard + e.params * s.optimizer_bytes / s.shard;
+    CHECK(cur == persistent);
+    std::int64_t cats = 0;
+    for (auto v : r.peak_by_category) {
+      CHECK(v >= 0);
+      cats += v;
+    }
+    CHECK(cats == r.peak_bytes);
+  }
+}
+
+TEST_CASE("all-gathers and reduce-scatters equal units x passes; lanes never overlap", "[sim][property]") {
+  std::mt19937_64 rng(14);
+  for (int iter = 0; iter < 300; ++iter) {
+    SimModel m = test::random_model(rng);
+    ClusterModel c = test::random_cluster(rng);
+    const FsdpPlan p = random_plan(rng, m, c);
+    CompiledStep s = compile_step(m, p, c);
+    const SimResult r = simulate(s);
+    INFO("iteration " << iter);
+    CHECK(r.all_gathers == expected_all_gathers(s));
+    const int syncs = s.sync_every_microbatch ? s.micro_batches : 1;
+    CHECK(r.reduce_scatters == units_with_compute(s) * syncs);
+    CHECK(r.all_reduces == (s.replicate > 1 ? units_with_compute(s) * syncs : 0));
+    TimeNs lane_end[kLaneCount] = {0, 0, 0, 0};
+    for (int l = 0; l < kLaneCount; ++l) {
+      std::vector<std::pair<TimeNs, TimeNs>> iv;
+      for (const auto& o : r.ops)
+        if (static_cast<int>(o.lane) == l) iv.emplace_back(o.start, o.end);
+      std::sort(iv.begin(), iv.end());
+      for (std::size_t i = 1; i < iv.size(); ++i) REQUIRE(iv[i].first >= iv[i - 1].second);
+      if (!iv.empty()) lane_end[l] = iv.back().second;
+    }
+    CHECK(r.step_ns == lane_end[0]);  // the optimizer ends the step, after every collective
+    CHECK(*std::max_element(lane_end, lane_end + kLaneCount) == r.step_ns);
+  }
+}
+
+TEST_CASE("world size changes costs, not the number of simulated events", "[sim][property]") {
+  std::mt19937_64 rng(15);
+  SimModel m = test::random_model(rng, 40);
+  ClusterModel c = test::random_cluster(rng);
+  c.world_size = 8;
+  const SimResult small = simulate(compile_step(m, FsdpPlan{}, c));
+  c.world_size = 8192;
+  const SimResult big = simulate(compile_step(m, FsdpPlan{}, c));
+  CHECK(small.ops.size() == big.ops.size());
+  CHECK(small.memory.size() == big.memory.size());
+  CHECK(big.peak_bytes < small.peak_bytes);  // persistent state shrinks with the shard group
+}
+
+TEST_CASE("planner results fit the budget; exact is never worse than greedy or cost", "[sim][property][planner]") {
+  std::mt19937_64 rng(16);
+  int compared = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    SimModel m = test::random_model(rng, 9);
+    ClusterModel c = test::random_cluster(rng);
+    c.world_size = std::min(c.world_size, 64);
+    CompiledStep base = compile_step(m, FsdpPlan{}, c);
+    const SimResult b = simulate(base);
+    // Budgets from just above the baseline to everything unsharded.
+    FsdpPlan all;
+    for (std::size_t u = 1; u < m.units.size(); ++u) all.unsharded.push_back(m.units[u].name);
+    const SimResult top = simulate(compile_step(m, all, c));
+    std::uniform_real_distribution<double> f(0, 1.2);
+    PlanRequest req;
+    req.budget_bytes = b.peak_bytes + static_cast<std::int64_t>(f(rng) * double(top.peak_bytes - b.peak_bytes));
+    INFO("iteration " << iter << " budget " << req.budget_bytes);
+    req.strategy = Strategy::Greedy;
+    const PlanOutcome g = plan_unshard(m, base, c, req);
+    req.strategy = Strategy::Cost;
+    const PlanOutcome k = plan_unshard(m, base, c, req);
+    req.strategy = Strategy::Exact;
+    const PlanOutcome x = plan_unshard(m, base, c, req);
+    for (const auto* o : {&g, &k, &x}) {
+      CHECK(o->fits);
+      CHECK(o->result.peak_bytes <= req.budget_bytes);
+    }
+    CHECK(x.result.step_ns <= g.result.step_ns);
+    CHECK(x.result.step_ns <= k.result.step_ns);
+    CHECK(x.result.step_ns <= b.step_ns);
+    ++compared;
+  }
+  CHECK(compared == 60);
+}

@@ -1,0 +1,262 @@
+// The main window end to end, driven with synthetic Qt input events the way a user would: open a
+// profile (and a broken file), zoom, pan, box-select, find, click to select. Needs an OpenGL
+// context, so ctest runs it under xvfb-run (tests/views/CMakeLists.txt).
+#include <catch2/catch.hpp>
+
+#include <QApplication>
+#include <QFileInfo>
+#include <QKeyEvent>
+#include <QMimeData>
+#include <QSettings>
+#include <QUrl>
+#include <QMouseEvent>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+#include <QWheelEvent>
+#include <map>
+#include <set>
+
+#include "app/gui/main_window.h"
+#include "app/gui/profile_loader.h"
+#include "profiler/synthetic/synthetic_profile.h"
+#include "tests/support/test_paths.h"
+#include "views/memory/memory_view.h"
+#include "views/timeline/aggregate_model.h"
+#include "views/timeline/timeline_widget.h"
+
+using namespace ss;
+using namespace ss::timeline;
+
+namespace {
+
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "test_timeline_gui";
+  static char* argv[] = {name, nullptr};
+  // Never destroyed: tearing QApplication down during static destruction crashes in Qt's
+  // post routines (the GL/xcb integration is gone by then).
+  static QApplication* a = new QApplication(argc, argv);
+  QStandardPaths::setTestModeEnabled(true);  // QSettings go to a scratch location
+  QApplication::setOrganizationName("ShardScopeTest");
+  return *a;
+}
+
+void send_mouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButton button, Qt::MouseButtons buttons,
+                Qt::KeyboardModifiers mods = Qt::NoModifier) {
+  QMouseEvent e(type, pos, w->mapToGlobal(pos), button, buttons, mods);
+  QApplication::sendEvent(w, &e);
+}
+
+void send_key(QWidget* w, int key, Qt::KeyboardModifiers mods = Qt::NoModifier, const QString& text = {}) {
+  QKeyEvent press(QEvent::KeyPress, key, mods, text);
+  QApplication::sendEvent(w, &press);
+  QKeyEvent release(QEvent::KeyRelease, key, mods, text);
+  QApplication::sendEvent(w, &release);
+}
+
+// Lets the widget draw the frames its input asked for (ImGui processes input inside a frame).
+void settle(TimelineWidget* w) {
+  for (int i = 0; i < 4; ++i) {
+    w->grabFramebuffer();
+    QApplication::processEvents();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("main window: open, zoom, pan, box-select, find and select with synthetic input", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = dir.file("p.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 4;
+  spec.layers = 6;
+  write_synthetic_profile(path, spec);
+  gui::MainWindow window;
+  window.set_interactive(false);
+  window.resize(1500, 950);
+  window.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&window));
+
+  // A broken file: the reader's message comes back and the app stays usable.
+  const std::string bad = dir.file("bad.ssdb");
+  test::write_file(bad, "this is not a database");
+  QSignalSpy failed(&window, &gui::MainWindow::loadFailed);
+  window.open_file(QString::fromStdString(bad));
+  REQUIRE(failed.wait(10000));
+  CHECK(window.last_error().contains("bad.ssdb"));
+  CHECK(!window.profile());
+
+  QSignalSpy loaded(&window, &gui::MainWindow::profileLoaded);
+  window.open_file(QString::fromStdString(path));
+  REQUIRE(loaded.wait(20000));
+  REQUIRE(window.profile());
+  const Profile& p = *window.profile();
+  TimelineWidget* tw = window.timeline();
+  settle(tw);
+  TimelineController& c = *tw->controller();
+  const long frames_before = tw->frames();
+  REQUIRE(frames_before > 0);
+  CHECK(c.viewport().width_px == Approx(tw->width() - kLabelWidth));
+
+  // Zoom with W around the mouse, then with Ctrl+wheel.
+  const QPointF mouse(kLabelWidth + 400, 120);
+  send_mouse(tw, QEvent::MouseMove, mouse, Qt::NoButton, Qt::NoButton);
+  const double nspp = c.viewport().ns_per_px;
+  const double anchor = c.viewport().time_at(mouse.x() - kLabelWidth);
+  for (int i = 0; i < 3; ++i) send_key(tw, Qt::Key_W, Qt::NoModifier, "w");
+  CHECK(c.viewport().ns_per_px == Approx(nspp * 0.8 * 0.8 * 0.8));
+  CHECK(c.viewport().time_at(mouse.x() - kLabelWidth) == Approx(anchor));
+  QWheelEvent wheel(mouse, tw->mapToGlobal(mouse), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(tw, &wheel);
+  CHECK(c.viewport().ns_per_px == Approx(nspp * 0.8 * 0.8 * 0.8 * 0.8));
+  CHECK(c.viewport().time_at(mouse.x() - kLabelWidth) == Approx(anchor));
+  settle(tw);
+  CHECK(tw->frames() > frames_before);  // input led to repaints
+
+  // Pan with A and with a left drag.
+  double s = c.viewport().start_ns;
+  send_key(tw, Qt::Key_A, Qt::NoModifier, "a");
+  CHECK(c.viewport().start_ns == Approx(s - 0.1 * c.viewport().width_px * c.viewport().ns_per_px));
+  s = c.viewport().start_ns;
+  send_mouse(tw, QEvent::MouseButtonPress, mouse, Qt::LeftButton, Qt::LeftButton);
+  send_mouse(tw, QEvent::MouseMove, mouse + QPointF(-80, 0), Qt::NoButton, Qt::LeftButton);
+  send_mouse(tw, QEvent::MouseButtonRelease, mouse + QPointF(-80, 0), Qt::LeftButton, Qt::NoButton);
+  CHECK(c.viewport().start_ns == Approx(s + 80 * c.viewport().ns_per_px));
+
+  // Box-select (right drag) across every track of the whole profile; compare the aggregate table
+  // with a brute-force sum over all kernels in the range.
+  send_key(tw, Qt::Key_0, Qt::ControlModifier);  // not bound in the widget: fit via the controller
+  c.fit_all();
+  const QPointF a(kLabelWidth + 200, kRulerHeight + 2), b(kLabelWidth + 600, tw->height() - 2);
+  send_mouse(tw, QEvent::MouseButtonPress, a, Qt::RightButton, Qt::RightButton);
+  send_mouse(tw, QEvent::MouseMove, (a + b) / 2, Qt::NoButton, Qt::RightButton);
+  send_mouse(tw, QEvent::MouseMove, b, Qt::NoButton, Qt::RightButton);
+  send_mouse(tw, QEvent::MouseButtonRelease, b, Qt::RightButton, Qt::NoButton);
+  REQUIRE(c.aggregate());
+  const TimeNs t0 = c.aggregate()->t0, t1 = c.aggregate()->t1;
+  CHECK(static_cast<double>(t0) == Approx(c.viewport().time_at(200)).margin(1));
+  CHECK(static_cast<double>(t1) == Approx(c.viewport().time_at(600)).margin(1));
+  // Which stream tracks the box covered: those laid out between its top and the widget bottom.
+  std::set<std::int32_t> covered;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i) {
+    const float y = c.track_y(static_cast<std::int32_t>(i));
+    if (c.tracks()[i].kind == TrackKind::Stream && y + c.tracks()[i].height() > a.y() && y < b.y())
+      covered.insert(c.tracks()[i].index);
+  }
+  REQUIRE(!covered.empty());
+  std::map<std::string, std::pair<std::int64_t, double>> expect;
+  for (std::int32_t ti : covered)
+    for (const auto& e : p.stream_tracks[static_cast<std::size_t>(ti)].events)
+      if (e.end >= t0 && e.start <= t1) {
+        auto& r = expect[std::string(p.strings[e.name])];
+        ++r.first;
+        r.second += static_cast<double>(std::min(e.end, t1) - std::max(e.start, t0));
+      }
+  AggregateModel* km = window.kernel_aggregate();
+  REQUIRE(km->rowCount() == static_cast<int>(expect.size()));
+  for (int r = 0; r < km->rowCount(); ++r) {
+    const std::string name = km->data(km->index(r, AggregateModel::Name)).toString().toStdString();
+    REQUIRE(expect.count(name));
+    CHECK(km->data(km->index(r, AggregateModel::Count), Qt::UserRole).toLongLong() == expect[name].first);
+    CHECK(km->data(km->index(r, AggregateModel::Total), Qt::UserRole).toDouble() == Approx(expect[name].second));
+  }
+  CHECK(window.module_aggregate()->rowCount() > 0);
+
+  // Find: Ctrl+F, type into the ImGui find bar, Enter selects the first match in time; F3 the next.
+  send_key(tw, Qt::Key_Escape);
+  send_key(tw, Qt::Key_F, Qt::ControlModifier);
+  REQUIRE(tw->find_open());
+  settle(tw);
+  for (QChar ch : QString("flash_fwd")) send_key(tw, Qt::Key_unknown, Qt::NoModifier, QString(ch));
+  settle(tw);
+  CHECK(c.find_query() == "flash_fwd");
+  send_key(tw, Qt::Key_Return);
+  settle(tw);
+  const KernelEvent* first = nullptr;
+  std::size_t matches = 0;
+  for (const auto& t : p.stream_tracks)
+    for (const auto& e : t.events)
+      if (p.strings[e.name].find("flash_fwd") != std::string_view::npos) {
+        ++matches;
+        if (!first || e.start < first->start) first = &e;
+      }
+  REQUIRE(first);
+  CHECK(c.find_results().size() == matches);
+  REQUIRE(c.selected().valid());
+  CHECK(event_info(p, c.selected()).id == first->id);
+  send_key(tw, Qt::Key_F3);
+  CHECK(c.find_cursor() == 1);
+  CHECK(p.strings[event_info(p, c.selected()).name].find("flash_fwd") != std::string_view::npos);
+  CHECK(window.details()->toPlainText().contains("flash_fwd"));
+  send_key(tw, Qt::Key_Escape);  // closes the find bar
+  CHECK(!tw->find_open());
+
+  // Click on a collective kernel: it is selected and linked to the same collective on the others.
+  const CollectiveEvent* col = nullptr;
+  for (const auto& cc : p.collectives)
+    if (cc.rank == 0 && cc.sequence >= 0) {
+      col = &cc;
+      break;
+    }
+  REQUIRE(col);
+  c.viewport().fit(static_cast<double>(col->start) - 1e5, static_cast<double>(col->end) + 1e5);
+  std::int32_t track = -1;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i) {
+    const Track& t = c.tracks()[i];
+    if (t.kind != TrackKind::Stream || t.rank != 0) continue;
+    for (const auto& e : p.stream_tracks[static_cast<std::size_t>(t.index)].events)
+      if (e.id == static_cast<std::uint32_t>(col->kernel_id)) track = static_cast<std::int32_t>(i);
+  }
+  REQUIRE(track >= 0);
+  const QPointF click(c.x_of(static_cast<double>(col->start + col->end) / 2), c.track_y(track) + kRowHeight / 2);
+  send_mouse(tw, QEvent::MouseMove, click, Qt::NoButton, Qt::NoButton);
+  CHECK(c.hovered().valid());
+  send_mouse(tw, QEvent::MouseButtonPress, click, Qt::LeftButton, Qt::LeftButton);
+  send_mouse(tw, QEvent::MouseButtonRelease, click, Qt::LeftButton, Qt::NoButton);
+  REQUIRE(c.selected().valid());
+  CHECK(event_info(p, c.selected()).id == static_cast<std::uint32_t>(col->kernel_id));
+  CHECK(c.peers().size() == 3);
+  CHECK(window.details()->toPlainText().contains("same collective on other ranks"));
+  settle(tw);
+
+  // Selection linked with the memory tree: the kernel's module is selected there.
+  const std::int32_t module = event_info(p, c.selected()).module;
+  if (module >= 0) CHECK(window.memory_view()->selected_module() == module);
+
+  // The file is in the recent list; dropping a file on the window opens it.
+  CHECK(QSettings().value("recent").toStringList().contains(QFileInfo(QString::fromStdString(path)).absoluteFilePath()));
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(path))});
+  QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&window, &enter);
+  CHECK(enter.isAccepted());
+  QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&window, &drop);
+  REQUIRE(loaded.wait(20000));
+  CHECK(window.profile().get() != &p);  // a fresh load
+}
+
+TEST_CASE("profile loader: cancel from the progress callback ends in a cancelled failure", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = dir.file("p.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 2;
+  spec.layers = 4;
+  write_synthetic_profile(path, spec);
+  gui::ProfileLoader loader;
+  // Direct connection: cancel() runs on the worker thread at the first progress report, so the
+  // reader's next progress step sees the flag (deterministic, whatever the machine's speed).
+  QObject::connect(&loader, &gui::ProfileLoader::progress, &loader, [&] { loader.cancel(); }, Qt::DirectConnection);
+  QSignalSpy failed(&loader, &gui::ProfileLoader::failed);
+  QSignalSpy loaded(&loader, &gui::ProfileLoader::loaded);
+  loader.start(QString::fromStdString(path));
+  REQUIRE(failed.wait(10000));
+  CHECK(loaded.count() == 0);
+  CHECK(failed.at(0).at(2).toBool());  // cancelled
+  CHECK(failed.at(0).at(1).toString().contains("cancel"));
+}

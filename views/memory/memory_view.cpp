@@ -1,0 +1,112 @@
+#include "views/memory/memory_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "storage/errors.h"
+#include "views/memory/memory_chart.h"
+#include "views/memory/module_tree_model.h"
+
+namespace ss::memview {
+
+MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  auto* bar = new QHBoxLayout();
+  bar->addWidget(new QLabel("Rank"));
+  rank_ = new QComboBox();
+  bar->addWidget(rank_);
+  filter_ = new QLineEdit();
+  filter_->setPlaceholderText("Filter modules (e.g. layers.3 or attention)");
+  filter_->setClearButtonEnabled(true);
+  bar->addWidget(filter_, 1);
+  layout->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Horizontal);
+  model_ = new ModuleTreeModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(Qt::UserRole);
+  proxy_->setFilterRole(ModuleTreeModel::kFqnRole);
+  proxy_->setFilterKeyColumn(0);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  proxy_->setRecursiveFilteringEnabled(true);
+  tree_ = new QTreeView();
+  tree_->setModel(proxy_);
+  tree_->setSortingEnabled(true);
+  tree_->sortByColumn(-1, Qt::AscendingOrder);  // profile order until the user sorts
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setSectionResizeMode(QHeaderView::Interactive);
+  split->addWidget(tree_);
+  chart_ = new MemoryChart();
+  split->addWidget(chart_);
+  chart_->setMinimumWidth(420);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setSizes({1050, 550});
+  layout->addWidget(split, 1);
+
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    if (!text.isEmpty()) tree_->expandAll();
+  });
+  connect(rank_, &QComboBox::currentIndexChanged, this, [this](int) {
+    if (profile_ && rank_->currentIndex() >= 0) load_rank(rank_->currentData().toInt());
+  });
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (!current.isValid() || !echo_) return;
+    emit moduleSelected(proxy_->data(current, ModuleTreeModel::kModuleRole).toInt());
+  });
+}
+
+void MemoryView::set_profile(std::shared_ptr<const Profile> profile) {
+  profile_ = std::move(profile);
+  const QSignalBlocker block(rank_);
+  rank_->clear();
+  if (!profile_) {
+    model_->set_data(nullptr, {});
+    return;
+  }
+  for (const auto& r : profile_->ranks) rank_->addItem(QString::number(r.info.rank), r.info.rank);
+  load_rank(profile_->ranks.empty() ? 0 : profile_->ranks.front().info.rank);
+}
+
+void MemoryView::load_rank(int rank) {
+  try {
+    model_->set_data(profile_, compute_module_memory(*profile_, rank));
+  } catch (const ProfileError& e) {
+    model_->set_data(profile_, {});
+    QMessageBox::warning(this, "Memory view", QString("Could not read memory events: %1").arg(e.what()));
+  }
+  tree_->expandToDepth(1);
+  for (int c = 0; c < model_->columnCount(); ++c) tree_->resizeColumnToContents(c);
+  tree_->setColumnWidth(0, std::max(tree_->columnWidth(0), 250));  // room for deep module names
+  chart_->set_data(*profile_, model_->stats());
+}
+
+int MemoryView::selected_module() const {
+  const QModelIndex i = tree_->currentIndex();
+  return i.isValid() ? proxy_->data(i, ModuleTreeModel::kModuleRole).toInt() : -1;
+}
+
+void MemoryView::selectModule(int module) {
+  const QModelIndex source = model_->index_of_module(module);
+  const QModelIndex i = proxy_->mapFromSource(source);
+  if (!i.isValid() || i == tree_->currentIndex()) return;
+  echo_ = false;
+  tree_->setCurrentIndex(i);
+  tree_->scrollTo(i);
+  echo_ = true;
+}
+
+}  // namespace ss::memview

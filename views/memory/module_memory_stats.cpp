@@ -1,0 +1,186 @@
+#include "views/memory/module_memory_stats.h"
+
+#include <algorithm>
+
+#include "storage/profile_reader.h"
+
+namespace ss::memview {
+
+bool column_is_time(int c) { return c == kForwardTime || c == kBackwardTime; }
+
+const char* column_title(int c) {
+  switch (c) {
+    case kParamsSharded: return "Params sharded";
+    case kParamsUnsharded: return "Params full";
+    case kGradients: return "Grads";
+    case kOptimizerStates: return "Optim state";
+    case kActivations: return "Activations";
+    case kAllGatherBuffers: return "AG buffers";
+    case kPeakWhileRunning: return "Peak running";
+    case kForwardTime: return "Fwd time";
+    case kBackwardTime: return "Bwd time";
+    default: return "";
+  }
+}
+
+namespace {
+
+struct MemoryRow {
+  TimeNs time;
+  std::int64_t bytes;
+  int category;
+  std::int32_t module;  // index, -1 when none
+};
+
+std::vector<MemoryRow> read_memory_rows(const Profile& p, int rank) {
+  std::vector<MemoryRow> rows;
+  sql::Db db = open_profile_readonly(p.path);
+  sql::Stmt s(db.get(), "SELECT time_ns, bytes, category, module_id FROM memory_events WHERE rank = ? ORDER BY time_ns, id");
+  s.bind(1, rank);
+  while (s.step()) {
+    const int cat = static_cast<int>(s.col_int(2));
+    rows.push_back({s.col_int(0), s.col_int(1), (cat >= 0 && cat < kMemoryCategoryCount) ? cat : 0,
+                    s.col_null(3) ? -1 : p.module_index(s.col_int(3))});
+  }
+  return rows;
+}
+
+std::int64_t max_in(const std::vector<CounterPoint>& c, TimeNs t0, TimeNs t1) {
+  auto it = std::upper_bound(c.begin(), c.end(), t0, [](TimeNs t, const CounterPoint& p) { return t < p.time; });
+  std::int64_t best = it != c.begin() ? std::prev(it)->value : 0;
+  for (; it != c.end() && it->time <= t1; ++it) best = std::max(best, it->value);
+  return best;
+}
+
+}  // namespace
+
+ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t max_points) {
+  ModuleMemoryStats out;
+  out.rank = rank;
+  std::array<std::int64_t, kColumnCount> blank;
+  blank.fill(kMissing);
+  out.modules.assign(p.modules.size(), blank);
+  const RankModel* rm = p.rank(rank);
+  const int world = rm && rm->info.world_size > 0 ? rm->info.world_size : static_cast<int>(p.ranks.size());
+
+  const std::vector<MemoryRow> rows = read_memory_rows(p, rank);
+  std::array<bool, kMemoryCategoryCount> present{};
+  for (const auto& r : rows) present[static_cast<std::size_t>(r.category)] = true;
+
+  auto column_of = [](int category) {
+    switch (static_cast<MemoryCategory>(category)) {
+      case MemoryCategory::ShardedParameter: return static_cast<int>(kParamsSharded);
+      case MemoryCategory::UnshardedParameter: return static_cast<int>(kParamsUnsharded);
+      case MemoryCategory::Gradient: return static_cast<int>(kGradients);
+      case MemoryCategory::OptimizerState: return static_cast<int>(kOptimizerStates);
+      case MemoryCategory::Activation: return static_cast<int>(kActivations);
+      case MemoryCategory::AllGatherBuffer: return static_cast<int>(kAllGatherBuffers);
+      default: return -1;
+    }
+  };
+  // Columns fed by a category the profile has start at 0 for every module (so "0" means none
+  // was live there, while "—" means the profile cannot say). The figure is the peak of the bytes
+  // live in that category attributed to the module or its descendants (allocations minus frees).
+  for (int cat = 0; cat < kMemoryCategoryCount; ++cat)
+    if (present[static_cast<std::size_t>(cat)] && column_of(cat) >= 0)
+      for (auto& m : out.modules) m[static_cast<std::size_t>(column_of(cat))] = 0;
+  {
+    std::vector<std::array<std::int64_t, kColumnCount>> live(p.modules.size());
+    for (auto& l : live) l.fill(0);
+    for (const auto& r : rows) {
+      const int col = column_of(r.category);
+      if (col < 0 || r.module < 0) continue;
+      for (std::int32_t i = r.module; i >= 0; i = p.modules[static_cast<std::size_t>(i)].parent) {
+        auto& now = live[static_cast<std::size_t>(i)][static_cast<std::size_t>(col)];
+        now += r.bytes;
+        auto& peak = out.modules[static_cast<std::size_t>(i)][static_cast<std::size_t>(col)];
+        peak = std::max(peak, now);
+      }
+    }
+  }
+
+  // Parameters: the module table's size (what the module owns, unsharded) and, for modules
+  // inside an FSDP unit, the 1/world share each rank keeps, unless the profile records sharded
+  // parameter memory itself (then the column above holds it).
+  // A profile whose modules all have size 0 did not record sizes (e.g. imported from a trace).
+  const bool have_sizes = std::any_of(p.modules.begin(), p.modules.end(), [](const ModuleNode& m) { return m.param_bytes > 0; });
+  const bool have_sharded = present[static_cast<std::size_t>(MemoryCategory::ShardedParameter)];
+  for (std::size_t i = 0; i < p.modules.size(); ++i) {
+    const ModuleNode& m = p.modules[i];
+    if (!have_sizes) continue;
+    out.modules[i][kParamsUnsharded] = m.param_bytes;
+    bool in_unit = m.is_fsdp_unit || m.fsdp_unit >= 0;
+    if (!have_sharded) out.modules[i][kParamsSharded] = in_unit && world > 0 ? m.param_bytes / world : kMissing;
+  }
+
+  // Times and peaks from the module ranges of this rank.
+  if (rm) {
+    for (std::int32_t ti : rm->range_tracks)
+      for (const RangeEvent& e : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+        if (e.kind != RangeKind::Module || e.module < 0) continue;
+        auto& cells = out.modules[static_cast<std::size_t>(e.module)];
+        const int col = e.phase == RangePhase::Forward ? kForwardTime
+                        : (e.phase == RangePhase::Backward || e.phase == RangePhase::Recompute) ? kBackwardTime
+                                                                                                : -1;
+        if (col >= 0) cells[static_cast<std::size_t>(col)] = (cells[static_cast<std::size_t>(col)] == kMissing ? 0 : cells[static_cast<std::size_t>(col)]) + (e.end - e.start);
+        if (!rm->memory.empty()) {
+          const std::int64_t peak = max_in(rm->memory, e.start, e.end);
+          auto& cell = cells[kPeakWhileRunning];
+          cell = std::max(cell == kMissing ? 0 : cell, peak);
+        }
+      }
+  }
+
+  // The stacked series: bytes live per category after each event, sampled once per bucket at the
+  // bucket's highest total so that peaks survive the downsampling.
+  MemorySeries& s = out.series;
+  s.present = present;
+  if (!rows.empty()) {
+    std::array<std::int64_t, kMemoryCategoryCount> live{};
+    std::int64_t total = 0;
+    const TimeNs t0 = std::min(p.time_begin, rows.front().time), t1 = std::max(p.time_end, rows.back().time);
+    const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
+    long current_bucket = -1;
+    std::int64_t bucket_best = std::numeric_limits<std::int64_t>::min();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      live[static_cast<std::size_t>(r.category)] += r.bytes;
+      total += r.bytes;
+      // Only the state after the last event at one timestamp is real.
+      if (i + 1 < rows.size() && rows[i + 1].time == r.time) continue;
+      if (total > s.peak_bytes || s.times.empty()) {
+        if (total > s.peak_bytes) {
+          s.peak_bytes = total;
+          s.peak_time = r.time;
+        }
+      }
+      const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
+      if (b != current_bucket) {
+        current_bucket = b;
+        bucket_best = std::numeric_limits<std::int64_t>::min();
+        s.times.push_back(r.time);
+        for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].push_back(live[static_cast<std::size_t>(c)]);
+      }
+      if (total > bucket_best) {
+        bucket_best = total;
+        s.times.back() = r.time;
+        for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].back() = live[static_cast<std::size_t>(c)];
+      }
+    }
+    // The innermost module range running at the peak.
+    int best_depth = -1;
+    if (rm)
+      for (std::int32_t ti : rm->range_tracks) {
+        const RangeTrack& t = p.range_tracks[static_cast<std::size_t>(ti)];
+        for_each_in_window(t.events, t.max_duration, s.peak_time, s.peak_time, [&](const RangeEvent& e) {
+          if (e.kind == RangeKind::Module && e.module >= 0 && t.depth > best_depth) {
+            best_depth = t.depth;
+            s.peak_module = e.module;
+          }
+        });
+      }
+  }
+  return out;
+}
+
+}  // namespace ss::memview

@@ -1,0 +1,200 @@
+// Culling and folding: turns one sorted event track into the boxes to draw for a viewport.
+// Work grows with the number of visible boxes (about the width in pixels), not with the number
+// of events: binary search finds the first visible event, and runs of narrow events are skipped
+// with binary searches too (the technique of Tracy's PreprocessZoneLevel, research/gui.md §2.1).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "storage/profile_model.h"
+#include "views/timeline/viewport.h"
+
+namespace ss::timeline {
+
+inline constexpr double kMinVisiblePx = 3.0;  // narrower events are folded
+
+// One box on a track. count == 1: the event `first`; count > 1: a folded run of `count`
+// consecutive events starting at `first`, drawn as one box labelled with the count.
+struct SpanItem {
+  float x0;
+  float x1;
+  std::uint32_t first;
+  std::uint32_t count;
+};
+
+// One bar per pixel column of a counter track: the step function's min and max in the column.
+struct CounterBar {
+  float x;
+  std::int64_t min;
+  std::int64_t max;
+};
+
+// True when each event ends no earlier than the one before it (events on one CUDA stream or one
+// nesting depth never overlap, so this holds for real tracks). It lets folding jump with a binary
+// search on `end`; otherwise folding walks the run one event at a time with the same result.
+template <typename Event>
+bool ends_sorted(const std::vector<Event>& events) {
+  return std::is_sorted(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.end < b.end; });
+}
+
+namespace detail {
+inline float clamp_x(double x, double width) { return static_cast<float>(std::clamp(x, -16.0, width + 16.0)); }
+
+// First index in [from, n) whose key is >= t, for keys that never decrease, using `block_last`
+// (the key of the last element of each block of `block` elements): gallop over that small
+// array, then binary-search inside one block. Touches a few cache lines where a binary search
+// over a 10M-element array misses the cache about 20 times.
+template <typename KeyAt>
+std::size_t blocked_lower_bound(std::size_t from, std::size_t n, double t, const std::vector<TimeNs>& block_last,
+                                std::size_t block, KeyAt key_at) {
+  if (from >= n || key_at(from) >= t) return from;
+  const std::size_t nb = block_last.size();
+  std::size_t b = from / block;
+  auto below = [&](std::size_t k) { return static_cast<double>(block_last[k]) < t; };
+  if (below(b)) {
+    std::size_t lo = b, step = 1, hi = b + 1;
+    while (hi < nb && below(hi)) {
+      lo = hi;
+      step *= 2;
+      hi = lo + step;
+    }
+    hi = std::min(hi, nb);
+    b = lo + 1;
+    while (b < hi) {  // lower_bound in (lo, hi)
+      const std::size_t mid = b + (hi - b) / 2;
+      if (below(mid))
+        b = mid + 1;
+      else
+        hi = mid;
+    }
+    if (b >= nb) return n;
+  }
+  std::size_t a = std::max(from, b * block), e = std::min(n, (b + 1) * block);
+  while (a < e) {
+    const std::size_t mid = a + (e - a) / 2;
+    if (key_at(mid) < t)
+      a = mid + 1;
+    else
+      e = mid;
+  }
+  return a;
+}
+}  // namespace detail
+
+inline constexpr std::size_t kSpanBlock = 32;
+// The end of the last event of each block of kSpanBlock events (0.25 bytes per event); only
+// meaningful for tracks whose ends are sorted.
+template <typename Event>
+std::vector<TimeNs> build_span_index(const std::vector<Event>& events) {
+  std::vector<TimeNs> out;
+  for (std::size_t b = 0; b < events.size(); b += kSpanBlock) out.push_back(events[std::min(events.size(), b + kSpanBlock) - 1].end);
+  return out;
+}
+
+// The folding rule (the spec the brute-force test re-implements):
+//  - visible events are those whose [start, end] meets the window, in start order;
+//  - an event at least `min_px` wide is its own box;
+//  - a narrower one opens a run ending at its end E. The run absorbs each following event whose
+//    end is before E + min_px (in time); then, if the next event ends less than 2 * min_px past
+//    E, it is absorbed too, E moves to its end and the search repeats with E + min_px. A run stops
+//    at the first event that starts after the window. The run is one box from the first start to
+//    the last E.
+template <typename Event>
+void build_span_items(const std::vector<Event>& events, TimeNs max_duration, bool sorted_ends, const Viewport& vp,
+                      std::vector<SpanItem>& out, double min_px = kMinVisiblePx,
+                      const std::vector<TimeNs>* block_ends = nullptr) {
+  const std::size_t n = events.size();
+  if (n == 0) return;
+  const double t0 = vp.start_ns, t1 = vp.end_ns(), nspp = vp.ns_per_px, min_ns = min_px * nspp;
+  const auto lo = static_cast<TimeNs>(t0) - max_duration - 1;
+  std::size_t i = static_cast<std::size_t>(
+      std::lower_bound(events.begin(), events.end(), lo, [](const Event& e, TimeNs t) { return e.start < t; }) -
+      events.begin());
+  // First index >= from whose end is >= t. The target is usually a few pixels ahead, so gallop
+  // (1, 2, 4, ... events) before the binary search: it touches memory near `from` only, where a
+  // plain binary search over the rest of a 10M-event track misses the cache ~20 times.
+  auto advance_to_end_at_least = [&](std::size_t from, double t) {
+    auto end_before = [&](std::size_t k) { return static_cast<double>(events[k].end) < t; };
+    if (!sorted_ends) {
+      while (from < n && end_before(from)) ++from;
+      return from;
+    }
+    if (from >= n || !end_before(from)) return from;
+    if (block_ends)
+      return detail::blocked_lower_bound(from, n, t, *block_ends, kSpanBlock,
+                                         [&](std::size_t k) { return static_cast<double>(events[k].end); });
+    std::size_t below = from, step = 1;  // end_before(below) holds
+    std::size_t above = from + 1;
+    while (above < n && end_before(above)) {
+      below = above;
+      step *= 2;
+      above = below + step;
+    }
+    above = std::min(above, n);
+    return static_cast<std::size_t>(
+        std::lower_bound(events.begin() + static_cast<std::ptrdiff_t>(below + 1), events.begin() + static_cast<std::ptrdiff_t>(above), t,
+                         [](const Event& e, double v) { return static_cast<double>(e.end) < v; }) -
+        events.begin());
+  };
+  while (i < n && static_cast<double>(events[i].start) <= t1) {
+    const Event& e = events[i];
+    if (static_cast<double>(e.end) < t0) {
+      ++i;
+      continue;
+    }
+    const double x0 = vp.x_of(static_cast<double>(e.start));
+    const double x1 = vp.x_of(static_cast<double>(e.end));
+    if (x1 - x0 >= min_px) {
+      out.push_back({detail::clamp_x(x0, vp.width_px), detail::clamp_x(x1, vp.width_px), static_cast<std::uint32_t>(i), 1});
+      ++i;
+      continue;
+    }
+    const std::size_t first = i;
+    double run_end = static_cast<double>(e.end);
+    double next_time = run_end + min_ns;
+    ++i;
+    for (;;) {
+      i = advance_to_end_at_least(i, next_time);
+      if (i >= n || static_cast<double>(events[i].start) > t1) break;
+      const double next_end = static_cast<double>(events[i].end);
+      if (vp.x_of(next_end) - vp.x_of(run_end) >= 2 * min_px) break;
+      run_end = std::max(run_end, next_end);
+      ++i;
+      next_time = run_end + min_ns;
+    }
+    out.push_back({detail::clamp_x(x0, vp.width_px), detail::clamp_x(vp.x_of(run_end), vp.width_px),
+                   static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(i - first)});
+  }
+}
+
+// Block minima and maxima of a counter (blocks of 32 and of 1024 points, under 1 byte per
+// point), so that a pixel column spanning many points costs a few block reads, not a scan.
+struct CounterIndex {
+  static constexpr std::size_t kSmall = 32, kLarge = 1024;
+  std::vector<std::int64_t> small_min, small_max, large_min, large_max;
+  std::vector<TimeNs> small_last_time;  // time of each small block's last point (for searching)
+  std::size_t memory_bytes() const {
+    return (small_min.capacity() + small_max.capacity() + large_min.capacity() + large_max.capacity() +
+            small_last_time.capacity()) * sizeof(std::int64_t);
+  }
+};
+CounterIndex build_counter_index(const std::vector<CounterPoint>& points);
+// Min and max of points[a, b) (a < b).
+std::pair<std::int64_t, std::int64_t> counter_range_minmax(const std::vector<CounterPoint>& points,
+                                                           const CounterIndex& index, std::size_t a, std::size_t b);
+
+// Step-function counter (value holds from one point to the next, and after the last) as one
+// min/max bar per pixel column c, covering times [time_at(c), time_at(c + 1)). With an index the
+// work per column is logarithmic; without, it is a scan of the visible points.
+void build_counter_bars(const std::vector<CounterPoint>& points, const Viewport& vp, std::vector<CounterBar>& out,
+                        const CounterIndex* index = nullptr);
+
+// The box under x: among boxes whose extent [x0 - slack, max(x1, x0 + 1) + slack] holds x, the
+// one nearest to x (distance 0 inside), the later one on ties; -1 when none. `items` must be in
+// build order (x0 non-decreasing); `max_width` is the widest box's width (bounds the search).
+int hit_test(const std::vector<SpanItem>& items, float x, float slack, float max_width);
+float max_item_width(const std::vector<SpanItem>& items);
+
+}  // namespace ss::timeline

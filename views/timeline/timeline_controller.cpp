@@ -1,0 +1,358 @@
+#include "views/timeline/timeline_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ss::timeline {
+
+namespace {
+constexpr double kZoomStep = 0.8;     // W / one wheel notch: the span shrinks to 80 %
+constexpr double kPanFraction = 0.1;  // A / D: a tenth of the width
+constexpr float kClickSlop = 3.0f;    // a press that moves less than this is a click
+
+TimeNs max_duration_of(const std::vector<StepRow>& steps) {
+  TimeNs m = 0;
+  for (const auto& s : steps) m = std::max(m, s.end - s.start);
+  return m;
+}
+}  // namespace
+
+TimelineController::TimelineController(const Profile& profile) : profile_(profile), tracks_(build_tracks(profile)) {
+  counter_max_.assign(tracks_.size(), 0);
+  counter_index_.resize(tracks_.size());
+  span_index_.resize(tracks_.size());
+  for (std::size_t i = 0; i < tracks_.size(); ++i) {
+    const Track& t = tracks_[i];
+    if (!t.ends_sorted) continue;
+    if (t.kind == TrackKind::Stream) span_index_[i] = build_span_index(profile_.stream_tracks[static_cast<std::size_t>(t.index)].events);
+    if (t.kind == TrackKind::Ranges) span_index_[i] = build_span_index(profile_.range_tracks[static_cast<std::size_t>(t.index)].events);
+  }
+  for (std::size_t i = 0; i < tracks_.size(); ++i)
+    if (tracks_[i].kind == TrackKind::Memory) {
+      const auto& points = profile_.ranks[static_cast<std::size_t>(tracks_[i].index)].memory;
+      for (const auto& c : points) counter_max_[i] = std::max(counter_max_[i], c.value);
+      counter_index_[i] = build_counter_index(points);
+    }
+  set_size(width_, height_);
+  fit_all();
+}
+
+std::size_t TimelineController::memory_bytes() const {
+  std::size_t b = sizeof(*this) + tracks_.capacity() * sizeof(Track) + counter_max_.capacity() * sizeof(std::int64_t);
+  for (const auto& t : tracks_) b += t.label.capacity();
+  for (const auto& ix : counter_index_) b += sizeof(ix) + ix.memory_bytes();
+  for (const auto& ix : span_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
+  return b;
+}
+
+void TimelineController::set_size(float width, float height) {
+  width_ = std::max(width, kLabelWidth + 10);
+  height_ = std::max(height, kRulerHeight + 10);
+  viewport_.width_px = width_ - kLabelWidth;
+  clamp_scroll();
+}
+
+void TimelineController::fit_all() {
+  const double span = static_cast<double>(profile_.time_end - profile_.time_begin);
+  viewport_.fit(static_cast<double>(profile_.time_begin) - span * 0.01, static_cast<double>(profile_.time_end) + span * 0.01);
+}
+
+void TimelineController::clamp_scroll() {
+  const float content = total_tracks_height(tracks_);
+  const float visible = height_ - kRulerHeight;
+  scroll_y_ = std::clamp(scroll_y_, 0.0f, std::max(0.0f, content - visible));
+}
+
+std::int32_t TimelineController::track_at(float y) const {
+  if (y < kRulerHeight) return -1;
+  const float ty = y - kRulerHeight;
+  // Pinned tracks are on top of the scrolled ones, so look at them first.
+  auto rects = layout_tracks(tracks_, scroll_y_);
+  float pinned_bottom = 0;
+  for (const auto& r : rects)
+    if (tracks_[static_cast<std::size_t>(r.track)].pinned) pinned_bottom = std::max(pinned_bottom, r.y + r.height);
+  for (const auto& r : rects) {
+    const bool pinned = tracks_[static_cast<std::size_t>(r.track)].pinned;
+    if (!pinned && ty < pinned_bottom) continue;
+    if (ty >= r.y && ty < r.y + r.height) return r.track;
+  }
+  return -1;
+}
+
+float TimelineController::track_y(std::int32_t track) const {
+  for (const auto& r : layout_tracks(tracks_, scroll_y_))
+    if (r.track == track) return r.y + kRulerHeight;
+  return -1;
+}
+
+void TimelineController::build_track(const Track& t, TrackDraw& d) const {
+  d.spans.clear();
+  d.bars.clear();
+  const auto ti = static_cast<std::size_t>(&t - tracks_.data());
+  const std::vector<TimeNs>* block_ends = ti < span_index_.size() && !span_index_[ti].empty() ? &span_index_[ti] : nullptr;
+  switch (t.kind) {
+    case TrackKind::Stream: {
+      const StreamTrack& st = profile_.stream_tracks[static_cast<std::size_t>(t.index)];
+      build_span_items(st.events, st.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
+      break;
+    }
+    case TrackKind::Ranges: {
+      const RangeTrack& rt = profile_.range_tracks[static_cast<std::size_t>(t.index)];
+      build_span_items(rt.events, rt.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
+      break;
+    }
+    case TrackKind::Steps: {
+      const auto& steps = profile_.ranks[static_cast<std::size_t>(t.index)].steps;
+      build_span_items(steps, max_duration_of(steps), false, viewport_, d.spans);
+      break;
+    }
+    case TrackKind::Memory:
+      if (!t.collapsed) {
+        build_counter_bars(profile_.ranks[static_cast<std::size_t>(t.index)].memory, viewport_, d.bars, &counter_index_[ti]);
+      }
+      break;
+  }
+}
+
+void TimelineController::build_frame(Frame& frame) const {
+  const auto rects = layout_tracks(tracks_, scroll_y_);
+  const float visible = height_ - kRulerHeight;
+  std::size_t n = 0;
+  frame.items = 0;
+  for (int pass = 0; pass < 2; ++pass)  // unpinned first, pinned drawn last (on top)
+    for (const auto& r : rects) {
+      const Track& t = tracks_[static_cast<std::size_t>(r.track)];
+      if (t.pinned != (pass == 1)) continue;
+      if (r.y + r.height < 0 || r.y > visible) continue;  // off screen: no work
+      if (frame.tracks.size() <= n) frame.tracks.emplace_back();
+      TrackDraw& d = frame.tracks[n++];
+      d.track = r.track;
+      d.y = r.y + kRulerHeight;
+      d.height = r.height;
+      d.bar_max = counter_max_[static_cast<std::size_t>(r.track)];
+      build_track(t, d);
+      frame.items += d.spans.size() + d.bars.size();
+    }
+  frame.tracks.resize(n);
+}
+
+EventRef TimelineController::event_at(float x, float y) const {
+  if (!in_event_area(x, y)) return {};
+  const std::int32_t ti = track_at(y);
+  if (ti < 0) return {};
+  const Track& t = tracks_[static_cast<std::size_t>(ti)];
+  if (t.kind != TrackKind::Stream && t.kind != TrackKind::Ranges) return {};
+  TrackDraw d;
+  build_track(t, d);
+  const int hit = hit_test(d.spans, x - kLabelWidth, 2.0f, max_item_width(d.spans));
+  if (hit < 0) return {};
+  const SpanItem& s = d.spans[static_cast<std::size_t>(hit)];
+  if (s.count != 1) return {};
+  return {t.kind, t.index, s.first};
+}
+
+bool TimelineController::mouse_move(float x, float y) {
+  mouse_x_ = x;
+  mouse_y_ = y;
+  bool changed = false;
+  if (drag_.active) {
+    if (std::abs(x - drag_.x) > kClickSlop || std::abs(y - drag_.y) > kClickSlop) drag_.moved = true;
+    if (drag_.moved) {
+      if (drag_.box) {
+        box_.active = true;
+        box_.t0 = viewport_.time_at(drag_.x - kLabelWidth);
+        box_.t1 = viewport_.time_at(x - kLabelWidth);
+        box_.y0 = drag_.y;
+        box_.y1 = y;
+      } else {
+        viewport_.pan_px(x - drag_.last_x);
+        scroll_y_ -= y - drag_.last_y;
+        clamp_scroll();
+      }
+      changed = true;
+    }
+    drag_.last_x = x;
+    drag_.last_y = y;
+  }
+  const EventRef h = drag_.active ? EventRef{} : event_at(x, y);
+  if (!(h == hovered_)) {
+    hovered_ = h;
+    changed = true;
+  }
+  return changed;
+}
+
+bool TimelineController::mouse_press(float x, float y, MouseButton button, bool shift) {
+  mouse_x_ = x;
+  mouse_y_ = y;
+  if (x < kLabelWidth && y >= kRulerHeight && button == MouseButton::Left) {
+    const std::int32_t ti = track_at(y);
+    if (ti < 0) return false;
+    Track& t = tracks_[static_cast<std::size_t>(ti)];
+    if (shift)
+      t.pinned = !t.pinned;
+    else
+      t.collapsed = !t.collapsed;
+    clamp_scroll();
+    return true;
+  }
+  if (!in_event_area(x, y)) return false;
+  drag_ = {};
+  drag_.active = true;
+  drag_.button = button;
+  drag_.box = button == MouseButton::Right || (button == MouseButton::Left && shift);
+  drag_.x = drag_.last_x = x;
+  drag_.y = drag_.last_y = y;
+  return false;
+}
+
+void TimelineController::finish_box(float, float) {
+  const double a = std::min(box_.t0, box_.t1), b = std::max(box_.t0, box_.t1);
+  range_ = std::make_pair(static_cast<TimeNs>(std::floor(a)), static_cast<TimeNs>(std::ceil(b)));
+  // The stream tracks under the box; every stream when the box covers none.
+  std::vector<std::int32_t> streams;
+  const float y0 = std::min(box_.y0, box_.y1), y1 = std::max(box_.y0, box_.y1);
+  for (const auto& r : layout_tracks(tracks_, scroll_y_)) {
+    const Track& t = tracks_[static_cast<std::size_t>(r.track)];
+    const float ty = r.y + kRulerHeight;
+    if (t.kind == TrackKind::Stream && ty + r.height > y0 && ty < y1) streams.push_back(t.index);
+  }
+  if (streams.empty())
+    for (const auto& t : tracks_)
+      if (t.kind == TrackKind::Stream) streams.push_back(t.index);
+  aggregate_ = aggregate_range(profile_, streams, range_->first, range_->second);
+  if (on_aggregate) on_aggregate(*aggregate_);
+}
+
+bool TimelineController::mouse_release(float x, float y, MouseButton button) {
+  if (!drag_.active || drag_.button != button) return false;
+  const Drag d = drag_;
+  drag_.active = false;
+  if (d.moved) {
+    if (d.box && box_.active) finish_box(x, y);
+    return true;
+  }
+  // A click.
+  if (!in_event_area(x, y)) return false;
+  const std::int32_t ti = track_at(y);
+  if (ti >= 0) {
+    const Track& t = tracks_[static_cast<std::size_t>(ti)];
+    if (t.kind == TrackKind::Stream || t.kind == TrackKind::Ranges) {
+      TrackDraw draw;
+      build_track(t, draw);
+      const int hit = hit_test(draw.spans, x - kLabelWidth, 2.0f, max_item_width(draw.spans));
+      if (hit >= 0) {
+        const SpanItem& s = draw.spans[static_cast<std::size_t>(hit)];
+        if (s.count == 1) {
+          select({t.kind, t.index, s.first}, false);
+        } else {  // a folded run: zoom into it
+          const EventInfo a = event_info(profile_, {t.kind, t.index, s.first});
+          const EventInfo b = event_info(profile_, {t.kind, t.index, s.first + s.count - 1});
+          const double pad = static_cast<double>(b.end - a.start) * 0.05 + 1;
+          viewport_.fit(static_cast<double>(a.start) - pad, static_cast<double>(std::max(a.end, b.end)) + pad);
+        }
+        return true;
+      }
+    }
+  }
+  if (selected_.valid()) {
+    select({}, false);
+    return true;
+  }
+  return false;
+}
+
+bool TimelineController::wheel(float x, float y, float steps, bool ctrl, bool shift) {
+  if (ctrl) {
+    const float ax = x >= kLabelWidth ? x - kLabelWidth : static_cast<float>(viewport_.width_px / 2);
+    viewport_.zoom_around(ax, std::pow(kZoomStep, steps));
+  } else if (shift) {
+    viewport_.pan_px(steps * 0.5 * kPanFraction * viewport_.width_px);
+  } else {
+    scroll_y_ -= steps * 3 * kRowHeight;
+    clamp_scroll();
+  }
+  mouse_move(x, y);
+  return true;
+}
+
+bool TimelineController::key(char k, bool ctrl, bool shift) {
+  (void)ctrl;
+  (void)shift;
+  const bool mouse_in = mouse_x_ >= kLabelWidth && mouse_x_ <= width_;
+  const float ax = mouse_in ? mouse_x_ - kLabelWidth : static_cast<float>(viewport_.width_px / 2);
+  switch (k) {
+    case 'W': viewport_.zoom_around(ax, kZoomStep); return true;
+    case 'S': viewport_.zoom_around(ax, 1 / kZoomStep); return true;
+    case 'A': viewport_.pan_px(kPanFraction * viewport_.width_px); return true;
+    case 'D': viewport_.pan_px(-kPanFraction * viewport_.width_px); return true;
+    case 27:
+      box_ = {};
+      range_.reset();
+      select({}, false);
+      return true;
+    default: return false;
+  }
+}
+
+void TimelineController::reveal(const EventInfo& e) {
+  const double dur = static_cast<double>(std::max<TimeNs>(1, e.end - e.start));
+  const double x0 = viewport_.x_of(static_cast<double>(e.start)), x1 = viewport_.x_of(static_cast<double>(e.end));
+  const bool visible = x0 >= 0 && x1 <= viewport_.width_px && x1 - x0 >= kMinVisiblePx;
+  if (!visible) viewport_.fit(static_cast<double>(e.start) - dur, static_cast<double>(e.end) + dur);
+}
+
+void TimelineController::select(const EventRef& ref, bool reveal_it) {
+  selected_ = ref;
+  peers_ = ref.valid() ? collective_peers(profile_, ref) : std::vector<EventRef>{};
+  if (ref.valid() && reveal_it) {
+    reveal(event_info(profile_, ref));
+    // Scroll the event's track into view.
+    for (std::size_t i = 0; i < tracks_.size(); ++i)
+      if (tracks_[i].kind == ref.kind && tracks_[i].index == ref.track) {
+        const float y = track_y(static_cast<std::int32_t>(i)) - kRulerHeight;
+        if (y < 0 || y + kRowHeight > height_ - kRulerHeight) {
+          scroll_y_ += y - (height_ - kRulerHeight) / 3;
+          clamp_scroll();
+        }
+        if (tracks_[i].collapsed) tracks_[i].collapsed = false;
+      }
+  }
+  if (on_selection_changed) on_selection_changed(selected_);
+}
+
+void TimelineController::select_module(std::int32_t module) {
+  for (const RankModel& r : profile_.ranks)
+    for (std::int32_t ti : r.range_tracks) {
+      const auto& ev = profile_.range_tracks[static_cast<std::size_t>(ti)].events;
+      for (std::size_t i = 0; i < ev.size(); ++i)
+        if (ev[i].module == module && ev[i].kind == RangeKind::Module) {
+          select({TrackKind::Ranges, ti, static_cast<std::uint32_t>(i)}, true);
+          return;
+        }
+    }
+}
+
+void TimelineController::set_find_query(const std::string& query) {
+  if (query == find_query_) return;
+  find_query_ = query;
+  find_results_ = find_events(profile_, query);
+  find_cursor_ = -1;
+}
+
+bool TimelineController::find_next() {
+  if (find_results_.empty()) return false;
+  find_cursor_ = (find_cursor_ + 1) % static_cast<int>(find_results_.size());
+  select(find_results_[static_cast<std::size_t>(find_cursor_)], true);
+  return true;
+}
+
+bool TimelineController::find_previous() {
+  if (find_results_.empty()) return false;
+  const int n = static_cast<int>(find_results_.size());
+  find_cursor_ = find_cursor_ <= 0 ? n - 1 : find_cursor_ - 1;
+  select(find_results_[static_cast<std::size_t>(find_cursor_)], true);
+  return true;
+}
+
+}  // namespace ss::timeline

@@ -1,0 +1,142 @@
+// The timeline's state and input handling without Qt or ImGui: the widget forwards mouse, wheel
+// and key input here (in logical pixels of the widget) and asks for a frame's draw lists. Tests
+// and benchmarks drive this class directly.
+//
+// Layout: a label column of kLabelWidth pixels on the left, a time ruler of kRulerHeight pixels at
+// the top; the event area is the rest.
+//
+// Input: W/S or Ctrl+wheel zoom around the cursor; A/D, Shift+wheel or a left drag pan; wheel
+// scrolls the tracks; a left click selects (a folded box zooms into its run); a right drag or
+// Shift+left drag selects a time range over the tracks it covers and aggregates their kernels;
+// a click on a label collapses or expands the track, Shift+click pins it; Escape clears.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/profile_model.h"
+#include "views/timeline/analysis.h"
+#include "views/timeline/draw_items.h"
+#include "views/timeline/tracks.h"
+#include "views/timeline/viewport.h"
+
+namespace ss::timeline {
+
+inline constexpr float kLabelWidth = 190.0f;
+inline constexpr float kRulerHeight = 22.0f;
+
+struct TrackDraw {
+  std::int32_t track = -1;
+  float y = 0;  // widget coordinates (ruler included)
+  float height = 0;
+  std::vector<SpanItem> spans;
+  std::vector<CounterBar> bars;
+  std::int64_t bar_max = 0;  // scale of the counter track (its maximum over the whole profile)
+};
+
+struct Frame {
+  std::vector<TrackDraw> tracks;  // visible tracks only, pinned last (drawn on top)
+  std::size_t items = 0;          // spans + bars, for statistics
+};
+
+enum class MouseButton { Left, Right, Middle };
+
+class TimelineController {
+ public:
+  explicit TimelineController(const Profile& profile);
+
+  const Profile& profile() const { return profile_; }
+  const std::vector<Track>& tracks() const { return tracks_; }
+  std::vector<Track>& tracks() { return tracks_; }
+  const Viewport& viewport() const { return viewport_; }
+  Viewport& viewport() { return viewport_; }
+  float scroll_y() const { return scroll_y_; }
+
+  void set_size(float width, float height);
+  void fit_all();
+
+  // Input; each returns true when the view changed and needs a repaint.
+  bool mouse_move(float x, float y);
+  bool mouse_press(float x, float y, MouseButton button, bool shift);
+  bool mouse_release(float x, float y, MouseButton button);
+  bool wheel(float x, float y, float steps, bool ctrl, bool shift);
+  bool key(char key, bool ctrl, bool shift);  // 'W','A','S','D', 27 (Escape)
+
+  void build_frame(Frame& frame) const;
+
+  // The event under a point, or an invalid ref.
+  EventRef event_at(float x, float y) const;
+  std::int32_t track_at(float y) const;  // index in tracks(), -1 when none
+  float track_y(std::int32_t track) const;
+
+  // Hover, selection, time-range selection.
+  const EventRef& hovered() const { return hovered_; }
+  const EventRef& selected() const { return selected_; }
+  void select(const EventRef& ref, bool reveal);
+  void select_module(std::int32_t module);  // selects its first range on the first rank that has one
+  const std::optional<Aggregate>& aggregate() const { return aggregate_; }
+  bool box_active() const { return box_.active; }
+  std::pair<double, double> box_times() const { return {box_.t0, box_.t1}; }
+  std::pair<float, float> box_ys() const { return {box_.y0, box_.y1}; }
+  std::optional<std::pair<TimeNs, TimeNs>> range_selection() const { return range_; }
+  const std::vector<EventRef>& peers() const { return peers_; }
+
+  // Find (Ctrl+F in the widget).
+  void set_find_query(const std::string& query);
+  const std::string& find_query() const { return find_query_; }
+  const std::vector<EventRef>& find_results() const { return find_results_; }
+  int find_cursor() const { return find_cursor_; }
+  bool find_next();
+  bool find_previous();
+
+  // Callbacks for the widget and the docks.
+  std::function<void(const EventRef&)> on_selection_changed;
+  std::function<void(const Aggregate&)> on_aggregate;
+
+  double x_of(double t) const { return kLabelWidth + viewport_.x_of(t); }
+  // Memory the controller adds to the profile (counter indexes, tracks).
+  std::size_t memory_bytes() const;
+
+ private:
+  bool in_event_area(float x, float y) const { return x >= kLabelWidth && y >= kRulerHeight; }
+  void build_track(const Track& t, TrackDraw& d) const;
+  void reveal(const EventInfo& e);
+  void clamp_scroll();
+  void finish_box(float x, float y);
+
+  const Profile& profile_;
+  std::vector<Track> tracks_;
+  std::vector<std::int64_t> counter_max_;  // per track (memory tracks)
+  std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
+  std::vector<std::vector<TimeNs>> span_index_;  // per track with sorted ends (build_span_index)
+  Viewport viewport_;
+  float width_ = 1200, height_ = 800;
+  float scroll_y_ = 0;
+
+  EventRef hovered_, selected_;
+  std::vector<EventRef> peers_;
+  std::optional<Aggregate> aggregate_;
+  std::optional<std::pair<TimeNs, TimeNs>> range_;
+
+  struct Drag {
+    bool active = false;
+    bool moved = false;
+    MouseButton button = MouseButton::Left;
+    bool box = false;
+    float x = 0, y = 0, last_x = 0, last_y = 0;
+  } drag_;
+  struct Box {
+    bool active = false;
+    double t0 = 0, t1 = 0;
+    float y0 = 0, y1 = 0;
+  } box_;
+
+  std::string find_query_;
+  std::vector<EventRef> find_results_;
+  int find_cursor_ = -1;
+  float mouse_x_ = -1, mouse_y_ = -1;
+};
+
+}  // namespace ss::timeline

@@ -1,0 +1,72 @@
+// The timeline: Dear ImGui 1.86 drawn through its OpenGL3 backend inside a QOpenGLWidget. Input
+// goes through ImGuiQtBridge (for ImGui's own widgets: the find bar, tooltips) and to the Qt-free
+// TimelineController (zoom, pan, selection). It repaints only on input, plus two trailing frames
+// so ImGui settles hover state; nothing animates while idle.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QOpenGLWidget>
+#include <memory>
+#include <string>
+
+#include "storage/profile_model.h"
+#include "views/timeline/timeline_controller.h"
+
+struct ImGuiContext;
+
+namespace ss::timeline {
+
+class ImGuiQtBridge;
+
+class TimelineWidget : public QOpenGLWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineWidget(QWidget* parent = nullptr);
+  ~TimelineWidget() override;
+
+  void set_profile(std::shared_ptr<const Profile> profile);
+  TimelineController* controller() { return controller_.get(); }
+  bool find_open() const { return find_open_; }
+  void open_find();
+  // Frames drawn so far (tests check that input leads to a repaint).
+  long frames() const { return frames_; }
+
+  // A multi-line description of an event for the details dock.
+  static QString describe(const Profile& profile, const EventRef& ref);
+
+ signals:
+  void selectionChanged(ss::timeline::EventRef ref);
+  void moduleSelected(int module);
+  void aggregateReady();
+  void profileFrameDrawn();  // after each frame that drew a profile
+
+ public slots:
+  void selectModule(int module);
+
+ protected:
+  void initializeGL() override;
+  void paintGL() override;
+  void resizeGL(int w, int h) override;
+  bool event(QEvent* e) override;
+
+ private:
+  void draw_timeline();
+  void draw_find_bar();
+  void draw_tooltip();
+  void request_frames(int n = 3);
+
+  std::shared_ptr<const Profile> profile_;
+  std::unique_ptr<TimelineController> controller_;
+  std::unique_ptr<ImGuiQtBridge> bridge_;
+  ImGuiContext* imgui_ = nullptr;
+  Frame frame_;
+  QElapsedTimer clock_;
+  int pending_frames_ = 0;
+  long frames_ = 0;
+  bool find_open_ = false;
+  bool dark_ = true;  // ImGui style follows the Qt palette
+  bool find_focus_ = false;
+  char find_buffer_[256] = {};
+};
+
+}  // namespace ss::timeline
