@@ -1,4 +1,4 @@
-// Timeline speed figures (docs/bench-fragments/views.md):
+// Timeline speed figures (docs/benchmarks.md):
 //  1. frame CPU time (building the draw lists of every track: culling + folding + counter bars)
 //     at ~10M events, p50 and p99 over many frames at each zoom level from the whole profile to one
 //     kernel;
