@@ -46,6 +46,17 @@ std::string_view raw_key(od::field& f) {
   return {p, n};
 }
 
+// Visits every field of an object as (key, value). A malformed field throws; the caller reports
+// it with the document offset.
+template <typename Fn>
+void for_each_field(od::object& o, Fn&& fn) {
+  for (auto fr : o) {
+    od::field f;
+    if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
+    fn(raw_key(f), f.value());
+  }
+}
+
 // An integer from a number (int, uint or integral double) or a numeric string.
 bool read_int(od::value v, std::int64_t& out) {
   od::json_type t;
@@ -290,11 +301,7 @@ class TraceReader {
   void read_distributed(od::value v) {
     od::object o;
     if (v.get_object().get(o)) return;
-    for (auto fr : o) {
-      od::field f;
-      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
-      const std::string_view k = raw_key(f);
-      od::value x = f.value();
+    for_each_field(o, [&](std::string_view k, od::value x) {
       std::int64_t n = 0;
       std::string_view s;
       if (k == "rank") {
@@ -306,7 +313,7 @@ class TraceReader {
       } else if (k == "pg_config") {
         read_pg_config(x);
       }
-    }
+    });
   }
 
   void read_pg_config(od::value v) {
@@ -316,11 +323,7 @@ class TraceReader {
       od::object o;
       if (el.get_object().get(o)) continue;
       ProcessGroupConfig pg;
-      for (auto fr : o) {
-        od::field f;
-      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
-        const std::string_view k = raw_key(f);
-        od::value x = f.value();
+      for_each_field(o, [&](std::string_view k, od::value x) {
         std::string_view s;
         std::int64_t n = 0;
         if (k == "pg_name") {
@@ -334,7 +337,7 @@ class TraceReader {
           if (read_int(x, n)) pg.size = n;
         } else if (k == "ranks") {
           od::array ra;
-          if (x.get_array().get(ra)) continue;
+          if (x.get_array().get(ra)) return;
           std::string r = "[";
           for (auto re : ra) {
             od::value rv;
@@ -344,7 +347,7 @@ class TraceReader {
           }
           pg.ranks = r + "]";
         }
-      }
+      });
       t_.process_groups.push_back(std::move(pg));
     }
   }
@@ -356,11 +359,7 @@ class TraceReader {
       od::object o;
       if (el.get_object().get(o)) continue;
       DeviceProps d;
-      for (auto fr : o) {
-        od::field f;
-      if (!unwrap(fr, f)) throw simdjson::simdjson_error(fr.error());
-        const std::string_view k = raw_key(f);
-        od::value x = f.value();
+      for_each_field(o, [&](std::string_view k, od::value x) {
         std::string_view s;
         if (k == "id") read_int(x, d.id);
         else if (k == "name") {
@@ -369,7 +368,7 @@ class TraceReader {
         else if (k == "numSms") read_int(x, d.num_sms);
         else if (k == "computeMajor") read_int(x, d.compute_major);
         else if (k == "computeMinor") read_int(x, d.compute_minor);
-      }
+      });
       t_.devices.push_back(std::move(d));
     }
   }
