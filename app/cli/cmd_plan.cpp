@@ -7,6 +7,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "profiler/sim/plan_file.h"
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/sim_report.h"
@@ -29,27 +30,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   }
   if (!s.empty()) out.push_back(cur);
   return out;
-}
-
-// The plan file: the base plan with the chosen units added, the prediction and the FSDP2 Python.
-std::string plan_file(const sim::FsdpPlan& plan, const sim::PlanOutcome& o, const std::string& strategy, std::int64_t budget) {
-  // Flatten: the plan's own keys at top level so `simulate --plan` reads the same file.
-  std::string flat = sim::plan_to_json(plan);
-  flat.pop_back();  // drop the closing brace
-  std::ostringstream f;
-  JsonWriter tail(f, false);
-  tail.begin_object()
-      .kv("strategy", strategy)
-      .kv("budget_bytes", budget)
-      .kv("step_time_ms", sim::to_ms(o.result.step_ns))
-      .kv("peak_memory_bytes", o.result.peak_bytes)
-      .kv("baseline_step_time_ms", sim::to_ms(o.baseline.step_ns))
-      .kv("baseline_peak_memory_bytes", o.baseline.peak_bytes)
-      .kv("fits_budget", o.fits)
-      .end_object();
-  std::ostringstream out;
-  out << flat << ", \"predicted\": " << f.str() << ", \"fsdp2_python\": " << JsonWriter::quoted(sim::plan_to_python(plan)) << "}\n";
-  return out.str();
 }
 
 }  // namespace
@@ -110,7 +90,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (std::find(plan.unsharded.begin(), plan.unsharded.end(), n) == plan.unsharded.end()) plan.unsharded.push_back(n);
   sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
 
-  if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), plan_file(plan, o, strategy, pr.budget_bytes));
+  if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes));
   if (p.get("format") == "json") {
     JsonWriter j(std::cout);
     j.begin_object().kv("source", in.source).kv("strategy", strategy).kv("budget_bytes", pr.budget_bytes);

@@ -26,9 +26,12 @@
 
 #include "app/gui/profile_loader.h"
 #include "app/gui/shortcuts.h"
+#include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_view.h"
 #include "views/timeline/aggregate_model.h"
 #include "views/timeline/timeline_widget.h"
+#include "views/unshard/unshard_panel.h"
+#include "views/compare/compare_dock.h"
 
 namespace ss::gui {
 
@@ -152,6 +155,31 @@ void MainWindow::build_docks() {
   aggregate_dock_->setObjectName("aggregate_dock");
   aggregate_dock_->setWidget(agg);
   addDockWidget(Qt::RightDockWidgetArea, aggregate_dock_);
+
+  // The Analyses dock (issue 8): plugins found at startup, run on the timeline's range selection.
+  analyses_ = new analyses::AnalysesDock();
+  analyses_->discover();
+  analyses::connect_to_timeline(analyses_, timeline_);
+  analyses_dock_ = new QDockWidget("Analyses", this);
+  analyses_dock_->setObjectName("analyses_dock");
+  analyses_dock_->setWidget(analyses_);
+  addDockWidget(Qt::RightDockWidgetArea, analyses_dock_);
+  tabifyDockWidget(aggregate_dock_, analyses_dock_);
+  // The Unshard panel (issue 7): what-if toggles re-simulated on the fly, next to the memory view.
+  unshard_ = new unshard::UnshardPanel();
+  unshard_dock_ = new QDockWidget("Unshard", this);
+  unshard_dock_->setObjectName("unshard_dock");
+  unshard_dock_->setWidget(unshard_);
+  addDockWidget(Qt::BottomDockWidgetArea, unshard_dock_);
+  tabifyDockWidget(memory_dock_, unshard_dock_);
+  // The Compare dock (issue 7): the open profile against a second file, per module.
+  compare_ = new compareview::CompareDock();
+  compare_dock_ = new QDockWidget("Compare", this);
+  compare_dock_->setObjectName("compare_dock");
+  compare_dock_->setWidget(compare_);
+  addDockWidget(Qt::BottomDockWidgetArea, compare_dock_);
+  tabifyDockWidget(memory_dock_, compare_dock_);
+  memory_dock_->raise();
   resizeDocks({details_dock_}, {420}, Qt::Horizontal);
   resizeDocks({memory_dock_}, {330}, Qt::Vertical);
 }
@@ -171,6 +199,9 @@ void MainWindow::build_menus() {
   view->addAction(memory_dock_->toggleViewAction());
   view->addAction(details_dock_->toggleViewAction());
   view->addAction(aggregate_dock_->toggleViewAction());
+  view->addAction(analyses_dock_->toggleViewAction());
+  view->addAction(unshard_dock_->toggleViewAction());
+  view->addAction(compare_dock_->toggleViewAction());
   view->addSeparator();
   view->addAction("Whole profile", QKeySequence("Ctrl+0"), this, [this] {
     if (timeline_->controller()) {
@@ -207,7 +238,7 @@ void MainWindow::set_dark(bool dark) {
 
 void MainWindow::reset_layout() {
   restoreState(default_state_);
-  for (QDockWidget* d : {memory_dock_, details_dock_, aggregate_dock_}) d->show();
+  for (QDockWidget* d : {memory_dock_, details_dock_, aggregate_dock_, analyses_dock_, unshard_dock_, compare_dock_}) d->show();
 }
 
 void MainWindow::open_file(const QString& path) {
@@ -224,6 +255,9 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   cancel_->hide();
   profile_ = std::move(profile);
   timeline_->set_profile(profile_);
+  analyses_->set_profile(profile_);
+  unshard_->set_profile_path(pending_path_);
+  compare_->set_profile(profile_, pending_path_);
   // The memory view reads memory events from the file and builds the chart: fill it after the
   // timeline has shown its first frame, so that the profile appears at once.
   memory_->set_profile(nullptr);

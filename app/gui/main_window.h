@@ -24,6 +24,15 @@ class AggregateModel;
 namespace ss::memview {
 class MemoryView;
 }
+namespace ss::unshard {
+class UnshardPanel;
+}
+namespace ss::compareview {
+class CompareDock;
+}
+namespace ss::analyses {
+class AnalysesDock;
+}
 
 namespace ss::gui {
 
@@ -40,6 +49,12 @@ class MainWindow : public QMainWindow {
   timeline::TimelineWidget* timeline() { return timeline_; }
   memview::MemoryView* memory_view() { return memory_; }
   QDockWidget* memory_dock() { return memory_dock_; }
+  analyses::AnalysesDock* analyses() { return analyses_; }
+  QDockWidget* analyses_dock() { return analyses_dock_; }
+  unshard::UnshardPanel* unshard_panel() { return unshard_; }
+  QDockWidget* unshard_dock() { return unshard_dock_; }
+  compareview::CompareDock* compare_view() { return compare_; }
+  QDockWidget* compare_dock() { return compare_dock_; }
   timeline::AggregateModel* kernel_aggregate() { return kernel_agg_; }
   timeline::AggregateModel* module_aggregate() { return module_agg_; }
   QPlainTextEdit* details() { return details_; }
@@ -74,6 +89,12 @@ class MainWindow : public QMainWindow {
   QDockWidget* memory_dock_ = nullptr;
   QDockWidget* details_dock_ = nullptr;
   QDockWidget* aggregate_dock_ = nullptr;
+  analyses::AnalysesDock* analyses_ = nullptr;
+  QDockWidget* analyses_dock_ = nullptr;
+  unshard::UnshardPanel* unshard_ = nullptr;
+  QDockWidget* unshard_dock_ = nullptr;
+  compareview::CompareDock* compare_ = nullptr;
+  QDockWidget* compare_dock_ = nullptr;
   QPlainTextEdit* details_ = nullptr;
   timeline::AggregateModel* kernel_agg_ = nullptr;
   timeline::AggregateModel* module_agg_ = nullptr;

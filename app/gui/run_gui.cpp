@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QListWidget>
 #include <QTimer>
 #include <QTreeView>
 #include <algorithm>
@@ -12,9 +13,14 @@
 #include <iostream>
 
 #include "app/gui/main_window.h"
+#include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
 #include "views/timeline/timeline_widget.h"
+#include "views/compare/compare_dock.h"
+#include "views/unshard/unshard_panel.h"
+#include "views/unshard/unshard_session.h"
+#include "views/unshard/unshard_unit_model.h"
 
 namespace ss::gui {
 
@@ -67,6 +73,17 @@ void stage_demo(MainWindow& w) {
   w.timeline()->update();
 }
 
+// Keeps the last three layers unsharded through the panel's model (each an undoable toggle).
+void stage_unshard(unshard::UnshardPanel& panel) {
+  auto* s = panel.session();
+  auto* m = panel.model();
+  if (!s || !m) return;
+  int toggled = 0;
+  for (int u = s->unit_count() - 1; u >= 0 && toggled < 3; --u)
+    if (!s->unit_fixed(u) && m->setData(m->index_of_unit(u), Qt::Checked, Qt::CheckStateRole)) ++toggled;
+  if (auto i = m->index_of_unit(s->unit_count() - 1); i.isValid()) panel.tree()->scrollTo(i);
+}
+
 bool save(const QImage& image, const QString& path) {
   if (image.isNull() || !image.save(path, "PNG")) {
     std::cerr << "shardscope gui: could not write " << path.toStdString() << "\n";
@@ -82,10 +99,12 @@ int run_gui(int argc, char** argv, const std::string& file) {
   QString screenshot_dir;
   bool time_first_frame = false;
   bool light = false;  // --light: start with the light palette
+  QString compare_path;  // --compare B: open the Compare dock on the profile vs B
   for (int i = 1; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--screenshot") == 0) screenshot_dir = QString::fromLocal8Bit(argv[i + 1]);
     if (std::strcmp(argv[i], "--time-first-frame") == 0) time_first_frame = true;
     if (std::strcmp(argv[i], "--light") == 0) light = true;
+    if (i + 1 < argc && std::strcmp(argv[i], "--compare") == 0) compare_path = QString::fromLocal8Bit(argv[i + 1]);
   }
   QApplication app(argc, argv);
   QApplication::setOrganizationName("ShardScope");
@@ -113,6 +132,13 @@ int run_gui(int argc, char** argv, const std::string& file) {
                      [&] { std::cout << "loaded " << since_open.elapsed() << " ms after opening\n"; });
   }
   since_open.start();
+  if (!compare_path.isEmpty())
+    QObject::connect(&window, &MainWindow::profileLoaded, &app, [&] {
+      if (!window.compare_view()->compare_with(compare_path))
+        std::cerr << "shardscope gui: cannot compare with " << compare_path.toStdString() << ": "
+                  << window.compare_view()->last_error().toStdString() << "\n";
+      window.compare_dock()->raise();
+    });
   if (!file.empty()) window.open_file(QString::fromStdString(file));
   if (!screenshot_dir.isEmpty()) {
     if (file.empty()) {
@@ -130,13 +156,57 @@ int run_gui(int argc, char** argv, const std::string& file) {
           QDir().mkpath(screenshot_dir);
           bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png");
           ok = save(window.timeline()->grabFramebuffer(), screenshot_dir + "/timeline.png") && ok;
-          // The memory view on its own, at a useful size.
-          window.memory_dock()->setFloating(true);
-          window.memory_dock()->resize(1600, 700);
-          QTimer::singleShot(300, &app, [&, ok] {
-            const bool all = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok;
-            app.exit(all ? 0 : 3);
-          });
+          // The Analyses dock with a result: the overlap analysis on the aggregated range, widened,
+          // and its first finding double-clicked (the timeline jumps to it).
+          auto* analyses = window.analyses();
+          analyses->selection_source = nullptr;  // the whole profile: more rows and findings to show
+          if (auto* details = window.findChild<QDockWidget*>("details_dock")) details->hide();
+          window.analyses_dock()->raise();
+          window.resizeDocks({window.analyses_dock()}, {760}, Qt::Horizontal);
+          const auto shoot_memory = [&, ok](bool analyses_ok) {
+            // The memory view on its own, at a useful size.
+            window.memory_dock()->setFloating(true);
+            window.memory_dock()->resize(1600, 700);
+            QTimer::singleShot(300, &app, [&, ok, analyses_ok] {
+              const bool mem_ok = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok && analyses_ok;
+              // The Unshard panel on its own, with a few layers kept unsharded as a user would.
+              window.memory_dock()->setFloating(false);
+              window.unshard_dock()->setFloating(true);
+              window.unshard_dock()->resize(1400, 820);
+              window.unshard_dock()->show();
+              window.unshard_dock()->raise();
+              stage_unshard(*window.unshard_panel());
+              QTimer::singleShot(300, &app, [&, mem_ok] {
+                const bool all = save(window.unshard_panel()->grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;
+                if (compare_path.isEmpty()) {
+                  app.exit(all ? 0 : 3);
+                  return;
+                }
+                // With --compare B: the Compare dock on its own as well.
+                window.unshard_dock()->setFloating(false);
+                window.compare_dock()->setFloating(true);
+                window.compare_dock()->resize(1400, 700);
+                window.compare_dock()->show();
+                window.compare_dock()->raise();
+                QTimer::singleShot(300, &app, [&, all] {
+                  const bool with_compare = save(window.compare_view()->grab().toImage(), screenshot_dir + "/compare.png") && all;
+                  app.exit(with_compare ? 0 : 3);
+                });
+              });
+            });
+          };
+          QObject::connect(analyses, &analyses::AnalysesDock::finished, &app, [&, analyses, shoot_memory] {
+            if (analyses->findings()->count() > 0) analyses->activate_finding(0);
+            QTimer::singleShot(500, &app, [&, analyses, shoot_memory] {
+              const bool analyses_ok = analyses->result().ok && save(window.grab().toImage(), screenshot_dir + "/analyses.png");
+              if (!analyses->result().ok) std::cerr << "shardscope gui: overlap failed: " << analyses->result().error << "\n";
+              shoot_memory(analyses_ok);
+            });
+          }, Qt::SingleShotConnection);
+          if (!analyses->run("overlap")) {
+            std::cerr << "shardscope gui: could not run the overlap analysis for the screenshot\n";
+            shoot_memory(false);
+          }
         });
       });
     });

@@ -302,6 +302,20 @@ void TimelineController::reveal(const EventInfo& e) {
   if (!visible) viewport_.fit(static_cast<double>(e.start) - dur, static_cast<double>(e.end) + dur);
 }
 
+void TimelineController::show_range(TimeNs t0, TimeNs t1, int rank) {
+  if (t1 < t0) std::swap(t0, t1);
+  const double margin = std::max(1.0, static_cast<double>(t1 - t0) * 0.05);
+  viewport_.fit(static_cast<double>(t0) - margin, static_cast<double>(t1) + margin);
+  if (rank < 0) return;
+  for (std::size_t i = 0; i < tracks_.size(); ++i)
+    if (tracks_[i].rank == rank) {
+      const float y = track_y(static_cast<std::int32_t>(i));
+      if (y >= 0) scroll_y_ += y - kRulerHeight;
+      clamp_scroll();
+      return;
+    }
+}
+
 void TimelineController::select(const EventRef& ref, bool reveal_it) {
   selected_ = ref;
   peers_ = ref.valid() ? collective_peers(profile_, ref) : std::vector<EventRef>{};

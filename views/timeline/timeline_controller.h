@@ -76,6 +76,9 @@ class TimelineController {
   const EventRef& selected() const { return selected_; }
   void select(const EventRef& ref, bool reveal);
   void select_module(std::int32_t module);  // selects its first range on the first rank that has one
+  // Moves the view to [t0, t1] (with a margin either side) and, when rank >= 0, scrolls that
+  // rank's first track into view (the Analyses dock's jump to a finding).
+  void show_range(TimeNs t0, TimeNs t1, int rank = -1);
   const std::optional<Aggregate>& aggregate() const { return aggregate_; }
   bool box_active() const { return box_.active; }
   std::pair<double, double> box_times() const { return {box_.t0, box_.t1}; }

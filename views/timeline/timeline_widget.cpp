@@ -159,6 +159,12 @@ void TimelineWidget::selectModule(int module) {
   request_frames();
 }
 
+void TimelineWidget::showRange(qint64 t0, qint64 t1, int rank) {
+  if (!controller_) return;
+  controller_->show_range(t0, t1, rank);
+  request_frames();
+}
+
 void TimelineWidget::request_frames(int n) {
   pending_frames_ = std::max(pending_frames_, n);
   update();

@@ -42,6 +42,8 @@ class TimelineWidget : public QOpenGLWidget {
 
  public slots:
   void selectModule(int module);
+  // Moves the view to a time range (and a rank's tracks when rank >= 0); see TimelineController.
+  void showRange(qint64 t0, qint64 t1, int rank = -1);
 
  protected:
   void initializeGL() override;

@@ -1,0 +1,248 @@
+// The Analyses dock (issue 8): the result table model under QAbstractItemModelTester; the dock
+// lists the discovered plugins and the refused libraries, runs a built-in analysis on a worker
+// thread with the same result as a direct PluginHost::run, passes the selection to the plugin,
+// shows a throwing plugin's error and keeps working, and a double-clicked finding asks for a jump
+// to its time range and rank.
+#include <catch2/catch.hpp>
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+#include <algorithm>
+
+#include "plugins/host/plugin_host.h"
+#include "profiler/synthetic/synthetic_profile.h"
+#include "storage/profile_reader.h"
+#include "tests/support/test_paths.h"
+#include "views/analyses/analyses_dock.h"
+#include "views/analyses/result_table_model.h"
+#include "views/timeline/timeline_controller.h"
+
+using namespace ss;
+using analyses::AnalysesDock;
+using analyses::ResultTableModel;
+
+namespace {
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "test_analyses_dock";
+  static char* argv[] = {name, nullptr};
+  static QApplication* a = new QApplication(argc, argv);  // never destroyed (see test_view_models)
+  return *a;
+}
+
+std::shared_ptr<const Profile> profile() {
+  static test::TempDir dir;
+  static std::shared_ptr<const Profile> p = [] {
+    SyntheticSpec spec;
+    spec.ranks = 2;
+    spec.layers = 4;
+    write_synthetic_profile(dir.file("p.ssdb"), spec);
+    return std::make_shared<const Profile>(load_profile(dir.file("p.ssdb")));
+  }();
+  return p;
+}
+
+const std::vector<std::string> kDirs = {SS_BUILTIN_PLUGIN_DIR, SS_TEST_PLUGIN_DIR};
+
+// Runs `name` through the dock and waits for the worker thread to hand back the result.
+void run_and_wait(AnalysesDock& dock, const QString& name) {
+  QSignalSpy done(&dock, &AnalysesDock::finished);
+  REQUIRE(dock.run(name));
+  CHECK(dock.busy());
+  CHECK_FALSE(dock.run_button()->isEnabled());  // no second run while one is going
+  REQUIRE(done.wait(30000));
+  CHECK_FALSE(dock.busy());
+}
+
+int find_item(const QListWidget* list, const QString& prefix) {
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->text().startsWith(prefix)) return i;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("result table model passes QAbstractItemModelTester and sorts numbers numerically", "[views][gui]") {
+  app();
+  ResultTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  CHECK(model.rowCount() == 0);
+  plugins::ResultTable t;
+  t.name = "t";
+  t.columns = {"name", "count", "share"};
+  t.rows = {{std::string("b"), std::int64_t{9}, 0.25},
+            {std::string("a"), std::int64_t{10}, 0.5},
+            {SqlValue{}, std::int64_t{2}}};  // a short row with a null: empty cells
+  model.set_table(t);
+  REQUIRE(model.rowCount() == 3);
+  REQUIRE(model.columnCount() == 3);
+  CHECK(model.headerData(1, Qt::Horizontal).toString() == "count");
+  CHECK(model.data(model.index(0, 0)).toString() == "b");
+  CHECK(model.data(model.index(1, 1)).toLongLong() == 10);
+  CHECK(model.data(model.index(0, 2)).toDouble() == 0.25);
+  CHECK(model.data(model.index(2, 0)).isNull());
+  CHECK(model.data(model.index(2, 2)).isNull());
+
+  // Through a proxy, "count" sorts as numbers (2 < 9 < 10), not as text ("10" < "2" < "9").
+  QSortFilterProxyModel proxy;
+  proxy.setSourceModel(&model);
+  proxy.sort(1, Qt::AscendingOrder);
+  CHECK(proxy.data(proxy.index(0, 1)).toLongLong() == 2);
+  CHECK(proxy.data(proxy.index(1, 1)).toLongLong() == 9);
+  CHECK(proxy.data(proxy.index(2, 1)).toLongLong() == 10);
+
+  model.set_table({});
+  CHECK(model.rowCount() == 0);
+  CHECK(model.columnCount() == 0);
+}
+
+TEST_CASE("the dock lists the plugins and the refused libraries", "[views][gui]") {
+  app();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  const auto& host = dock.host();
+  REQUIRE(!host.plugins().empty());
+  REQUIRE(!host.problems().empty());  // the test folder holds a wrong-version plugin
+  CHECK(dock.plugin_list()->count() == static_cast<int>(host.plugins().size() + host.problems().size()));
+  CHECK(find_item(dock.plugin_list(), "top-kernels") >= 0);
+  CHECK(find_item(dock.plugin_list(), "not loaded: ss_test_wrong_version_plugin.so") >= 0);
+  // No profile yet: nothing to run.
+  CHECK_FALSE(dock.run_button()->isEnabled());
+  CHECK_FALSE(dock.run("top-kernels"));
+}
+
+TEST_CASE("running a built-in analysis in the dock gives the tables of a direct run", "[views][gui]") {
+  app();
+  const auto p = profile();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(p);
+  dock.plugin_list()->setCurrentRow(find_item(dock.plugin_list(), "top-kernels"));
+  CHECK(dock.run_button()->isEnabled());
+  QSignalSpy done(&dock, &AnalysesDock::finished);
+  QTest::mouseClick(dock.run_button(), Qt::LeftButton);  // as a user would
+  REQUIRE(done.wait(30000));
+
+  plugins::PluginHost direct;
+  direct.discover({SS_BUILTIN_PLUGIN_DIR});
+  const plugins::AnalysisResult expected = direct.run("top-kernels", *p);
+  REQUIRE(expected.ok);
+  REQUIRE(!expected.tables.empty());
+  const auto& got = dock.result();
+  REQUIRE(got.ok);
+  REQUIRE(dock.table_tabs()->count() == static_cast<int>(expected.tables.size()));
+  for (std::size_t t = 0; t < expected.tables.size(); ++t) {
+    const auto& want = expected.tables[t];
+    CHECK(dock.table_tabs()->tabText(static_cast<int>(t)).toStdString() == want.name);
+    ResultTableModel* model = dock.table_model(static_cast<int>(t));
+    REQUIRE(model);
+    REQUIRE(model->rowCount() == static_cast<int>(want.rows.size()));
+    REQUIRE(model->columnCount() == static_cast<int>(want.columns.size()));
+    REQUIRE(!want.rows.empty());
+    for (int c = 0; c < model->columnCount(); ++c)
+      CHECK(model->headerData(c, Qt::Horizontal).toString().toStdString() == want.columns[static_cast<std::size_t>(c)]);
+    for (int r = 0; r < model->rowCount(); ++r)
+      for (int c = 0; c < model->columnCount(); ++c)
+        CHECK(model->data(model->index(r, c)) ==
+              ResultTableModel::to_variant(want.rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]));
+    // The view shows the same rows and is sortable.
+    auto* view = qobject_cast<QTableView*>(dock.table_tabs()->widget(static_cast<int>(t)));
+    REQUIRE(view);
+    CHECK(view->isSortingEnabled());
+    CHECK(view->model()->rowCount() == model->rowCount());
+  }
+  CHECK(dock.findings()->count() == static_cast<int>(expected.findings.size()));
+}
+
+TEST_CASE("the dock passes the selection and a double-clicked finding jumps to its range", "[views][gui]") {
+  app();
+  const auto p = profile();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(p);
+  const TimeNs from = p->time_begin + (p->time_end - p->time_begin) / 4;
+  const TimeNs to = p->time_begin + (p->time_end - p->time_begin) / 2;
+  dock.selection_source = [&] {
+    plugins::Selection s;
+    s.from = from;
+    s.to = to;
+    return s;
+  };
+  run_and_wait(dock, "test-echo");
+  const auto& r = dock.result();
+  REQUIRE(r.ok);
+  // The echo plugin writes back the window it was given.
+  const auto* echo = r.table("echo");
+  REQUIRE(echo);
+  const auto col = [&](const char* name) {
+    for (std::size_t i = 0; i < echo->columns.size(); ++i)
+      if (echo->columns[i] == name) return echo->rows.at(0).at(i);
+    FAIL("no column " << name);
+    return SqlValue{};
+  };
+  CHECK(std::get<std::int64_t>(col("from")) == from);
+  CHECK(std::get<std::int64_t>(col("to")) == to);
+  CHECK(dock.status()->text().contains("ms"));
+
+  // Its finding (Problem, 10..20 ns on rank 1) is listed; a double-click asks for the jump.
+  REQUIRE(dock.findings()->count() == 1);
+  CHECK(dock.findings()->item(0)->text().contains("echo finding"));
+  dock.show();
+  QSignalSpy jump(&dock, &AnalysesDock::jumpRequested);
+  QListWidget* list = dock.findings();
+  const QPoint at = list->visualItemRect(list->item(0)).center();
+  REQUIRE(QTest::qWaitForWindowExposed(&dock));
+  QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, at);  // the press a real double-click starts with
+  CHECK(jump.isEmpty());                                         // a single click does not jump
+  QTest::mouseDClick(list->viewport(), Qt::LeftButton, {}, at);
+  REQUIRE(jump.count() == 1);
+  CHECK(jump.first().at(0).toLongLong() == 10);
+  CHECK(jump.first().at(1).toLongLong() == 20);
+  CHECK(jump.first().at(2).toInt() == 1);
+}
+
+TEST_CASE("a throwing plugin's error is shown and the dock keeps working", "[views][gui]") {
+  app();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(profile());
+  run_and_wait(dock, "test-throws");
+  CHECK_FALSE(dock.result().ok);
+  CHECK(dock.status()->text().contains("boom from the throwing plugin"));
+  CHECK(dock.table_tabs()->count() == 0);
+  run_and_wait(dock, "temporal");
+  CHECK(dock.result().ok);
+  CHECK(dock.table_tabs()->count() > 0);
+  CHECK_FALSE(dock.run("no-such-analysis"));
+}
+
+TEST_CASE("the timeline's show_range (a finding's jump) shows the range and scrolls to the rank", "[views]") {
+  const auto p = profile();
+  timeline::TimelineController c(*p);
+  c.set_size(1200, 150);  // short, so rank 1's tracks start below the fold
+  c.fit_all();
+  const TimeNs t0 = p->time_begin + (p->time_end - p->time_begin) / 3, t1 = t0 + 50'000;
+  int last_rank = -1;
+  for (const auto& t : c.tracks()) last_rank = std::max(last_rank, t.rank);
+  REQUIRE(last_rank >= 1);
+  std::int32_t first = -1;
+  for (std::size_t i = 0; i < c.tracks().size() && first < 0; ++i)
+    if (c.tracks()[i].rank == last_rank) first = static_cast<std::int32_t>(i);
+  REQUIRE(c.track_y(first) > 150);  // below the fold before the jump
+  c.show_range(t1, t0, last_rank);  // reversed bounds are accepted
+  const auto& vp = c.viewport();
+  CHECK(vp.start_ns < static_cast<double>(t0));
+  CHECK(vp.end_ns() > static_cast<double>(t1));
+  CHECK(vp.end_ns() - vp.start_ns < 2.0 * static_cast<double>(t1 - t0));  // zoomed in, a small margin
+  // The rank's first track is now on screen (at the top, or as high as the scroll range allows).
+  CHECK(c.scroll_y() > 0);
+  CHECK(c.track_y(first) >= timeline::kRulerHeight);
+  CHECK(c.track_y(first) < 150 - timeline::kRowHeight);
+}

@@ -1,0 +1,291 @@
+#include "views/analyses/analyses_dock.h"
+
+#include <QApplication>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStyle>
+#include <QTabWidget>
+#include <QTableView>
+#include <QThread>
+#include <QVBoxLayout>
+#include <exception>
+
+#include "views/analyses/result_table_model.h"
+#include "views/timeline/timeline_widget.h"
+
+namespace ss::analyses {
+
+namespace {
+constexpr int kPluginNameRole = Qt::UserRole;
+constexpr int kFindingRole = Qt::UserRole + 1;
+
+QColor severity_colour(plugins::Severity s) {
+  switch (s) {
+    case plugins::Severity::Problem:
+      return QColor(225, 75, 65);
+    case plugins::Severity::Warning:
+      return QColor(230, 160, 40);
+    case plugins::Severity::Info:
+      break;
+  }
+  return {};
+}
+
+QStyle::StandardPixmap severity_icon(plugins::Severity s) {
+  switch (s) {
+    case plugins::Severity::Problem:
+      return QStyle::SP_MessageBoxCritical;
+    case plugins::Severity::Warning:
+      return QStyle::SP_MessageBoxWarning;
+    case plugins::Severity::Info:
+      break;
+  }
+  return QStyle::SP_MessageBoxInformation;
+}
+}  // namespace
+
+AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_unique<plugins::PluginHost>()) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  auto* split = new QSplitter(Qt::Vertical);
+
+  auto* top = new QWidget();
+  auto* top_layout = new QVBoxLayout(top);
+  top_layout->setContentsMargins(0, 0, 0, 0);
+  plugin_list_ = new QListWidget();
+  plugin_list_->setObjectName("analyses_plugins");
+  top_layout->addWidget(plugin_list_, 1);
+  description_ = new QLabel();
+  description_->setWordWrap(true);
+  top_layout->addWidget(description_);
+  run_button_ = new QPushButton("Run on selection");
+  run_button_->setToolTip("Runs the analysis on the timeline's selected time range (right drag), or the whole profile");
+  top_layout->addWidget(run_button_);
+  split->addWidget(top);
+
+  auto* bottom = new QWidget();
+  auto* bottom_layout = new QVBoxLayout(bottom);
+  bottom_layout->setContentsMargins(0, 0, 0, 0);
+  status_ = new QLabel("Open a profile, pick an analysis and press Run");
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bottom_layout->addWidget(status_);
+  auto* results = new QSplitter(Qt::Vertical);
+  table_tabs_ = new QTabWidget();
+  results->addWidget(table_tabs_);
+  findings_ = new QListWidget();
+  findings_->setObjectName("analyses_findings");
+  findings_->setWordWrap(true);
+  findings_->setToolTip("Double-click a finding to show its time range in the timeline");
+  results->addWidget(findings_);
+  results->setSizes({300, 100});  // proportions: the tables get most of the height
+  bottom_layout->addWidget(results, 1);
+  split->addWidget(bottom);
+  split->setSizes({100, 300});
+  layout->addWidget(split);
+
+  connect(plugin_list_, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* item) {
+    description_->setText(item ? item->toolTip() : QString());
+    update_run_enabled();
+  });
+  connect(plugin_list_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
+    if (item && (item->flags() & Qt::ItemIsEnabled)) run(item->data(kPluginNameRole).toString());
+  });
+  connect(run_button_, &QPushButton::clicked, this, [this] {
+    if (auto* item = plugin_list_->currentItem()) run(item->data(kPluginNameRole).toString());
+  });
+  connect(findings_, &QListWidget::itemActivated, this, [this](QListWidgetItem* item) { activate_finding(findings_->row(item)); });
+  update_run_enabled();
+}
+
+AnalysesDock::~AnalysesDock() {
+  // The worker holds the host and the profile: let it finish before they go.
+  if (worker_) {
+    worker_->wait();
+    delete worker_;
+  }
+}
+
+void AnalysesDock::discover(const std::vector<std::string>& dirs) {
+  if (busy()) return;
+  host_ = std::make_unique<plugins::PluginHost>();
+  host_->discover(dirs);
+  plugin_list_->clear();
+  for (const auto& p : host_->plugins()) {
+    auto* item = new QListWidgetItem(QString("%1 — %2").arg(QString::fromStdString(p.name), QString::fromStdString(p.title)));
+    item->setData(kPluginNameRole, QString::fromStdString(p.name));
+    item->setToolTip(QString::fromStdString(p.description));
+    plugin_list_->addItem(item);
+  }
+  // Refused libraries stay visible (greyed, with the reason), so a user sees why theirs is missing.
+  for (const auto& problem : host_->problems()) {
+    auto* item = new QListWidgetItem(style()->standardIcon(QStyle::SP_MessageBoxWarning),
+                                     QString("not loaded: %1").arg(QString::fromStdString(problem.path).section('/', -1)));
+    item->setToolTip(QString::fromStdString(problem.path + ": " + problem.message));
+    item->setFlags(item->flags() & ~Qt::ItemIsSelectable);
+    item->setForeground(severity_colour(plugins::Severity::Warning));
+    plugin_list_->addItem(item);
+  }
+  if (!host_->plugins().empty()) plugin_list_->setCurrentRow(0);
+  if (host_->plugins().empty())
+    status_->setText(QString("No analysis plugins found (searched %1 folders; set SHARDSCOPE_PLUGIN_PATH)").arg(host_->searched_dirs().size()));
+  update_run_enabled();
+}
+
+void AnalysesDock::set_profile(std::shared_ptr<const Profile> profile) {
+  profile_ = std::move(profile);
+  update_run_enabled();
+}
+
+void AnalysesDock::update_run_enabled() {
+  run_button_->setEnabled(profile_ && !busy() && plugin_list_->currentItem() &&
+                          !plugin_list_->currentItem()->data(kPluginNameRole).toString().isEmpty());
+}
+
+QString AnalysesDock::describe(const plugins::Selection& s) const {
+  QString text;
+  if (!s.from && !s.to) {
+    text = "the whole profile";
+  } else {
+    const TimeNs origin = profile_ ? profile_->time_begin : 0;
+    const auto ms = [origin](TimeNs t) { return QString::number(static_cast<double>(t - origin) / 1e6, 'f', 3); };
+    text = QString("%1 – %2 ms").arg(s.from ? ms(*s.from) : "start", s.to ? ms(*s.to) : "end");
+  }
+  if (!s.ranks.empty()) {
+    QStringList ranks;
+    for (int r : s.ranks) ranks << QString::number(r);
+    text += ", ranks " + ranks.join(',');
+  }
+  return text;
+}
+
+bool AnalysesDock::run(const QString& name) {
+  if (busy()) {
+    status_->setText("An analysis is already running");
+    return false;
+  }
+  if (!profile_) {
+    status_->setText("Open a profile first");
+    return false;
+  }
+  if (!host_->find(name.toStdString())) {
+    status_->setText(QString("No analysis named %1").arg(name));
+    return false;
+  }
+  // Keep the list showing what runs (run() is also called from code: double-click, screenshots).
+  for (int i = 0; i < plugin_list_->count(); ++i)
+    if (plugin_list_->item(i)->data(kPluginNameRole).toString() == name) plugin_list_->setCurrentRow(i);
+  last_selection_ = selection_source ? selection_source() : plugins::Selection{};
+  status_->setText(QString("Running %1 on %2...").arg(name, describe(last_selection_)));
+  // The worker gets its own references; the host outlives it (the destructor and discover() wait).
+  auto out = std::make_shared<plugins::AnalysisResult>();
+  const plugins::PluginHost* host = host_.get();
+  worker_ = QThread::create([host, profile = profile_, selection = last_selection_, plugin = name.toStdString(), out] {
+    try {
+      *out = host->run(plugin, *profile, selection);
+    } catch (const std::exception& e) {  // the host contains plugin faults; this is for its own (bad_alloc)
+      out->analysis = plugin;
+      out->ok = false;
+      out->error = e.what();
+    }
+  });
+  QThread* worker = worker_;
+  connect(worker, &QThread::finished, this, [this, worker, out] {
+    worker->deleteLater();
+    worker_ = nullptr;
+    show_result(*out);
+    update_run_enabled();
+    emit finished();
+  });
+  update_run_enabled();
+  worker->start();
+  return true;
+}
+
+ResultTableModel* AnalysesDock::table_model(int i) const {
+  return i >= 0 && static_cast<std::size_t>(i) < models_.size() ? models_[static_cast<std::size_t>(i)] : nullptr;
+}
+
+void AnalysesDock::show_result(const plugins::AnalysisResult& result) {
+  result_ = result;
+  while (table_tabs_->count() > 0) {
+    QWidget* w = table_tabs_->widget(0);
+    table_tabs_->removeTab(0);
+    delete w;
+  }
+  for (auto* m : models_) delete m;
+  models_.clear();
+  findings_->clear();
+
+  const QString name = QString::fromStdString(result_.analysis);
+  if (!result_.ok) {
+    status_->setText(QString("<b>%1 failed:</b> %2").arg(name.toHtmlEscaped(), QString::fromStdString(result_.error).toHtmlEscaped()));
+    status_->setStyleSheet(QString("color: %1").arg(severity_colour(plugins::Severity::Problem).name()));
+    return;
+  }
+  status_->setStyleSheet(QString());
+  status_->setText(QString("%1 on %2: %3 tables, %4 findings")
+                       .arg(name, describe(last_selection_))
+                       .arg(result_.tables.size())
+                       .arg(result_.findings.size()));
+
+  for (const auto& table : result_.tables) {
+    auto* model = new ResultTableModel(this);
+    model->set_table(table);
+    models_.push_back(model);
+    auto* proxy = new QSortFilterProxyModel(model);
+    proxy->setSourceModel(model);
+    auto* view = new QTableView();
+    view->setModel(proxy);
+    view->setSortingEnabled(true);
+    view->sortByColumn(-1, Qt::AscendingOrder);  // plugin order until the user sorts
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view->horizontalHeader()->setStretchLastSection(true);
+    view->verticalHeader()->hide();
+    view->setAlternatingRowColors(true);
+    view->setWordWrap(false);
+    view->setTextElideMode(Qt::ElideMiddle);
+    table_tabs_->addTab(view, QString::fromStdString(table.name));
+  }
+
+  for (std::size_t i = 0; i < result_.findings.size(); ++i) {
+    const auto& f = result_.findings[i];
+    QString text = QString::fromStdString(f.message);
+    if (f.rank >= 0) text = QString("rank %1: %2").arg(f.rank).arg(text);
+    auto* item = new QListWidgetItem(style()->standardIcon(severity_icon(f.severity)), text);
+    item->setData(kFindingRole, static_cast<int>(i));
+    const QColor c = severity_colour(f.severity);
+    if (c.isValid()) item->setForeground(c);
+    item->setToolTip(QString("%1%2").arg(plugins::to_string(f.severity), f.range ? " (double-click to show it in the timeline)" : ""));
+    findings_->addItem(item);
+  }
+}
+
+void AnalysesDock::activate_finding(int row) {
+  if (row < 0 || row >= findings_->count()) return;
+  const int i = findings_->item(row)->data(kFindingRole).toInt();
+  if (i < 0 || static_cast<std::size_t>(i) >= result_.findings.size()) return;
+  const auto& f = result_.findings[static_cast<std::size_t>(i)];
+  if (f.range) emit jumpRequested(f.range->first, f.range->second, f.rank);
+}
+
+plugins::Selection timeline_selection(timeline::TimelineWidget* timeline) {
+  plugins::Selection s;
+  if (!timeline || !timeline->controller()) return s;
+  if (const auto range = timeline->controller()->range_selection()) {
+    s.from = range->first;
+    s.to = range->second;
+  }
+  return s;
+}
+
+void connect_to_timeline(AnalysesDock* dock, timeline::TimelineWidget* timeline) {
+  dock->selection_source = [timeline] { return timeline_selection(timeline); };
+  QObject::connect(dock, &AnalysesDock::jumpRequested, timeline, &timeline::TimelineWidget::showRange);
+}
+
+}  // namespace ss::analyses

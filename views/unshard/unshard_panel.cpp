@@ -1,0 +1,267 @@
+#include "views/unshard/unshard_panel.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <functional>
+
+#include "storage/errors.h"
+#include "storage/units.h"
+#include "views/unshard/unshard_session.h"
+#include "views/unshard/unshard_unit_model.h"
+
+#ifndef SS_CLUSTERS_DIR
+#define SS_CLUSTERS_DIR ""
+#endif
+
+namespace ss::unshard {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+QString ms(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms"); }
+QString bytes(std::int64_t b) { return QString::fromStdString(format_bytes(b)); }
+}  // namespace
+
+UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent) { build(); }
+UnshardPanel::~UnshardPanel() = default;
+
+void UnshardPanel::build() {
+  auto* outer = new QVBoxLayout(this);
+  auto* controls = new QFormLayout;
+  world_ = new QSpinBox;
+  world_->setRange(1, 10'000'000);
+  per_node_ = new QSpinBox;
+  per_node_->setRange(1, 1024);
+  bucket_cap_ = new QDoubleSpinBox;
+  bucket_cap_->setRange(0, 1e6);
+  bucket_cap_->setDecimals(0);
+  bucket_cap_->setSuffix(QStringLiteral(" MB"));
+  bucket_cap_->setSpecialValueText(QStringLiteral("off (one all-gather per unit)"));
+  budget_ = new QDoubleSpinBox;
+  budget_->setRange(0.001, 1e6);
+  budget_->setDecimals(3);
+  budget_->setSuffix(QStringLiteral(" GiB"));
+  preset_ = new QComboBox;
+  for (auto* w : std::initializer_list<QWidget*>{world_, per_node_, bucket_cap_, budget_}) static_cast<QAbstractSpinBox*>(w)->setKeyboardTracking(false);
+  controls->addRow(QStringLiteral("Cluster preset"), preset_);
+  controls->addRow(QStringLiteral("World size"), world_);
+  controls->addRow(QStringLiteral("GPUs per node"), per_node_);
+  controls->addRow(QStringLiteral("Bucket cap"), bucket_cap_);
+  controls->addRow(QStringLiteral("Memory budget"), budget_);
+
+  auto* numbers = new QGridLayout;
+  step_ = new QLabel;
+  delta_ = new QLabel;
+  peak_ = new QLabel;
+  exposed_ = new QLabel;
+  memory_bar_ = new QProgressBar;
+  memory_bar_->setRange(0, 1000);
+  memory_bar_->setTextVisible(true);
+  for (auto* l : {step_, delta_, peak_, exposed_}) l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont big = step_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.4);
+  big.setBold(true);
+  step_->setFont(big);
+  numbers->addWidget(new QLabel(QStringLiteral("Predicted step")), 0, 0);
+  numbers->addWidget(step_, 0, 1);
+  numbers->addWidget(new QLabel(QStringLiteral("vs baseline")), 1, 0);
+  numbers->addWidget(delta_, 1, 1);
+  numbers->addWidget(new QLabel(QStringLiteral("Exposed comm.")), 2, 0);
+  numbers->addWidget(exposed_, 2, 1);
+  numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 3, 0);
+  numbers->addWidget(peak_, 3, 1);
+  numbers->addWidget(memory_bar_, 4, 0, 1, 2);
+
+  auto* top = new QHBoxLayout;
+  top->addLayout(controls, 1);
+  top->addLayout(numbers, 1);
+  outer->addLayout(top);
+
+  auto* buttons = new QHBoxLayout;
+  undo_button_ = new QPushButton(QStringLiteral("Undo"));
+  redo_button_ = new QPushButton(QStringLiteral("Redo"));
+  plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
+  export_button_ = new QPushButton(QStringLiteral("Export plan…"));
+  plan_button_->setToolTip(QStringLiteral("Cost planner: keeps the units whose exposed all-gather saves most per byte, within the budget"));
+  for (auto* b : {undo_button_, redo_button_, plan_button_, export_button_}) buttons->addWidget(b);
+  buttons->addStretch(1);
+  outer->addLayout(buttons);
+
+  tree_ = new QTreeView;
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  outer->addWidget(tree_, 1);
+  status_ = new QLabel;
+  status_->setWordWrap(true);
+  outer->addWidget(status_);
+
+  auto* undo_action = new QAction(QStringLiteral("Undo"), this);
+  undo_action->setShortcut(QKeySequence::Undo);
+  undo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  auto* redo_action = new QAction(QStringLiteral("Redo"), this);
+  redo_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
+  redo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(undo_action);
+  addAction(redo_action);
+  connect(undo_action, &QAction::triggered, this, &UnshardPanel::undo);
+  connect(redo_action, &QAction::triggered, this, &UnshardPanel::redo);
+  connect(undo_button_, &QPushButton::clicked, this, &UnshardPanel::undo);
+  connect(redo_button_, &QPushButton::clicked, this, &UnshardPanel::redo);
+  connect(plan_button_, &QPushButton::clicked, this, &UnshardPanel::plan_automatically);
+  connect(export_button_, &QPushButton::clicked, this, &UnshardPanel::on_export_clicked);
+  connect(world_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_world_size(v); }); });
+  connect(per_node_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_gpus_per_node(v); }); });
+  connect(bucket_cap_, &QDoubleSpinBox::valueChanged, this, [this](double v) { run_change([&] { session_->set_bucket_cap_mb(v); }); });
+  connect(budget_, &QDoubleSpinBox::valueChanged, this,
+          [this](double v) { run_change([&] { session_->set_budget_bytes(static_cast<std::int64_t>(v * kGiB)); }); });
+  connect(preset_, &QComboBox::currentIndexChanged, this, [this](int i) { run_change([&] { session_->set_preset(i); }); });
+  setEnabled(false);
+}
+
+bool UnshardPanel::open_profile(const QString& path) {
+  try {
+    auto s = std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+    tree_->setModel(nullptr);
+    model_.reset();
+    session_ = std::move(s);
+  } catch (const ProfileError& e) {
+    error_ = QString::fromStdString(e.what());
+    status_->setText(QStringLiteral("Cannot simulate this profile: ") + error_);
+    return false;
+  }
+  model_ = std::make_unique<UnshardUnitModel>(session_.get());
+  tree_->setModel(model_.get());
+  tree_->expandAll();
+  tree_->header()->setSectionResizeMode(UnshardUnitModel::ColModule, QHeaderView::Stretch);
+  tree_->header()->setStretchLastSection(false);
+  for (int c = UnshardUnitModel::ColClass; c < UnshardUnitModel::ColCount; ++c)
+    tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] { show_state(); });
+  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) { status_->setText(m); });
+  {
+    const QSignalBlocker block(preset_);
+    preset_->clear();
+    for (const auto& p : session_->presets()) preset_->addItem(QString::fromStdString(p.name));
+  }
+  setEnabled(true);
+  status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)").arg(path).arg(session_->unit_count()));
+  show_state();
+  return true;
+}
+
+void UnshardPanel::set_profile_path(const QString& path) {
+  pending_path_ = path;
+  if (isVisible()) {
+    pending_path_.clear();
+    open_profile(path);
+  }
+}
+
+void UnshardPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (!pending_path_.isEmpty()) {
+    const QString path = pending_path_;
+    pending_path_.clear();
+    open_profile(path);
+  }
+}
+
+void UnshardPanel::run_change(const std::function<void()>& change) {
+  if (!session_) return;
+  try {
+    change();
+  } catch (const ProfileError& e) {
+    status_->setText(QStringLiteral("Not simulated: ") + QString::fromStdString(e.what()));
+  }
+  model_->refresh();
+  show_state();
+}
+
+void UnshardPanel::undo() { run_change([this] { session_->undo(); }); }
+void UnshardPanel::redo() { run_change([this] { session_->redo(); }); }
+
+void UnshardPanel::plan_automatically() {
+  run_change([this] {
+    const auto o = session_->plan_automatically();
+    status_->setText(QStringLiteral("Cost planner: %1 unit(s) kept unsharded after %2 simulations%3")
+                         .arg(o.unsharded.size())
+                         .arg(o.simulations)
+                         .arg(o.fits ? QString() : QStringLiteral(" — does NOT fit the budget")));
+  });
+}
+
+bool UnshardPanel::export_plan(const QString& path) {
+  if (!session_) return false;
+  try {
+    session_->export_plan(path.toStdString());
+  } catch (const ProfileError& e) {
+    error_ = QString::fromStdString(e.what());
+    status_->setText(error_);
+    return false;
+  }
+  status_->setText(QStringLiteral("Wrote ") + path);
+  return true;
+}
+
+void UnshardPanel::on_export_clicked() {
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), QStringLiteral("plan.json"),
+                                                    QStringLiteral("Plan (*.json)"));
+  if (!path.isEmpty()) export_plan(path);
+}
+
+QString UnshardPanel::step_text() const { return step_->text(); }
+QString UnshardPanel::peak_text() const { return peak_->text(); }
+QString UnshardPanel::delta_text() const { return delta_->text(); }
+
+void UnshardPanel::show_state() {
+  if (!session_) return;
+  const UnshardState& s = session_->state();
+  const Prediction& p = session_->prediction();
+  {
+    const QSignalBlocker b1(world_), b2(per_node_), b3(bucket_cap_), b4(budget_), b5(preset_);
+    world_->setValue(s.world_size);
+    per_node_->setValue(s.gpus_per_node);
+    bucket_cap_->setValue(s.bucket_cap_mb);
+    budget_->setValue(static_cast<double>(s.budget_bytes) / kGiB);
+    preset_->setCurrentIndex(s.preset);
+  }
+  step_->setText(ms(p.step_ns));
+  QString delta;
+  auto pct = [](TimeNs a, TimeNs b) { return 100.0 * (static_cast<double>(a) - static_cast<double>(b)) / static_cast<double>(b); };
+  if (p.measured_step_ns > 0)
+    delta += QStringLiteral("measured %1 (%2%3%)").arg(ms(p.measured_step_ns)).arg(p.step_ns >= p.measured_step_ns ? "+" : "")
+                 .arg(pct(p.step_ns, p.measured_step_ns), 0, 'f', 2);
+  if (p.baseline_step_ns > 0)
+    delta += QStringLiteral("%1simulated as profiled %2 (%3%4%)").arg(delta.isEmpty() ? "" : ";  ").arg(ms(p.baseline_step_ns))
+                 .arg(p.step_ns >= p.baseline_step_ns ? "+" : "").arg(pct(p.step_ns, p.baseline_step_ns), 0, 'f', 2);
+  delta_->setText(delta);
+  exposed_->setText(QStringLiteral("%1 of %2 compute").arg(ms(p.exposed_comm_ns), ms(p.compute_ns)));
+  QString peak = bytes(p.peak_bytes) + QStringLiteral(" of budget ") + bytes(p.budget_bytes);
+  if (p.gpu_capacity_bytes > 0) peak += QStringLiteral(", GPU ") + bytes(p.gpu_capacity_bytes);
+  if (!p.fits_budget) peak += QStringLiteral("  — OVER BUDGET");
+  else if (!p.fits_gpu) peak += QStringLiteral("  — OVER GPU CAPACITY");
+  peak_->setText(peak);
+  const double frac = p.budget_bytes > 0 ? static_cast<double>(p.peak_bytes) / static_cast<double>(p.budget_bytes) : 0.0;
+  memory_bar_->setValue(static_cast<int>(std::min(1.0, frac) * 1000));
+  memory_bar_->setFormat(QStringLiteral("%1% of budget").arg(frac * 100.0, 0, 'f', 1));
+  memory_bar_->setStyleSheet(p.fits_budget ? QString() : QStringLiteral("QProgressBar::chunk { background: #d04040; }"));
+  undo_button_->setEnabled(session_->can_undo());
+  redo_button_->setEnabled(session_->can_redo());
+  undo_button_->setToolTip(QString::fromStdString(session_->undo_label()));
+  redo_button_->setToolTip(QString::fromStdString(session_->redo_label()));
+  emit predictionUpdated();
+}
+
+}  // namespace ss::unshard

@@ -1,0 +1,234 @@
+#include "views/unshard/unshard_session.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "profiler/sim/device_table.h"
+#include "profiler/sim/plan_file.h"
+#include "storage/errors.h"
+
+namespace ss::unshard {
+
+std::vector<TimeNs> exposed_all_gather_per_exec(const sim::SimResult& r, std::size_t exec_units) {
+  std::vector<TimeNs> out(exec_units, 0);
+  std::vector<const sim::SimOp*> compute;
+  std::vector<std::vector<const sim::SimOp*>> gathers(exec_units);  // per exec unit, so the scan stays O(ops)
+  for (const auto& op : r.ops) {
+    if (op.lane == sim::Lane::Compute) compute.push_back(&op);
+    else if (op.kind == sim::OpKind::AllGather && op.exec >= 0 && static_cast<std::size_t>(op.exec) < exec_units)
+      gathers[static_cast<std::size_t>(op.exec)].push_back(&op);
+  }
+  auto by_start = [](const sim::SimOp* a, const sim::SimOp* b) { return a->start < b->start; };
+  std::sort(compute.begin(), compute.end(), by_start);
+  TimeNs prev_end = 0;
+  for (const auto* op : compute) {
+    const TimeNs gap_begin = prev_end;
+    prev_end = std::max(prev_end, op->end);
+    if (op->start <= gap_begin || op->exec < 0 || static_cast<std::size_t>(op->exec) >= exec_units) continue;
+    // The wait is the all-gather's if one of this unit's gathers finished inside the gap.
+    for (const auto* g : gathers[static_cast<std::size_t>(op->exec)])
+      if (g->end > gap_begin && g->end <= op->start) {
+        out[static_cast<std::size_t>(g->exec)] += op->start - std::max(gap_begin, g->start);
+        break;
+      }
+  }
+  return out;
+}
+
+std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, const std::string& dir) {
+  std::vector<ClusterPreset> out{{"profile (" + base.name + ")", base}};
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return out;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    try {
+      out.push_back({f.stem().string(), sim::load_cluster_file(f.string())});
+    } catch (const ProfileError&) {
+      // A broken preset file is not a reason to refuse the panel; it is simply not offered.
+    }
+  }
+  return out;
+}
+
+UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets)
+    : in_(std::move(inputs)), presets_(std::move(presets)) {
+  if (presets_.empty()) presets_.push_back({"profile (" + in_.cluster.name + ")", in_.cluster});
+  const std::size_t n = in_.model.units.size();
+  state_.keep.assign(n, 0);
+  for (std::size_t u = 0; u < n; ++u)
+    if (in_.model.units[u].is_root) state_.keep[u] = 1;
+  for (const auto& name : in_.plan.unsharded) {
+    const int u = in_.model.find_unit(name);
+    if (u >= 0) state_.keep[static_cast<std::size_t>(u)] = 1;
+  }
+  state_.world_size = in_.cluster.world_size;
+  state_.gpus_per_node = in_.cluster.gpus_per_node;
+  const auto dev = sim::find_device(in_.cluster.device);
+  state_.budget_bytes = dev ? static_cast<std::int64_t>(dev->memory_GiB * 1024.0 * 1024.0 * 1024.0)
+                            : std::numeric_limits<std::int64_t>::max();
+  // The baseline: the profile's own plan on its own configuration.
+  baseline_ = sim::simulate(sim::compile_step(in_.model, in_.plan, in_.cluster));
+  pred_ = predict(state_);
+}
+
+UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir) {
+  sim::SimInputRequest req;
+  req.profile_path = path;
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  auto presets = load_cluster_presets(in.cluster, clusters_dir);
+  return UnshardSession(std::move(in), std::move(presets));
+}
+
+sim::ClusterModel UnshardSession::cluster_for(const UnshardState& s) const {
+  sim::ClusterModel c = presets_[static_cast<std::size_t>(std::clamp<int>(s.preset, 0, static_cast<int>(presets_.size()) - 1))].cluster;
+  c.world_size = s.world_size;
+  c.gpus_per_node = s.gpus_per_node;
+  return c;
+}
+
+sim::FsdpPlan UnshardSession::plan_for(const UnshardState& s) const {
+  sim::FsdpPlan p = in_.plan;
+  p.unsharded.clear();
+  for (std::size_t u = 0; u < s.keep.size(); ++u)
+    if (s.keep[u] && !in_.model.units[u].is_root) p.unsharded.push_back(in_.model.units[u].name);
+  if (s.bucket_cap_mb > 0) p.bucket_cap_mb = {{"default", s.bucket_cap_mb}};
+  p.world_size = 0;  // the cluster's, which carries the panel's world size
+  return p;
+}
+
+Prediction UnshardSession::predict(const UnshardState& s) const {
+  Prediction p;
+  const sim::ClusterModel c = cluster_for(s);
+  p.step = sim::compile_step(in_.model, plan_for(s), c);
+  p.result = sim::simulate(p.step);
+  p.step_ns = p.result.step_ns;
+  p.compute_ns = p.result.compute_busy_ns;
+  p.exposed_comm_ns = p.result.exposed_comm_ns;
+  p.peak_bytes = p.result.peak_bytes;
+  p.budget_bytes = s.budget_bytes;
+  if (auto dev = sim::find_device(c.device)) p.gpu_capacity_bytes = static_cast<std::int64_t>(dev->memory_GiB * 1024.0 * 1024.0 * 1024.0);
+  p.fits_budget = p.peak_bytes <= p.budget_bytes;
+  p.fits_gpu = p.gpu_capacity_bytes == 0 || p.peak_bytes <= p.gpu_capacity_bytes;
+  p.measured_step_ns = in_.measured_step_ns;
+  p.baseline_step_ns = baseline_.step_ns;
+  p.baseline_peak_bytes = baseline_.peak_bytes;
+  const auto per_exec = exposed_all_gather_per_exec(p.result, p.step.units.size());
+  p.exposed_ag_ns.assign(in_.model.units.size(), 0);
+  for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.exposed_ag_ns.size(); ++u) {
+    const int e = p.step.exec_of_unit[u];
+    if (e >= 0) p.exposed_ag_ns[u] = per_exec[static_cast<std::size_t>(e)];
+  }
+  return p;
+}
+
+void UnshardSession::apply(UnshardState next, const std::string& label) {
+  if (next == state_) return;
+  Prediction p = predict(next);  // throws before anything changes
+  undo_.push_back({state_, label});
+  redo_.clear();
+  state_ = std::move(next);
+  pred_ = std::move(p);
+}
+
+void UnshardSession::set_keep(int unit, bool keep) {
+  if (unit < 0 || unit >= unit_count() || unit_fixed(unit)) return;
+  UnshardState s = state_;
+  s.keep[static_cast<std::size_t>(unit)] = keep ? 1 : 0;
+  s.strategy = "manual";
+  const std::string& n = this->unit(unit).name;
+  apply(std::move(s), (keep ? "keep " : "reshard ") + (n.empty() ? std::string("(root)") : n));
+}
+
+void UnshardSession::set_world_size(int n) {
+  UnshardState s = state_;
+  s.world_size = n;
+  apply(std::move(s), "world size " + std::to_string(n));
+}
+
+void UnshardSession::set_gpus_per_node(int n) {
+  UnshardState s = state_;
+  s.gpus_per_node = n;
+  apply(std::move(s), "GPUs per node " + std::to_string(n));
+}
+
+void UnshardSession::set_bucket_cap_mb(double mb) {
+  UnshardState s = state_;
+  s.bucket_cap_mb = std::max(0.0, mb);
+  apply(std::move(s), "bucket cap");
+}
+
+void UnshardSession::set_budget_bytes(std::int64_t b) {
+  UnshardState s = state_;
+  s.budget_bytes = b;
+  apply(std::move(s), "memory budget");
+}
+
+void UnshardSession::set_preset(int i) {
+  if (i < 0 || i >= static_cast<int>(presets_.size())) return;
+  UnshardState s = state_;
+  s.preset = i;
+  apply(std::move(s), "cluster " + presets_[static_cast<std::size_t>(i)].name);
+}
+
+bool UnshardSession::undo() {
+  if (undo_.empty()) return false;
+  Entry e = std::move(undo_.back());
+  undo_.pop_back();
+  redo_.push_back({state_, e.label});
+  state_ = std::move(e.state);
+  pred_ = predict(state_);
+  return true;
+}
+
+bool UnshardSession::redo() {
+  if (redo_.empty()) return false;
+  Entry e = std::move(redo_.back());
+  redo_.pop_back();
+  undo_.push_back({state_, e.label});
+  state_ = std::move(e.state);
+  pred_ = predict(state_);
+  return true;
+}
+
+sim::PlanOutcome UnshardSession::plan_automatically(sim::Strategy strategy) {
+  // Plan from scratch on the current configuration: only the root (and the base plan's own
+  // choices) kept, every other unit a candidate.
+  UnshardState from = state_;
+  std::fill(from.keep.begin(), from.keep.end(), 0);
+  sim::FsdpPlan base_plan = plan_for(from);
+  base_plan.unsharded = in_.plan.unsharded;
+  const sim::ClusterModel c = cluster_for(from);
+  const sim::CompiledStep base = sim::compile_step(in_.model, base_plan, c);
+  sim::PlanRequest req;
+  req.strategy = strategy;
+  req.budget_bytes = state_.budget_bytes;
+  sim::PlanOutcome o = sim::plan_unshard(in_.model, base, c, req);
+  UnshardState next = from;
+  for (std::size_t u = 0; u < next.keep.size(); ++u)
+    if (in_.model.units[u].is_root) next.keep[u] = 1;
+  for (const auto& names : {in_.plan.unsharded, o.unsharded})
+    for (const auto& n : names) {
+      const int u = in_.model.find_unit(n);
+      if (u >= 0) next.keep[static_cast<std::size_t>(u)] = 1;
+    }
+  next.strategy = strategy == sim::Strategy::Greedy ? "greedy" : strategy == sim::Strategy::Exact ? "exact" : "cost";
+  apply(std::move(next), "plan automatically (" + std::to_string(o.unsharded.size()) + " units)");
+  return o;
+}
+
+std::string UnshardSession::plan_file_json() const {
+  sim::PlanOutcome o;
+  o.result = pred_.result;
+  o.baseline = baseline_;
+  o.fits = pred_.fits_budget;
+  return sim::plan_file_json(plan(), o, state_.strategy, state_.budget_bytes);
+}
+
+void UnshardSession::export_plan(const std::string& path) const { sim::write_file_atomically(path, plan_file_json()); }
+
+}  // namespace ss::unshard

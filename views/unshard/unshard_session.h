@@ -1,0 +1,123 @@
+// The Unshard panel's state and re-simulation, without Qt: which FSDP units keep their parameters
+// after forward (reshard_after_forward=False), world size, GPUs per node, bucket cap, memory
+// budget and cluster preset, with an undo/redo stack of whole states. Every change re-simulates
+// synchronously (compile_step + simulate take microseconds), so the numbers shown are always
+// those of the current state, and undo gives back exactly the earlier numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/sim/cluster_model.h"
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/planner.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/step_simulator.h"
+
+namespace ss::unshard {
+
+struct ClusterPreset {
+  std::string name;  // "profile" or a file stem from resources/clusters
+  sim::ClusterModel cluster;
+};
+
+// Everything the user can change. Equal states give equal predictions.
+struct UnshardState {
+  std::vector<char> keep;          // per SimModel unit: keep unsharded after forward
+  int world_size = 1;
+  int gpus_per_node = 8;
+  double bucket_cap_mb = 0;        // 0: no auto-bucketing (one all-gather per unit)
+  std::int64_t budget_bytes = 0;   // per-rank memory budget
+  int preset = 0;                  // index into the session's presets
+  std::string strategy = "manual"; // how `keep` was chosen, recorded in the exported plan file
+  bool operator==(const UnshardState&) const = default;
+};
+
+struct Prediction {
+  TimeNs step_ns = 0;
+  TimeNs compute_ns = 0;
+  TimeNs exposed_comm_ns = 0;
+  std::int64_t peak_bytes = 0;
+  std::int64_t budget_bytes = 0;
+  std::int64_t gpu_capacity_bytes = 0;  // 0 when the device is unknown
+  bool fits_budget = true;
+  bool fits_gpu = true;
+  TimeNs measured_step_ns = 0;          // the profile's measured step (0: none)
+  TimeNs baseline_step_ns = 0;          // simulated, the profile's own plan and configuration
+  std::int64_t baseline_peak_bytes = 0;
+  std::vector<TimeNs> exposed_ag_ns;    // per SimModel unit: compute-lane wait on its all-gathers
+  sim::CompiledStep step;               // as simulated (for the plan file)
+  sim::SimResult result;
+};
+
+// Time the compute lane waits, before each compute op, for an all-gather of the same exec unit
+// that ended inside that gap; summed per exec unit. (The simulator reports only the total.)
+std::vector<TimeNs> exposed_all_gather_per_exec(const sim::SimResult& r, std::size_t exec_units);
+
+// Cluster presets: the given base (the profile's own configuration) first, then every *.json in
+// `dir` (resources/clusters), sorted by name. Unreadable files are skipped.
+std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, const std::string& dir);
+
+class UnshardSession {
+ public:
+  // Throws ProfileError when the profile cannot be simulated (no FSDP units, unreadable ...).
+  UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets);
+  static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "");
+
+  const sim::SimInputs& inputs() const { return in_; }
+  const std::vector<ClusterPreset>& presets() const { return presets_; }
+  const UnshardState& state() const { return state_; }
+  const Prediction& prediction() const { return pred_; }
+  int unit_count() const { return static_cast<int>(in_.model.units.size()); }
+  const sim::SimUnit& unit(int u) const { return in_.model.units[static_cast<std::size_t>(u)]; }
+  // True for the root, which FSDP2 never reshards: its box is shown checked and disabled.
+  bool unit_fixed(int u) const { return unit(u).is_root; }
+
+  // Each setter is one undoable change (a no-op when nothing changes); all re-simulate.
+  // A change that the simulator rejects (e.g. an impossible world size) throws ProfileError and
+  // leaves the state as it was.
+  void set_keep(int unit, bool keep);
+  void set_world_size(int n);
+  void set_gpus_per_node(int n);
+  void set_bucket_cap_mb(double mb);
+  void set_budget_bytes(std::int64_t b);
+  void set_preset(int i);
+  void apply(UnshardState next, const std::string& label);
+
+  bool can_undo() const { return !undo_.empty(); }
+  bool can_redo() const { return !redo_.empty(); }
+  std::string undo_label() const { return undo_.empty() ? "" : undo_.back().label; }
+  std::string redo_label() const { return redo_.empty() ? "" : redo_.back().label; }
+  bool undo();
+  bool redo();
+
+  // Runs the cost planner (plan_unshard) on the current configuration with no unit kept, under
+  // the budget, and applies its choice as one undoable change. Returns the planner's outcome.
+  sim::PlanOutcome plan_automatically(sim::Strategy strategy = sim::Strategy::Cost);
+
+  // The plan of the current state: the profile's base plan plus the kept units and settings.
+  sim::FsdpPlan plan() const { return plan_for(state_); }
+  sim::ClusterModel cluster() const { return cluster_for(state_); }
+  // The plan file, identical in form to `shardscope plan -o` (profiler/sim/plan_file.h).
+  std::string plan_file_json() const;
+  void export_plan(const std::string& path) const;  // atomically; throws ProfileError on I/O errors
+
+ private:
+  struct Entry {
+    UnshardState state;
+    std::string label;
+  };
+  sim::FsdpPlan plan_for(const UnshardState& s) const;
+  sim::ClusterModel cluster_for(const UnshardState& s) const;
+  Prediction predict(const UnshardState& s) const;
+
+  sim::SimInputs in_;
+  std::vector<ClusterPreset> presets_;
+  UnshardState state_;
+  Prediction pred_;
+  std::vector<Entry> undo_, redo_;  // each holds the state to go back (forward) to
+  sim::SimResult baseline_;
+};
+
+}  // namespace ss::unshard

@@ -1,0 +1,146 @@
+#include "views/unshard/unshard_unit_model.h"
+
+#include <QLocale>
+#include <map>
+
+#include "storage/errors.h"
+#include "views/unshard/unshard_session.h"
+
+namespace ss::unshard {
+
+UnshardUnitModel::UnshardUnitModel(UnshardSession* session, QObject* parent) : QAbstractItemModel(parent), session_(session) {
+  node_of_unit_.assign(static_cast<std::size_t>(session_->unit_count()), -1);
+  std::map<std::string, int> group_node;
+  auto add = [&](Node n) {
+    const int id = static_cast<int>(nodes_.size());
+    auto& siblings = n.parent < 0 ? top_ : nodes_[static_cast<std::size_t>(n.parent)].children;
+    n.row = static_cast<int>(siblings.size());
+    siblings.push_back(id);
+    nodes_.push_back(std::move(n));
+    return id;
+  };
+  for (int u = 0; u < session_->unit_count(); ++u) {
+    const auto& su = session_->unit(u);
+    int parent_node = -1;
+    if (!su.group.empty() && su.group != su.name) {
+      auto it = group_node.find(su.group);
+      if (it == group_node.end()) it = group_node.emplace(su.group, add({-1, QString::fromStdString(su.group), -1, 0, {}})).first;
+      parent_node = it->second;
+    }
+    node_of_unit_[static_cast<std::size_t>(u)] = add({u, {}, parent_node, 0, {}});
+  }
+}
+
+QModelIndex UnshardUnitModel::index(int row, int column, const QModelIndex& parent) const {
+  if (column < 0 || column >= ColCount || row < 0) return {};
+  if (parent.isValid() && parent.column() != 0) return {};
+  const auto& kids = children_of(parent.isValid() ? static_cast<int>(parent.internalId()) : -1);
+  if (row >= static_cast<int>(kids.size())) return {};
+  return createIndex(row, column, static_cast<quintptr>(kids[static_cast<std::size_t>(row)]));
+}
+
+QModelIndex UnshardUnitModel::parent(const QModelIndex& child) const {
+  if (!child.isValid()) return {};
+  const int p = nodes_[static_cast<std::size_t>(child.internalId())].parent;
+  if (p < 0) return {};
+  return createIndex(nodes_[static_cast<std::size_t>(p)].row, 0, static_cast<quintptr>(p));
+}
+
+int UnshardUnitModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() && parent.column() != 0) return 0;
+  return static_cast<int>(children_of(parent.isValid() ? static_cast<int>(parent.internalId()) : -1).size());
+}
+
+int UnshardUnitModel::columnCount(const QModelIndex&) const { return ColCount; }
+
+int UnshardUnitModel::unit_of(const QModelIndex& index) const {
+  return index.isValid() ? nodes_[static_cast<std::size_t>(index.internalId())].unit : -1;
+}
+
+QModelIndex UnshardUnitModel::index_of_unit(int unit) const {
+  if (unit < 0 || unit >= static_cast<int>(node_of_unit_.size())) return {};
+  const int n = node_of_unit_[static_cast<std::size_t>(unit)];
+  return createIndex(nodes_[static_cast<std::size_t>(n)].row, 0, static_cast<quintptr>(n));
+}
+
+QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid()) return {};
+  const Node& n = nodes_[static_cast<std::size_t>(index.internalId())];
+  if (n.unit < 0) {
+    if (role == Qt::DisplayRole && index.column() == ColModule) return n.group;
+    return {};
+  }
+  const auto& u = session_->unit(n.unit);
+  const auto& pred = session_->prediction();
+  switch (role) {
+    case Qt::DisplayRole:
+      switch (index.column()) {
+        case ColModule: return u.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(u.name);
+        case ColClass: return QString::fromStdString(u.class_name);
+        case ColParams: return QLocale(QLocale::English).toString(static_cast<qlonglong>(u.param_count));
+        case ColExposedAg: {
+          const auto ns = pred.exposed_ag_ns[static_cast<std::size_t>(n.unit)];
+          return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
+        }
+        default: return {};
+      }
+    case Qt::CheckStateRole:
+      if (index.column() == ColModule) return session_->state().keep[static_cast<std::size_t>(n.unit)] ? Qt::Checked : Qt::Unchecked;
+      return {};
+    case Qt::TextAlignmentRole:
+      if (index.column() == ColParams || index.column() == ColExposedAg) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    case Qt::ToolTipRole:
+      if (index.column() == ColModule)
+        return session_->unit_fixed(n.unit) ? QStringLiteral("The root module: FSDP2 keeps it unsharded after forward")
+                                            : QStringLiteral("Checked: reshard_after_forward=False (no backward all-gather, more memory)");
+      return {};
+    default: return {};
+  }
+}
+
+bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  const int u = unit_of(index);
+  if (role != Qt::CheckStateRole || index.column() != ColModule || u < 0 || session_->unit_fixed(u)) return false;
+  const bool keep = value.toInt() == Qt::Checked;
+  try {
+    session_->set_keep(u, keep);
+  } catch (const ProfileError& e) {
+    emit changeFailed(QString::fromStdString(e.what()));
+    return false;
+  }
+  refresh();
+  emit sessionChanged();
+  return true;
+}
+
+Qt::ItemFlags UnshardUnitModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+  const int u = unit_of(index);
+  if (index.column() == ColModule && u >= 0 && !session_->unit_fixed(u)) f |= Qt::ItemIsUserCheckable;
+  return f;
+}
+
+QVariant UnshardUnitModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case ColModule: return QStringLiteral("Module (keep unsharded)");
+    case ColClass: return QStringLiteral("Class");
+    case ColParams: return QStringLiteral("Parameters");
+    case ColExposedAg: return QStringLiteral("Exposed AG (ms)");
+    default: return {};
+  }
+}
+
+void UnshardUnitModel::refresh() {
+  // Group rows never change; every unit row's check box and numbers may.
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].unit < 0) continue;
+    const QModelIndex a = createIndex(nodes_[n].row, 0, static_cast<quintptr>(n));
+    const QModelIndex b = createIndex(nodes_[n].row, ColCount - 1, static_cast<quintptr>(n));
+    emit dataChanged(a, b);
+  }
+}
+
+}  // namespace ss::unshard
