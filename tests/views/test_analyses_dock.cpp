@@ -21,6 +21,7 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/qt_test_app.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/analyses/result_table_model.h"
 #include "views/timeline/timeline_controller.h"
@@ -30,25 +31,9 @@ using analyses::AnalysesDock;
 using analyses::ResultTableModel;
 
 namespace {
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "test_analyses_dock";
-  static char* argv[] = {name, nullptr};
-  static QApplication* a = new QApplication(argc, argv);  // never destroyed (see test_view_models)
-  return *a;
-}
+QApplication& app() { return test::qt_app(); }
 
-std::shared_ptr<const Profile> profile() {
-  static test::TempDir dir;
-  static std::shared_ptr<const Profile> p = [] {
-    SyntheticSpec spec;
-    spec.ranks = 2;
-    spec.layers = 4;
-    write_synthetic_profile(dir.file("p.ssdb"), spec);
-    return std::make_shared<const Profile>(load_profile(dir.file("p.ssdb")));
-  }();
-  return p;
-}
+std::shared_ptr<const Profile> profile() { return test::small_synthetic_profile(); }
 
 const std::vector<std::string> kDirs = {SS_BUILTIN_PLUGIN_DIR, SS_TEST_PLUGIN_DIR};
 

@@ -10,6 +10,7 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/qt_test_app.h"
 #include "views/compare/compare_dock.h"
 #include "views/compare/compare_table_model.h"
 
@@ -17,13 +18,7 @@ using namespace ss;
 using namespace ss::compareview;
 
 namespace {
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "test_compare_dock";
-  static char* argv[] = {name, nullptr};
-  static QApplication* a = new QApplication(argc, argv);  // never destroyed (see test_view_models)
-  return *a;
-}
+QApplication& app() { return test::qt_app(); }
 }  // namespace
 
 TEST_CASE("compare dock shows compare_profiles' per-module rows for A vs B", "[compare][gui]") {

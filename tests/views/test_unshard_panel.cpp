@@ -11,6 +11,7 @@
 #include "profiler/sim/step_simulator.h"
 #include "storage/units.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/qt_test_app.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
@@ -19,13 +20,7 @@ using namespace ss;
 using namespace ss::unshard;
 
 namespace {
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "test_unshard_panel";
-  static char* argv[] = {name, nullptr};
-  static QApplication* a = new QApplication(argc, argv);  // never destroyed (see test_view_models)
-  return *a;
-}
+QApplication& app() { return test::qt_app(); }
 std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
 QString ms_text(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + " ms"; }
 }  // namespace

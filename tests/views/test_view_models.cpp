@@ -11,6 +11,7 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/qt_test_app.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
@@ -19,27 +20,9 @@
 using namespace ss;
 
 namespace {
-QApplication& app() {
-  static int argc = 1;
-  static char name[] = "test_view_models";
-  static char* argv[] = {name, nullptr};
-  // Never destroyed: tearing QApplication down during static destruction crashes in Qt's
-  // post routines (the GL/xcb integration is gone by then).
-  static QApplication* a = new QApplication(argc, argv);
-  return *a;
-}
+QApplication& app() { return test::qt_app(); }
 
-std::shared_ptr<const Profile> profile() {
-  static test::TempDir dir;
-  static std::shared_ptr<const Profile> p = [] {
-    SyntheticSpec spec;
-    spec.ranks = 2;
-    spec.layers = 4;
-    write_synthetic_profile(dir.file("p.ssdb"), spec);
-    return std::make_shared<const Profile>(load_profile(dir.file("p.ssdb")));
-  }();
-  return p;
-}
+std::shared_ptr<const Profile> profile() { return test::small_synthetic_profile(); }
 
 int count_rows(const QAbstractItemModel& m, const QModelIndex& parent = {}) {
   int n = 0;
