@@ -7,6 +7,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/sim_input_args.h"
 #include "profiler/sim/plan_file.h"
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
@@ -53,17 +54,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
       .flag("fit", "fit the cluster model to the profile's collectives");
   if (!p.parse(args)) return kExitOk;
-  sim::SimInputRequest req;
-  const auto& pos = p.positionals("IN");
-  if (!pos.empty()) req.profile_path = pos.front();
-  req.model_path = p.get("model");
-  if (req.profile_path.empty() == req.model_path.empty()) throw UsageError("give either a profile IN or --model M.json");
-  req.cluster_path = p.get("cluster");
-  req.plan_path = p.get("plan");
-  req.fit = p.flag_set("fit");
-  const long long world = p.get_int("world");
-  if (world < 0 || world > 10'000'000) throw UsageError("--world must be between 1 and 10000000");
-  req.world_override = static_cast<int>(world);
+  sim::SimInputRequest req = sim_input_request(p);
 
   sim::PlanRequest pr;
   const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") ? "manual" : "greedy";

@@ -6,6 +6,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/sim_input_args.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/sim_report.h"
 #include "profiler/sim/simulated_profile.h"
@@ -59,17 +60,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives")
       .flag("units", "list every unit (costs and memory at the peak)");
   if (!p.parse(args)) return kExitOk;
-  sim::SimInputRequest req;
-  const auto& pos = p.positionals("IN");
-  if (!pos.empty()) req.profile_path = pos.front();
-  req.model_path = p.get("model");
-  if (req.profile_path.empty() == req.model_path.empty()) throw UsageError("give either a profile IN or --model M.json");
-  req.cluster_path = p.get("cluster");
-  req.plan_path = p.get("plan");
-  req.fit = p.flag_set("fit");
-  const long long world = p.get_int("world");
-  if (world < 0 || world > 10'000'000) throw UsageError("--world must be between 1 and 10000000");
-  req.world_override = static_cast<int>(world);
+  sim::SimInputRequest req = sim_input_request(p);
 
   sim::SimInputs in = sim::load_sim_inputs(req);
   sim::CompiledStep step = sim::compile_step(in.model, in.plan, in.cluster);

@@ -11,6 +11,17 @@ namespace {
 
 TimeNs ns(std::uint64_t t) { return static_cast<TimeNs>(t); }
 
+// Fields that memcpy and memset records share (the CUPTI structs differ, the names do not).
+template <typename Record>
+void fill_copy_common(CopyRecord& r, const Record& m) {
+  r.bytes = static_cast<std::int64_t>(m.bytes);
+  r.start = ns(m.start);
+  r.end = ns(m.end);
+  r.device = m.deviceId;
+  r.stream = m.streamId;
+  r.correlation = m.correlationId;
+}
+
 }  // namespace
 
 DecodeResult decode_activity(const CUpti_Activity* record, RecordVisitor& v) {
@@ -41,12 +52,7 @@ DecodeResult decode_activity(const CUpti_Activity* record, RecordVisitor& v) {
       r.copy_kind = m->copyKind;
       r.src_kind = m->srcKind;
       r.dst_kind = m->dstKind;
-      r.bytes = static_cast<std::int64_t>(m->bytes);
-      r.start = ns(m->start);
-      r.end = ns(m->end);
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      fill_copy_common(r, *m);
       v.on_copy(r);
       return DecodeResult::Decoded;
     }
@@ -55,12 +61,7 @@ DecodeResult decode_activity(const CUpti_Activity* record, RecordVisitor& v) {
       if (m->start == 0 || m->end < m->start) return DecodeResult::InvalidTimestamps;
       CopyRecord r;
       r.is_memset = true;
-      r.bytes = static_cast<std::int64_t>(m->bytes);
-      r.start = ns(m->start);
-      r.end = ns(m->end);
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      fill_copy_common(r, *m);
       v.on_copy(r);
       return DecodeResult::Decoded;
     }
