@@ -80,6 +80,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (comparable) {
       // For synthetic inputs the comparison is reported but is not an accuracy figure.
       j.kv("measured_step_time_ms", sim::to_ms(in.measured_step_ns)).kv("error_pct", err).kv("measured", measured);
+      sim::write_measured_fields(j, in);
     }
     if (in.fitted) write_fit(j, in.fit);
     j.key("cluster").raw(sim::cluster_to_json(in.cluster));
@@ -97,6 +98,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       std::snprintf(line, sizeof line, "Measured     %.3f ms; simulated %+.2f%%%s\n", sim::to_ms(in.measured_step_ns), err,
                     measured ? "" : " (input is not a measurement)");
       std::cout << line;
+      sim::print_measured_text(std::cout, in);
     }
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
   }

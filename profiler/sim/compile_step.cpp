@@ -41,6 +41,21 @@ void compute_costs(CompiledStep& s, ExecUnit& e, const ClusterModel& c, double h
   }
 }
 
+// Non-FSDP collectives were measured at model.other_comm_world ranks. At another world size their
+// exposed time is scaled by the cluster model's ring cost of their mean size at the new and the
+// measured world (all-gather shape: an all-to-all, like an all-gather, moves (n-1)/n of its buffer
+// per rank; their group is assumed to grow with the job). Without sizes (other_comm_world 0: nsys
+// exports carry none) or at the measured world size, the measured time is replayed unchanged.
+TimeNs other_comm_at(const MeasuredExtra& x, int measured_world, int world, const ClusterModel& c) {
+  if (x.other_comm_ns <= 0 || measured_world <= 0 || world == measured_world || x.other_comm_count <= 0 || x.other_comm_bytes <= 0)
+    return x.other_comm_ns;
+  const std::int64_t mean = x.other_comm_bytes / x.other_comm_count;
+  const double then = double(c.collective_ns(Coll::AllGather, mean, measured_world));
+  const double now = double(c.collective_ns(Coll::AllGather, mean, world));
+  if (then <= 0) return x.other_comm_ns;
+  return static_cast<TimeNs>(std::llround(double(x.other_comm_ns) * now / then));
+}
+
 }  // namespace
 
 void set_reshard(CompiledStep& s, int exec, int mode, const ClusterModel& c) {
@@ -66,6 +81,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     plan_error("hsdp_replicate " + std::to_string(s.replicate) + " does not divide the world size " + std::to_string(s.world));
   s.shard = s.world / s.replicate;
   s.micro_batches = plan.gradient_accumulation;
+  s.forward_only = m.forward_only;
   s.sync_every_microbatch = plan.sync_every_microbatch;
   s.separate_rs = plan.separate_reduce_scatter_group;
   s.param_bytes = m.param_dtype_bytes;
@@ -78,6 +94,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   // Optimizer work is proportional to the parameters each rank owns.
   s.optimizer_ns = static_cast<TimeNs>(std::llround(double(m.optimizer_ns) * double(std::max(1, m.optimizer_reference_world)) /
                                                     double(s.shard)));
+
+  s.optimizer_other_ns = other_comm_at(m.optimizer_extra, m.other_comm_world, s.world, c);
+  s.optimizer_idle_ns = m.optimizer_extra.idle_ns;
 
   // First forward segment of each model unit: the forward order used for auto-bucketing.
   const std::size_t nu = m.units.size();
@@ -146,7 +165,12 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
     const auto& sg = m.segments[i];
     const int e = s.exec_of_unit[static_cast<std::size_t>(sg.unit)];
-    s.segments.push_back({e, sg.fwd_ns, sg.bwd_ns, sg.saved_activation_bytes, sg.recompute_activation_bytes});
+    ExecSegment es{e, sg.fwd_ns, sg.bwd_ns, sg.saved_activation_bytes, sg.recompute_activation_bytes};
+    es.fwd_other_ns = other_comm_at(sg.fwd_extra, m.other_comm_world, s.world, c);
+    es.bwd_other_ns = other_comm_at(sg.bwd_extra, m.other_comm_world, s.world, c);
+    es.fwd_idle_ns = sg.fwd_extra.idle_ns;  // host-bound time does not depend on the plan or the world
+    es.bwd_idle_ns = sg.bwd_extra.idle_ns;
+    s.segments.push_back(es);
     ExecUnit& eu = s.units[static_cast<std::size_t>(e)];
     if (eu.first_seg < 0) {
       eu.first_seg = static_cast<int>(i);

@@ -1,6 +1,8 @@
 #include "profiler/sim/profile_extract.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -18,7 +20,36 @@ namespace {
 
 using Interval = std::pair<TimeNs, TimeNs>;
 
-// Busy time of the union of intervals clipped to [a, b].
+// A kernel that waits for a collective (cudaStreamWaitEvent) starts a few microseconds after it
+// ends (launch latency, ~5 us on H100); compute resuming within this of an FSDP collective's end
+// was waiting for it, compute resuming later was waiting for the host.
+constexpr TimeNs kResumeSlackNs = 10'000;
+
+// Sorted, disjoint union of intervals (busy_in needs it: a long interval must not hide behind a
+// shorter one that starts later).
+std::vector<Interval> merged(std::vector<Interval> iv) {
+  std::sort(iv.begin(), iv.end());
+  std::vector<Interval> out;
+  for (const auto& x : iv) {
+    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+    else out.push_back(x);
+  }
+  return out;
+}
+
+// What one stretch of a step holds (profile_extract.cpp, split()), summed over steps.
+struct Split {
+  double compute = 0, other = 0, idle = 0;  // ns
+  double count = 0, bytes = 0;              // non-FSDP collectives starting in the stretch
+  Split& operator+=(const Split& o) {
+    compute += o.compute, other += o.other, idle += o.idle, count += o.count, bytes += o.bytes;
+    return *this;
+  }
+  Split scaled(double f) const { return {compute * f, other * f, idle * f, count * f, bytes * f}; }
+  Split minus(const Split& o) const { return {compute - o.compute, other - o.other, idle - o.idle, count - o.count, bytes - o.bytes}; }
+};
+
+// Busy time of a sorted disjoint union of intervals clipped to [a, b].
 TimeNs busy_in(const std::vector<Interval>& iv, TimeNs a, TimeNs b) {
   auto it = std::lower_bound(iv.begin(), iv.end(), Interval{a, std::numeric_limits<TimeNs>::min()});
   if (it != iv.begin()) --it;
@@ -84,23 +115,98 @@ ProfileInput extract_profile(const Profile& p) {
   }
   if (sm.units.empty()) unusable(p, "no module is marked as an FSDP unit (modules.is_fsdp_unit)");
 
-  // Compute intervals of this rank (compute streams; any non-NCCL stream when none is marked).
-  std::vector<Interval> compute;
+  // GPU activity of this rank. Compute: non-collective kernels on the compute streams, or on any
+  // stream when none is marked (an nsys export marks a stream NCCL as soon as it runs one NCCL
+  // kernel, and sequence-parallel all-to-all runs on the compute stream itself).
+  std::vector<Interval> compute, any_kernel;
   bool any_marked = false;
   for (std::int32_t ti : rk.stream_tracks) any_marked |= p.stream_tracks[static_cast<std::size_t>(ti)].kind == StreamKind::Compute;
   for (std::int32_t ti : rk.stream_tracks) {
     const auto& t = p.stream_tracks[static_cast<std::size_t>(ti)];
-    if (any_marked ? t.kind != StreamKind::Compute : t.kind == StreamKind::Nccl) continue;
-    for (const auto& k : t.events)
-      if (k.category != KernelCategory::Collective) compute.emplace_back(k.start, k.end);
+    for (const auto& k : t.events) {
+      any_kernel.emplace_back(k.start, k.end);
+      if (k.category != KernelCategory::Collective && (!any_marked || t.kind == StreamKind::Compute)) compute.emplace_back(k.start, k.end);
+    }
   }
-  std::sort(compute.begin(), compute.end());
+  // Collectives FSDP issues: all-gather, reduce-scatter, and all-reduce when reduce-scatters are
+  // there too (HSDP). The simulator models those; every other collective is replayed as measured.
+  bool has_rs = false;
+  for (const auto& c : p.collectives) has_rs |= c.rank == in.rank && c.type == CollectiveType::ReduceScatter;
+  auto is_fsdp = [&](CollectiveType t) {
+    return t == CollectiveType::AllGather || t == CollectiveType::ReduceScatter || (t == CollectiveType::AllReduce && has_rs);
+  };
+  struct Other { TimeNs start, end; std::int64_t bytes; };
+  std::vector<Other> other;  // sorted by start (p.collectives is sorted by rank, start)
+  std::vector<Interval> compute_or_other = compute;
+  bool other_sizes_known = true;
+  std::vector<TimeNs> fsdp_ends;
+  for (const auto& c : p.collectives) {
+    if (c.rank != in.rank || c.end <= c.start) continue;
+    any_kernel.emplace_back(c.start, c.end);
+    if (is_fsdp(c.type)) {
+      fsdp_ends.push_back(c.end);
+      continue;
+    }
+    other.push_back({c.start, c.end, c.bytes});
+    compute_or_other.emplace_back(c.start, c.end);
+    other_sizes_known = other_sizes_known && c.bytes > 0;
+  }
+  compute = merged(std::move(compute));
+  compute_or_other = merged(std::move(compute_or_other));
+  any_kernel = merged(std::move(any_kernel));
+  std::sort(fsdp_ends.begin(), fsdp_ends.end());
+  // A profile without GPU activity (CPU-only ranges): a range's span is its compute.
+  const bool gpu_seen = !any_kernel.empty();
 
-  // Steps: skip the first (warm-up) when there are several.
-  std::vector<StepRow> steps = rk.steps;
-  if (steps.empty()) steps.push_back({rk.info.rank, 0, p.time_begin, p.time_end});
-  if (steps.size() > 1) steps.erase(steps.begin());
-  in.steps_used = static_cast<int>(steps.size());
+  // GPU idle: the gaps between compute / non-FSDP collectives. A gap after which compute resumes
+  // within kResumeSlackNs of an FSDP collective's end is the compute stream waiting for that
+  // collective, which the simulator models itself: only the part of it where no kernel at all runs
+  // is idle. Any other gap is host time (the GPU waits for the CPU to launch), idle as a whole,
+  // even when a prefetched all-gather happens to run during it.
+  std::vector<Interval> idle;
+  auto add_gap = [&](TimeNs g0, TimeNs g1) {
+    if (g1 <= g0) return;
+    auto e = std::upper_bound(fsdp_ends.begin(), fsdp_ends.end(), g1);
+    const bool waited = e != fsdp_ends.begin() && *std::prev(e) >= g0 && g1 - *std::prev(e) <= kResumeSlackNs;
+    if (!waited) {
+      idle.emplace_back(g0, g1);
+      return;
+    }
+    TimeNs t = g0;
+    auto k = std::lower_bound(any_kernel.begin(), any_kernel.end(), Interval{g0, g0});
+    if (k != any_kernel.begin()) --k;
+    for (; k != any_kernel.end() && k->first < g1; ++k) {
+      if (k->second <= t) continue;
+      if (k->first > t) idle.emplace_back(t, k->first);
+      t = std::max(t, k->second);
+    }
+    if (t < g1) idle.emplace_back(t, g1);
+  };
+  if (gpu_seen) {
+    TimeNs t = p.time_begin, end = p.time_end;  // a step may start before the first event
+    for (const auto& st : rk.steps) t = std::min(t, st.start), end = std::max(end, st.end);
+    for (const auto& iv : compute_or_other) add_gap(t, iv.first), t = std::max(t, iv.second);
+    add_gap(t, end);
+  }
+
+  // One stretch [a, b] of the GPU timeline: compute busy, non-FSDP collectives while no compute
+  // runs (their exposed part), and idle (nothing runs). What is left is time when only FSDP's
+  // collectives run: the exposed FSDP communication that the simulator models itself.
+  auto split = [&](TimeNs a, TimeNs b) {
+    Split sp;
+    if (b <= a) return sp;
+    if (!gpu_seen) {
+      sp.compute = double(b - a);
+      return sp;
+    }
+    const TimeNs c = busy_in(compute, a, b);
+    sp.compute = double(c);
+    sp.other = double(busy_in(compute_or_other, a, b) - c);
+    sp.idle = double(busy_in(idle, a, b));
+    auto it = std::lower_bound(other.begin(), other.end(), a, [](const Other& o, TimeNs t) { return o.start < t; });
+    for (; it != other.end() && it->start < b; ++it) sp.count += 1, sp.bytes += double(it->bytes);
+    return sp;
+  };
 
   // Module ranges of this rank whose module is a unit.
   struct UnitRange { TimeNs start, end; int unit; RangePhase phase; };
@@ -116,11 +222,32 @@ ProfileInput extract_profile(const Profile& p) {
   }
   std::sort(ranges.begin(), ranges.end(), [](const UnitRange& a, const UnitRange& b) { return a.start < b.start; });
   if (ranges.empty()) unusable(p, "it has no forward/backward module ranges for its FSDP units");
+  auto is_root_unit = [&](int u) { return sm.units[static_cast<std::size_t>(u)].is_root; };
+
+  // Steps: skip the first (warm-up) when there are several. Without step markers (a window cut
+  // from a run) the step is the span of the complete unit ranges (the importers only pair a pre-
+  // with a post-hook, so every module range is complete): a unit cut by the window's edges is in
+  // neither the measured reference nor the simulation.
+  std::vector<StepRow> steps = rk.steps;
+  in.profile_span_ns = p.time_end - p.time_begin;
+  if (steps.empty()) {
+    TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
+    for (const auto& r : ranges) {
+      if (is_root_unit(r.unit)) continue;
+      lo = std::min(lo, r.start), hi = std::max(hi, r.end);
+    }
+    if (lo > hi) unusable(p, "it has no step markers and no complete module range of a non-root FSDP unit");
+    steps.push_back({rk.info.rank, 0, lo, hi});
+    in.window_only = true;
+  }
+  if (steps.size() > 1) steps.erase(steps.begin());
+  in.steps_used = static_cast<int>(steps.size());
 
   const int nu = static_cast<int>(sm.units.size());
-  std::vector<double> fwd(static_cast<std::size_t>(nu), 0), bwd(static_cast<std::size_t>(nu), 0);
+  std::vector<Split> fwd(static_cast<std::size_t>(nu)), bwd(static_cast<std::size_t>(nu));
   std::vector<TimeNs> first_fwd(static_cast<std::size_t>(nu), std::numeric_limits<TimeNs>::max());
-  double head_f = 0, tail = 0, head_b = 0, opt = 0, step_total = 0;
+  Split head_f, tail, head_b, opt, whole;
+  double step_total = 0;
   int root = -1;
   for (int u = 0; u < nu; ++u)
     if (sm.units[static_cast<std::size_t>(u)].is_root) root = u;
@@ -129,14 +256,10 @@ ProfileInput extract_profile(const Profile& p) {
   for (const auto& st : steps) in.step_windows.emplace_back(st.start, st.end);
   for (const auto& st : steps) {
     step_total += double(st.end - st.start);
+    whole += split(st.start, st.end);
     TimeNs fwd_lo = std::numeric_limits<TimeNs>::max(), fwd_hi = st.start, bwd_lo = std::numeric_limits<TimeNs>::max(), bwd_hi = st.start;
     for (const auto& r : ranges) {
-      if (r.start < st.start || r.end > st.end) continue;
-      if (sm.units[static_cast<std::size_t>(r.unit)].is_root) continue;  // the root's range spans the others
-      TimeNs busy = busy_in(compute, r.start, r.end);
-      if (busy == 0) busy = r.end - r.start;  // CPU-only ranges: fall back to their span
-      auto& v = r.phase == RangePhase::Forward ? fwd : bwd;
-      v[static_cast<std::size_t>(r.unit)] += double(busy);
+      if (r.start < st.start || r.end > st.end || is_root_unit(r.unit)) continue;  // the root's range spans the others
       if (r.phase == RangePhase::Forward) {
         fwd_lo = std::min(fwd_lo, r.start), fwd_hi = std::max(fwd_hi, r.end);
         first_fwd[static_cast<std::size_t>(r.unit)] = std::min(first_fwd[static_cast<std::size_t>(r.unit)], r.start - st.start);
@@ -146,18 +269,40 @@ ProfileInput extract_profile(const Profile& p) {
     }
     if (fwd_lo == std::numeric_limits<TimeNs>::max()) continue;
     if (bwd_lo == std::numeric_limits<TimeNs>::max()) bwd_lo = bwd_hi = fwd_hi;
-    // Optimizer: its range when present, else compute after the last backward range.
+    // Each unit range also owns the gap until the next range of the same pass starts (its last
+    // kernels, launch gaps before the next unit's hooks), so that the ranges of a pass tile it and
+    // every nanosecond of the step is replayed exactly once. The simulator replays a segment's
+    // measured collectives and idle after its compute, before the next unit's pre-hook: the same
+    // place. Nested or overlapping unit ranges count only what the earlier ones did not.
+    std::vector<const UnitRange*> in_step;
+    for (const auto& r : ranges)
+      if (r.start >= st.start && r.end <= st.end && !is_root_unit(r.unit)) in_step.push_back(&r);
+    TimeNs cursor = st.start;
+    for (std::size_t k = 0; k < in_step.size(); ++k) {
+      const UnitRange& r = *in_step[k];
+      const bool next_same = k + 1 < in_step.size() && in_step[k + 1]->phase == r.phase;
+      const TimeNs a = std::max(cursor, r.start);
+      const TimeNs b = std::max(a, next_same ? std::max(r.end, in_step[k + 1]->start) : r.end);
+      (r.phase == RangePhase::Forward ? fwd : bwd)[static_cast<std::size_t>(r.unit)] += split(a, b);
+      cursor = b;
+    }
+    // Optimizer: its range when present, else what follows the last backward range.
     TimeNs opt_start = bwd_hi;
     for (const auto& tr : rk.range_tracks)
       for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events)
         if (r.phase == RangePhase::Optimizer && r.start >= st.start && r.start < st.end) opt_start = std::max(bwd_hi, r.start);
-    head_f += double(busy_in(compute, st.start, fwd_lo));
-    tail += double(busy_in(compute, fwd_hi, bwd_lo));
-    head_b += double(busy_in(compute, bwd_hi, opt_start));
-    opt += double(busy_in(compute, opt_start, st.end));
+    head_f += split(st.start, fwd_lo);
+    tail += split(fwd_hi, bwd_lo);
+    head_b += split(bwd_hi, opt_start);
+    opt += split(opt_start, st.end);
   }
   const double ns_steps = double(std::max<std::size_t>(1, steps.size()));
   in.measured_step_ns = static_cast<TimeNs>(step_total / ns_steps);
+  auto avg = [&](double v) { return static_cast<TimeNs>(v / ns_steps); };
+  in.measured_compute_ns = avg(whole.compute);
+  in.measured_other_comm_ns = avg(whole.other);
+  in.measured_idle_ns = avg(whole.idle);
+  in.other_collectives = static_cast<int>(whole.count);
   if (root < 0) {  // no root unit: add an empty one so head/tail compute has an owner
     sm.units.push_back({"", "", "root", 0, true});
     root = nu;
@@ -168,13 +313,38 @@ ProfileInput extract_profile(const Profile& p) {
     if (u != root && first_fwd[static_cast<std::size_t>(u)] != std::numeric_limits<TimeNs>::max()) order.push_back(u);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return first_fwd[static_cast<std::size_t>(a)] < first_fwd[static_cast<std::size_t>(b)]; });
   if (order.empty()) unusable(p, "no forward module range of an FSDP unit lies inside a step");
-  auto avg = [&](double v) { return static_cast<TimeNs>(v / ns_steps); };
-  sm.segments.push_back({root, avg(head_f), avg(head_b), 0, 0});
-  for (int u : order) sm.segments.push_back({u, avg(fwd[static_cast<std::size_t>(u)]), avg(bwd[static_cast<std::size_t>(u)]), 0, 0});
-  // The stretch between forward and backward (output head, loss) splits 1:2 like its FLOPs.
-  sm.segments.push_back({root, avg(tail / 3), avg(tail - tail / 3), 0, 0});
-  sm.optimizer_ns = avg(opt);
+  auto extra = [&](const Split& sp) {
+    MeasuredExtra x;
+    x.other_comm_ns = avg(sp.other);
+    x.other_comm_count = static_cast<int>(std::lround(sp.count / ns_steps));
+    x.other_comm_bytes = static_cast<std::int64_t>(sp.bytes / ns_steps);
+    x.idle_ns = avg(sp.idle);
+    return x;
+  };
+  auto segment = [&](int u, const Split& f, const Split& b) {
+    SimSegment sg{u, avg(f.compute), avg(b.compute), 0, 0};
+    sg.fwd_extra = extra(f);
+    sg.bwd_extra = extra(b);
+    return sg;
+  };
+  sm.segments.push_back(segment(root, head_f, head_b));
+  for (int u : order) sm.segments.push_back(segment(u, fwd[static_cast<std::size_t>(u)], bwd[static_cast<std::size_t>(u)]));
+  // The stretch between forward and backward (output head, loss) splits 1:2 like its FLOPs. Its
+  // measured collectives and idle all go to the forward half: the simulator issues the backward
+  // all-gathers when the forward is done, and in the trace that stretch precedes the first
+  // backward hook.
+  Split tail_f = tail.scaled(1.0 / 3.0);
+  tail_f.other = tail.other, tail_f.idle = tail.idle, tail_f.count = tail.count, tail_f.bytes = tail.bytes;
+  sm.segments.push_back(segment(root, tail_f, tail.minus(tail_f)));
+  sm.optimizer_ns = avg(opt.compute);
+  sm.optimizer_extra = extra(opt);
   sm.optimizer_reference_world = in.world_size;
+  sm.other_comm_world = other_sizes_known && !other.empty() ? in.world_size : 0;
+  // A window of forward passes only (no step markers, no backward range): nothing of a backward
+  // pass or an optimizer step was measured, so none is simulated.
+  bool any_backward = false;
+  for (const auto& r : ranges) any_backward |= r.phase == RangePhase::Backward;
+  sm.forward_only = in.window_only && !any_backward;
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
 
   for (const auto& c : p.collectives) {

@@ -2,6 +2,8 @@
 // parameter bytes from the modules table, per-unit forward/backward compute from module ranges
 // (busy time of compute-stream kernels inside them), the root's head/tail compute and the
 // optimizer from what lies between, and measured collectives for fitting the cluster model.
+// Collectives FSDP does not issue and GPU idle time inside each stretch are kept as measured
+// (SimSegment::fwd_extra / bwd_extra); the unit ranges of a pass tile it, so nothing is dropped.
 #pragma once
 
 #include <string>
@@ -24,6 +26,14 @@ struct ProfileInput {
   std::vector<CollSample> collectives;  // for --fit
   std::vector<std::pair<RowId, int>> unit_of_module;  // modules.id -> SimModel unit (units and their descendants)
   std::vector<std::pair<TimeNs, TimeNs>> step_windows;  // the steps averaged
+  // No step markers (a window cut from a run): the one "step" is the span of the complete unit
+  // ranges, so measured and simulated time cover the same modules.
+  bool window_only = false;
+  TimeNs profile_span_ns = 0;  // the whole recording, for saying how much of it was compared
+  // What the measured step holds (per step, from the trace): compute busy, non-FSDP collectives
+  // while no compute runs, GPU idle; the rest is time only FSDP collectives run.
+  TimeNs measured_compute_ns = 0, measured_other_comm_ns = 0, measured_idle_ns = 0;
+  int other_collectives = 0;   // non-FSDP collectives in the steps used (all steps together)
 };
 
 // Throws ProfileError(MalformedTable) when the profile has no FSDP units or no module ranges.

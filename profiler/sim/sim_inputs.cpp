@@ -25,6 +25,12 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.from_profile = true;
     in.origin = pi.origin;
     in.measured_step_ns = pi.measured_step_ns;
+    in.window_only = pi.window_only;
+    in.profile_span_ns = pi.profile_span_ns;
+    in.measured_compute_ns = pi.measured_compute_ns;
+    in.measured_other_comm_ns = pi.measured_other_comm_ns;
+    in.measured_idle_ns = pi.measured_idle_ns;
+    in.other_collectives = pi.other_collectives;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

@@ -28,6 +28,12 @@ struct SimInputs {
   bool from_profile = false;
   OriginKind origin = OriginKind::Simulated;
   TimeNs measured_step_ns = 0;  // from a profile
+  // From a profile: what the measured step (or window) holds, and whether it is a window cut from
+  // a run (no step markers: the span of complete unit ranges is compared; profile_extract.h).
+  bool window_only = false;
+  TimeNs profile_span_ns = 0;
+  TimeNs measured_compute_ns = 0, measured_other_comm_ns = 0, measured_idle_ns = 0;
+  int other_collectives = 0;
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

@@ -20,6 +20,17 @@ struct SimUnit {
   bool is_root = false;          // FSDP2: the root defaults to reshard_after_forward=False
 };
 
+// What a measured profile shows on the GPU besides compute and FSDP's own collectives, replayed
+// as measured (trace-driven, like Lumos / Echo): collectives FSDP does not issue (sequence-parallel
+// all-to-all, send/recv, a loss all-reduce ...) and GPU idle time (host-bound launch gaps). Both
+// sit on the compute stream's critical path: the measured trace shows compute waiting for them.
+struct MeasuredExtra {
+  TimeNs other_comm_ns = 0;            // time those collectives run while no compute kernel does
+  int other_comm_count = 0;            // collectives that start inside the stretch
+  std::int64_t other_comm_bytes = 0;   // their total size; 0 when the profile has no sizes
+  TimeNs idle_ns = 0;                  // the GPU waits for the host (gaps no FSDP collective explains)
+};
+
 // One stretch of compute on the compute stream. A unit has one segment, except the root, which
 // usually has a head (embedding, before the first layer) and a tail (norm, output, loss).
 struct SimSegment {
@@ -28,6 +39,7 @@ struct SimSegment {
   TimeNs bwd_ns = 0;  // includes recomputation when activation checkpointing is on
   std::int64_t saved_activation_bytes = 0;      // held from forward until this segment's backward
   std::int64_t recompute_activation_bytes = 0;  // transient during backward (activation checkpointing)
+  MeasuredExtra fwd_extra{}, bwd_extra{};       // profile replay only; zero for model descriptions
 };
 
 struct SimModel {
@@ -42,6 +54,9 @@ struct SimModel {
   int optimizer_reference_world = 1;  // optimizer work scales with params / shard size
   double hbm_bytes_per_ns = 0;        // for copy-in/copy-out cost; 0 = copies are free (already in compute)
   std::int64_t other_memory_bytes = 0;  // CUDA context, workspace, inputs: constant over the step
+  MeasuredExtra optimizer_extra{};      // between the last backward range and the end of the step
+  bool forward_only = false;  // a measured window of forward passes only: no backward, no optimizer step
+  int other_comm_world = 0;  // world size the non-FSDP collectives were measured at; 0 = keep them as measured
 
   std::int64_t param_bytes(int unit) const { return units[static_cast<std::size_t>(unit)].param_count * param_dtype_bytes; }
   std::int64_t total_params() const {

@@ -22,6 +22,8 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
   j.kv("world_size", s.world).kv("shard_group", s.shard).kv("replicate", s.replicate).kv("micro_batches", s.micro_batches);
   j.kv("step_time_ms", to_ms(r.step_ns))
       .kv("compute_ms", to_ms(r.compute_busy_ns))
+      .kv("other_comm_ms", to_ms(r.other_comm_ns))
+      .kv("idle_ms", to_ms(r.idle_ns))
       .kv("exposed_comm_ms", to_ms(r.exposed_comm_ns))
       .kv("comm_busy_ms", to_ms(r.comm_busy_ns))
       .kv("all_gathers", r.all_gathers)
@@ -61,6 +63,11 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
   std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, NCCL busy %.3f ms)\n",
                 to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), to_ms(r.comm_busy_ns));
   o << line;
+  if (r.other_comm_ns > 0 || r.idle_ns > 0) {
+    std::snprintf(line, sizeof line, "  replayed as measured: non-FSDP collectives %.3f ms, GPU idle %.3f ms\n", to_ms(r.other_comm_ns),
+                  to_ms(r.idle_ns));
+    o << line;
+  }
   o << "Collectives  " << r.all_gathers << " all-gather, " << r.reduce_scatters << " reduce-scatter, " << r.all_reduces
     << " all-reduce\n";
   o << "Peak memory  " << format_bytes(r.peak_bytes) << " at " << to_ms(r.peak_time) << " ms, in " << unit_label(s, r.peak_exec)
@@ -79,6 +86,43 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
                   to_ms(u.ag_bwd_ns), to_ms(u.rs_ns),
                   static_cast<std::size_t>(e) < r.unit_memory.size() ? format_bytes(r.unit_memory[static_cast<std::size_t>(e)].own_peak).c_str() : "-",
                   unit_label(s, e).c_str());
+    o << line;
+  }
+}
+
+void write_measured_fields(JsonWriter& j, const SimInputs& in) {
+  if (!in.from_profile || in.measured_step_ns <= 0) return;
+  j.key("measured_breakdown")
+      .begin_object()
+      .kv("compute_ms", to_ms(in.measured_compute_ns))
+      .kv("other_comm_ms", to_ms(in.measured_other_comm_ns))
+      .kv("idle_ms", to_ms(in.measured_idle_ns))
+      .kv("fsdp_comm_only_ms", to_ms(in.measured_step_ns - in.measured_compute_ns - in.measured_other_comm_ns - in.measured_idle_ns))
+      .kv("other_collectives", in.other_collectives)
+      .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
+      .end_object();
+  if (in.window_only) {
+    j.key("measured_window")
+        .begin_object()
+        .kv("span_ms", to_ms(in.measured_step_ns))
+        .kv("profile_span_ms", to_ms(in.profile_span_ns))
+        .kv("note", "no step markers: measured and simulated cover the span of complete FSDP unit ranges; units cut "
+                    "by the window's edges are left out. A window replay, not a full-step prediction.")
+        .end_object();
+  }
+}
+
+void print_measured_text(std::ostream& o, const SimInputs& in) {
+  if (!in.from_profile || in.measured_step_ns <= 0) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d), GPU idle %.3f ms\n",
+                to_ms(in.measured_compute_ns), to_ms(in.measured_other_comm_ns), in.other_collectives, to_ms(in.measured_idle_ns));
+  o << line;
+  if (in.window_only) {
+    std::snprintf(line, sizeof line,
+                  "Window       no step markers: compared over the %.3f ms span of complete unit ranges (of %.3f ms recorded);\n"
+                  "             a window replay, not a full-step prediction\n",
+                  to_ms(in.measured_step_ns), to_ms(in.profile_span_ns));
     o << line;
   }
 }

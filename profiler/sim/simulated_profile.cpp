@@ -96,6 +96,11 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
       case OpKind::AllGather: name = "ncclDevKernel_AllGather (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllGather; break;
       case OpKind::ReduceScatter: name = "ncclDevKernel_ReduceScatter (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::ReduceScatter; break;
       case OpKind::AllReduce: name = "ncclDevKernel_AllReduce (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllReduce; break;
+      case OpKind::OtherComm:  // the measured non-FSDP collectives, merged into one span
+        name = "measured collectives, not FSDP (" + label + ")";
+        cat = KernelCategory::Collective;
+        break;
+      case OpKind::Idle: continue;  // measured idle stays a gap on the timeline
     }
     KernelRow k;
     k.rank = 0;
@@ -108,7 +113,9 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
     k.module = module_of(op.exec);
     k.bytes = cat == KernelCategory::Memcpy ? op.bytes : 0;
     const RowId kid = w.add_kernel(k);
-    if (cat == KernelCategory::Collective) {
+    if (op.kind == OpKind::OtherComm) {
+      w.add_collective({0, kid, CollectiveType::Unknown, 0, 0, kNoRow, 0, -1, op.start, op.end});
+    } else if (cat == KernelCategory::Collective) {
       const bool ar = ct == CollectiveType::AllReduce;
       w.add_collective({0, kid, ct, op.bytes, bf16, ar ? rpg : pg, ar ? step.replicate : step.shard, ar ? rseq++ : seq++,
                         op.start, op.end});

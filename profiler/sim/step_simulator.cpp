@@ -40,11 +40,16 @@ class StepRun {
     for (int mb = 0; mb < s_.micro_batches; ++mb) {
       micro_ = mb;
       forward();
-      backward(mb == s_.micro_batches - 1);
+      if (!s_.forward_only) backward(mb == s_.micro_batches - 1);
+    }
+    if (s_.forward_only) {  // a measured window of forward passes: no backward, no optimizer step
+      r_.step_ns = lane_[0];
+      return;
     }
     // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
     const TimeNs t0 = lane_[0];
     op(Lane::Compute, OpKind::Optimizer, Phase::Optimizer, -1, t0, s_.optimizer_ns, 0);
+    measured(Phase::Optimizer, -1, s_.optimizer_other_ns, s_.optimizer_idle_ns);
     for (std::size_t e = 0; e < unit_.size(); ++e)
       if (unit_[e].sharded_grad) mem(lane_[0], -grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
     r_.step_ns = lane_[0];
@@ -109,7 +114,10 @@ class StepRun {
     const int li = static_cast<int>(lane);
     const TimeNs start = std::max(lane_[li], ready);
     TimeNs end;
-    if (lane == Lane::Compute) {
+    if (kind == OpKind::OtherComm || kind == OpKind::Idle) {
+      end = start + dur;  // replayed as measured: no interference stretch
+      (kind == OpKind::OtherComm ? r_.other_comm_ns : r_.idle_ns) += dur;
+    } else if (lane == Lane::Compute) {
       end = stretch(start, dur);
       r_.compute_busy_ns += end - start;
     } else {
@@ -123,6 +131,14 @@ class StepRun {
     lane_[li] = end;
     r_.ops.push_back({start, end, bytes, exec, micro_, lane, kind, ph});
     return start;
+  }
+
+  // A segment's measured non-FSDP collectives, then its measured idle, right after its compute.
+  // The order inside a segment does not change the step time (no hook waits on a point inside a
+  // segment); it only matters for overlap_slowdown, which these fixed ops do not feel.
+  void measured(Phase ph, int exec, TimeNs other_ns, TimeNs idle_ns) {
+    if (other_ns > 0) op(Lane::Compute, OpKind::OtherComm, ph, exec, 0, other_ns, 0);
+    if (idle_ns > 0) op(Lane::Compute, OpKind::Idle, ph, exec, 0, idle_ns, 0);
   }
 
   // An all-gather on the shared NCCL queue; its buffer lives until the copy-out frees it.
@@ -182,6 +198,7 @@ class StepRun {
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
       mem(t, sg.saved_bytes, e, MemCat::Activation);
+      measured(Phase::Forward, e, sg.fwd_other_ns, sg.fwd_idle_ns);
       if (static_cast<int>(i) == u.last_seg) {  // post_forward(u): reshard
         const std::int64_t keep = u.reshard == kKeepUnsharded ? u.ag_bytes : u.reshard == kReshard ? 0 : u.ag_bytes / u.reshard;
         mem(lane_[0], keep - st.resident, e, MemCat::UnshardedParam);
@@ -239,6 +256,7 @@ class StepRun {
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
       mem(t, sg.recompute_bytes, e, MemCat::Activation);
+      measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
       mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
       if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
         mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);  // reshard after backward
@@ -325,7 +343,7 @@ SimResult simulate(const CompiledStep& step, bool detail) {
   SimResult r;
   StepRun run(step, r);
   run.run();
-  r.exposed_comm_ns = std::max<TimeNs>(0, r.step_ns - r.compute_busy_ns);
+  r.exposed_comm_ns = std::max<TimeNs>(0, r.step_ns - r.compute_busy_ns - r.other_comm_ns - r.idle_ns);
   sweep_memory(step, r, detail);
   return r;
 }

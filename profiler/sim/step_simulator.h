@@ -27,7 +27,8 @@ const char* mem_cat_key(MemCat c);  // "sharded_param", ...
 
 enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3 };
 inline constexpr int kLaneCount = 4;
-enum class OpKind : std::uint8_t { Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce };
+// OtherComm and Idle: measured time replayed as-is on the compute stream (sim_model.h MeasuredExtra).
+enum class OpKind : std::uint8_t { Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce, OtherComm, Idle };
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 
 inline constexpr int kKeepUnsharded = 0;  // reshard_after_forward=False
@@ -51,6 +52,8 @@ struct ExecSegment {
   int exec = 0;
   TimeNs fwd_ns = 0, bwd_ns = 0;
   std::int64_t saved_bytes = 0, recompute_bytes = 0;
+  TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
+  TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
 };
 
 struct CompiledStep {
@@ -60,10 +63,12 @@ struct CompiledStep {
   std::vector<int> fwd_order, bwd_order;  // exec units by pre-forward / pre-backward hook order
   int world = 1, shard = 1, replicate = 1;
   int micro_batches = 1;
+  bool forward_only = false;  // SimModel::forward_only: simulate the forward passes only
   bool sync_every_microbatch = true;
   bool separate_rs = false;
   int param_bytes = 2, master_bytes = 4, reduce_bytes = 4, optimizer_bytes = 8;
   TimeNs optimizer_ns = 0;
+  TimeNs optimizer_other_ns = 0, optimizer_idle_ns = 0;
   double overlap_slowdown = 0;
   std::int64_t other_memory_bytes = 0;
   int gpus_per_node = 8;
@@ -99,7 +104,9 @@ struct UnitMemory {
 struct SimResult {
   TimeNs step_ns = 0;
   TimeNs compute_busy_ns = 0;  // compute lane busy (kernels, copies, optimizer)
-  TimeNs exposed_comm_ns = 0;  // step time the compute lane spends waiting
+  TimeNs other_comm_ns = 0;    // measured non-FSDP collectives replayed on the compute lane
+  TimeNs idle_ns = 0;          // measured GPU idle replayed on the compute lane
+  TimeNs exposed_comm_ns = 0;  // step time the compute lane waits for FSDP's collectives
   TimeNs comm_busy_ns = 0;     // all NCCL lanes
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
   std::int64_t peak_bytes = 0;

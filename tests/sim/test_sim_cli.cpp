@@ -79,6 +79,14 @@ TEST_CASE("simulate a model description and a profile", "[sim][cli]") {
   bool measured = true;
   REQUIRE_FALSE(doc["measured"].get_bool().get(measured));
   CHECK_FALSE(measured);  // synthetic input: reported, but not a measurement
+  // What is replayed as measured is reported apart from what is modelled: the generator's 2 us
+  // launch gaps are idle, and it has no collective FSDP does not issue.
+  CHECK(number(doc, "idle_ms") > 0);
+  CHECK(number(doc, "other_comm_ms") == 0);
+  simdjson::dom::element breakdown;
+  REQUIRE_FALSE(doc["measured_breakdown"].get(breakdown));
+  CHECK(number(breakdown, "idle_ms") == Approx(number(doc, "idle_ms")).epsilon(0.01));
+  CHECK(doc["measured_window"].get(m) != simdjson::SUCCESS);  // the synthetic profile has step markers
   const Profile sim = load_profile(dir.file("sim.ssdb"));
   CHECK(sim.origin.kind == OriginKind::Simulated);
   CHECK(sim.origin.parameters_json.find("\"plan\"") != std::string::npos);

@@ -228,3 +228,52 @@ TEST_CASE("compute overlapping NCCL is slowed by the cluster's factor", "[sim][e
   REQUIRE(f0);
   CHECK(f0->end == 7000);
 }
+
+TEST_CASE("measured non-FSDP collectives and idle are replayed on the critical path", "[sim][exact][replay]") {
+  // u0, u1: P = 1000 -> AG 1000 ns, RS 2000 ns; forward 500 ns, backward 1000 ns each.
+  // u0's forward also waited 300 ns for an all-to-all and 700 ns for the host (idle); u1's
+  // backward 400 ns for a send/recv and 100 ns idle. Measured at world 2, replayed at world 2.
+  SimModel m = test::chain_model(2, 1000, 500, 1000);
+  m.segments[0].fwd_extra = {300, 2, 0, 700};
+  m.segments[1].bwd_extra = {400, 1, 0, 100};
+  m.other_comm_world = 2;
+  const ClusterModel c = test::linear_cluster(2);
+  const CompiledStep s = compile_step(m, FsdpPlan{}, c);
+  const SimResult r = simulate(s);
+  // Forward: AG(u0) [0,1000]; u0 fwd [1000,1500], all-to-all [1500,1800], idle [1800,2500];
+  //   AG(u1) (issued at u0's copy-out, 1000) [1000,2000] is done before u1 can start:
+  //   u1 fwd [2500,3000]. (Without the extras u1 would wait for AG(u1) only: [2000,2500].)
+  CHECK(find_op(r, OpKind::OtherComm, s, "u0", Phase::Forward)->start == 1500);
+  CHECK(find_op(r, OpKind::Idle, s, "u0", Phase::Forward)->start == 1800);
+  CHECK(find_op(r, OpKind::Compute, s, "u1", Phase::Forward)->start == 2500);
+  // Backward (issued at 3000): AG(u1) [3000,4000], AG(u0) [4000,5000]; u1 bwd [4000,5000],
+  //   send/recv [5000,5400], idle [5400,5500]; RS(u1) [5500,7500]; u0 bwd [5500,6500];
+  //   RS(u0) waits for RS(u1): [7500,9500]. Step 9500 (8500 without the extras: +500 in forward,
+  //   +500 in backward).
+  CHECK(find_op(r, OpKind::OtherComm, s, "u1", Phase::Backward)->start == 5000);
+  CHECK(find_op(r, OpKind::ReduceScatter, s, "u1", Phase::Backward)->start == 5500);
+  CHECK(find_op(r, OpKind::Compute, s, "u0", Phase::Backward)->start == 5500);
+  CHECK(find_op(r, OpKind::ReduceScatter, s, "u0", Phase::Backward)->start == 7500);
+  CHECK(r.step_ns == 9500);
+  CHECK(r.compute_busy_ns == 3000);  // 2 x 500 + 2 x 1000
+  CHECK(r.other_comm_ns == 700);     // 300 + 400
+  CHECK(r.idle_ns == 800);           // 700 + 100
+  CHECK(r.exposed_comm_ns == 9500 - 3000 - 700 - 800);
+  CHECK(r.all_gathers == 4);  // the measured collectives are not FSDP's
+  SimModel plain = test::chain_model(2, 1000, 500, 1000);
+  CHECK(simulate(compile_step(plain, FsdpPlan{}, c)).step_ns == 8500);
+}
+
+TEST_CASE("measured non-FSDP collectives scale with the world size only when their sizes are known", "[sim][exact][replay]") {
+  // One all-to-all of 8000 B measured at 2 ranks for 1000 ns. Linear cluster: cost(S, n) =
+  // S (n-1)/n ns -> 4000 ns at 2, 7000 ns at 8: at world 8 it replays 1000 x 7000 / 4000 = 1750 ns.
+  SimModel m = test::chain_model(1, 0, 500, 1000);
+  m.segments[0].fwd_extra = {1000, 1, 8000, 50};
+  m.other_comm_world = 2;
+  CHECK(compile_step(m, FsdpPlan{}, test::linear_cluster(2)).segments[0].fwd_other_ns == 1000);
+  const CompiledStep at8 = compile_step(m, FsdpPlan{}, test::linear_cluster(8));
+  CHECK(at8.segments[0].fwd_other_ns == 1750);
+  CHECK(at8.segments[0].fwd_idle_ns == 50);  // host time does not depend on the world size
+  m.other_comm_world = 0;  // sizes unknown (nsys exports): replayed as measured
+  CHECK(compile_step(m, FsdpPlan{}, test::linear_cluster(8)).segments[0].fwd_other_ns == 1000);
+}
