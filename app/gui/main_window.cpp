@@ -31,7 +31,9 @@
 #include "views/timeline/aggregate_model.h"
 #include "views/timeline/timeline_widget.h"
 #include "views/unshard/unshard_panel.h"
-#include "views/compare/compare_dock.h"
+#include "views/unshard/unshard_session.h"
+#include "views/compare/comparisons_dock.h"
+#include "views/compare/compare_view.h"
 
 namespace ss::gui {
 
@@ -63,8 +65,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
   setWindowTitle("ShardScope");
   setAcceptDrops(true);
   setDockNestingEnabled(true);
-  timeline_ = new timeline::TimelineWidget(this);
-  setCentralWidget(timeline_);
+  // Centre: the timeline, and the Compare view (two linked timelines and the per-module table).
+  tabs_ = new QTabWidget(this);
+  tabs_->setDocumentMode(true);
+  timeline_ = new timeline::TimelineWidget();
+  compare_ = new compareview::CompareView();
+  tabs_->addTab(timeline_, "Timeline");
+  tabs_->addTab(compare_, "Compare");
+  setCentralWidget(tabs_);
   build_docks();
   dark_ = QSettings().value("view/dark", true).toBool();
   build_menus();
@@ -172,13 +180,15 @@ void MainWindow::build_docks() {
   unshard_dock_->setWidget(unshard_);
   addDockWidget(Qt::BottomDockWidgetArea, unshard_dock_);
   tabifyDockWidget(memory_dock_, unshard_dock_);
-  // The Compare dock (issue 7): the open profile against a second file, per module.
-  compare_ = new compareview::CompareDock();
-  compare_dock_ = new QDockWidget("Compare", this);
-  compare_dock_->setObjectName("compare_dock");
-  compare_dock_->setWidget(compare_);
-  addDockWidget(Qt::BottomDockWidgetArea, compare_dock_);
-  tabifyDockWidget(memory_dock_, compare_dock_);
+  // The Comparisons dock (issue 7): comparisons saved in a workspace file, reopened as saved.
+  comparisons_ = new compareview::ComparisonsDock();
+  comparisons_dock_ = new QDockWidget("Comparisons", this);
+  comparisons_dock_->setObjectName("comparisons_dock");
+  comparisons_dock_->setWidget(comparisons_);
+  addDockWidget(Qt::BottomDockWidgetArea, comparisons_dock_);
+  tabifyDockWidget(memory_dock_, comparisons_dock_);
+  connect(compare_, &compareview::CompareView::saveRequested, this, &MainWindow::save_comparison);
+  connect(comparisons_, &compareview::ComparisonsDock::reopenRequested, this, &MainWindow::reopen);
   memory_dock_->raise();
   resizeDocks({details_dock_}, {420}, Qt::Horizontal);
   resizeDocks({memory_dock_}, {330}, Qt::Vertical);
@@ -201,7 +211,8 @@ void MainWindow::build_menus() {
   view->addAction(aggregate_dock_->toggleViewAction());
   view->addAction(analyses_dock_->toggleViewAction());
   view->addAction(unshard_dock_->toggleViewAction());
-  view->addAction(compare_dock_->toggleViewAction());
+  view->addAction(comparisons_dock_->toggleViewAction());
+  view->addAction("&Compare view", QKeySequence("Ctrl+K"), this, &MainWindow::show_compare_tab);
   view->addSeparator();
   view->addAction("Whole profile", QKeySequence("Ctrl+0"), this, [this] {
     if (timeline_->controller()) {
@@ -238,7 +249,7 @@ void MainWindow::set_dark(bool dark) {
 
 void MainWindow::reset_layout() {
   restoreState(default_state_);
-  for (QDockWidget* d : {memory_dock_, details_dock_, aggregate_dock_, analyses_dock_, unshard_dock_, compare_dock_}) d->show();
+  for (QDockWidget* d : {memory_dock_, details_dock_, aggregate_dock_, analyses_dock_, unshard_dock_, comparisons_dock_}) d->show();
 }
 
 void MainWindow::open_file(const QString& path) {
@@ -261,13 +272,21 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   // The memory view reads memory events from the file and builds the chart: fill it after the
   // timeline has shown its first frame, so that the profile appears at once.
   memory_->set_profile(nullptr);
-  auto* once = new QObject(this);
-  connect(timeline_, &timeline::TimelineWidget::profileFrameDrawn, once, [this, once, p = profile_] {
-    once->deleteLater();
+  tabs_->setCurrentWidget(timeline_);  // a new A: the Compare view starts over (reopen switches back)
+  const auto fill_memory = [this, p = profile_] {
     QTimer::singleShot(0, this, [this, p] {
       if (p == profile_) memory_->set_profile(p);
     });
-  });
+  };
+  if (!timeline_->isVisible()) {
+    fill_memory();  // e.g. a hidden window: no frame will be drawn to wait for
+  } else {
+    auto* once = new QObject(this);
+    connect(timeline_, &timeline::TimelineWidget::profileFrameDrawn, once, [once, fill_memory] {
+      once->deleteLater();
+      fill_memory();
+    });
+  }
   kernel_agg_->set_rows({});
   module_agg_->set_rows({});
   details_->clear();
@@ -279,6 +298,7 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
                                .arg(profile_->range_count)
                                .arg(profile_->memory_event_count));
   add_recent(pending_path_);
+  finish_reopen();
   emit profileLoaded();
 }
 
@@ -303,6 +323,46 @@ void MainWindow::show_details() {
           timeline::TimelineWidget::describe(*profile_, p).section('\n', 1, 1));
     details_->appendPlainText(text);
   }
+}
+
+void MainWindow::show_compare_tab() { tabs_->setCurrentWidget(compare_); }
+
+void MainWindow::save_comparison() {
+  if (!compare_->comparison()) return;
+  // The Unshard panel's plan goes with the comparison when the panel has one for this profile.
+  QString plan;
+  if (unshard_->session()) plan = QString::fromStdString(unshard_->session()->plan_file_json());
+  comparisons_->save_interactively(compare_->path_a(), compare_->path_b(), compare_->alignment(), plan);
+  comparisons_dock_->show();
+  comparisons_dock_->raise();
+}
+
+void MainWindow::reopen(const compare::SavedComparison& c) {
+  reopening_ = c;
+  const QString a = QString::fromStdString(c.a.path);
+  if (profile_ && QFileInfo(pending_path_).absoluteFilePath() == QFileInfo(a).absoluteFilePath() && !loading())
+    finish_reopen();
+  else
+    open_file(a);
+}
+
+void MainWindow::finish_reopen() {
+  if (!reopening_) return;
+  const compare::SavedComparison c = *reopening_;
+  reopening_.reset();
+  if (QFileInfo(pending_path_).absoluteFilePath() != QFileInfo(QString::fromStdString(c.a.path)).absoluteFilePath()) return;
+  show_compare_tab();
+  if (!compare_->compare_with(QString::fromStdString(c.b.path), c.alignment)) {
+    last_error_ = compare_->last_error();
+    statusBar()->showMessage("Cannot reopen " + QString::fromStdString(c.name) + ": " + last_error_, 8000);
+    return;
+  }
+  if (!c.plan_json.empty() && !unshard_->apply_plan_json(QString::fromStdString(c.plan_json))) {
+    last_error_ = unshard_->last_error();
+    statusBar()->showMessage("Reopened " + QString::fromStdString(c.name) + ", but its plan was not restored: " + last_error_, 8000);
+    return;
+  }
+  statusBar()->showMessage("Reopened " + QString::fromStdString(c.name), 5000);
 }
 
 void MainWindow::add_recent(const QString& path) {

@@ -5,6 +5,9 @@
 
 #include <QMainWindow>
 #include <memory>
+#include <optional>
+
+#include "profiler/compare/workspace.h"
 
 #include "storage/profile_model.h"
 
@@ -16,6 +19,7 @@ class QProgressBar;
 class QPushButton;
 class QTableView;
 class QDockWidget;
+class QTabWidget;
 
 namespace ss::timeline {
 class TimelineWidget;
@@ -28,7 +32,8 @@ namespace ss::unshard {
 class UnshardPanel;
 }
 namespace ss::compareview {
-class CompareDock;
+class CompareView;
+class ComparisonsDock;
 }
 namespace ss::analyses {
 class AnalysesDock;
@@ -53,8 +58,11 @@ class MainWindow : public QMainWindow {
   QDockWidget* analyses_dock() { return analyses_dock_; }
   unshard::UnshardPanel* unshard_panel() { return unshard_; }
   QDockWidget* unshard_dock() { return unshard_dock_; }
-  compareview::CompareDock* compare_view() { return compare_; }
-  QDockWidget* compare_dock() { return compare_dock_; }
+  compareview::CompareView* compare_view() { return compare_; }
+  QTabWidget* central_tabs() { return tabs_; }
+  void show_compare_tab();
+  compareview::ComparisonsDock* comparisons() { return comparisons_; }
+  QDockWidget* comparisons_dock() { return comparisons_dock_; }
   timeline::AggregateModel* kernel_aggregate() { return kernel_agg_; }
   timeline::AggregateModel* module_aggregate() { return module_agg_; }
   QPlainTextEdit* details() { return details_; }
@@ -82,6 +90,9 @@ class MainWindow : public QMainWindow {
   void on_loaded(std::shared_ptr<const Profile> profile);
   void on_failed(const QString& path, const QString& message, bool cancelled);
   void show_details();
+  void save_comparison();
+  void reopen(const compare::SavedComparison& c);
+  void finish_reopen();
 
   std::shared_ptr<const Profile> profile_;
   timeline::TimelineWidget* timeline_ = nullptr;
@@ -93,8 +104,12 @@ class MainWindow : public QMainWindow {
   QDockWidget* analyses_dock_ = nullptr;
   unshard::UnshardPanel* unshard_ = nullptr;
   QDockWidget* unshard_dock_ = nullptr;
-  compareview::CompareDock* compare_ = nullptr;
-  QDockWidget* compare_dock_ = nullptr;
+  QTabWidget* tabs_ = nullptr;  // the timeline and the Compare view
+  compareview::CompareView* compare_ = nullptr;
+  compareview::ComparisonsDock* comparisons_ = nullptr;
+  QDockWidget* comparisons_dock_ = nullptr;
+  // A saved comparison being reopened: compared (and its plan restored) once A has loaded.
+  std::optional<compare::SavedComparison> reopening_;
   QPlainTextEdit* details_ = nullptr;
   timeline::AggregateModel* kernel_agg_ = nullptr;
   timeline::AggregateModel* module_agg_ = nullptr;

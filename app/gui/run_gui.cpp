@@ -6,6 +6,8 @@
 #include <QElapsedTimer>
 #include <QImage>
 #include <QListWidget>
+#include <QTableView>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <QTreeView>
 #include <algorithm>
@@ -17,7 +19,8 @@
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
 #include "views/timeline/timeline_widget.h"
-#include "views/compare/compare_dock.h"
+#include "views/compare/comparisons_dock.h"
+#include "views/compare/compare_view.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
@@ -99,7 +102,7 @@ int run_gui(int argc, char** argv, const std::string& file) {
   QString screenshot_dir;
   bool time_first_frame = false;
   bool light = false;  // --light: start with the light palette
-  QString compare_path;  // --compare B: open the Compare dock on the profile vs B
+  QString compare_path;  // --compare B: open the Compare view on the profile vs B
   for (int i = 1; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--screenshot") == 0) screenshot_dir = QString::fromLocal8Bit(argv[i + 1]);
     if (std::strcmp(argv[i], "--time-first-frame") == 0) time_first_frame = true;
@@ -137,7 +140,7 @@ int run_gui(int argc, char** argv, const std::string& file) {
       if (!window.compare_view()->compare_with(compare_path))
         std::cerr << "shardscope gui: cannot compare with " << compare_path.toStdString() << ": "
                   << window.compare_view()->last_error().toStdString() << "\n";
-      window.compare_dock()->raise();
+      if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
     });
   if (!file.empty()) window.open_file(QString::fromStdString(file));
   if (!screenshot_dir.isEmpty()) {
@@ -182,15 +185,29 @@ int run_gui(int argc, char** argv, const std::string& file) {
                   app.exit(all ? 0 : 3);
                   return;
                 }
-                // With --compare B: the Compare dock on its own as well.
+                // With --compare B: the Compare view with the largest discrepancy's row clicked, and
+                // the comparison saved in a scratch workspace so the Comparisons dock lists it.
                 window.unshard_dock()->setFloating(false);
-                window.compare_dock()->setFloating(true);
-                window.compare_dock()->resize(1400, 700);
-                window.compare_dock()->show();
-                window.compare_dock()->raise();
-                QTimer::singleShot(300, &app, [&, all] {
-                  const bool with_compare = save(window.compare_view()->grab().toImage(), screenshot_dir + "/compare.png") && all;
-                  app.exit(with_compare ? 0 : 3);
+                window.analyses_dock()->hide();  // the Compare tab gets the window's width
+                if (auto* aggregate = window.findChild<QDockWidget*>("aggregate_dock")) aggregate->hide();
+                window.resizeDocks({window.comparisons_dock()}, {190}, Qt::Vertical);
+                window.show_compare_tab();
+                auto* cv = window.compare_view();
+                static QTemporaryDir scratch;
+                window.comparisons()->open_workspace(scratch.path() + "/screenshot.sscw");
+                const auto* session = window.unshard_panel()->session();
+                window.comparisons()->save("baseline vs what-if", cv->path_a(), cv->path_b(), cv->alignment(),
+                                           session ? QString::fromStdString(session->plan_file_json()) : QString(),
+                                           "Saved from the Compare view, with the Unshard panel's plan");
+                window.comparisons_dock()->show();
+                window.comparisons_dock()->raise();
+                QTimer::singleShot(300, &app, [&, all, cv] {
+                  // Clicked once the tab is laid out, so the zoom fits the timelines' real width.
+                  if (cv->table()->model()->rowCount() > 0) cv->click_table_row(0);
+                  QTimer::singleShot(500, &app, [&, all] {
+                    const bool with_compare = save(window.grab().toImage(), screenshot_dir + "/compare.png") && all;
+                    app.exit(with_compare ? 0 : 3);
+                  });
                 });
               });
             });

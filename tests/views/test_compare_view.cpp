@@ -1,67 +1,258 @@
-// The minimal Compare dock: its table model under QAbstractItemModelTester, and the rows shown
-// for A vs B being compare_profiles' rows (the numbers `shardscope diff --by module` prints).
+// The Compare view and the Comparisons dock: the table models under QAbstractItemModelTester;
+// the rows shown being compare_profiles' rows (the numbers `shardscope diff --by module` prints);
+// the step and rank boxes re-aligning; the two timelines staying linked under zoom and pan; a row
+// click moving both to the module; and saved comparisons reopened exactly as saved.
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
 #include <QTableView>
+#include <QWheelEvent>
+#include <cmath>
 
 #include "profiler/compare/comparison.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
-#include "views/compare/compare_dock.h"
 #include "views/compare/compare_table_model.h"
+#include "views/compare/compare_view.h"
+#include "views/compare/comparisons_dock.h"
+#include "views/compare/saved_comparison_model.h"
+#include "views/timeline/timeline_widget.h"
 
 using namespace ss;
 using namespace ss::compareview;
 
 namespace {
+
 QApplication& app() { return test::qt_app(); }
+
+// Two synthetic runs of the same model (different kernel durations: every module's time moves),
+// three steps each.
+struct TwoRuns {
+  test::TempDir dir;
+  std::string a = dir.file("a.ssdb"), b = dir.file("b.ssdb");
+  std::shared_ptr<const Profile> pa;
+  TwoRuns() {
+    SyntheticSpec sa;
+    sa.layers = 4;
+    sa.steps = 3;
+    SyntheticSpec sb = sa;
+    sb.seed = 7;
+    write_synthetic_profile(a, sa);
+    write_synthetic_profile(b, sb);
+    pa = std::make_shared<const Profile>(load_profile(a));
+  }
+  QString qa() const { return QString::fromStdString(a); }
+  QString qb() const { return QString::fromStdString(b); }
+};
+
+const timeline::Viewport& viewport(timeline::TimelineWidget* w) { return w->controller()->viewport(); }
+
+// B's view is A's view moved by the link offset, at the same scale.
+void check_linked(CompareView& view) {
+  const auto& va = viewport(view.timeline_a());
+  const auto& vb = viewport(view.timeline_b());
+  CHECK(vb.ns_per_px == va.ns_per_px);
+  CHECK(std::abs((va.start_ns - vb.start_ns) - static_cast<double>(view.link_offset())) < 1e-3);
+}
+
 }  // namespace
 
-TEST_CASE("compare dock shows compare_profiles' per-module rows for A vs B", "[compare][gui]") {
+TEST_CASE("compare view shows compare_profiles' per-module rows for A vs B", "[compare][gui]") {
   app();
-  test::TempDir dir;
-  SyntheticSpec sa;
-  sa.layers = 4;
-  SyntheticSpec sb = sa;
-  sb.seed = 7;  // same model, different kernel durations: every module's time moves
-  write_synthetic_profile(dir.file("a.ssdb"), sa);
-  write_synthetic_profile(dir.file("b.ssdb"), sb);
-  auto a = std::make_shared<const Profile>(load_profile(dir.file("a.ssdb")));
+  TwoRuns runs;
+  CompareView view;
+  QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  view.set_profile(runs.pa, runs.qa());
+  CHECK(view.model()->rowCount() == 0);
+  REQUIRE(view.compare_with(runs.qb()));
 
-  CompareDock dock;
-  QAbstractItemModelTester tester(dock.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
-  dock.set_profile(a, QString::fromStdString(dir.file("a.ssdb")));
-  CHECK(dock.model()->rowCount() == 0);
-  REQUIRE(dock.compare_with(QString::fromStdString(dir.file("b.ssdb"))));
-
-  const Profile b = load_profile(dir.file("b.ssdb"));
-  const compare::Comparison c = compare::compare_profiles(*a, b, compare::Alignment{});
+  const Profile b = load_profile(runs.b);
+  const compare::Comparison c = compare::compare_profiles(*runs.pa, b, compare::Alignment{});
   REQUIRE(!c.modules.empty());
-  REQUIRE(dock.model()->rowCount() == static_cast<int>(c.modules.size()));
+  REQUIRE(view.model()->rowCount() == static_cast<int>(c.modules.size()));
   for (std::size_t i = 0; i < c.modules.size(); ++i) {
-    const auto& r = dock.model()->rows()[i];
+    const auto& r = view.model()->rows()[i];
     CHECK(r.fqn == c.modules[i].fqn);
     CHECK(r.time.a == c.modules[i].time.a);
     CHECK(r.time.b == c.modules[i].time.b);
   }
   // The view sorts by |delta|, largest first, like the command line.
-  auto* view = dock.table();
-  const auto first = view->model()->index(0, CompareTableModel::ColDelta).data(CompareTableModel::SortRole).toLongLong();
-  const auto last = view->model()->index(view->model()->rowCount() - 1, CompareTableModel::ColDelta).data(CompareTableModel::SortRole).toLongLong();
+  auto* table = view.table();
+  const auto first = table->model()->index(0, CompareTableModel::ColDelta).data(CompareTableModel::SortRole).toLongLong();
+  const auto last = table->model()->index(table->model()->rowCount() - 1, CompareTableModel::ColDelta).data(CompareTableModel::SortRole).toLongLong();
   CHECK(first >= last);
   CHECK(first == std::llabs(c.modules.front().time.delta()));
-  CHECK(dock.headline_text().contains("step time"));
+  CHECK(view.headline_text().contains("step time"));
+
+  // Both timelines show their profile; B's is linked to A's at the step alignment.
+  REQUIRE(view.timeline_a()->controller());
+  REQUIRE(view.timeline_b()->controller());
+  CHECK(&view.timeline_b()->controller()->profile() != &view.timeline_a()->controller()->profile());
+  CHECK(view.link_offset() == c.alignment.b_to_a_offset());
+  check_linked(view);
 
   // A profile compared with itself: every delta is 0.
-  REQUIRE(dock.compare_with(QString::fromStdString(dir.file("a.ssdb"))));
-  for (const auto& r : dock.model()->rows()) CHECK(r.time.delta() == 0);
+  REQUIRE(view.compare_with(runs.qa()));
+  for (const auto& r : view.model()->rows()) CHECK(r.time.delta() == 0);
 
   // A file that is not a profile: refused with a message, the table kept.
-  test::write_file(dir.file("bad.ssdb"), "not a database");
-  CHECK_FALSE(dock.compare_with(QString::fromStdString(dir.file("bad.ssdb"))));
+  const int rows = view.model()->rowCount();
+  test::write_file(runs.dir.file("bad.ssdb"), "not a database");
+  CHECK_FALSE(view.compare_with(QString::fromStdString(runs.dir.file("bad.ssdb"))));
+  CHECK_FALSE(view.last_error().isEmpty());
+  CHECK(view.model()->rowCount() == rows);
+}
+
+TEST_CASE("compare view: step and rank boxes re-align; a missing step is refused", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.set_profile(runs.pa, runs.qa());
+  REQUIRE(view.compare_with(runs.qb()));
+  const Profile b = load_profile(runs.b);
+  const RankModel* ra = runs.pa->rank(1);
+  REQUIRE(ra);
+  REQUIRE(ra->steps.size() >= 3);
+  // The boxes list the ranks and each rank's steps (after "auto").
+  CHECK(view.rank_box(false)->count() == static_cast<int>(runs.pa->ranks.size()));
+  CHECK(view.step_box(false)->count() == static_cast<int>(runs.pa->rank(0)->steps.size()) + 1);
+
+  // Rank 1, step (second) on A against rank 0, step (third) on B: the table is compare_profiles'
+  // for that alignment, and the boxes show it.
+  compare::Alignment al;
+  al.rank_a = 1;
+  al.rank_b = 0;
+  al.step_a = ra->steps[1].number;
+  al.step_b = b.rank(0)->steps[2].number;
+  REQUIRE(view.set_alignment(al));
+  const compare::Comparison c = compare::compare_profiles(*runs.pa, b, al);
+  CHECK(view.alignment() == al);
+  CHECK(view.comparison()->alignment.a.start == ra->steps[1].start);
+  CHECK(view.comparison()->alignment.b.start == b.rank(0)->steps[2].start);
+  REQUIRE(view.model()->rowCount() == static_cast<int>(c.modules.size()));
+  for (std::size_t i = 0; i < c.modules.size(); ++i) CHECK(view.model()->rows()[i].time.b == c.modules[i].time.b);
+  CHECK(view.rank_box(false)->currentData().toInt() == 1);
+  CHECK(view.step_box(false)->currentData().toLongLong() == *al.step_a);
+  CHECK(view.step_box(true)->currentData().toLongLong() == *al.step_b);
+  CHECK(view.link_offset() == ra->steps[1].start - b.rank(0)->steps[2].start);
+  check_linked(view);
+
+  // A step that B lacks: refused, the previous alignment and rows kept.
+  compare::Alignment bad = al;
+  bad.step_b = 9999;
+  CHECK_FALSE(view.set_alignment(bad));
+  CHECK(view.last_error().contains("9999"));
+  CHECK(view.alignment() == al);
+  CHECK(view.model()->rowCount() == static_cast<int>(c.modules.size()));
+}
+
+TEST_CASE("compare view: zoom and pan on either timeline move the other; a row click moves both to the module", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.resize(1200, 900);
+  view.set_profile(runs.pa, runs.qa());
+  REQUIRE(view.compare_with(runs.qb()));
+  auto* ta = view.timeline_a();
+  auto* tb = view.timeline_b();
+
+  // Ctrl+wheel on A zooms A, and B follows.
+  const double before = viewport(ta).ns_per_px;
+  QWheelEvent zoom(QPointF(600, 60), QPointF(600, 60), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(ta, &zoom);
+  CHECK(viewport(ta).ns_per_px != before);
+  check_linked(view);
+  // Shift+wheel on B pans B, and A follows.
+  const double start_a = viewport(ta).start_ns;
+  QWheelEvent pan(QPointF(600, 60), QPointF(600, 60), QPoint(), QPoint(0, -240), Qt::NoButton, Qt::ShiftModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(tb, &pan);
+  CHECK(viewport(ta).start_ns != start_a);
+  check_linked(view);
+
+  // The top row (largest |delta|), clicked: both timelines show that module's first range on
+  // their side, and are now aligned at its start.
+  view.click_table_row(0);
+  const auto& rows = view.model()->rows();
+  const QModelIndex top = view.table()->model()->index(0, 0);
+  const QString fqn = top.data().toString();
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const compare::ModuleDiff& m) {
+    return (m.fqn.empty() ? QStringLiteral("(root)") : QString::fromStdString(m.fqn)) == fqn;
+  });
+  REQUIRE(it != rows.end());
+  REQUIRE(it->first_a);
+  REQUIRE(it->first_b);
+  CHECK(view.link_offset() == *it->first_a - *it->first_b);
+  for (auto [w, t] : {std::pair{ta, *it->first_a}, std::pair{tb, *it->first_b}}) {
+    const auto& v = viewport(w);
+    CHECK(v.start_ns <= static_cast<double>(t));
+    CHECK(v.end_ns() > static_cast<double>(t));
+    // Zoomed to the module, not left at the step: the view spans less than the compared window.
+    CHECK(v.end_ns() - v.start_ns < static_cast<double>(view.comparison()->alignment.a.length()));
+  }
+  check_linked(view);
+}
+
+TEST_CASE("comparisons dock: save, list, reopen exactly as saved, notes, changed profiles refused", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  ComparisonsDock dock;
+  QAbstractItemModelTester tester(dock.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const QString ws = QString::fromStdString(runs.dir.file("w.sscw"));
+  REQUIRE(dock.open_workspace(ws));
+  CHECK(dock.model()->rowCount() == 0);
+
+  compare::Alignment al;
+  al.rank_a = 1;
+  al.step_a = runs.pa->rank(1)->steps[1].number;
+  const QString plan = R"({"unsharded": ["layers.1"], "step_time_ms": 1.5})";
+  REQUIRE(dock.save("b run", runs.qa(), runs.qb(), al, plan, "first line\nsecond line"));
+  REQUIRE(dock.save("a self", runs.qa(), runs.qa(), compare::Alignment{}, QString(), QString()));
+  REQUIRE(dock.model()->rowCount() == 2);
+  CHECK(dock.model()->rows()[0].name == "a self");  // by name
+  const int row = dock.model()->row_of("b run");
+  REQUIRE(row == 1);
+  CHECK(dock.model()->index(row, SavedComparisonModel::ColPlan).data().toString() == "yes");
+  CHECK(dock.model()->index(row, SavedComparisonModel::ColNotes).data().toString() == "first line");
+
+  // Reopen hands back exactly what was saved.
+  QSignalSpy spy(&dock, &ComparisonsDock::reopenRequested);
+  REQUIRE(dock.reopen(row));
+  REQUIRE(spy.count() == 1);
+  const auto c = spy.takeFirst().at(0).value<compare::SavedComparison>();
+  CHECK(c.alignment == al);
+  CHECK(c.plan_json == plan.toStdString());
+  CHECK(c.notes == "first line\nsecond line");
+  CHECK(c.a.path == QFileInfo(runs.qa()).absoluteFilePath().toStdString());
+  CHECK(c.b.path == QFileInfo(runs.qb()).absoluteFilePath().toStdString());
+
+  // Notes edited in the dock are saved under the same name; a second dock on the same file sees them.
+  REQUIRE(dock.save_notes(row, "edited"));
+  ComparisonsDock other;
+  REQUIRE(other.open_workspace(ws));
+  CHECK(other.model()->rows()[static_cast<std::size_t>(other.model()->row_of("b run"))].notes == "edited");
+
+  // B rewritten since it was saved: reopen refused, naming the file; nothing emitted.
+  SyntheticSpec changed;
+  changed.layers = 2;
+  write_synthetic_profile(runs.b, changed);
+  CHECK_FALSE(dock.reopen(dock.model()->row_of("b run")));
+  CHECK(dock.last_error().contains("b.ssdb"));
+  CHECK(spy.count() == 0);
+
+  // Invalid input: an empty name and a plan that is not JSON are refused; a profile is not a workspace.
+  CHECK_FALSE(dock.save("  ", runs.qa(), runs.qa(), {}, {}, {}));
+  CHECK_FALSE(dock.save("x", runs.qa(), runs.qa(), {}, "{not json", {}));
+  CHECK_FALSE(dock.open_workspace(runs.qa()));
   CHECK_FALSE(dock.last_error().isEmpty());
+  CHECK(dock.workspace_path() == ws);  // still the workspace that was open
+
+  REQUIRE(dock.remove(dock.model()->row_of("a self")));
+  CHECK(dock.model()->rowCount() == 1);
 }

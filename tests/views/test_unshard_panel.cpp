@@ -1,17 +1,24 @@
 // The Unshard panel: its unit model under QAbstractItemModelTester, a toggle through the model
-// showing the prediction that `shardscope simulate --plan` computes for the same plan, and
-// undo/redo giving back exactly the earlier numbers.
+// showing the prediction that `shardscope simulate --plan` computes for the same plan, undo/redo
+// giving back exactly the earlier numbers, per-bucket cap overrides (tree column and table), and
+// the timeline of the simulated step refreshed on every change. The panel is never shown (the
+// offscreen platform has no OpenGL), so the timeline's profile and view are checked, not pixels.
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QPushButton>
+#include <QResizeEvent>
+#include <QTableWidget>
 #include <QTreeView>
+#include <cmath>
 
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/units.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
+#include "views/timeline/timeline_widget.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
@@ -95,4 +102,203 @@ TEST_CASE("the panel refuses a file it cannot simulate with a message", "[unshar
   CHECK_FALSE(panel.open_profile(QStringLiteral("/nonexistent/profile.ssdb")));
   CHECK_FALSE(panel.last_error().isEmpty());
   CHECK_FALSE(panel.isEnabled());
+}
+
+namespace {
+int nccl_all_gathers(const Profile& p) {
+  int n = 0;
+  for (const auto& t : p.stream_tracks) {
+    if (t.kind != StreamKind::Nccl) continue;
+    for (const auto& e : t.events) n += p.strings[e.name].starts_with("ncclDevKernel_AllGather");
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("after a toggle the panel's timeline shows the new simulated step and keeps the user's zoom", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  panel.resize(1000, 700);
+  auto* s = panel.session();
+  auto* tl = panel.timeline();
+  REQUIRE(panel.timeline_profile());
+  REQUIRE(tl->controller());
+  CHECK(&tl->controller()->profile() == panel.timeline_profile().get());
+  const auto p0 = panel.timeline_profile();
+  CHECK(p0->time_end - p0->time_begin == s->prediction().step_ns);
+  const int ag0 = nccl_all_gathers(*p0);
+  CHECK(ag0 == s->prediction().result.all_gathers);
+
+  // Resized while showing the whole step (as when the panel is first shown): still the whole step,
+  // across the new width.
+  QResizeEvent resize(QSize(1000, 300), tl->size());
+  QApplication::sendEvent(tl, &resize);
+  {
+    const auto& v = tl->controller()->viewport();
+    const double span = static_cast<double>(s->prediction().step_ns);
+    CHECK(v.width_px == 1000 - timeline::kLabelWidth);
+    CHECK(v.start_ns == Approx(-0.01 * span));
+    CHECK(v.end_ns() == Approx(1.01 * span));
+  }
+  tl->controller()->set_size(1000, 300);
+
+  // The user zooms into the middle of the step.
+  tl->controller()->viewport().zoom_around(400, 0.25);
+  const timeline::Viewport zoomed = tl->controller()->viewport();
+
+  int timeline_updates = 0, prediction_updates = 0;
+  QObject::connect(&panel, &UnshardPanel::timelineUpdated, [&] {
+    ++timeline_updates;
+    CHECK(prediction_updates == timeline_updates - 1);  // the timeline is current before the numbers are announced
+  });
+  QObject::connect(&panel, &UnshardPanel::predictionUpdated, [&] { ++prediction_updates; });
+  const QModelIndex l5 = panel.model()->index_of_unit(s->inputs().model.find_unit("layers.5"));
+  REQUIRE(panel.model()->setData(l5, Qt::Checked, Qt::CheckStateRole));
+  CHECK(timeline_updates == 1);
+  CHECK(prediction_updates == 1);
+  const auto p1 = panel.timeline_profile();
+  REQUIRE(p1 != p0);
+  CHECK(&tl->controller()->profile() == p1.get());
+  // Keeping layers.5 unsharded skips its backward all-gather: one fewer on the NCCL lane, and the
+  // timeline spans exactly the predicted step.
+  CHECK(nccl_all_gathers(*p1) == ag0 - 1);
+  CHECK(nccl_all_gathers(*p1) == s->prediction().result.all_gathers);
+  CHECK(p1->time_end - p1->time_begin == s->prediction().step_ns);
+  CHECK(panel.step_text() == ms_text(p1->time_end - p1->time_begin));
+  // The step's length barely changed, so the zoom stays.
+  CHECK(tl->controller()->viewport().start_ns == zoomed.start_ns);
+  CHECK(tl->controller()->viewport().ns_per_px == zoomed.ns_per_px);
+
+  panel.undo();
+  CHECK(nccl_all_gathers(*panel.timeline_profile()) == ag0);
+  CHECK(timeline_updates == 2);
+
+  // A change that makes the step more than 2x longer: the new step is shown whole (fit all).
+  const TimeNs before = s->prediction().step_ns;
+  int slow_world = 0;
+  for (int world : {64, 1024, 16384, 131072}) {
+    s->set_world_size(world);
+    const bool slow = static_cast<double>(s->prediction().step_ns) > 2.0 * static_cast<double>(before);
+    s->undo();
+    if (slow) {
+      slow_world = world;
+      break;
+    }
+  }
+  REQUIRE(slow_world > 0);
+  s->set_world_size(slow_world);  // on the session only, so that the panel's undo/redo show it
+  panel.undo();
+  CHECK(tl->controller()->viewport().ns_per_px == zoomed.ns_per_px);  // the original step: zoom kept
+  panel.redo();
+  const double span = static_cast<double>(s->prediction().step_ns);
+  CHECK(panel.timeline_profile()->time_end - panel.timeline_profile()->time_begin == s->prediction().step_ns);
+  const auto& v = tl->controller()->viewport();
+  CHECK(v.start_ns == Approx(-0.01 * span));
+  CHECK(v.end_ns() == Approx(1.01 * span));
+}
+
+TEST_CASE("bucket caps in the panel: the tree's cap column and the overrides table, undoable and exported", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  auto* s = panel.session();
+  auto* m = panel.model();
+  QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const int l2 = s->inputs().model.find_unit("layers.2");
+  const QModelIndex cap2 = m->index_of_unit(l2).siblingAtColumn(UnshardUnitModel::ColBucketCap);
+  // Without auto-bucketing there is no bucket to give a cap.
+  CHECK_FALSE(m->flags(cap2).testFlag(Qt::ItemIsEditable));
+  CHECK_FALSE(m->setData(cap2, 100.0, Qt::EditRole));
+
+  const double layer = static_cast<double>(s->inputs().model.param_bytes(l2)) / (1024.0 * 1024.0);
+  s->set_bucket_cap_mb(2.5 * layer);  // two layers per bucket
+  m->refresh();
+  REQUIRE(m->flags(cap2).testFlag(Qt::ItemIsEditable));
+  const int bucket = s->prediction().bucket_of_unit[static_cast<std::size_t>(l2)];
+  REQUIRE(bucket >= 0);
+  CHECK(m->data(cap2.siblingAtColumn(UnshardUnitModel::ColBucket)).toString() == QStringLiteral("#%1").arg(bucket));
+  CHECK(m->data(cap2, Qt::EditRole).toDouble() == 2.5 * layer);
+  const Prediction by_default = s->prediction();
+
+  int updates = 0;
+  QObject::connect(&panel, &UnshardPanel::predictionUpdated, [&] { ++updates; });
+  // Per layer: the cap of the bucket holding layers.2 becomes one layer's worth.
+  REQUIRE(m->setData(cap2, 1.2 * layer, Qt::EditRole));
+  CHECK(updates == 1);
+  CHECK(s->state().bucket_cap_overrides_mb.at(bucket) == 1.2 * layer);
+  CHECK(m->data(cap2).toString().endsWith("(override)"));
+  REQUIRE(panel.bucket_overrides()->rowCount() == 1);
+  CHECK(panel.bucket_overrides()->item(0, 0)->text() == QStringLiteral("#%1").arg(bucket));
+
+  // What the simulator computes for FsdpPlan with the same map, through the exported plan file.
+  test::TempDir dir;
+  REQUIRE(panel.export_plan(QString::fromStdString(dir.file("plan.json"))));
+  sim::SimInputRequest req;
+  req.profile_path = sample();
+  req.plan_path = dir.file("plan.json");
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  CHECK(in.plan.bucket_cap_mb.at(std::to_string(bucket)) == 1.2 * layer);
+  CHECK(in.plan.bucket_cap_mb.at("default") == 2.5 * layer);
+  const sim::SimResult cli = sim::simulate(sim::compile_step(in.model, in.plan, in.cluster));
+  CHECK(panel.step_text() == ms_text(cli.step_ns));
+  CHECK(cli.all_gathers == s->prediction().result.all_gathers);
+  CHECK(cli.all_gathers != by_default.result.all_gathers);
+  CHECK(nccl_all_gathers(*panel.timeline_profile()) == cli.all_gathers);
+
+  // The table edits the same override; a bad number is refused with a message.
+  panel.bucket_overrides()->item(0, 1)->setText(QString::number(2.5 * layer, 'g', 17));
+  CHECK(s->state().bucket_cap_overrides_mb.at(bucket) == 2.5 * layer);
+  CHECK(s->prediction().step_ns == by_default.step_ns);
+  panel.bucket_overrides()->item(0, 1)->setText("lots");
+  CHECK(s->state().bucket_cap_overrides_mb.at(bucket) == 2.5 * layer);
+  CHECK(panel.bucket_overrides()->item(0, 1)->text() == QString::number(2.5 * layer, 'g', 10));
+
+  // Undo walks back through both edits to no override; redo gives the per-layer cap again.
+  panel.undo();
+  CHECK(s->state().bucket_cap_overrides_mb.at(bucket) == 1.2 * layer);
+  CHECK(panel.step_text() == ms_text(cli.step_ns));
+  panel.undo();
+  CHECK(s->state().bucket_cap_overrides_mb.empty());
+  CHECK(panel.bucket_overrides()->rowCount() == 0);
+  CHECK(s->prediction().step_ns == by_default.step_ns);
+  CHECK_FALSE(m->data(cap2).toString().endsWith("(override)"));
+  panel.redo();
+  CHECK(s->state().bucket_cap_overrides_mb.at(bucket) == 1.2 * layer);
+  CHECK(panel.step_text() == ms_text(cli.step_ns));
+
+  // Remove through the table: the override goes, the default's buckets come back.
+  panel.bucket_overrides()->setCurrentCell(0, 0);
+  for (auto* b : panel.findChildren<QPushButton*>())
+    if (b->text() == "Remove") b->click();
+  CHECK(s->state().bucket_cap_overrides_mb.empty());
+  CHECK(s->prediction().step_ns == by_default.step_ns);
+  // Add: an override for the first bucket without one, at its current cap (no change in time).
+  for (auto* b : panel.findChildren<QPushButton*>())
+    if (b->text() == "Add") b->click();
+  CHECK(s->state().bucket_cap_overrides_mb.at(0) == 2.5 * layer);
+  CHECK(s->prediction().step_ns == by_default.step_ns);
+}
+
+TEST_CASE("the panel applies a saved plan's text and refuses one for another model", "[unshard][gui]") {
+  app();
+  UnshardPanel source;
+  REQUIRE(source.open_profile(QString::fromStdString(sample())));
+  auto* s = source.session();
+  s->set_keep(s->inputs().model.find_unit("layers.6"), true);
+  s->set_bucket_cap_override(1, 500);
+  const std::string saved = s->plan_file_json();
+
+  UnshardPanel panel;
+  CHECK_FALSE(panel.apply_plan_json(QString::fromStdString(saved)));  // no profile yet
+  panel.set_profile_path(QString::fromStdString(sample()));            // hidden: loaded on demand
+  REQUIRE(panel.apply_plan_json(QString::fromStdString(saved)));
+  REQUIRE(panel.session());
+  CHECK(panel.session()->state() == s->state());
+  CHECK(panel.step_text() == ms_text(s->prediction().step_ns));
+  CHECK(panel.bucket_overrides()->rowCount() == 1);
+  CHECK(nccl_all_gathers(*panel.timeline_profile()) == s->prediction().result.all_gathers);
+  CHECK_FALSE(panel.apply_plan_json(R"({"unsharded": ["encoder.blocks.0"]})"));
+  CHECK(panel.last_error().contains("encoder.blocks.0"));
+  CHECK(panel.session()->state() == s->state());
 }

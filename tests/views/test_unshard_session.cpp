@@ -1,13 +1,18 @@
-// The Unshard panel's Qt-free layer: toggles, undo/redo, the cost planner and the exported plan,
-// checked against the simulator run the way `shardscope simulate IN --plan P.json` runs it.
+// The Unshard panel's Qt-free layer: toggles, bucket caps (default and per-bucket overrides),
+// undo/redo, the cost planner, the exported plan and the timeline's simulated profile, checked
+// against the simulator run directly and the way `shardscope simulate IN --plan P.json` runs it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/errors.h"
 #include "tests/support/test_paths.h"
+#include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
 
 using namespace ss;
@@ -115,4 +120,145 @@ TEST_CASE("plan automatically fits the budget, is one undoable change and export
   CHECK(s.plan_file_json().find("\"strategy\":\"cost\"") != std::string::npos);
   s.undo();
   CHECK(s.prediction().step_ns == base.step_ns);
+}
+
+namespace {
+// The simulator run directly on the session's model and cluster with a plan whose bucket caps are
+// `caps` (what FsdpPlan::bucket_cap_mb means to compile_step), everything else the session's.
+sim::SimResult simulate_with_caps(const UnshardSession& s, const std::map<std::string, double>& caps, sim::CompiledStep* step_out) {
+  sim::FsdpPlan plan = s.inputs().plan;
+  plan.bucket_cap_mb = caps;
+  plan.world_size = 0;
+  sim::CompiledStep step = sim::compile_step(s.inputs().model, plan, s.cluster());
+  if (step_out) *step_out = step;
+  return sim::simulate(step);
+}
+
+double layer_mb(const UnshardSession& s) {
+  const auto& m = s.inputs().model;
+  return static_cast<double>(m.param_bytes(m.find_unit("layers.0"))) / (1024.0 * 1024.0);
+}
+}  // namespace
+
+TEST_CASE("a per-bucket cap override simulates what FsdpPlan's bucket_cap_mb map does; undo/redo restore it", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  REQUIRE_FALSE(s.bucketing_on());
+  const double layer = layer_mb(s);
+  REQUIRE(layer > 0);
+  // Default: two layers per bucket. Bucket #1 alone gets a cap that holds one layer.
+  const double two = 2.5 * layer, one = 1.2 * layer;
+  s.set_bucket_cap_mb(two);
+  REQUIRE(s.bucketing_on());
+  const Prediction by_default = s.prediction();
+  sim::CompiledStep expect_default;
+  const sim::SimResult d = simulate_with_caps(s, {{"default", two}}, &expect_default);
+  CHECK(by_default.step_ns == d.step_ns);
+  CHECK(by_default.peak_bytes == d.peak_bytes);
+  CHECK(by_default.step.units.size() == expect_default.units.size());
+
+  s.set_bucket_cap_override(1, one);
+  CHECK(s.undo_label() == "bucket #1 cap");
+  CHECK(s.bucket_cap_of(1) == one);
+  CHECK(s.bucket_cap_of(0) == two);
+  const Prediction overridden = s.prediction();
+  sim::CompiledStep expect;
+  const sim::SimResult r = simulate_with_caps(s, {{"default", two}, {"1", one}}, &expect);
+  CHECK(overridden.step_ns == r.step_ns);
+  CHECK(overridden.peak_bytes == r.peak_bytes);
+  CHECK(overridden.exposed_comm_ns == r.exposed_comm_ns);
+  CHECK(overridden.result.all_gathers == r.all_gathers);
+  REQUIRE(overridden.step.units.size() == expect.units.size());
+  // The override made a difference: bucket #1 now holds one layer, so there is one bucket more.
+  CHECK(overridden.bucket_count == by_default.bucket_count + 1);
+  CHECK(overridden.result.all_gathers > by_default.result.all_gathers);
+  // The panel's bucket index of a unit is the simulator's auto-bucket (exec unit) holding it.
+  for (int u = 0; u < s.unit_count(); ++u) {
+    const int b = overridden.bucket_of_unit[static_cast<std::size_t>(u)];
+    if (s.unit(u).is_root) CHECK(b == -1);
+    else if (b >= 0) CHECK(expect.exec_of_unit[static_cast<std::size_t>(u)] == b);  // no explicit buckets in this plan
+  }
+  int in_bucket1 = 0;
+  for (int b : overridden.bucket_of_unit) in_bucket1 += b == 1;
+  CHECK(in_bucket1 == 1);
+
+  // The exported plan carries the map, and simulate --plan gives the same step.
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
+  CHECK(written.bucket_cap_mb == std::map<std::string, double>{{"default", two}, {"1", one}});
+  const sim::SimResult cli = simulate_cli_way(sample(), dir.file("plan.json"));
+  CHECK(cli.step_ns == overridden.step_ns);
+  CHECK(cli.peak_bytes == overridden.peak_bytes);
+
+  s.undo();
+  CHECK(s.state().bucket_cap_overrides_mb.empty());
+  CHECK(s.prediction().step_ns == by_default.step_ns);
+  CHECK(s.prediction().bucket_of_unit == by_default.bucket_of_unit);
+  s.redo();
+  CHECK(s.state().bucket_cap_overrides_mb.at(1) == one);
+  CHECK(s.prediction().step_ns == overridden.step_ns);
+  CHECK(s.prediction().bucket_of_unit == overridden.bucket_of_unit);
+
+  // Removing the override (cap 0) is its own undoable change back to the default's buckets.
+  s.set_bucket_cap_override(1, 0);
+  CHECK(s.state().bucket_cap_overrides_mb.empty());
+  CHECK(s.prediction().step_ns == by_default.step_ns);
+  s.undo();
+  CHECK(s.prediction().step_ns == overridden.step_ns);
+}
+
+TEST_CASE("overrides without a default cap use the simulator's default for the other buckets", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  const double one = 1.2 * layer_mb(s);
+  s.set_bucket_cap_override(0, one);
+  CHECK(s.bucketing_on());
+  CHECK(s.bucket_cap_of(0) == one);
+  CHECK(s.bucket_cap_of(3) == kInductorBucketCapMb);
+  const sim::SimResult r = simulate_with_caps(s, {{"0", one}}, nullptr);
+  CHECK(s.prediction().step_ns == r.step_ns);
+  CHECK(s.prediction().result.all_gathers == r.all_gathers);
+  CHECK(s.plan().bucket_cap_mb == std::map<std::string, double>{{"0", one}});
+}
+
+TEST_CASE("the timeline profile of a prediction holds the simulated step's events", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  test::TempDir dir;
+  auto count_all_gathers = [](const Profile& p) {
+    int n = 0;
+    for (const auto& c : p.collectives) n += c.type == CollectiveType::AllGather;
+    return n;
+  };
+  const auto before = simulated_timeline_profile(s.inputs(), s.prediction().step, s.prediction().result, dir.file("t.ssdb"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("t.ssdb")));  // the scratch file is gone again
+  CHECK(before->time_end - before->time_begin == s.prediction().step_ns);
+  CHECK(count_all_gathers(*before) == s.prediction().result.all_gathers);
+  s.set_keep(s.inputs().model.find_unit("layers.7"), true);
+  const auto after = simulated_timeline_profile(s.inputs(), s.prediction().step, s.prediction().result, dir.file("t.ssdb"));
+  CHECK(count_all_gathers(*after) == count_all_gathers(*before) - 1);
+  CHECK(after->time_end - after->time_begin == s.prediction().step_ns);
+  // An unwritable scratch path is an error, not a crash.
+  CHECK_THROWS_AS(simulated_timeline_profile(s.inputs(), s.prediction().step, s.prediction().result, "/nonexistent/dir/t.ssdb"),
+                  ProfileError);
+}
+
+TEST_CASE("a plan file written by the session restores the same state in a fresh session", "[unshard]") {
+  UnshardSession a = UnshardSession::from_profile(sample());
+  a.set_keep(a.inputs().model.find_unit("layers.3"), true);
+  a.set_bucket_cap_mb(3 * layer_mb(a));
+  a.set_bucket_cap_override(2, 1.5 * layer_mb(a));
+  a.set_budget_bytes(a.prediction().peak_bytes + 123456789);
+  UnshardSession b = UnshardSession::from_profile(sample());
+  b.apply_plan_file_json(a.plan_file_json(), "saved plan");
+  CHECK(b.state() == a.state());
+  CHECK(b.prediction().step_ns == a.prediction().step_ns);
+  CHECK(b.prediction().peak_bytes == a.prediction().peak_bytes);
+  CHECK(b.can_undo());
+  b.undo();
+  CHECK(b.state().bucket_cap_overrides_mb.empty());
+  // A plan for another model is refused and changes nothing.
+  const UnshardState before = b.state();
+  CHECK_THROWS_AS(b.apply_plan_file_json(R"({"unsharded": ["no.such.module"]})", "saved plan"), ProfileError);
+  CHECK_THROWS_AS(b.apply_plan_file_json(R"({"bucket_cap_mb": {"first": 10}})", "saved plan"), ProfileError);
+  CHECK_THROWS_AS(b.apply_plan_file_json("{not json", "saved plan"), ProfileError);
+  CHECK(b.state() == before);
 }

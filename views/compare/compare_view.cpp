@@ -1,5 +1,7 @@
-#include "views/compare/compare_dock.h"
+#include "views/compare/compare_view.h"
 
+#include <QApplication>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -7,17 +9,20 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
-#include "profiler/compare/comparison.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 #include "views/compare/compare_table_model.h"
+#include "views/timeline/timeline_widget.h"
 
 namespace ss::compareview {
 
 namespace {
+
 QString measure(const char* what, const compare::Measure& m) {
   const auto e = m.error_pct();
   return QStringLiteral("%1: A %2 ms, B %3 ms (%4%5)")
@@ -27,20 +32,91 @@ QString measure(const char* what, const compare::Measure& m) {
       .arg(e ? QString::number(*e, 'f', 2) : QStringLiteral("n/a"))
       .arg(e ? QStringLiteral(" %") : QString());
 }
+
+QString window_text(const compare::Window& w) {
+  return w.step ? QStringLiteral("rank %1, step %2").arg(w.rank).arg(*w.step) : QStringLiteral("rank %1, whole span").arg(w.rank);
+}
+
+// The end of the module range (of that phase, on that rank) that covers `t`: where a table row
+// click should zoom to. nullopt when the rank has no such range.
+std::optional<TimeNs> module_range_end(const Profile& p, int rank, const std::string& fqn, RangePhase phase, TimeNs t) {
+  const std::int32_t module = p.find_module(fqn);
+  const RankModel* r = p.rank(rank);
+  if (module < 0 || !r) return std::nullopt;
+  std::optional<TimeNs> end;
+  for (std::int32_t ti : r->range_tracks) {
+    const RangeTrack& track = p.range_tracks[static_cast<std::size_t>(ti)];
+    for_each_in_window(track.events, track.max_duration, t, t, [&](const RangeEvent& e) {
+      if (e.kind == RangeKind::Module && e.module == module && e.phase == phase && e.start <= t) end = std::max(end.value_or(e.end), e.end);
+    });
+  }
+  return end;
+}
+
+// One step box: "auto" (the default rule: first step on both sides), then the rank's steps.
+void fill_steps(QComboBox* box, const Profile& p, int rank, std::optional<std::int64_t> selected) {
+  box->clear();
+  box->addItem(QStringLiteral("auto"), QVariant());
+  if (const RankModel* r = p.rank(rank))
+    for (const StepRow& s : r->steps) box->addItem(QStringLiteral("step %1").arg(s.number), QVariant::fromValue<qlonglong>(s.number));
+  const int i = selected ? box->findData(QVariant::fromValue<qlonglong>(*selected)) : 0;
+  box->setCurrentIndex(i >= 0 ? i : 0);
+}
+
+void fill_ranks(QComboBox* box, const Profile& p, int selected) {
+  box->clear();
+  for (const RankModel& r : p.ranks) box->addItem(QStringLiteral("rank %1").arg(r.info.rank), r.info.rank);
+  const int i = box->findData(selected);
+  box->setCurrentIndex(i >= 0 ? i : 0);
+}
+
 }  // namespace
 
-CompareDock::CompareDock(QWidget* parent) : QWidget(parent) {
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   auto* top = new QHBoxLayout;
   choose_ = new QPushButton(QStringLiteral("Compare with…"));
+  choose_->setToolTip(QStringLiteral("Choose profile B: a simulation of A, or another run"));
   choose_->setEnabled(false);
+  top->addWidget(choose_);
+  rank_a_ = new QComboBox;
+  step_a_ = new QComboBox;
+  rank_b_ = new QComboBox;
+  step_b_ = new QComboBox;
+  for (auto [label, rank, step] : {std::tuple{"A:", rank_a_, step_a_}, std::tuple{"B:", rank_b_, step_b_}}) {
+    top->addWidget(new QLabel(QString::fromUtf8(label)));
+    top->addWidget(rank);
+    top->addWidget(step);
+    rank->setToolTip(QStringLiteral("Rank compared on this side"));
+    step->setToolTip(QStringLiteral("Step the two sides are aligned at (auto: the first step both have)"));
+  }
+  save_ = new QPushButton(QStringLiteral("Save comparison…"));
+  save_->setToolTip(QStringLiteral("Store the two profiles, the alignment, the Unshard panel's plan and notes in the workspace"));
+  save_->setEnabled(false);
+  top->addStretch(1);
+  top->addWidget(save_);
+  layout->addLayout(top);
   headline_ = new QLabel(QStringLiteral("Open a profile (A), then choose a second one (B) to compare with"));
   headline_->setWordWrap(true);
   headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  top->addWidget(choose_);
-  top->addWidget(headline_, 1);
-  layout->addLayout(top);
+  layout->addWidget(headline_);
+
+  auto* split = new QSplitter(Qt::Vertical);
+  auto add_timeline = [split](QLabel*& caption, timeline::TimelineWidget*& tl) {
+    auto* box = new QWidget;
+    auto* v = new QVBoxLayout(box);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->setSpacing(1);
+    caption = new QLabel;
+    tl = new timeline::TimelineWidget;
+    tl->setMinimumHeight(120);
+    v->addWidget(caption);
+    v->addWidget(tl, 1);
+    split->addWidget(box);
+  };
+  add_timeline(caption_a_, timeline_a_);
+  add_timeline(caption_b_, timeline_b_);
   model_ = new CompareTableModel(this);
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
@@ -53,41 +129,192 @@ CompareDock::CompareDock(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setSectionResizeMode(CompareTableModel::ColModule, QHeaderView::Stretch);
   table_->verticalHeader()->hide();
   table_->setAlternatingRowColors(true);
-  layout->addWidget(table_, 1);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  split->addWidget(table_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 3);
+  split->setStretchFactor(2, 2);
+  layout->addWidget(split, 1);
+
   connect(choose_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with profile"), QFileInfo(path_a_).absolutePath(),
                                                       QStringLiteral("ShardScope profiles (*.ssdb *.sqlite *.db);;All files (*)"));
     if (!path.isEmpty() && !compare_with(path)) headline_->setText(QStringLiteral("Cannot compare: ") + error_);
   });
+  connect(save_, &QPushButton::clicked, this, &CompareView::saveRequested);
+  // A rank change offers that rank's steps; any box change re-aligns.
+  for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_})
+    connect(box, &QComboBox::activated, this, [this, box] {
+      if (box == rank_a_ && a_) fill_steps(step_a_, *a_, rank_a_->currentData().toInt(), std::nullopt);
+      if (box == rank_b_ && b_) fill_steps(step_b_, *b_, rank_b_->currentData().toInt(), std::nullopt);
+      if (!set_alignment(alignment_from_boxes())) {
+        headline_->setText(QStringLiteral("Cannot align: ") + error_);
+        fill_choices();  // back to the alignment still shown
+      }
+    });
+  connect(table_, &QTableView::clicked, this, [this](const QModelIndex& index) { show_module_row(proxy_->mapToSource(index).row()); });
+  connect(timeline_a_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(true); });
+  connect(timeline_b_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(false); });
 }
 
-void CompareDock::set_profile(std::shared_ptr<const Profile> a, const QString& path_a) {
+void CompareView::set_profile(std::shared_ptr<const Profile> a, const QString& path_a) {
   a_ = std::move(a);
   path_a_ = path_a;
+  b_.reset();
+  path_b_.clear();
+  comparison_.reset();
   model_->set_rows({});
+  timeline_a_->set_profile(a_);
+  timeline_b_->set_profile(nullptr);
+  caption_a_->setText(QStringLiteral("A: %1").arg(QFileInfo(path_a_).fileName()));
+  caption_b_->setText(QStringLiteral("B: choose a profile to compare with"));
   choose_->setEnabled(a_ != nullptr);
+  save_->setEnabled(false);
+  for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_}) box->clear();
   headline_->setText(QStringLiteral("A = %1; choose B to compare with").arg(QFileInfo(path_a_).fileName()));
 }
 
-bool CompareDock::compare_with(const QString& path_b) {
+bool CompareView::compare_with(const QString& path_b, const compare::Alignment& alignment) {
   if (!a_) {
     error_ = QStringLiteral("no profile open");
     return false;
   }
+  std::shared_ptr<const Profile> b;
+  QApplication::setOverrideCursor(Qt::WaitCursor);
   try {
-    const Profile b = load_profile(path_b.toStdString());
-    const compare::Comparison c = compare::compare_profiles(*a_, b, compare::Alignment{});
-    model_->set_rows(c.modules);
-    headline_->setText(QStringLiteral("A = %1, B = %2\n%3;  %4")
-                           .arg(QFileInfo(path_a_).fileName(), QFileInfo(path_b).fileName(),
-                                measure("step time", c.headline.step_time), measure("exposed comm.", c.headline.exposed_communication)));
+    b = std::make_shared<const Profile>(load_profile(path_b.toStdString()));
   } catch (const ProfileError& e) {
+    QApplication::restoreOverrideCursor();
     error_ = QString::fromStdString(e.what());
     return false;
   }
+  QApplication::restoreOverrideCursor();
+  return run(b, path_b, alignment);
+}
+
+bool CompareView::set_alignment(const compare::Alignment& alignment) {
+  if (!b_) {
+    error_ = QStringLiteral("no profile B to align with");
+    return false;
+  }
+  return run(b_, path_b_, alignment);
+}
+
+bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& path_b, const compare::Alignment& alignment) {
+  try {
+    compare::Comparison c = compare::compare_profiles(*a_, *b, alignment);
+    c.path_a = path_a_.toStdString();
+    c.path_b = path_b.toStdString();
+    comparison_ = std::move(c);
+  } catch (const std::exception& e) {  // CompareError (rank or step missing) or ProfileError
+    error_ = QString::fromStdString(e.what());
+    return false;
+  }
+  if (b != b_) timeline_b_->set_profile(b);
+  b_ = b;
+  path_b_ = path_b;
+  alignment_ = alignment;
+  const compare::Comparison& c = *comparison_;
+  model_->set_rows(c.modules);
+  headline_->setText(QStringLiteral("A = %1, B = %2, aligned at %3\n%4;  %5")
+                         .arg(QFileInfo(path_a_).fileName(), QFileInfo(path_b_).fileName(),
+                              QString::fromStdString(c.alignment.description), measure("step time", c.headline.step_time),
+                              measure("exposed comm.", c.headline.exposed_communication)));
+  caption_a_->setText(QStringLiteral("A: %1 (%2)").arg(QFileInfo(path_a_).fileName(), window_text(c.alignment.a)));
+  caption_b_->setText(QStringLiteral("B: %1 (%2)").arg(QFileInfo(path_b_).fileName(), window_text(c.alignment.b)));
+  fill_choices();
+  save_->setEnabled(true);
+  show_window();
+  fit_on_show_ = !timeline_a_->isVisible();
+  emit comparisonChanged();
   return true;
 }
 
-QString CompareDock::headline_text() const { return headline_->text(); }
+void CompareView::fill_choices() {
+  if (!a_ || !b_ || !comparison_) return;
+  const compare::ResolvedAlignment& r = comparison_->alignment;
+  for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_}) box->blockSignals(true);
+  fill_ranks(rank_a_, *a_, r.a.rank);
+  fill_ranks(rank_b_, *b_, r.b.rank);
+  fill_steps(step_a_, *a_, r.a.rank, alignment_.step_a);
+  fill_steps(step_b_, *b_, r.b.rank, alignment_.step_b);
+  for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_}) box->blockSignals(false);
+}
+
+compare::Alignment CompareView::alignment_from_boxes() const {
+  compare::Alignment al;
+  al.rank_a = rank_a_->currentData().toInt();
+  al.rank_b = rank_b_->currentData().toInt();
+  if (step_a_->currentData().isValid()) al.step_a = step_a_->currentData().toLongLong();
+  if (step_b_->currentData().isValid()) al.step_b = step_b_->currentData().toLongLong();
+  return al;
+}
+
+// Both timelines on the compared windows: A shows its window; B follows through the link, and
+// both rulers count from the aligned instant.
+void CompareView::show_window() {
+  const compare::ResolvedAlignment& r = comparison_->alignment;
+  offset_ = r.b_to_a_offset();
+  timeline_a_->set_time_origin(r.a.start);
+  timeline_b_->set_time_origin(r.b.start);
+  timeline_b_->showRange(r.b.start, r.b.end, r.b.rank);  // scrolls B to its rank's tracks
+  timeline_a_->showRange(r.a.start, std::max(r.a.end, r.a.start + (r.b.end - r.b.start)), r.a.rank);
+}
+
+void CompareView::show_module_row(int row) {
+  if (!comparison_ || row < 0 || row >= static_cast<int>(comparison_->modules.size())) return;
+  fit_on_show_ = false;
+  const compare::ModuleDiff& m = comparison_->modules[static_cast<std::size_t>(row)];
+  const compare::ResolvedAlignment& r = comparison_->alignment;
+  auto end_of = [&](const Profile& p, const compare::Window& w, TimeNs first, TimeNs total, std::int64_t count) {
+    return module_range_end(p, w.rank, m.fqn, m.phase, first).value_or(first + total / std::max<std::int64_t>(count, 1));
+  };
+  if (m.first_a && m.first_b) {
+    offset_ = *m.first_a - *m.first_b;  // aligned at the module's start on both sides
+    timeline_a_->set_time_origin(*m.first_a);
+    timeline_b_->set_time_origin(*m.first_b);
+    const TimeNs len = std::max(end_of(*a_, r.a, *m.first_a, m.time.a, m.count_a) - *m.first_a,
+                                end_of(*b_, r.b, *m.first_b, m.time.b, m.count_b) - *m.first_b);
+    timeline_b_->showRange(*m.first_b, *m.first_b + len, r.b.rank);
+    timeline_a_->showRange(*m.first_a, *m.first_a + len, r.a.rank);
+  } else if (m.first_a) {
+    timeline_a_->showRange(*m.first_a, end_of(*a_, r.a, *m.first_a, m.time.a, m.count_a), r.a.rank);
+  } else if (m.first_b) {
+    mirroring_ = true;  // only B has it: move B alone
+    timeline_b_->showRange(*m.first_b, end_of(*b_, r.b, *m.first_b, m.time.b, m.count_b), r.b.rank);
+    mirroring_ = false;
+  }
+}
+
+void CompareView::click_table_row(int view_row) {
+  if (view_row < 0 || view_row >= proxy_->rowCount()) return;
+  table_->selectRow(view_row);
+  show_module_row(proxy_->mapToSource(proxy_->index(view_row, 0)).row());
+}
+
+void CompareView::mirror(bool from_a) {
+  if (mirroring_ || !b_ || !comparison_) return;
+  timeline::TimelineWidget* src = from_a ? timeline_a_ : timeline_b_;
+  timeline::TimelineWidget* dst = from_a ? timeline_b_ : timeline_a_;
+  if (!src->controller() || !dst->controller()) return;
+  const timeline::Viewport& v = src->controller()->viewport();
+  const double shift = static_cast<double>(offset_);
+  mirroring_ = true;
+  dst->set_view(from_a ? v.start_ns - shift : v.start_ns + shift, v.ns_per_px);
+  mirroring_ = false;
+}
+
+void CompareView::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (!fit_on_show_ || !comparison_) return;
+  QTimer::singleShot(0, this, [this] {
+    if (!fit_on_show_ || !comparison_) return;  // a row click since then has placed the view
+    fit_on_show_ = false;
+    show_window();
+  });
+}
+
+QString CompareView::headline_text() const { return headline_->text(); }
 
 }  // namespace ss::compareview

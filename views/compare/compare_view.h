@@ -1,43 +1,99 @@
-// A minimal Compare dock (issue 7, item 1 — table only, no timelines yet): the open profile (A)
-// against a second file (B) chosen with a file dialog, aligned by compare_profiles' default rule
-// (first common step, rank 0); the headline (step time, exposed communication) and the
-// per-module, per-phase table, sortable (by |delta| first, as `shardscope diff --by module`).
+// The Compare view (issue 7, item 1): the open profile (A) and a second one (B: a simulation, or
+// another run) on one time axis, stacked, aligned at a chosen step and rank on each side; the
+// headline (step time, exposed communication, with error %) and the per-module, per-phase table,
+// sorted by the largest |delta|. The two timelines are linked: zooming or panning one moves the
+// other by the same amount, so the aligned instants stay one above the other; clicking a table
+// row moves both to that module and re-aligns them at its start on each side.
 #pragma once
 
 #include <QWidget>
 #include <memory>
+#include <optional>
 
+#include "profiler/compare/comparison.h"
 #include "storage/profile_model.h"
 
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
 
+namespace ss::timeline {
+class TimelineWidget;
+}
+
 namespace ss::compareview {
 
 class CompareTableModel;
 
-class CompareDock : public QWidget {
+class CompareView : public QWidget {
   Q_OBJECT
  public:
-  explicit CompareDock(QWidget* parent = nullptr);
+  explicit CompareView(QWidget* parent = nullptr);
   void set_profile(std::shared_ptr<const Profile> a, const QString& path_a);
-  // Loads B and compares; false (and last_error()) when B cannot be read or compared.
-  bool compare_with(const QString& path_b);
+  // Loads B and compares at `alignment`; false (and last_error()) when B cannot be read or the
+  // alignment names a rank or step a side lacks. On failure the previous comparison stays.
+  bool compare_with(const QString& path_b, const compare::Alignment& alignment = {});
+  // Re-aligns the current A and B (the rank and step boxes do this).
+  bool set_alignment(const compare::Alignment& alignment);
+
+  const compare::Alignment& alignment() const { return alignment_; }
+  const std::optional<compare::Comparison>& comparison() const { return comparison_; }
+  QString path_a() const { return path_a_; }
+  QString path_b() const { return path_b_; }
   CompareTableModel* model() { return model_; }
   QTableView* table() { return table_; }
+  timeline::TimelineWidget* timeline_a() { return timeline_a_; }
+  timeline::TimelineWidget* timeline_b() { return timeline_b_; }
+  QComboBox* rank_box(bool b_side) { return b_side ? rank_b_ : rank_a_; }
+  QComboBox* step_box(bool b_side) { return b_side ? step_b_ : step_a_; }
   QString headline_text() const;
   QString last_error() const { return error_; }
+  // Add to a B time to place it on A's axis: the step alignment, or a module's start after a row click.
+  TimeNs link_offset() const { return offset_; }
+
+  // Moves both timelines to the module of the table model's row `row` and aligns them at its
+  // first range on each side (what a click on the row does).
+  void show_module_row(int row);
+  // Selects row `view_row` of the table as sorted on screen and does what a click does.
+  void click_table_row(int view_row);
+
+ protected:
+  void showEvent(QShowEvent* e) override;
+
+ signals:
+  void comparisonChanged();
+  void saveRequested();  // "Save comparison…": the main window stores it in the Comparisons dock
 
  private:
-  std::shared_ptr<const Profile> a_;
-  QString path_a_;
+  bool run(const std::shared_ptr<const Profile>& b, const QString& path_b, const compare::Alignment& alignment);
+  void fill_choices();
+  compare::Alignment alignment_from_boxes() const;
+  void mirror(bool from_a);
+  void show_window();
+
+  std::shared_ptr<const Profile> a_, b_;
+  QString path_a_, path_b_;
+  compare::Alignment alignment_;
+  std::optional<compare::Comparison> comparison_;
+  TimeNs offset_ = 0;
+  bool mirroring_ = false;
+  bool fit_on_show_ = false;  // compared while hidden: the timelines had no width to fit to
   CompareTableModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
+  timeline::TimelineWidget* timeline_a_ = nullptr;
+  timeline::TimelineWidget* timeline_b_ = nullptr;
   QLabel* headline_ = nullptr;
+  QLabel* caption_a_ = nullptr;
+  QLabel* caption_b_ = nullptr;
+  QComboBox* rank_a_ = nullptr;
+  QComboBox* step_a_ = nullptr;
+  QComboBox* rank_b_ = nullptr;
+  QComboBox* step_b_ = nullptr;
   QPushButton* choose_ = nullptr;
+  QPushButton* save_ = nullptr;
   QString error_;
 };
 

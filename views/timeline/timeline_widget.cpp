@@ -142,6 +142,7 @@ void TimelineWidget::set_profile(std::shared_ptr<const Profile> profile) {
   }
   find_open_ = false;
   find_buffer_[0] = 0;
+  time_origin_.reset();
   request_frames();
 }
 
@@ -162,6 +163,21 @@ void TimelineWidget::selectModule(int module) {
 void TimelineWidget::showRange(qint64 t0, qint64 t1, int rank) {
   if (!controller_) return;
   controller_->show_range(t0, t1, rank);
+  request_frames();
+  emit viewportChanged();
+}
+
+void TimelineWidget::set_view(double start_ns, double ns_per_px) {
+  if (!controller_ || !(ns_per_px > 0)) return;
+  Viewport& vp = controller_->viewport();
+  if (vp.start_ns == start_ns && vp.ns_per_px == ns_per_px) return;
+  vp.start_ns = start_ns;
+  vp.ns_per_px = ns_per_px;
+  request_frames();
+}
+
+void TimelineWidget::set_time_origin(std::optional<TimeNs> origin) {
+  time_origin_ = origin;
   request_frames();
 }
 
@@ -195,6 +211,7 @@ bool TimelineWidget::event(QEvent* e) {
   const ImGuiIO* io = imgui_ ? &ImGui::GetIO() : nullptr;
   const bool imgui_mouse = io && io->WantCaptureMouse;
   const bool imgui_text = io && io->WantTextInput;
+  const Viewport before = controller_->viewport();
   bool changed = false;
   switch (e->type()) {
     case QEvent::MouseMove: {
@@ -253,6 +270,8 @@ bool TimelineWidget::event(QEvent* e) {
       }
       if (changed) {
         request_frames();
+        const Viewport& now = controller_->viewport();
+        if (now.start_ns != before.start_ns || now.ns_per_px != before.ns_per_px) emit viewportChanged();
         return true;
       }
       break;
@@ -260,6 +279,8 @@ bool TimelineWidget::event(QEvent* e) {
     default: break;
   }
   if (changed) request_frames();
+  if (controller_ && (controller_->viewport().start_ns != before.start_ns || controller_->viewport().ns_per_px != before.ns_per_px))
+    emit viewportChanged();
   return QOpenGLWidget::event(e);
 }
 
@@ -317,12 +338,14 @@ void TimelineWidget::draw_timeline() {
 
   // Ruler.
   dl->AddRectFilled(ImVec2(0, 0), ImVec2(W, kRulerHeight), th.ruler);
+  // Ticks at round times counted from the origin, so linked timelines share their tick marks.
   const double step = nice_step(vp.ns_per_px * 110);
-  const double first = std::ceil(vp.start_ns / step) * step;
+  const double origin = static_cast<double>(time_origin_.value_or(p.time_begin));
+  const double first = origin + std::ceil((vp.start_ns - origin) / step) * step;
   for (double t = first; t < vp.end_ns(); t += step) {
     const float x = static_cast<float>(c.x_of(t));
     dl->AddLine(ImVec2(x, kRulerHeight - 6), ImVec2(x, H), th.grid);
-    const std::string label = format_ns(t - static_cast<double>(p.time_begin));
+    const std::string label = format_ns(t - origin);
     dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
   }
 

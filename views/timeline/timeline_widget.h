@@ -7,6 +7,7 @@
 #include <QElapsedTimer>
 #include <QOpenGLWidget>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "storage/profile_model.h"
@@ -31,6 +32,13 @@ class TimelineWidget : public QOpenGLWidget {
   // Frames drawn so far (tests check that input leads to a repaint).
   long frames() const { return frames_; }
 
+  // The visible window (start and scale), set without emitting viewportChanged: linked
+  // timelines (the Compare view) mirror each other through this.
+  void set_view(double start_ns, double ns_per_px);
+  // Ruler labels count from this time (default: the profile's first event), so that two
+  // timelines aligned at a step both read 0 at its start.
+  void set_time_origin(std::optional<TimeNs> origin);
+
   // A multi-line description of an event for the details dock.
   static QString describe(const Profile& profile, const EventRef& ref);
 
@@ -39,6 +47,7 @@ class TimelineWidget : public QOpenGLWidget {
   void moduleSelected(int module);
   void aggregateReady();
   void profileFrameDrawn();  // after each frame that drew a profile
+  void viewportChanged();    // zoom or pan by input or showRange (not set_view)
 
  public slots:
   void selectModule(int module);
@@ -65,6 +74,7 @@ class TimelineWidget : public QOpenGLWidget {
   QElapsedTimer clock_;
   int pending_frames_ = 0;
   long frames_ = 0;
+  std::optional<TimeNs> time_origin_;
   bool find_open_ = false;
   bool dark_ = true;  // ImGui style follows the Qt palette
   bool find_focus_ = false;

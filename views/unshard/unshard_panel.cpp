@@ -11,14 +11,22 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "storage/errors.h"
 #include "storage/units.h"
+#include "views/timeline/timeline_widget.h"
+#include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
 
@@ -32,13 +40,44 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 QString ms(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms"); }
 QString bytes(std::int64_t b) { return QString::fromStdString(format_bytes(b)); }
+const QString kBucketingOff = QStringLiteral("off (one all-gather per unit)");
+
+// fit_all()'s view of a profile: the whole profile and 1% either side.
+void fit_whole(timeline::Viewport& v, const Profile& p) {
+  const double span = static_cast<double>(p.time_end - p.time_begin);
+  v.fit(static_cast<double>(p.time_begin) - span * 0.01, static_cast<double>(p.time_end) + span * 0.01);
+}
+
+bool shows_whole(const timeline::Viewport& v, const Profile& p) {
+  return v.start_ns <= static_cast<double>(p.time_begin) + v.ns_per_px && v.end_ns() >= static_cast<double>(p.time_end) - v.ns_per_px;
+}
+
+// The view to keep when the timeline's profile is replaced: the user's own zoom and pan, when
+// they look at a part of the step and the new step is of comparable length (within 2x);
+// otherwise nothing, and the new step is shown whole, as the old one was.
+std::optional<timeline::Viewport> viewport_to_keep(const timeline::TimelineController& c, const Profile& now, const Profile& next) {
+  const timeline::Viewport& v = c.viewport();
+  const double span = static_cast<double>(now.time_end - now.time_begin);
+  const double next_span = static_cast<double>(next.time_end - next.time_begin);
+  if (span <= 0 || next_span < span / 2 || next_span > span * 2 || shows_whole(v, now)) return std::nullopt;
+  return v;
+}
 }  // namespace
 
-UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent) { build(); }
+UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(timeline_scratch_path()) { build(); }
 UnshardPanel::~UnshardPanel() = default;
 
 void UnshardPanel::build() {
-  auto* outer = new QVBoxLayout(this);
+  // Everything sits in a scroll area, so that the panel never forces its dock (tabbed with
+  // Memory under the main timeline) to be taller than the user makes it.
+  auto* content = new QWidget;
+  auto* scroll = new QScrollArea;
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  auto* root = new QVBoxLayout(this);
+  root->setContentsMargins(0, 0, 0, 0);
+  root->addWidget(scroll);
+  auto* outer = new QVBoxLayout(content);
   auto* controls = new QFormLayout;
   world_ = new QSpinBox;
   world_->setRange(1, 10'000'000);
@@ -48,7 +87,9 @@ void UnshardPanel::build() {
   bucket_cap_->setRange(0, 1e6);
   bucket_cap_->setDecimals(0);
   bucket_cap_->setSuffix(QStringLiteral(" MB"));
-  bucket_cap_->setSpecialValueText(QStringLiteral("off (one all-gather per unit)"));
+  bucket_cap_->setSpecialValueText(kBucketingOff);
+  bucket_cap_->setToolTip(QStringLiteral("Default cap of the auto-buckets: consecutive units (forward order) share one all-gather "
+                                         "while their parameters stay under the cap"));
   budget_ = new QDoubleSpinBox;
   budget_->setRange(0.001, 1e6);
   budget_->setDecimals(3);
@@ -58,7 +99,28 @@ void UnshardPanel::build() {
   controls->addRow(QStringLiteral("Cluster preset"), preset_);
   controls->addRow(QStringLiteral("World size"), world_);
   controls->addRow(QStringLiteral("GPUs per node"), per_node_);
-  controls->addRow(QStringLiteral("Bucket cap"), bucket_cap_);
+  controls->addRow(QStringLiteral("Bucket cap (default)"), bucket_cap_);
+  // Per-bucket overrides (FsdpPlan::bucket_cap_mb's numeric keys); also editable per layer in the
+  // tree's "Bucket cap" column.
+  overrides_ = new QTableWidget(0, 2);
+  overrides_->setHorizontalHeaderLabels({QStringLiteral("Bucket"), QStringLiteral("Cap (MB)")});
+  overrides_->verticalHeader()->hide();
+  overrides_->horizontalHeader()->setStretchLastSection(true);
+  overrides_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  overrides_->setSelectionMode(QAbstractItemView::SingleSelection);
+  overrides_->setMaximumHeight(84);
+  overrides_->setToolTip(QStringLiteral("Caps for single buckets, by index in forward order; edit a cap to change it"));
+  add_override_ = new QPushButton(QStringLiteral("Add"));
+  remove_override_ = new QPushButton(QStringLiteral("Remove"));
+  add_override_->setToolTip(QStringLiteral("Override the cap of the first bucket that has none"));
+  auto* override_box = new QHBoxLayout;
+  auto* override_buttons = new QVBoxLayout;
+  override_buttons->addWidget(add_override_);
+  override_buttons->addWidget(remove_override_);
+  override_buttons->addStretch(1);
+  override_box->addWidget(overrides_, 1);
+  override_box->addLayout(override_buttons);
+  controls->addRow(QStringLiteral("Per-bucket caps"), override_box);
   controls->addRow(QStringLiteral("Memory budget"), budget_);
 
   auto* numbers = new QGridLayout;
@@ -102,10 +164,21 @@ void UnshardPanel::build() {
   tree_ = new QTreeView;
   tree_->setUniformRowHeights(true);
   tree_->setAlternatingRowColors(true);
-  outer->addWidget(tree_, 1);
+  tree_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+  timeline_ = new timeline::TimelineWidget;
+  timeline_->setMinimumHeight(160);
+  timeline_->installEventFilter(this);
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(tree_);
+  split->addWidget(timeline_);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  split->setSizes({420, 300});  // in proportion: the tree a little taller than the timeline
+  outer->addWidget(split, 1);
   status_ = new QLabel;
   status_->setWordWrap(true);
   outer->addWidget(status_);
+  scroll->setWidget(content);
 
   auto* undo_action = new QAction(QStringLiteral("Undo"), this);
   undo_action->setShortcut(QKeySequence::Undo);
@@ -126,6 +199,20 @@ void UnshardPanel::build() {
   connect(bucket_cap_, &QDoubleSpinBox::valueChanged, this, [this](double v) { run_change([&] { session_->set_bucket_cap_mb(v); }); });
   connect(budget_, &QDoubleSpinBox::valueChanged, this,
           [this](double v) { run_change([&] { session_->set_budget_bytes(static_cast<std::int64_t>(v * kGiB)); }); });
+  connect(add_override_, &QPushButton::clicked, this, &UnshardPanel::add_override);
+  connect(remove_override_, &QPushButton::clicked, this, &UnshardPanel::remove_override);
+  connect(overrides_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
+    if (item->column() != 1) return;
+    const int bucket = overrides_->item(item->row(), 0)->data(Qt::UserRole).toInt();
+    bool ok = false;
+    const double mb = item->text().toDouble(&ok);
+    if (!ok || !(mb >= 0) || mb > 1e9) {
+      status_->setText(QStringLiteral("Bucket cap: \"%1\" is not a size in MB").arg(item->text()));
+      show_overrides(true);
+      return;
+    }
+    run_change([&] { session_->set_bucket_cap_override(bucket, mb); });
+  });
   connect(preset_, &QComboBox::currentIndexChanged, this, [this](int i) { run_change([&] { session_->set_preset(i); }); });
   setEnabled(false);
 }
@@ -156,6 +243,7 @@ bool UnshardPanel::open_profile(const QString& path) {
     for (const auto& p : session_->presets()) preset_->addItem(QString::fromStdString(p.name));
   }
   setEnabled(true);
+  shown_bucket_count_ = -1;  // a new session: the overrides table is rebuilt
   status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)").arg(path).arg(session_->unit_count()));
   show_state();
   return true;
@@ -189,6 +277,81 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   show_state();
 }
 
+void UnshardPanel::add_override() {
+  if (!session_) return;
+  const auto& taken = session_->state().bucket_cap_overrides_mb;
+  int bucket = 0;
+  while (taken.count(bucket)) ++bucket;
+  // Starts at the cap the bucket has now, so adding changes nothing until the cap is edited (with
+  // bucketing off, it turns auto-bucketing on at the simulator's default cap).
+  const double mb = session_->bucketing_on() ? session_->bucket_cap_of(bucket) : kInductorBucketCapMb;
+  run_change([&] { session_->set_bucket_cap_override(bucket, mb); });
+}
+
+void UnshardPanel::remove_override() {
+  if (!session_) return;
+  const int row = overrides_->currentRow();
+  if (row < 0 || !overrides_->item(row, 0)) return;
+  const int bucket = overrides_->item(row, 0)->data(Qt::UserRole).toInt();
+  run_change([&] { session_->set_bucket_cap_override(bucket, 0); });
+}
+
+void UnshardPanel::show_overrides(bool force) {
+  const auto& o = session_->state().bucket_cap_overrides_mb;
+  // Rebuilt only when the overrides or the bucket count change (most changes are toggles).
+  if (!force && o == shown_overrides_ && shown_bucket_count_ == session_->prediction().bucket_count) return;
+  shown_overrides_ = o;
+  shown_bucket_count_ = session_->prediction().bucket_count;
+  const QSignalBlocker block(overrides_);
+  overrides_->setRowCount(static_cast<int>(o.size()));
+  int row = 0;
+  for (const auto& [bucket, mb] : o) {
+    auto* b = new QTableWidgetItem(QStringLiteral("#%1").arg(bucket));
+    b->setData(Qt::UserRole, bucket);
+    b->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    if (bucket >= session_->prediction().bucket_count) b->setToolTip(QStringLiteral("No such bucket in this plan: the override has no effect"));
+    overrides_->setItem(row, 0, b);
+    overrides_->setItem(row, 1, new QTableWidgetItem(QString::number(mb, 'g', 10)));
+    ++row;
+  }
+  remove_override_->setEnabled(!o.empty());
+}
+
+void UnshardPanel::refresh_timeline() {
+  std::shared_ptr<const Profile> next;
+  try {
+    const Prediction& p = session_->prediction();
+    next = simulated_timeline_profile(session_->inputs(), p.step, p.result, scratch_path_);
+  } catch (const ProfileError& e) {
+    status_->setText(QStringLiteral("Timeline not updated: ") + QString::fromStdString(e.what()));
+    return;
+  }
+  std::optional<timeline::Viewport> keep;
+  if (timeline_->controller() && timeline_profile_) keep = viewport_to_keep(*timeline_->controller(), *timeline_profile_, *next);
+  timeline_profile_ = next;
+  timeline_->set_profile(timeline_profile_);
+  if (keep) {
+    timeline::Viewport& v = timeline_->controller()->viewport();
+    v.start_ns = keep->start_ns;
+    v.ns_per_px = keep->ns_per_px;
+  }
+  emit timelineUpdated();
+}
+
+bool UnshardPanel::eventFilter(QObject* watched, QEvent* e) {
+  // The timeline keeps its scale when resized; a view of the whole step (the usual one, and the
+  // first, set while the panel is still hidden and small) is fitted to the new width instead.
+  if (watched == timeline_ && e->type() == QEvent::Resize && timeline_->controller() && timeline_profile_) {
+    timeline::Viewport& v = timeline_->controller()->viewport();
+    if (shows_whole(v, *timeline_profile_)) {
+      const float w = static_cast<float>(static_cast<QResizeEvent*>(e)->size().width());
+      v.width_px = std::max(w, timeline::kLabelWidth + 10) - timeline::kLabelWidth;  // as TimelineController::set_size
+      fit_whole(v, *timeline_profile_);
+    }
+  }
+  return QWidget::eventFilter(watched, e);
+}
+
 void UnshardPanel::undo() { run_change([this] { session_->undo(); }); }
 void UnshardPanel::redo() { run_change([this] { session_->redo(); }); }
 
@@ -200,6 +363,28 @@ void UnshardPanel::plan_automatically() {
                          .arg(o.simulations)
                          .arg(o.fits ? QString() : QStringLiteral(" — does NOT fit the budget")));
   });
+}
+
+bool UnshardPanel::apply_plan_json(const QString& json) {
+  if (!session_ && !pending_path_.isEmpty()) {
+    const QString path = pending_path_;
+    pending_path_.clear();
+    open_profile(path);
+  }
+  if (!session_) {
+    if (error_.isEmpty()) error_ = QStringLiteral("no profile is open in the Unshard panel");
+    return false;
+  }
+  try {
+    session_->apply_plan_file_json(json.toStdString(), "saved plan");
+  } catch (const ProfileError& e) {
+    error_ = QString::fromStdString(e.what());
+    status_->setText(QStringLiteral("Plan not applied: ") + error_);
+    return false;
+  }
+  model_->refresh();
+  show_state();
+  return true;
 }
 
 bool UnshardPanel::export_plan(const QString& path) {
@@ -233,6 +418,10 @@ void UnshardPanel::show_state() {
     const QSignalBlocker b1(world_), b2(per_node_), b3(bucket_cap_), b4(budget_), b5(preset_);
     world_->setValue(s.world_size);
     per_node_->setValue(s.gpus_per_node);
+    // With overrides but no default cap, the other buckets take the simulator's default.
+    const QString off_text = s.bucket_cap_overrides_mb.empty() ? kBucketingOff
+                                                               : QStringLiteral("simulator default (%1 MB)").arg(kInductorBucketCapMb, 0, 'f', 0);
+    if (bucket_cap_->specialValueText() != off_text) bucket_cap_->setSpecialValueText(off_text);
     bucket_cap_->setValue(s.bucket_cap_mb);
     budget_->setValue(static_cast<double>(s.budget_bytes) / kGiB);
     preset_->setCurrentIndex(s.preset);
@@ -256,11 +445,15 @@ void UnshardPanel::show_state() {
   const double frac = p.budget_bytes > 0 ? static_cast<double>(p.peak_bytes) / static_cast<double>(p.budget_bytes) : 0.0;
   memory_bar_->setValue(static_cast<int>(std::min(1.0, frac) * 1000));
   memory_bar_->setFormat(QStringLiteral("%1% of budget").arg(frac * 100.0, 0, 'f', 1));
-  memory_bar_->setStyleSheet(p.fits_budget ? QString() : QStringLiteral("QProgressBar::chunk { background: #d04040; }"));
+  // A style sheet change re-polishes the widget: only when the colour changes.
+  const QString bar_style = p.fits_budget ? QString() : QStringLiteral("QProgressBar::chunk { background: #d04040; }");
+  if (memory_bar_->styleSheet() != bar_style) memory_bar_->setStyleSheet(bar_style);
   undo_button_->setEnabled(session_->can_undo());
   redo_button_->setEnabled(session_->can_redo());
   undo_button_->setToolTip(QString::fromStdString(session_->undo_label()));
   redo_button_->setToolTip(QString::fromStdString(session_->redo_label()));
+  show_overrides(false);
+  refresh_timeline();
   emit predictionUpdated();
 }
 

@@ -1,12 +1,19 @@
 // The Unshard panel (issue 7): the module tree with a "keep unsharded" box per FSDP unit, world
-// size, GPUs per node, bucket cap, memory budget and cluster preset. Every change re-simulates
-// synchronously and updates the predicted step time, peak memory against the budget and the
-// GPU's capacity, exposed all-gather per unit and the difference from the measured baseline.
-// Undo/Redo (Ctrl+Z / Ctrl+Shift+Z), "Plan automatically" (cost planner) and "Export plan".
+// size, GPUs per node, bucket caps (a default, and per-bucket overrides edited in the tree's
+// "Bucket cap" column or the overrides table), memory budget and cluster preset. Every change
+// re-simulates synchronously and updates the predicted step time, peak memory against the budget
+// and the GPU's capacity, exposed all-gather per unit, the difference from the measured baseline
+// and a timeline of the simulated step (keeping the user's zoom when the step's length is
+// comparable). Undo/Redo (Ctrl+Z / Ctrl+Shift+Z), "Plan automatically" (cost planner) and
+// "Export plan".
 #pragma once
 
 #include <QWidget>
+#include <map>
 #include <memory>
+#include <string>
+
+#include "storage/profile_model.h"
 
 class QAction;
 class QComboBox;
@@ -15,7 +22,12 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTableWidget;
 class QTreeView;
+
+namespace ss::timeline {
+class TimelineWidget;
+}
 
 namespace ss::unshard {
 
@@ -36,6 +48,10 @@ class UnshardPanel : public QWidget {
   UnshardSession* session() { return session_.get(); }
   UnshardUnitModel* model() { return model_.get(); }
   QTreeView* tree() { return tree_; }
+  // The timeline of the current prediction, and the simulated profile it shows.
+  ss::timeline::TimelineWidget* timeline() { return timeline_; }
+  std::shared_ptr<const Profile> timeline_profile() const { return timeline_profile_; }
+  QTableWidget* bucket_overrides() { return overrides_; }
   QString last_error() const { return error_; }
 
   // What the panel shows, as text (tests compare these with the simulator's own numbers).
@@ -46,20 +62,30 @@ class UnshardPanel : public QWidget {
   void undo();
   void redo();
   void plan_automatically();
+  // Applies a plan file's text (UnshardSession::apply_plan_file_json) as one undoable change,
+  // loading a pending profile first; false with last_error() when there is no profile or the
+  // plan does not fit it.
+  bool apply_plan_json(const QString& json);
   // Writes the plan file; returns false with last_error() on failure.
   bool export_plan(const QString& path);
 
  signals:
-  void predictionUpdated();  // the numbers on screen now match the session's state
+  void predictionUpdated();  // the numbers and the timeline now match the session's state
+  void timelineUpdated();    // the timeline shows the current prediction (just before predictionUpdated)
 
  protected:
   void showEvent(QShowEvent* e) override;
+  bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
   void build();
   void show_state();  // controls and numbers from the session (no change is made)
   void run_change(const std::function<void()>& change);
   void on_export_clicked();
+  void refresh_timeline();
+  void show_overrides(bool force);
+  void add_override();
+  void remove_override();
 
   std::unique_ptr<UnshardSession> session_;
   std::unique_ptr<UnshardUnitModel> model_;
@@ -69,6 +95,14 @@ class UnshardPanel : public QWidget {
   QDoubleSpinBox* bucket_cap_ = nullptr;
   QDoubleSpinBox* budget_ = nullptr;
   QComboBox* preset_ = nullptr;
+  QTableWidget* overrides_ = nullptr;
+  QPushButton* add_override_ = nullptr;
+  QPushButton* remove_override_ = nullptr;
+  ss::timeline::TimelineWidget* timeline_ = nullptr;
+  std::shared_ptr<const Profile> timeline_profile_;
+  std::string scratch_path_;
+  std::map<int, double> shown_overrides_;  // what the overrides table shows
+  int shown_bucket_count_ = -1;  // -1: nothing shown yet  // where the simulated profile is written on its way to the timeline
   QLabel* step_ = nullptr;
   QLabel* delta_ = nullptr;
   QLabel* peak_ = nullptr;

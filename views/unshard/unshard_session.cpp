@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "profiler/sim/device_table.h"
+#include "profiler/sim/json_input.h"
 #include "profiler/sim/plan_file.h"
 #include "storage/errors.h"
 
@@ -66,6 +69,16 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
     const int u = in_.model.find_unit(name);
     if (u >= 0) state_.keep[static_cast<std::size_t>(u)] = 1;
   }
+  // The base plan's own bucket caps become the panel's default and overrides.
+  for (const auto& [key, mb] : in_.plan.bucket_cap_mb) {
+    if (key == "default") state_.bucket_cap_mb = mb;
+    else
+      try {
+        state_.bucket_cap_overrides_mb[std::stoi(key)] = mb;
+      } catch (const std::exception&) {
+        // compile_step ignores keys that are not bucket indices; so does the panel.
+      }
+  }
   state_.world_size = in_.cluster.world_size;
   state_.gpus_per_node = in_.cluster.gpus_per_node;
   const auto dev = sim::find_device(in_.cluster.device);
@@ -96,7 +109,9 @@ sim::FsdpPlan UnshardSession::plan_for(const UnshardState& s) const {
   p.unsharded.clear();
   for (std::size_t u = 0; u < s.keep.size(); ++u)
     if (s.keep[u] && !in_.model.units[u].is_root) p.unsharded.push_back(in_.model.units[u].name);
-  if (s.bucket_cap_mb > 0) p.bucket_cap_mb = {{"default", s.bucket_cap_mb}};
+  p.bucket_cap_mb.clear();
+  if (s.bucket_cap_mb > 0) p.bucket_cap_mb["default"] = s.bucket_cap_mb;
+  for (const auto& [bucket, mb] : s.bucket_cap_overrides_mb) p.bucket_cap_mb[std::to_string(bucket)] = mb;
   p.world_size = 0;  // the cluster's, which carries the panel's world size
   return p;
 }
@@ -123,7 +138,37 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
     const int e = p.step.exec_of_unit[u];
     if (e >= 0) p.exposed_ag_ns[u] = per_exec[static_cast<std::size_t>(e)];
   }
+  bucket_indices(p, s);
   return p;
+}
+
+// compile_step makes the plan's explicit buckets first, then the auto-buckets in forward order
+// (bucket index 0, 1, ...) from the non-root units with compute that no explicit bucket holds,
+// then one exec unit per remaining unit. So an auto-bucketed unit's bucket index is its exec
+// unit's index less the number of explicit buckets.
+void UnshardSession::bucket_indices(Prediction& p, const UnshardState& s) const {
+  const std::size_t n = in_.model.units.size();
+  p.bucket_of_unit.assign(n, -1);
+  p.bucket_count = 0;
+  const bool on = s.bucket_cap_mb > 0 || !s.bucket_cap_overrides_mb.empty();
+  if (!on) return;
+  int explicit_buckets = 0;
+  std::vector<char> in_explicit(n, 0);
+  for (const auto& b : in_.plan.buckets) {
+    if (!b.empty()) ++explicit_buckets;
+    for (const auto& name : b) {
+      const int u = in_.model.find_unit(name);
+      if (u >= 0) in_explicit[static_cast<std::size_t>(u)] = 1;
+    }
+  }
+  std::vector<char> has_compute(n, 0);
+  for (const auto& sg : in_.model.segments)
+    if (sg.unit >= 0 && static_cast<std::size_t>(sg.unit) < n) has_compute[static_cast<std::size_t>(sg.unit)] = 1;
+  for (std::size_t u = 0; u < n && u < p.step.exec_of_unit.size(); ++u) {
+    if (in_.model.units[u].is_root || in_explicit[u] || !has_compute[u]) continue;
+    p.bucket_of_unit[u] = p.step.exec_of_unit[u] - explicit_buckets;
+    p.bucket_count = std::max(p.bucket_count, p.bucket_of_unit[u] + 1);
+  }
 }
 
 void UnshardSession::apply(UnshardState next, const std::string& label) {
@@ -159,7 +204,33 @@ void UnshardSession::set_gpus_per_node(int n) {
 void UnshardSession::set_bucket_cap_mb(double mb) {
   UnshardState s = state_;
   s.bucket_cap_mb = std::max(0.0, mb);
-  apply(std::move(s), "bucket cap");
+  apply(std::move(s), "default bucket cap");
+}
+
+void UnshardSession::set_bucket_cap_override(int bucket, double mb) {
+  if (bucket < 0) return;
+  UnshardState s = state_;
+  const std::string name = "bucket #" + std::to_string(bucket) + " cap";
+  if (mb > 0) {
+    s.bucket_cap_overrides_mb[bucket] = mb;
+    apply(std::move(s), name);
+  } else {
+    s.bucket_cap_overrides_mb.erase(bucket);
+    apply(std::move(s), name + " override removed");
+  }
+}
+
+void UnshardSession::clear_bucket_cap_overrides() {
+  UnshardState s = state_;
+  s.bucket_cap_overrides_mb.clear();
+  apply(std::move(s), "bucket cap overrides removed");
+}
+
+double UnshardSession::bucket_cap_of(int bucket) const {
+  if (!bucketing_on()) return 0;
+  const auto it = state_.bucket_cap_overrides_mb.find(bucket);
+  if (it != state_.bucket_cap_overrides_mb.end()) return it->second;
+  return state_.bucket_cap_mb > 0 ? state_.bucket_cap_mb : kInductorBucketCapMb;
 }
 
 void UnshardSession::set_budget_bytes(std::int64_t b) {
@@ -173,6 +244,45 @@ void UnshardSession::set_preset(int i) {
   UnshardState s = state_;
   s.preset = i;
   apply(std::move(s), "cluster " + presets_[static_cast<std::size_t>(i)].name);
+}
+
+void UnshardSession::apply_plan_file_json(const std::string& json, const std::string& where) {
+  const sim::FsdpPlan plan = sim::parse_plan_json(json, where);
+  UnshardState s = state_;
+  std::fill(s.keep.begin(), s.keep.end(), 0);
+  for (std::size_t u = 0; u < s.keep.size(); ++u)
+    if (in_.model.units[u].is_root) s.keep[u] = 1;
+  for (const auto& name : plan.unsharded) {
+    const int u = in_.model.find_unit(name);
+    if (u < 0) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": unsharded: this profile has no FSDP unit '" + name + "'");
+    s.keep[static_cast<std::size_t>(u)] = 1;
+  }
+  s.bucket_cap_mb = 0;
+  s.bucket_cap_overrides_mb.clear();
+  for (const auto& [key, mb] : plan.bucket_cap_mb) {
+    if (key == "default") {
+      s.bucket_cap_mb = mb;
+      continue;
+    }
+    int bucket = -1;
+    try {
+      bucket = std::stoi(key);
+    } catch (const std::exception&) {
+    }
+    if (bucket < 0 || std::to_string(bucket) != key)
+      throw ProfileError(ProfileErrorKind::MalformedTable, where + ": bucket_cap_mb." + key + ": expected \"default\" or a bucket index");
+    s.bucket_cap_overrides_mb[bucket] = mb;
+  }
+  if (plan.world_size > 0) s.world_size = plan.world_size;
+  simdjson::dom::parser parser;
+  const auto root = sim::as_object(sim::parse_json(parser, json, where), where, "");
+  simdjson::dom::element predicted;
+  if (!root["predicted"].get(predicted)) {
+    const auto o = sim::as_object(predicted, where, "predicted");
+    if (auto v = sim::get_string(o, "strategy", where, "predicted")) s.strategy = *v;
+    if (auto v = sim::get_int(o, "budget_bytes", where, "predicted"); v && *v > 0) s.budget_bytes = *v;
+  }
+  apply(std::move(s), "plan from " + where);
 }
 
 bool UnshardSession::undo() {

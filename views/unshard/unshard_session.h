@@ -1,11 +1,12 @@
 // The Unshard panel's state and re-simulation, without Qt: which FSDP units keep their parameters
-// after forward (reshard_after_forward=False), world size, GPUs per node, bucket cap, memory
-// budget and cluster preset, with an undo/redo stack of whole states. Every change re-simulates
+// after forward (reshard_after_forward=False), world size, GPUs per node, bucket caps (a default
+// and per-bucket overrides), memory budget and cluster preset, with an undo/redo stack of whole states. Every change re-simulates
 // synchronously (compile_step + simulate take microseconds), so the numbers shown are always
 // those of the current state, and undo gives back exactly the earlier numbers.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ struct UnshardState {
   std::vector<char> keep;          // per SimModel unit: keep unsharded after forward
   int world_size = 1;
   int gpus_per_node = 8;
-  double bucket_cap_mb = 0;        // 0: no auto-bucketing (one all-gather per unit)
+  double bucket_cap_mb = 0;        // default cap; 0 with no overrides: no auto-bucketing (one all-gather per unit)
+  // Per-bucket caps by auto-bucket index (FsdpPlan::bucket_cap_mb's numeric keys). With overrides
+  // but no default, the other buckets take the simulator's default (kInductorBucketCapMb).
+  std::map<int, double> bucket_cap_overrides_mb;
   std::int64_t budget_bytes = 0;   // per-rank memory budget
   int preset = 0;                  // index into the session's presets
   std::string strategy = "manual"; // how `keep` was chosen, recorded in the exported plan file
@@ -47,9 +51,14 @@ struct Prediction {
   TimeNs baseline_step_ns = 0;          // simulated, the profile's own plan and configuration
   std::int64_t baseline_peak_bytes = 0;
   std::vector<TimeNs> exposed_ag_ns;    // per SimModel unit: compute-lane wait on its all-gathers
+  std::vector<int> bucket_of_unit;      // per SimModel unit: auto-bucket index, -1 when not auto-bucketed
+  int bucket_count = 0;                 // auto-buckets formed
   sim::CompiledStep step;               // as simulated (for the plan file)
   sim::SimResult result;
 };
+
+// compile_step's cap for a bucket that neither an override nor "default" names (inductor's).
+inline constexpr double kInductorBucketCapMb = 2000.0;
 
 // Time the compute lane waits, before each compute op, for an all-gather of the same exec unit
 // that ended inside that gap; summed per exec unit. (The simulator reports only the total.)
@@ -80,10 +89,22 @@ class UnshardSession {
   void set_keep(int unit, bool keep);
   void set_world_size(int n);
   void set_gpus_per_node(int n);
-  void set_bucket_cap_mb(double mb);
+  void set_bucket_cap_mb(double mb);  // the default cap; 0: off
+  // The cap of auto-bucket `bucket` (index in forward order); mb <= 0 removes the override.
+  void set_bucket_cap_override(int bucket, double mb);
+  void clear_bucket_cap_overrides();
+  // The cap that applies to auto-bucket `bucket` in the current state (MB): its override, else the
+  // default, else the simulator's; 0 when auto-bucketing is off.
+  double bucket_cap_of(int bucket) const;
+  bool bucketing_on() const { return state_.bucket_cap_mb > 0 || !state_.bucket_cap_overrides_mb.empty(); }
   void set_budget_bytes(std::int64_t b);
   void set_preset(int i);
   void apply(UnshardState next, const std::string& label);
+  // Restores what a plan file (plan_file_json's form, e.g. a saved comparison's) says about the
+  // panel's controls: kept units, bucket caps, the world size when the plan names one, and the
+  // strategy and budget it recorded; the rest stays. One undoable change. Throws ProfileError for
+  // malformed JSON or modules this profile does not have (`where` names the source in messages).
+  void apply_plan_file_json(const std::string& json, const std::string& where);
 
   bool can_undo() const { return !undo_.empty(); }
   bool can_redo() const { return !redo_.empty(); }
@@ -111,6 +132,7 @@ class UnshardSession {
   sim::FsdpPlan plan_for(const UnshardState& s) const;
   sim::ClusterModel cluster_for(const UnshardState& s) const;
   Prediction predict(const UnshardState& s) const;
+  void bucket_indices(Prediction& p, const UnshardState& s) const;
 
   sim::SimInputs in_;
   std::vector<ClusterPreset> presets_;

@@ -1,5 +1,6 @@
 #include "views/unshard/unshard_unit_model.h"
 
+#include <QFont>
 #include <QLocale>
 #include <map>
 
@@ -72,6 +73,8 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
   }
   const auto& u = session_->unit(n.unit);
   const auto& pred = session_->prediction();
+  const int bucket = pred.bucket_of_unit.empty() ? -1 : pred.bucket_of_unit[static_cast<std::size_t>(n.unit)];
+  const bool overridden = bucket >= 0 && session_->state().bucket_cap_overrides_mb.count(bucket) > 0;
   switch (role) {
     case Qt::DisplayRole:
       switch (index.column()) {
@@ -82,18 +85,36 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
           const auto ns = pred.exposed_ag_ns[static_cast<std::size_t>(n.unit)];
           return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
         }
+        case ColBucket: return bucket >= 0 ? QStringLiteral("#%1").arg(bucket) : QStringLiteral("—");
+        case ColBucketCap:
+          if (bucket < 0) return QStringLiteral("—");
+          return QString::number(session_->bucket_cap_of(bucket), 'g', 10) + (overridden ? QStringLiteral(" (override)") : QString());
         default: return {};
       }
+    case Qt::EditRole:
+      if (index.column() == ColBucketCap && bucket >= 0) return session_->bucket_cap_of(bucket);
+      return {};
+    case Qt::FontRole:
+      if (index.column() == ColBucketCap && overridden) {
+        QFont f;
+        f.setBold(true);
+        return f;
+      }
+      return {};
     case Qt::CheckStateRole:
       if (index.column() == ColModule) return session_->state().keep[static_cast<std::size_t>(n.unit)] ? Qt::Checked : Qt::Unchecked;
       return {};
     case Qt::TextAlignmentRole:
-      if (index.column() == ColParams || index.column() == ColExposedAg) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      if (index.column() == ColParams || index.column() == ColExposedAg || index.column() == ColBucketCap) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       return {};
     case Qt::ToolTipRole:
       if (index.column() == ColModule)
         return session_->unit_fixed(n.unit) ? QStringLiteral("The root module: FSDP2 keeps it unsharded after forward")
                                             : QStringLiteral("Checked: reshard_after_forward=False (no backward all-gather, more memory)");
+      if (index.column() == ColBucketCap || index.column() == ColBucket)
+        return bucket < 0 ? QStringLiteral("Not auto-bucketed: set a default bucket cap to merge consecutive units into one all-gather")
+                          : QStringLiteral("Units are merged in forward order while bucket #%1 stays under this cap (MB). "
+                                           "Edit to override this bucket's cap; 0 removes the override.").arg(bucket);
       return {};
     default: return {};
   }
@@ -101,10 +122,29 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
 
 bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   const int u = unit_of(index);
+  if (role == Qt::EditRole && index.column() == ColBucketCap) return set_bucket_cap(u, value);
   if (role != Qt::CheckStateRole || index.column() != ColModule || u < 0 || session_->unit_fixed(u)) return false;
   const bool keep = value.toInt() == Qt::Checked;
   try {
     session_->set_keep(u, keep);
+  } catch (const ProfileError& e) {
+    emit changeFailed(QString::fromStdString(e.what()));
+    return false;
+  }
+  refresh();
+  emit sessionChanged();
+  return true;
+}
+
+bool UnshardUnitModel::set_bucket_cap(int unit, const QVariant& value) {
+  if (unit < 0) return false;
+  const auto& buckets = session_->prediction().bucket_of_unit;
+  const int bucket = buckets.empty() ? -1 : buckets[static_cast<std::size_t>(unit)];
+  bool ok = false;
+  const double mb = value.toDouble(&ok);
+  if (bucket < 0 || !ok || !(mb >= 0) || mb > 1e9) return false;  // NaN and absurd sizes refused
+  try {
+    session_->set_bucket_cap_override(bucket, mb);
   } catch (const ProfileError& e) {
     emit changeFailed(QString::fromStdString(e.what()));
     return false;
@@ -119,6 +159,10 @@ Qt::ItemFlags UnshardUnitModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   const int u = unit_of(index);
   if (index.column() == ColModule && u >= 0 && !session_->unit_fixed(u)) f |= Qt::ItemIsUserCheckable;
+  if (index.column() == ColBucketCap && u >= 0) {
+    const auto& buckets = session_->prediction().bucket_of_unit;
+    if (!buckets.empty() && buckets[static_cast<std::size_t>(u)] >= 0) f |= Qt::ItemIsEditable;
+  }
   return f;
 }
 
@@ -129,18 +173,26 @@ QVariant UnshardUnitModel::headerData(int section, Qt::Orientation o, int role) 
     case ColClass: return QStringLiteral("Class");
     case ColParams: return QStringLiteral("Parameters");
     case ColExposedAg: return QStringLiteral("Exposed AG (ms)");
+    case ColBucket: return QStringLiteral("Bucket");
+    case ColBucketCap: return QStringLiteral("Bucket cap (MB)");
     default: return {};
   }
 }
 
 void UnshardUnitModel::refresh() {
-  // Group rows never change; every unit row's check box and numbers may.
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].unit < 0) continue;
-    const QModelIndex a = createIndex(nodes_[n].row, 0, static_cast<quintptr>(n));
-    const QModelIndex b = createIndex(nodes_[n].row, ColCount - 1, static_cast<quintptr>(n));
-    emit dataChanged(a, b);
-  }
+  // Every unit row's check box and numbers may change: one dataChanged per parent (the top level
+  // and each group), not one per row, since each signal makes the tree re-measure its
+  // resize-to-contents columns.
+  auto changed = [&](int parent_node) {
+    const auto& kids = children_of(parent_node);
+    if (kids.empty()) return;
+    const int first = kids.front(), last = kids.back();
+    emit dataChanged(createIndex(0, 0, static_cast<quintptr>(first)),
+                     createIndex(static_cast<int>(kids.size()) - 1, ColCount - 1, static_cast<quintptr>(last)));
+  };
+  changed(-1);
+  for (std::size_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].unit < 0) changed(static_cast<int>(n));
 }
 
 }  // namespace ss::unshard

@@ -1,7 +1,9 @@
 // The Unshard panel's module tree: FSDP units grouped under the parent module they split
-// (SimUnit::group), with a "keep unsharded" check box per unit, the unit's class, parameters and
-// the exposed all-gather time of the current prediction. Checking a box is an undoable change of
-// the session; refresh() re-reads everything after undo/redo or other changes.
+// (SimUnit::group), with a "keep unsharded" check box per unit, the unit's class, parameters, the
+// exposed all-gather time of the current prediction, the auto-bucket the unit is gathered in and
+// that bucket's cap (editable: a per-bucket override of the default cap). Checking a box or
+// editing a cap is an undoable change of the session; refresh() re-reads everything after
+// undo/redo or other changes.
 #pragma once
 
 #include <QAbstractItemModel>
@@ -14,7 +16,7 @@ class UnshardSession;
 class UnshardUnitModel : public QAbstractItemModel {
   Q_OBJECT
  public:
-  enum Column { ColModule = 0, ColClass, ColParams, ColExposedAg, ColCount };
+  enum Column { ColModule = 0, ColClass, ColParams, ColExposedAg, ColBucket, ColBucketCap, ColCount };
   explicit UnshardUnitModel(UnshardSession* session, QObject* parent = nullptr);
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
@@ -32,7 +34,7 @@ class UnshardUnitModel : public QAbstractItemModel {
   void refresh();  // the session changed: every check box and number may differ
 
  signals:
-  // A check box changed the session (the panel re-reads its numbers).
+  // A check box or a bucket cap changed the session (the panel re-reads its numbers).
   void sessionChanged();
   // The simulator refused the change; the message says why.
   void changeFailed(QString message);
@@ -45,6 +47,7 @@ class UnshardUnitModel : public QAbstractItemModel {
     int row = 0;          // row under the parent
     std::vector<int> children;
   };
+  bool set_bucket_cap(int unit, const QVariant& value);
   const std::vector<int>& children_of(int node) const { return node < 0 ? top_ : nodes_[static_cast<std::size_t>(node)].children; }
 
   UnshardSession* session_;

@@ -1,0 +1,159 @@
+// Issue 7 through the main window, the way a user works: open a measured profile, keep a unit
+// unsharded in the Unshard dock (the prediction shown must be what `shardscope simulate --plan`
+// prints for the same plan), compare the profile with that simulation in the Compare tab (a row
+// click moves both timelines, the rank box re-aligns), save the comparison, open another
+// profile, and reopen the saved comparison from the Comparisons dock: same profiles, same
+// alignment, same plan. Needs an OpenGL context, so ctest runs it under xvfb-run.
+#include <catch2/catch.hpp>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+
+#include "app/gui/main_window.h"
+#include "tests/support/test_paths.h"
+#include "views/compare/compare_view.h"
+#include "views/compare/comparisons_dock.h"
+#include "views/compare/saved_comparison_model.h"
+#include "views/timeline/timeline_widget.h"
+#include "views/unshard/unshard_panel.h"
+#include "views/unshard/unshard_session.h"
+#include "views/unshard/unshard_unit_model.h"
+
+using namespace ss;
+
+namespace {
+
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "test_compare_gui";
+  static char* argv[] = {name, nullptr};
+  static QApplication* a = new QApplication(argc, argv);  // never destroyed (see test_timeline_gui)
+  QStandardPaths::setTestModeEnabled(true);
+  QApplication::setOrganizationName("ShardScopeTest");
+  return *a;
+}
+
+std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
+
+// Runs the shardscope executable; returns its stdout, fails the test on a non-zero exit.
+QByteArray shardscope(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(SS_SHARDSCOPE_EXE), args);
+  REQUIRE(p.waitForFinished(120000));
+  INFO(p.readAllStandardError().toStdString());
+  REQUIRE(p.exitCode() == 0);
+  return p.readAllStandardOutput();
+}
+
+void open_and_wait(gui::MainWindow& w, const QString& path) {
+  QSignalSpy loaded(&w, &gui::MainWindow::profileLoaded);
+  w.open_file(path);
+  REQUIRE(loaded.wait(60000));
+}
+
+bool shows(timeline::TimelineWidget* w, TimeNs t) {
+  const auto& v = w->controller()->viewport();
+  return v.start_ns <= static_cast<double>(t) && v.end_ns() > static_cast<double>(t);
+}
+
+}  // namespace
+
+TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen a comparison", "[compare][gui]") {
+  app();
+  test::TempDir dir;
+  const QString a = QString::fromStdString(sample());
+  gui::MainWindow w;
+  w.set_interactive(false);
+  w.resize(1500, 950);
+  w.show();
+  open_and_wait(w, a);
+
+  // 1. Unshard dock: keep layers.2 unsharded with its check box.
+  w.unshard_dock()->show();
+  w.unshard_dock()->raise();
+  QApplication::processEvents();
+  auto* panel = w.unshard_panel();
+  REQUIRE(panel->session());
+  auto* s = panel->session();
+  const int unit = s->inputs().model.find_unit("layers.2");
+  REQUIRE(unit >= 0);
+  const QString before = panel->step_text();
+  REQUIRE(panel->model()->setData(panel->model()->index_of_unit(unit), Qt::Checked, Qt::CheckStateRole));
+  CHECK(panel->step_text() != before);
+  const QString plan = QString::fromStdString(dir.file("plan.json"));
+  REQUIRE(panel->export_plan(plan));
+  // The numbers shown are the command line's for the same plan.
+  const QJsonObject cli = QJsonDocument::fromJson(shardscope({"simulate", a, "--plan", plan, "--format", "json"})).object();
+  REQUIRE(cli.contains("step_time_ms"));
+  CHECK(panel->step_text() == QString::number(cli["step_time_ms"].toDouble(), 'f', 3) + " ms");
+  CHECK(static_cast<double>(s->prediction().peak_bytes) == cli["peak_memory_bytes"].toDouble());
+
+  // 2. The simulation of that plan as profile B, in the Compare tab.
+  const QString sim = QString::fromStdString(dir.file("whatif.ssdb"));
+  shardscope({"simulate", a, "--plan", plan, "-o", sim});
+  w.show_compare_tab();
+  auto* cv = w.compare_view();
+  CHECK(w.central_tabs()->currentWidget() == cv);
+  REQUIRE(cv->compare_with(sim));
+  QApplication::processEvents();
+  // A click on the top row moves both timelines to that module.
+  auto* table = cv->table();
+  REQUIRE(table->model()->rowCount() > 0);
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
+  const QString fqn = table->model()->index(0, 0).data().toString();
+  const auto& rows = cv->comparison()->modules;
+  const auto row = std::find_if(rows.begin(), rows.end(), [&](const compare::ModuleDiff& m) {
+    return (m.fqn.empty() ? QStringLiteral("(root)") : QString::fromStdString(m.fqn)) == fqn;
+  });
+  REQUIRE(row != rows.end());
+  REQUIRE(row->first_a);
+  REQUIRE(row->first_b);
+  CHECK(shows(cv->timeline_a(), *row->first_a));
+  CHECK(shows(cv->timeline_b(), *row->first_b));
+  CHECK(cv->link_offset() == *row->first_a - *row->first_b);
+  // The rank box: Down picks A's rank 1 and re-aligns.
+  cv->rank_box(false)->setFocus();
+  QTest::keyClick(cv->rank_box(false), Qt::Key_Down);
+  CHECK(cv->alignment().rank_a == 1);
+  CHECK(cv->comparison()->alignment.a.rank == 1);
+  const compare::Alignment saved_alignment = cv->alignment();
+
+  // 3. Save it (the button's dialog asks for a name; the dock's save is what it calls).
+  REQUIRE(w.comparisons()->open_workspace(QString::fromStdString(dir.file("w.sscw"))));
+  REQUIRE(w.comparisons()->save("what-if layers.2", cv->path_a(), cv->path_b(), cv->alignment(),
+                                QString::fromStdString(s->plan_file_json()), "kept layers.2"));
+
+  // 4. Open another profile, then reopen the saved comparison by double-clicking it.
+  open_and_wait(w, sim);
+  CHECK(w.profile()->origin.kind == OriginKind::Simulated);
+  w.comparisons_dock()->show();
+  w.comparisons_dock()->raise();
+  QApplication::processEvents();
+  auto* list = w.comparisons()->table();
+  const int saved_row = w.comparisons()->model()->row_of("what-if layers.2");
+  REQUIRE(saved_row >= 0);
+  QSignalSpy loaded(&w, &gui::MainWindow::profileLoaded);
+  const QPoint at = list->visualRect(list->model()->index(saved_row, 0)).center();
+  QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, at);
+  QTest::mouseDClick(list->viewport(), Qt::LeftButton, {}, at);
+  REQUIRE(loaded.wait(60000));
+  CHECK(QFileInfo(QString::fromStdString(w.profile()->path)).absoluteFilePath() == QFileInfo(a).absoluteFilePath());
+  CHECK(w.central_tabs()->currentWidget() == cv);
+  CHECK(QFileInfo(cv->path_b()).absoluteFilePath() == QFileInfo(sim).absoluteFilePath());
+  CHECK(cv->alignment() == saved_alignment);
+  CHECK(cv->comparison()->alignment.a.rank == 1);
+  // The plan came back: layers.2 kept unsharded, the same prediction as before.
+  REQUIRE(panel->session());
+  CHECK(panel->session()->state().keep[static_cast<std::size_t>(unit)]);
+  CHECK(panel->step_text() == QString::number(cli["step_time_ms"].toDouble(), 'f', 3) + " ms");
+}
