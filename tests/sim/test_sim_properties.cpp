@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <random>
 
 #include "profiler/sim/planner.h"
 #include "profiler/sim/step_simulator.h"
@@ -43,6 +45,17 @@ void add_random_extras(std::mt19937_64& rng, SimModel& m) {
   m.optimizer_extra = extra();
 }
 
+// The plan with one more (random) non-root unit kept unsharded; nullopt when all already are.
+std::optional<FsdpPlan> with_one_more_unsharded(std::mt19937_64& rng, const SimModel& m, const FsdpPlan& p) {
+  std::vector<std::string> resharded;
+  for (std::size_t u = 1; u < m.units.size(); ++u)
+    if (std::find(p.unsharded.begin(), p.unsharded.end(), m.units[u].name) == p.unsharded.end()) resharded.push_back(m.units[u].name);
+  if (resharded.empty()) return std::nullopt;
+  FsdpPlan more = p;
+  more.unsharded.push_back(resharded[rng() % resharded.size()]);
+  return more;
+}
+
 }  // namespace
 
 TEST_CASE("replayed collectives and idle: unsharding never adds all-gathers; their time never depends on the plan", "[sim][property][replay]") {
@@ -67,13 +80,9 @@ TEST_CASE("replayed collectives and idle: unsharding never adds all-gathers; the
     CHECK(base.idle_ns == idle * p.gradient_accumulation + m.optimizer_extra.idle_ns);
     // Fixed delays on the compute stream never make the step faster (no overlap slowdown here).
     CHECK(base.step_ns >= simulate(compile_step(plain, p, c)).step_ns);
-    std::vector<std::string> resharded;
-    for (std::size_t u = 1; u < m.units.size(); ++u)
-      if (std::find(p.unsharded.begin(), p.unsharded.end(), m.units[u].name) == p.unsharded.end())
-        resharded.push_back(m.units[u].name);
-    if (resharded.empty()) continue;
-    FsdpPlan more = p;
-    more.unsharded.push_back(resharded[rng() % resharded.size()]);
+    const auto next = with_one_more_unsharded(rng, m, p);
+    if (!next) continue;
+    const FsdpPlan& more = *next;
     const SimResult kept = simulate(compile_step(m, more, c));
     CHECK(kept.all_gathers == base.all_gathers - p.gradient_accumulation);
     CHECK(kept.other_comm_ns == base.other_comm_ns);
@@ -109,13 +118,9 @@ TEST_CASE("keeping a unit unsharded never adds an all-gather and never lowers pe
     FsdpPlan p = random_plan(rng, m, c);
     p.bucket_cap_mb.clear();
     const SimResult base = simulate(compile_step(m, p, c));
-    std::vector<std::string> resharded;
-    for (std::size_t u = 1; u < m.units.size(); ++u)
-      if (std::find(p.unsharded.begin(), p.unsharded.end(), m.units[u].name) == p.unsharded.end())
-        resharded.push_back(m.units[u].name);
-    if (resharded.empty()) continue;
-    FsdpPlan more = p;
-    more.unsharded.push_back(resharded[rng() % resharded.size()]);
+    const auto next = with_one_more_unsharded(rng, m, p);
+    if (!next) continue;
+    const FsdpPlan& more = *next;
     const SimResult kept = simulate(compile_step(m, more, c));
     INFO("iteration " << iter << " unit " << more.unsharded.back());
     CHECK(kept.all_gathers == base.all_gathers - p.gradient_accumulation);

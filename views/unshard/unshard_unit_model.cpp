@@ -125,9 +125,13 @@ bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, 
   if (role == Qt::EditRole && index.column() == ColBucketCap) return set_bucket_cap(u, value);
   if (role != Qt::CheckStateRole || index.column() != ColModule || u < 0 || session_->unit_fixed(u)) return false;
   const bool keep = value.toInt() == Qt::Checked;
+  return change([&] { session_->set_keep(u, keep); });
+}
+
+bool UnshardUnitModel::change(const std::function<void()>& apply) {
   try {
-    session_->set_keep(u, keep);
-  } catch (const ProfileError& e) {
+    apply();
+  } catch (const ProfileError& e) {  // the simulator refused it; the session kept its state
     emit changeFailed(QString::fromStdString(e.what()));
     return false;
   }
@@ -143,15 +147,7 @@ bool UnshardUnitModel::set_bucket_cap(int unit, const QVariant& value) {
   bool ok = false;
   const double mb = value.toDouble(&ok);
   if (bucket < 0 || !ok || !(mb >= 0) || mb > 1e9) return false;  // NaN and absurd sizes refused
-  try {
-    session_->set_bucket_cap_override(bucket, mb);
-  } catch (const ProfileError& e) {
-    emit changeFailed(QString::fromStdString(e.what()));
-    return false;
-  }
-  refresh();
-  emit sessionChanged();
-  return true;
+  return change([&] { session_->set_bucket_cap_override(bucket, mb); });
 }
 
 Qt::ItemFlags UnshardUnitModel::flags(const QModelIndex& index) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QAbstractItemModel>
+#include <functional>
 #include <vector>
 
 namespace ss::unshard {
@@ -48,6 +49,8 @@ class UnshardUnitModel : public QAbstractItemModel {
     std::vector<int> children;
   };
   bool set_bucket_cap(int unit, const QVariant& value);
+  // Runs one session change; refreshes and emits sessionChanged, or changeFailed when refused.
+  bool change(const std::function<void()>& apply);
   const std::vector<int>& children_of(int node) const { return node < 0 ? top_ : nodes_[static_cast<std::size_t>(node)].children; }
 
   UnshardSession* session_;
