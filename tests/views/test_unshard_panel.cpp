@@ -7,12 +7,15 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QTableWidget>
 #include <QTreeView>
+#include <map>
 #include <cmath>
 
+#include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/units.h"
@@ -85,6 +88,10 @@ TEST_CASE("a toggle in the panel shows what simulate computes for the same plan;
   CHECK(panel.step_text() == ms_text(cli.step_ns));
   CHECK(panel.step_text() != step0);
   CHECK(panel.peak_text().startsWith(QString::fromStdString(format_bytes(cli.peak_bytes)) + " of budget"));
+  // Next to the JSON: the FSDP2 Python that applies the same plan (what the JSON's fsdp2_python holds).
+  const std::string py = test::read_file(dir.file("plan.py"));
+  CHECK(py == sim::plan_to_python(in.plan));
+  CHECK(py.find("fully_shard(model.get_submodule(\"layers.7\"), reshard_after_forward=False") != std::string::npos);
 
   panel.undo();
   CHECK(panel.step_text() == step0);
@@ -301,4 +308,27 @@ TEST_CASE("the panel applies a saved plan's text and refuses one for another mod
   CHECK_FALSE(panel.apply_plan_json(R"({"unsharded": ["encoder.blocks.0"]})"));
   CHECK(panel.last_error().contains("encoder.blocks.0"));
   CHECK(panel.session()->state() == s->state());
+}
+
+TEST_CASE("plan automatically uses the planner chosen in the strategy box", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  auto* s = panel.session();
+  s->set_budget_bytes(s->prediction().peak_bytes + (std::int64_t{3} << 30));  // room for a few units
+  std::map<std::string, TimeNs> step_of;
+  for (const char* name : {"greedy", "cost", "exact"}) {
+    const int i = panel.strategy_box()->findText(QString::fromUtf8(name));
+    REQUIRE(i >= 0);
+    panel.strategy_box()->setCurrentIndex(i);
+    panel.plan_automatically();
+    INFO(name);
+    CHECK(s->state().strategy == name);
+    CHECK(s->prediction().fits_budget);
+    step_of[name] = s->prediction().step_ns;
+    panel.undo();
+  }
+  // The exact solver is never worse than the heuristics on the same instance.
+  CHECK(step_of["exact"] <= step_of["greedy"]);
+  CHECK(step_of["exact"] <= step_of["cost"]);
 }

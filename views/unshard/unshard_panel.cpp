@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -23,6 +24,8 @@
 #include <functional>
 #include <optional>
 
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/sim_inputs.h"
 #include "storage/errors.h"
 #include "storage/units.h"
 #include "views/timeline/timeline_widget.h"
@@ -156,8 +159,14 @@ void UnshardPanel::build() {
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
   export_button_ = new QPushButton(QStringLiteral("Export plan…"));
-  plan_button_->setToolTip(QStringLiteral("Cost planner: keeps the units whose exposed all-gather saves most per byte, within the budget"));
-  for (auto* b : {undo_button_, redo_button_, plan_button_, export_button_}) buttons->addWidget(b);
+  plan_button_->setToolTip(QStringLiteral("Choose the units to keep unsharded within the budget with the planner on the right"));
+  strategy_ = new QComboBox;
+  strategy_->addItem(QStringLiteral("cost"), static_cast<int>(sim::Strategy::Cost));
+  strategy_->addItem(QStringLiteral("greedy"), static_cast<int>(sim::Strategy::Greedy));
+  strategy_->addItem(QStringLiteral("exact"), static_cast<int>(sim::Strategy::Exact));
+  strategy_->setToolTip(QStringLiteral("cost: exposed all-gather time saved per byte; greedy: reverse forward order, "
+                                       "splitting what does not fit; exact: every subset (up to 20 candidate units)"));
+  for (QWidget* b : std::initializer_list<QWidget*>{undo_button_, redo_button_, plan_button_, strategy_, export_button_}) buttons->addWidget(b);
   buttons->addStretch(1);
   outer->addLayout(buttons);
 
@@ -357,8 +366,10 @@ void UnshardPanel::redo() { run_change([this] { session_->redo(); }); }
 
 void UnshardPanel::plan_automatically() {
   run_change([this] {
-    const auto o = session_->plan_automatically();
-    status_->setText(QStringLiteral("Cost planner: %1 unit(s) kept unsharded after %2 simulations%3")
+    const auto strategy = static_cast<sim::Strategy>(strategy_->currentData().toInt());
+    const auto o = session_->plan_automatically(strategy);
+    status_->setText(QStringLiteral("%1 planner: %2 unit(s) kept unsharded after %3 simulations%4")
+                         .arg(strategy_->currentText())
                          .arg(o.unsharded.size())
                          .arg(o.simulations)
                          .arg(o.fits ? QString() : QStringLiteral(" — does NOT fit the budget")));
@@ -389,14 +400,17 @@ bool UnshardPanel::apply_plan_json(const QString& json) {
 
 bool UnshardPanel::export_plan(const QString& path) {
   if (!session_) return false;
+  const QFileInfo json(path);
+  const QString python = json.absolutePath() + QLatin1Char('/') + json.completeBaseName() + QStringLiteral(".py");
   try {
     session_->export_plan(path.toStdString());
+    sim::write_file_atomically(python.toStdString(), sim::plan_to_python(session_->plan()));
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
     status_->setText(error_);
     return false;
   }
-  status_->setText(QStringLiteral("Wrote ") + path);
+  status_->setText(QStringLiteral("Wrote %1 and %2").arg(path, python));
   return true;
 }
 

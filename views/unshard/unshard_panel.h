@@ -61,12 +61,15 @@ class UnshardPanel : public QWidget {
 
   void undo();
   void redo();
+  // Runs the planner chosen in the strategy box (cost by default) under the budget.
   void plan_automatically();
+  QComboBox* strategy_box() { return strategy_; }
   // Applies a plan file's text (UnshardSession::apply_plan_file_json) as one undoable change,
   // loading a pending profile first; false with last_error() when there is no profile or the
   // plan does not fit it.
   bool apply_plan_json(const QString& json);
-  // Writes the plan file; returns false with last_error() on failure.
+  // Writes the plan file and, next to it (same name, .py), the FSDP2 Python that applies it;
+  // returns false with last_error() on failure.
   bool export_plan(const QString& path);
 
  signals:
@@ -95,6 +98,7 @@ class UnshardPanel : public QWidget {
   QDoubleSpinBox* bucket_cap_ = nullptr;
   QDoubleSpinBox* budget_ = nullptr;
   QComboBox* preset_ = nullptr;
+  QComboBox* strategy_ = nullptr;
   QTableWidget* overrides_ = nullptr;
   QPushButton* add_override_ = nullptr;
   QPushButton* remove_override_ = nullptr;
