@@ -181,15 +181,23 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     double slope = 0;
     const double den = n * sxx - sx * sx;
     if (n >= 2 && xmax > xmin * 1.05 && den > 0) slope = (n * sxy - sx * sy) / den;
-    if (slope > 1e-6) level.busbw_GBps = 1.0 / slope;  // ns per byte -> bytes per ns = GB/s
-    const double inv_bw = 1.0 / (nodes > 1 ? std::min(p.intra.busbw_GBps, p.inter.busbw_GBps) : p.intra.busbw_GBps);
-    const double alpha_ns = std::max(0.0, (sy - inv_bw * sx) / n);
-    // Keep NCCL's shape (base + per-step), scaled so that alpha(group) equals the fitted value.
     const int mult = c == Coll::AllReduce ? 2 : 1;
     const double steps = double(mult) * (group - 1);
     const double inter_steps = nodes > 1 ? double(mult) * (nodes - 1) : 0;
     const double model_us = p.intra.base_latency_us + (steps - inter_steps) * p.intra.hop_latency_us +
                             inter_steps * p.inter.hop_latency_us;
+    if (slope > 1e-6) {
+      level.busbw_GBps = 1.0 / slope;  // ns per byte -> bytes per ns = GB/s
+    } else {
+      // One size (FSDP's equal layers give exactly that): latency and bandwidth cannot be told
+      // apart. When the samples take well over the model's latency they are bandwidth-bound, so
+      // keep the preset latency and fit the bandwidth to the mean; otherwise fit the latency below.
+      const double mean_x = sx / n, mean_y = sy / n, alpha_model_ns = model_us * 1000.0;
+      if (mean_x > 0 && mean_y > 2.0 * alpha_model_ns) level.busbw_GBps = mean_x / (mean_y - alpha_model_ns);
+    }
+    const double inv_bw = 1.0 / (nodes > 1 ? std::min(p.intra.busbw_GBps, p.inter.busbw_GBps) : p.intra.busbw_GBps);
+    const double alpha_ns = std::max(0.0, (sy - inv_bw * sx) / n);
+    // Keep NCCL's shape (base + per-step), scaled so that alpha(group) equals the fitted value.
     const double scale = model_us > 0 ? (alpha_ns / 1000.0) / model_us : 0;
     p.intra.base_latency_us *= scale;
     p.intra.hop_latency_us *= scale;

@@ -67,8 +67,10 @@ struct FitReport {
 };
 
 // Least squares of duration against S·factor(n) per collective type; updates the level (intra or
-// inter) that the samples' group size uses. Types with fewer than 2 distinct sizes keep their
-// bandwidth and fit only the latency (mean residual). Returns what was fitted.
+// inter) that the samples' group size uses. Types with one size (within 5 %) cannot separate the
+// two: when their mean duration is over twice the model's latency they are bandwidth-bound and
+// the bandwidth is fitted to the mean with the latency kept; otherwise only the latency is fitted
+// (mean residual). Returns what was fitted.
 FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samples);
 
 }  // namespace ss::sim

@@ -38,6 +38,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.cluster.world_size = pi.world_size;  // replay at the profile's own configuration
       if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
     }
+    in.unfitted_cluster = in.cluster;
     if (req.fit) {
       in.fit = fit_cluster(in.cluster, pi.collectives);
       in.fitted = true;

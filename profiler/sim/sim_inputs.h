@@ -38,6 +38,7 @@ struct SimInputs {
   std::string gpu_name;
   bool fitted = false;
   FitReport fit;
+  ClusterModel unfitted_cluster;  // the cluster before --fit (equal to `cluster` without it)
 };
 
 // Throws ProfileError for unreadable or malformed inputs (file and field named).

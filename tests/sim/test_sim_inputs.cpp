@@ -50,6 +50,29 @@ TEST_CASE("fit recovers latency and bandwidth from measured collectives", "[sim]
   CHECK(fitted.coll[1].intra.busbw_GBps == 360);
 }
 
+TEST_CASE("fit with one message size: bandwidth-bound samples set the bandwidth, latency-bound ones the latency", "[sim][cluster][fit]") {
+  // Equal FSDP layers: every all-gather the same 416 MiB. The H100 preset's latency at 4 ranks is
+  // kept and the bandwidth set so that the model gives the samples' mean duration.
+  ClusterModel preset;
+  const std::int64_t bytes = 416LL << 20;
+  std::vector<CollSample> samples;
+  for (TimeNs d : {380'000, 400'000, 420'000}) samples.push_back({Coll::AllGather, bytes, 4, d});
+  ClusterModel fitted = preset;
+  const FitReport rep = fit_cluster(fitted, samples);
+  const double alpha_ns = double(preset.collective_ns(Coll::AllGather, 1, 4));  // ≈ the latency (1 byte)
+  // 416 MiB · 3/4 on the bus in (400 us − α): busBW = 327,155,712 / (400,000 − α) bytes per ns.
+  CHECK(rep.busbw_GBps[0] == Approx(327155712.0 / (400000.0 - alpha_ns)).epsilon(1e-3));
+  CHECK(std::abs(double(fitted.collective_ns(Coll::AllGather, bytes, 4)) - 400000.0) < 50.0);
+  CHECK(rep.rms_error_us[0] == Approx(std::sqrt((20.0 * 20.0 * 2) / 3)).epsilon(0.01));
+  // Tiny messages near the latency: the bandwidth stays, the latency is fitted.
+  std::vector<CollSample> small{{Coll::ReduceScatter, 4096, 4, 30'000}, {Coll::ReduceScatter, 4096, 4, 30'000}};
+  ClusterModel fitted_small = preset;
+  const FitReport rs = fit_cluster(fitted_small, small);
+  CHECK(fitted_small.coll[1].intra.busbw_GBps == preset.coll[1].intra.busbw_GBps);
+  CHECK(std::abs(double(fitted_small.collective_ns(Coll::ReduceScatter, 4096, 4)) - 30000.0) < 50.0);
+  CHECK(rs.samples[1] == 2);
+}
+
 TEST_CASE("cluster and plan JSON: round trip and clear errors", "[sim][json]") {
   ClusterModel c;
   c.world_size = 64;

@@ -262,3 +262,23 @@ TEST_CASE("a plan file written by the session restores the same state in a fresh
   CHECK_THROWS_AS(b.apply_plan_file_json("{not json", "saved plan"), ProfileError);
   CHECK(b.state() == before);
 }
+
+TEST_CASE("the profile's cluster fitted to its collectives is offered as the second preset", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  REQUIRE(s.presets().size() >= 2);
+  CHECK(s.presets()[1].name.find("fitted") != std::string::npos);
+  const TimeNs preset_step = s.prediction().step_ns;
+  CHECK(preset_step == simulate_cli_way(sample(), "").step_ns);  // the baseline stays unfitted
+  s.set_preset(1);
+  // The same as `shardscope simulate IN --fit`.
+  sim::SimInputRequest req;
+  req.profile_path = sample();
+  req.fit = true;
+  const sim::SimInputs in = sim::load_sim_inputs(req);
+  REQUIRE(in.fit.samples[0] > 0);
+  const TimeNs fitted_step = sim::simulate(sim::compile_step(in.model, in.plan, in.cluster)).step_ns;
+  CHECK(s.prediction().step_ns == fitted_step);
+  CHECK(fitted_step != preset_step);
+  s.undo();
+  CHECK(s.prediction().step_ns == preset_step);
+}

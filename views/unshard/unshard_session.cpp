@@ -92,8 +92,16 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
 UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir) {
   sim::SimInputRequest req;
   req.profile_path = path;
+  req.fit = true;
   sim::SimInputs in = sim::load_sim_inputs(req);
+  // The baseline is the profile's configuration on the preset cluster, as `shardscope simulate IN`
+  // computes it; the cluster fitted to the profile's own collectives (`--fit`) is offered second.
+  const sim::ClusterModel fitted = in.cluster;
+  const int samples = in.fit.samples[0] + in.fit.samples[1] + in.fit.samples[2];
+  in.cluster = in.unfitted_cluster;
+  in.fitted = false;
   auto presets = load_cluster_presets(in.cluster, clusters_dir);
+  if (samples > 0) presets.insert(presets.begin() + 1, ClusterPreset{"profile, fitted to its collectives (--fit)", fitted});
   return UnshardSession(std::move(in), std::move(presets));
 }
 
