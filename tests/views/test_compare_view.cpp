@@ -54,6 +54,10 @@ struct TwoRuns {
 
 const timeline::Viewport& viewport(timeline::TimelineWidget* w) { return w->controller()->viewport(); }
 
+bool shows_time(timeline::TimelineWidget* w, TimeNs t) {
+  return viewport(w).start_ns <= static_cast<double>(t) && viewport(w).end_ns() > static_cast<double>(t);
+}
+
 // B's view is A's view moved by the link offset, at the same scale.
 void check_linked(CompareView& view) {
   const auto& va = viewport(view.timeline_a());
@@ -191,8 +195,7 @@ TEST_CASE("compare view: zoom and pan on either timeline move the other; a row c
   CHECK(view.link_offset() == *it->first_a - *it->first_b);
   for (auto [w, t] : {std::pair{ta, *it->first_a}, std::pair{tb, *it->first_b}}) {
     const auto& v = viewport(w);
-    CHECK(v.start_ns <= static_cast<double>(t));
-    CHECK(v.end_ns() > static_cast<double>(t));
+    CHECK(shows_time(w, t));
     // Zoomed to the module, not left at the step: the view spans less than the compared window.
     CHECK(v.end_ns() - v.start_ns < static_cast<double>(view.comparison()->alignment.a.length()));
   }
@@ -255,4 +258,28 @@ TEST_CASE("comparisons dock: save, list, reopen exactly as saved, notes, changed
 
   REQUIRE(dock.remove(dock.model()->row_of("a self")));
   CHECK(dock.model()->rowCount() == 1);
+}
+
+TEST_CASE("compare view: a module only B has moves B there and A follows on the same axis", "[compare][gui]") {
+  app();
+  test::TempDir dir;
+  SyntheticSpec sa;
+  sa.layers = 2;
+  SyntheticSpec sb = sa;
+  sb.layers = 4;  // layers.2 and layers.3 exist only in B
+  write_synthetic_profile(dir.file("a.ssdb"), sa);
+  write_synthetic_profile(dir.file("b.ssdb"), sb);
+  CompareView view;
+  view.resize(1200, 900);
+  view.set_profile(std::make_shared<const Profile>(load_profile(dir.file("a.ssdb"))), QString::fromStdString(dir.file("a.ssdb")));
+  REQUIRE(view.compare_with(QString::fromStdString(dir.file("b.ssdb"))));
+  const auto& rows = view.model()->rows();
+  const auto it = std::find_if(rows.begin(), rows.end(), [](const compare::ModuleDiff& m) { return m.fqn == "layers.3" && !m.first_a; });
+  REQUIRE(it != rows.end());
+  REQUIRE(it->first_b);
+  const TimeNs offset = view.link_offset();
+  view.show_module_row(static_cast<int>(it - rows.begin()));
+  CHECK(shows_time(view.timeline_b(), *it->first_b));
+  CHECK(view.link_offset() == offset);  // still the step alignment
+  check_linked(view);
 }

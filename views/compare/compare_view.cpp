@@ -278,12 +278,10 @@ void CompareView::show_module_row(int row) {
                                 end_of(*b_, r.b, *m.first_b, m.time.b, m.count_b) - *m.first_b);
     timeline_b_->showRange(*m.first_b, *m.first_b + len, r.b.rank);
     timeline_a_->showRange(*m.first_a, *m.first_a + len, r.a.rank);
-  } else if (m.first_a) {
+  } else if (m.first_a) {  // only one side has it: that side moves there, the other follows the link
     timeline_a_->showRange(*m.first_a, end_of(*a_, r.a, *m.first_a, m.time.a, m.count_a), r.a.rank);
   } else if (m.first_b) {
-    mirroring_ = true;  // only B has it: move B alone
     timeline_b_->showRange(*m.first_b, end_of(*b_, r.b, *m.first_b, m.time.b, m.count_b), r.b.rank);
-    mirroring_ = false;
   }
 }
 
