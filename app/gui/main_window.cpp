@@ -305,6 +305,7 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
 void MainWindow::on_failed(const QString& path, const QString& message, bool cancelled) {
   progress_->hide();
   cancel_->hide();
+  reopening_.reset();  // a saved comparison whose A did not open is not reopened later by surprise
   last_error_ = message;
   statusBar()->showMessage(cancelled ? "Loading cancelled" : "Could not open " + path, 8000);
   if (!cancelled && interactive_) QMessageBox::critical(this, "Could not open profile", QString("%1\n\n%2").arg(path, message));
