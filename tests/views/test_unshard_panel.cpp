@@ -12,6 +12,7 @@
 #include <QResizeEvent>
 #include <QTableWidget>
 #include <QTreeView>
+#include <algorithm>
 #include <map>
 #include <cmath>
 
@@ -160,9 +161,21 @@ TEST_CASE("after a toggle the panel's timeline shows the new simulated step and 
     CHECK(prediction_updates == timeline_updates - 1);  // the timeline is current before the numbers are announced
   });
   QObject::connect(&panel, &UnshardPanel::predictionUpdated, [&] { ++prediction_updates; });
+  // Scrolled down to the last lanes: the refresh keeps the scroll (the lanes are the same).
+  tl->resize(tl->width(), 70);  // shorter than the lanes, so they scroll
+  tl->controller()->set_size(static_cast<float>(tl->width()), 70.0f);
+  tl->controller()->set_scroll_y(1e6f);
+  const float scrolled = tl->controller()->scroll_y();
   const QModelIndex l5 = panel.model()->index_of_unit(s->inputs().model.find_unit("layers.5"));
   REQUIRE(panel.model()->setData(l5, Qt::Checked, Qt::CheckStateRole));
   CHECK(timeline_updates == 1);
+  CHECK(scrolled > 0);
+  const float kept = tl->controller()->scroll_y();
+  tl->controller()->set_scroll_y(1e6f);  // the new step's lanes may scroll less far
+  const float max_now = tl->controller()->scroll_y();
+  tl->controller()->set_scroll_y(kept);
+  CHECK(kept > 0);
+  CHECK(kept == std::min(scrolled, max_now));
   CHECK(prediction_updates == 1);
   const auto p1 = panel.timeline_profile();
   REQUIRE(p1 != p0);

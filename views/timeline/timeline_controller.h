@@ -53,6 +53,10 @@ class TimelineController {
   const Viewport& viewport() const { return viewport_; }
   Viewport& viewport() { return viewport_; }
   float scroll_y() const { return scroll_y_; }
+  void set_scroll_y(float y) {  // e.g. kept across a profile refresh with the same tracks
+    scroll_y_ = y;
+    clamp_scroll();
+  }
 
   void set_size(float width, float height);
   void fit_all();

@@ -336,9 +336,11 @@ void UnshardPanel::refresh_timeline() {
     return;
   }
   std::optional<timeline::Viewport> keep;
+  const float scroll = timeline_->controller() ? timeline_->controller()->scroll_y() : 0.0f;
   if (timeline_->controller() && timeline_profile_) keep = viewport_to_keep(*timeline_->controller(), *timeline_profile_, *next);
   timeline_profile_ = next;
   timeline_->set_profile(timeline_profile_);
+  timeline_->controller()->set_scroll_y(scroll);  // the simulated profile always has the same lanes
   if (keep) {
     timeline::Viewport& v = timeline_->controller()->viewport();
     v.start_ns = keep->start_ns;
