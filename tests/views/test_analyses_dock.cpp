@@ -24,6 +24,7 @@
 #include "tests/views/qt_test_app.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/analyses/result_table_model.h"
+#include "views/timeline/timeline_widget.h"
 #include "views/timeline/timeline_controller.h"
 
 using namespace ss;
@@ -230,4 +231,43 @@ TEST_CASE("the timeline's show_range (a finding's jump) shows the range and scro
   CHECK(c.scroll_y() > 0);
   CHECK(c.track_y(first) >= timeline::kRulerHeight);
   CHECK(c.track_y(first) < 150 - timeline::kRowHeight);
+}
+
+TEST_CASE("a finished run's markers and counter tracks are drawn on the connected timeline", "[views][gui]") {
+  app();
+  const auto p = profile();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(p);
+  timeline::TimelineWidget timeline;
+  timeline.set_profile(p);
+  analyses::connect_to_timeline(&dock, &timeline);
+  const std::size_t rows = timeline.controller()->tracks().size();
+
+  for (const char* name : {"temporal", "overlap"}) {
+    INFO(name);
+    run_and_wait(dock, name);
+    const auto& r = dock.result();
+    REQUIRE(r.ok);
+    const auto* c = timeline.controller();
+    CHECK(c->markers().size() == r.markers.size());
+    REQUIRE(c->overlay_counters().size() == r.counters.size());
+    CHECK(c->tracks().size() == rows + r.counters.size());  // the previous run's tracks replaced
+    for (std::size_t i = 0; i < r.counters.size(); ++i) {
+      const auto& oc = c->overlay_counters()[i];
+      CHECK(oc.rank == r.counters[i].rank);
+      REQUIRE(oc.points.size() == r.counters[i].points.size());
+      for (std::size_t k = 0; k < oc.points.size(); ++k)  // values back within the integer rounding
+        CHECK(static_cast<double>(oc.points[k].value) / oc.value_scale == Approx(r.counters[i].points[k].second).margin(1e-6));
+    }
+    for (std::size_t i = 0; i < r.markers.size(); ++i) {
+      CHECK(c->markers()[i].start == r.markers[i].start);
+      CHECK(c->markers()[i].label == r.markers[i].label);
+    }
+  }
+  // temporal makes one counter track per rank; overlap marks time ranges.
+  run_and_wait(dock, "temporal");
+  CHECK(timeline.controller()->overlay_counters().size() == p->ranks.size());
+  run_and_wait(dock, "overlap");
+  CHECK(!timeline.controller()->markers().empty());
 }

@@ -388,3 +388,50 @@ TEST_CASE("controller input: zoom, pan, box-select, collapse and pin", "[views][
   REQUIRE(!f.tracks.empty());
   CHECK(f.tracks.back().track == 2);  // drawn last, on top
 }
+
+TEST_CASE("an analysis overlay adds counter tracks after their rank's rows and replaces the previous one", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  TimelineController c(p);
+  c.set_size(1400, 900);
+  c.fit_all();
+  const std::size_t rows = c.tracks().size();
+  REQUIRE(p.ranks.size() >= 2);
+  c.tracks()[0].collapsed = true;  // the user's row state survives overlays
+
+  const TimeNs t0 = p.time_begin, t1 = p.time_end, mid = (t0 + t1) / 2;
+  OverlayCounter util{"temporal: utilisation", 1, "%", {{t0, 250}, {mid, 1000}, {t1, 500}}, 10};
+  OverlayCounter all{"global", -1, "", {{t0, 7}}, 1};
+  c.set_overlay({{t0, mid, 1, "slow"}, {mid, t1, -1, ""}}, {util, all});
+  REQUIRE(c.tracks().size() == rows + 2);
+  CHECK(c.markers().size() == 2);
+  CHECK(c.tracks()[0].collapsed);
+  // Rank 1's counter right after rank 1's last row; the rank-less one at the end.
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i)
+    if (c.tracks()[i].kind == TrackKind::Counter && c.tracks()[i].index == 0) at = i;
+  REQUIRE(at > 0);
+  CHECK(c.tracks()[at - 1].rank == 1);
+  CHECK(c.tracks()[at - 1].kind != TrackKind::Counter);
+  CHECK((at + 1 == c.tracks().size() || c.tracks()[at + 1].rank != 1 || c.tracks()[at + 1].kind == TrackKind::Counter));
+  CHECK(c.tracks().back().kind == TrackKind::Counter);
+  CHECK(c.tracks().back().index == 1);
+  CHECK(c.tracks()[at].label == "rank 1 temporal: utilisation");
+
+  // The counter row draws bars scaled to its own maximum (the raw integer values).
+  c.set_scroll_y(c.track_y(static_cast<std::int32_t>(at)) - kRulerHeight);
+  Frame f;
+  c.build_frame(f);
+  const auto row = std::find_if(f.tracks.begin(), f.tracks.end(), [&](const TrackDraw& d) { return d.track == static_cast<std::int32_t>(at); });
+  REQUIRE(row != f.tracks.end());
+  CHECK(row->bar_max == 1000);
+  CHECK(!row->bars.empty());
+  CHECK_FALSE(c.event_at(kLabelWidth + 10, row->y + 5).valid());  // counters are not selectable events
+
+  // A second overlay replaces the first; an empty one clears it.
+  c.set_overlay({}, {util});
+  CHECK(c.tracks().size() == rows + 1);
+  CHECK(c.markers().empty());
+  c.set_overlay({}, {});
+  CHECK(c.tracks().size() == rows);
+  CHECK(c.tracks()[0].collapsed);
+}

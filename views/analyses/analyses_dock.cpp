@@ -12,6 +12,7 @@
 #include <QTableView>
 #include <QThread>
 #include <QVBoxLayout>
+#include <cmath>
 #include <exception>
 
 #include "views/analyses/result_table_model.h"
@@ -283,9 +284,32 @@ plugins::Selection timeline_selection(timeline::TimelineWidget* timeline) {
   return s;
 }
 
+std::pair<std::vector<timeline::OverlayMarker>, std::vector<timeline::OverlayCounter>> timeline_overlay(
+    const plugins::AnalysisResult& result) {
+  std::vector<timeline::OverlayMarker> markers;
+  for (const auto& m : result.markers) markers.push_back({m.start, m.end, m.rank, m.label});
+  std::vector<timeline::OverlayCounter> counters;
+  for (const auto& c : result.counters) {
+    timeline::OverlayCounter o;
+    o.label = result.analysis + ": " + c.name;
+    o.rank = c.rank;
+    o.unit = c.unit;
+    double largest = 0;
+    for (const auto& [t, v] : c.points) largest = std::max(largest, std::abs(v));
+    o.value_scale = largest > 0 ? 1e9 / largest : 1;
+    for (const auto& [t, v] : c.points) o.points.push_back({t, static_cast<std::int64_t>(std::llround(v * o.value_scale))});
+    counters.push_back(std::move(o));
+  }
+  return {std::move(markers), std::move(counters)};
+}
+
 void connect_to_timeline(AnalysesDock* dock, timeline::TimelineWidget* timeline) {
   dock->selection_source = [timeline] { return timeline_selection(timeline); };
   QObject::connect(dock, &AnalysesDock::jumpRequested, timeline, &timeline::TimelineWidget::showRange);
+  QObject::connect(dock, &AnalysesDock::finished, timeline, [dock, timeline] {
+    auto [markers, counters] = dock->result().ok ? timeline_overlay(dock->result()) : decltype(timeline_overlay(dock->result())){};
+    timeline->set_overlay(std::move(markers), std::move(counters));
+  });
 }
 
 }  // namespace ss::analyses

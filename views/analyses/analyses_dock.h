@@ -17,6 +17,7 @@
 #include "plugins/host/analysis_result.h"
 #include "plugins/host/plugin_host.h"
 #include "storage/profile_model.h"
+#include "views/timeline/timeline_controller.h"
 
 class QLabel;
 class QListWidget;
@@ -93,7 +94,13 @@ class AnalysesDock : public QWidget {
 // ranks); the whole profile when nothing is selected.
 plugins::Selection timeline_selection(timeline::TimelineWidget* timeline);
 
-// Wires the dock to the timeline: Run uses its range selection, a finding's jump moves it.
+// A result's markers and counter tracks as the timeline's overlay (counter values scaled so the
+// largest magnitude keeps nine significant digits as an integer).
+std::pair<std::vector<timeline::OverlayMarker>, std::vector<timeline::OverlayCounter>> timeline_overlay(
+    const plugins::AnalysisResult& result);
+
+// Wires the dock to the timeline: Run uses its range selection, a finding's jump moves it, and a
+// finished run's markers and counter tracks are drawn on it (a failed run clears them).
 void connect_to_timeline(AnalysesDock* dock, timeline::TimelineWidget* timeline);
 
 }  // namespace ss::analyses

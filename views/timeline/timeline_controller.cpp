@@ -18,23 +18,53 @@ TimeNs max_duration_of(const std::vector<StepRow>& steps) {
 }  // namespace
 
 TimelineController::TimelineController(const Profile& profile) : profile_(profile), tracks_(build_tracks(profile)) {
-  counter_max_.assign(tracks_.size(), 0);
-  counter_index_.resize(tracks_.size());
-  span_index_.resize(tracks_.size());
-  for (std::size_t i = 0; i < tracks_.size(); ++i) {
-    const Track& t = tracks_[i];
-    if (!t.ends_sorted) continue;
-    if (t.kind == TrackKind::Stream) span_index_[i] = build_span_index(profile_.stream_tracks[static_cast<std::size_t>(t.index)].events);
-    if (t.kind == TrackKind::Ranges) span_index_[i] = build_span_index(profile_.range_tracks[static_cast<std::size_t>(t.index)].events);
-  }
-  for (std::size_t i = 0; i < tracks_.size(); ++i)
-    if (tracks_[i].kind == TrackKind::Memory) {
-      const auto& points = profile_.ranks[static_cast<std::size_t>(tracks_[i].index)].memory;
-      for (const auto& c : points) counter_max_[i] = std::max(counter_max_[i], c.value);
-      counter_index_[i] = build_counter_index(points);
-    }
+  index_tracks();
   set_size(width_, height_);
   fit_all();
+}
+
+void TimelineController::index_tracks() {
+  counter_max_.assign(tracks_.size(), 0);
+  counter_index_.assign(tracks_.size(), {});
+  span_index_.assign(tracks_.size(), {});
+  for (std::size_t i = 0; i < tracks_.size(); ++i) {
+    const Track& t = tracks_[i];
+    if (t.ends_sorted && t.kind == TrackKind::Stream)
+      span_index_[i] = build_span_index(profile_.stream_tracks[static_cast<std::size_t>(t.index)].events);
+    if (t.ends_sorted && t.kind == TrackKind::Ranges)
+      span_index_[i] = build_span_index(profile_.range_tracks[static_cast<std::size_t>(t.index)].events);
+    const std::vector<CounterPoint>* points = nullptr;
+    if (t.kind == TrackKind::Memory) points = &profile_.ranks[static_cast<std::size_t>(t.index)].memory;
+    if (t.kind == TrackKind::Counter) points = &overlay_counters_[static_cast<std::size_t>(t.index)].points;
+    if (!points) continue;
+    for (const auto& c : *points) counter_max_[i] = std::max(counter_max_[i], c.value);
+    counter_index_[i] = build_counter_index(*points);
+  }
+}
+
+void TimelineController::set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters) {
+  markers_ = std::move(markers);
+  overlay_counters_ = std::move(counters);
+  for (auto& c : overlay_counters_)  // build_counter_bars needs time order
+    std::stable_sort(c.points.begin(), c.points.end(), [](const CounterPoint& a, const CounterPoint& b) { return a.time < b.time; });
+  std::erase_if(tracks_, [](const Track& t) { return t.kind == TrackKind::Counter; });
+  for (std::size_t ci = 0; ci < overlay_counters_.size(); ++ci) {
+    const OverlayCounter& c = overlay_counters_[ci];
+    // After the last row of the counter's rank (the end for -1 or a rank without rows).
+    auto at = tracks_.end();
+    if (c.rank >= 0) {
+      auto last = std::find_if(tracks_.rbegin(), tracks_.rend(), [&](const Track& t) { return t.rank == c.rank; });
+      if (last != tracks_.rend()) at = last.base();
+    }
+    Track t;
+    t.kind = TrackKind::Counter;
+    t.rank = c.rank >= 0 ? c.rank : (tracks_.empty() ? 0 : tracks_.back().rank);
+    t.index = static_cast<std::int32_t>(ci);
+    t.label = (c.rank >= 0 ? "rank " + std::to_string(c.rank) + " " : std::string()) + c.label;
+    tracks_.insert(at, std::move(t));
+  }
+  index_tracks();
+  clamp_scroll();
 }
 
 std::size_t TimelineController::memory_bytes() const {
@@ -110,6 +140,10 @@ void TimelineController::build_track(const Track& t, TrackDraw& d) const {
       if (!t.collapsed) {
         build_counter_bars(profile_.ranks[static_cast<std::size_t>(t.index)].memory, viewport_, d.bars, &counter_index_[ti]);
       }
+      break;
+    case TrackKind::Counter:
+      if (!t.collapsed)
+        build_counter_bars(overlay_counters_[static_cast<std::size_t>(t.index)].points, viewport_, d.bars, &counter_index_[ti]);
       break;
   }
 }

@@ -43,6 +43,22 @@ struct Frame {
 
 enum class MouseButton { Left, Right, Middle };
 
+// What an analysis adds on top of the profile (the Analyses dock sets it from a plugin's result):
+// time ranges marked on one rank's rows (or every rank's), and extra counter tracks.
+struct OverlayMarker {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  int rank = -1;  // -1: every rank
+  std::string label;
+};
+struct OverlayCounter {
+  std::string label;  // shown as the track's name
+  int rank = -1;      // drawn after that rank's tracks; -1: after all ranks
+  std::string unit;
+  std::vector<CounterPoint> points;  // value = round(v * value_scale), sorted by time
+  double value_scale = 1;            // so that fractional values keep their precision as integers
+};
+
 class TimelineController {
  public:
   explicit TimelineController(const Profile& profile);
@@ -90,6 +106,12 @@ class TimelineController {
   std::optional<std::pair<TimeNs, TimeNs>> range_selection() const { return range_; }
   const std::vector<EventRef>& peers() const { return peers_; }
 
+  // Analysis overlay: replaces the previous one (markers and counter tracks); empty clears it.
+  // The counter tracks are inserted after their rank's rows; other rows keep their state.
+  void set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters);
+  const std::vector<OverlayMarker>& markers() const { return markers_; }
+  const std::vector<OverlayCounter>& overlay_counters() const { return overlay_counters_; }
+
   // Find (Ctrl+F in the widget).
   void set_find_query(const std::string& query);
   const std::string& find_query() const { return find_query_; }
@@ -112,12 +134,15 @@ class TimelineController {
   void reveal(const EventInfo& e);
   void clamp_scroll();
   void finish_box(float x, float y);
+  void index_tracks();  // counter maxima and indexes, span indexes: per track, after tracks_ changes
 
   const Profile& profile_;
   std::vector<Track> tracks_;
   std::vector<std::int64_t> counter_max_;  // per track (memory tracks)
   std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
   std::vector<std::vector<TimeNs>> span_index_;  // per track with sorted ends (build_span_index)
+  std::vector<OverlayMarker> markers_;
+  std::vector<OverlayCounter> overlay_counters_;
   Viewport viewport_;
   float width_ = 1200, height_ = 800;
   float scroll_y_ = 0;

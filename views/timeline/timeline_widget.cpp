@@ -176,6 +176,12 @@ void TimelineWidget::set_view(double start_ns, double ns_per_px) {
   request_frames();
 }
 
+void TimelineWidget::set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters) {
+  if (!controller_) return;
+  controller_->set_overlay(std::move(markers), std::move(counters));
+  request_frames();
+}
+
 void TimelineWidget::set_time_origin(std::optional<TimeNs> origin) {
   time_origin_ = origin;
   request_frames();
@@ -364,7 +370,7 @@ void TimelineWidget::draw_timeline() {
     if (t.rank != last_rank) dl->AddLine(ImVec2(0, y0), ImVec2(W, y0), th.rank_line);
     last_rank = t.rank;
     const ImVec4 clip(kLabelWidth, y0, W, y1);
-    if (t.kind == TrackKind::Memory) {
+    if (t.kind == TrackKind::Memory || t.kind == TrackKind::Counter) {
       const double scale = d.bar_max > 0 ? (d.height - 4) / static_cast<double>(d.bar_max) : 0;
       const float counter_end = static_cast<float>(c.x_of(static_cast<double>(p.time_end)));
       for (const CounterBar& b : d.bars) {
@@ -375,8 +381,16 @@ void TimelineWidget::draw_timeline() {
         dl->AddRectFilled(ImVec2(x, y1 - 2), ImVec2(x + 1, bottom), IM_COL32(60, 120, 170, 255));
         dl->AddRectFilled(ImVec2(x, bottom), ImVec2(x + 1, std::min(top, bottom - 1)), IM_COL32(120, 190, 240, 255));
       }
-      const std::string peak = "max " + format_bytes(static_cast<double>(d.bar_max));
-      if (!t.collapsed) dl->AddText(ImVec2(W - 110, y0 + 2), th.ruler_text, peak.c_str());
+      std::string peak;
+      if (t.kind == TrackKind::Memory) {
+        peak = "max " + format_bytes(static_cast<double>(d.bar_max));
+      } else {
+        const OverlayCounter& oc = c.overlay_counters()[static_cast<std::size_t>(t.index)];
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "max %.4g %s", static_cast<double>(d.bar_max) / oc.value_scale, oc.unit.c_str());
+        peak = buf;
+      }
+      if (!t.collapsed) dl->AddText(ImVec2(W - 150, y0 + 2), th.ruler_text, peak.c_str());
     } else {
       for (const SpanItem& s : d.spans) {
         const float x0 = kLabelWidth + s.x0, x1 = kLabelWidth + std::max(s.x1, s.x0 + 1.0f);
@@ -421,6 +435,8 @@ void TimelineWidget::draw_timeline() {
       dl->AddText(font, fs, ImVec2(4, y0 + 3), th.label_text, label.c_str(), nullptr, 0, &label_clip);
     }
   }
+
+  draw_markers(frame_);
 
   // Range selection band and the live box.
   auto band = [&](double ta, double tb, ImU32 fill) {
@@ -473,6 +489,39 @@ void TimelineWidget::draw_tooltip() {
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(describe(*profile_, h).toUtf8().constData());
   ImGui::EndTooltip();
+}
+
+// An analysis's markers: a translucent band over the rows of the marker's rank (every rank's
+// rows for -1) with its label at the top, so a finding stays visible while the user looks around.
+void TimelineWidget::draw_markers(const Frame& frame) {
+  const TimelineController& c = *controller_;
+  if (c.markers().empty()) return;
+  ImDrawList* dl = ImGui::GetBackgroundDrawList();
+  const float W = static_cast<float>(width());
+  const float line = ImGui::GetFontSize() + 1;
+  std::vector<std::pair<float, float>> labels;  // (y, x where the label ends) drawn so far
+  for (const OverlayMarker& m : c.markers()) {
+    const float xa = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(static_cast<double>(m.start))));
+    const float xb = static_cast<float>(std::min<double>(W, c.x_of(static_cast<double>(std::max(m.end, m.start)))));
+    if (xb < kLabelWidth || xa > W) continue;
+    float top = -1, bottom = -1;
+    for (const TrackDraw& d : frame.tracks) {
+      if (m.rank >= 0 && c.tracks()[static_cast<std::size_t>(d.track)].rank != m.rank) continue;
+      top = top < 0 ? d.y : std::min(top, d.y);
+      bottom = std::max(bottom, d.y + d.height);
+    }
+    if (top < 0) continue;  // the rank's rows are scrolled out of view
+    const float right = std::max(xb, xa + 2.0f);
+    dl->AddRectFilled(ImVec2(xa, top), ImVec2(right, bottom), IM_COL32(255, 140, 60, 45));
+    dl->AddRect(ImVec2(xa, top), ImVec2(right, bottom), IM_COL32(255, 140, 60, 200));
+    if (m.label.empty()) continue;
+    // Overlapping markers: each label goes one line lower until it clears the labels before it.
+    float y = top + 1;
+    const float w = ImGui::CalcTextSize(m.label.c_str()).x;
+    while (std::any_of(labels.begin(), labels.end(), [&](const auto& l) { return l.first == y && l.second > xa; })) y += line;
+    labels.emplace_back(y, xa + 3 + w);
+    dl->AddText(ImVec2(xa + 3, y), IM_COL32(255, 190, 120, 255), m.label.c_str());
+  }
 }
 
 void TimelineWidget::draw_find_bar() {

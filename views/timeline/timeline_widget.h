@@ -35,6 +35,8 @@ class TimelineWidget : public QOpenGLWidget {
   // The visible window (start and scale), set without emitting viewportChanged: linked
   // timelines (the Compare view) mirror each other through this.
   void set_view(double start_ns, double ns_per_px);
+  // An analysis's markers and counter tracks drawn over the profile (TimelineController::set_overlay).
+  void set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters);
   // Ruler labels count from this time (default: the profile's first event), so that two
   // timelines aligned at a step both read 0 at its start.
   void set_time_origin(std::optional<TimeNs> origin);
@@ -63,6 +65,7 @@ class TimelineWidget : public QOpenGLWidget {
  private:
   void draw_timeline();
   void draw_find_bar();
+  void draw_markers(const Frame& frame);
   void draw_tooltip();
   void request_frames(int n = 3);
 

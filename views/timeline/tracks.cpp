@@ -6,7 +6,7 @@ namespace ss::timeline {
 
 float Track::height() const {
   if (collapsed) return kCollapsedHeight;
-  return kind == TrackKind::Memory ? kCounterHeight : kRowHeight;
+  return kind == TrackKind::Memory || kind == TrackKind::Counter ? kCounterHeight : kRowHeight;
 }
 
 namespace {

@@ -11,12 +11,14 @@
 
 namespace ss::timeline {
 
-enum class TrackKind : std::uint8_t { Steps, Ranges, Stream, Memory };
+// Counter: an analysis plugin's counter track (TimelineController::set_overlay), not in the file.
+enum class TrackKind : std::uint8_t { Steps, Ranges, Stream, Memory, Counter };
 
 struct Track {
   TrackKind kind = TrackKind::Stream;
   int rank = 0;
-  std::int32_t index = -1;  // Profile::stream_tracks / range_tracks index; rank index for steps/memory
+  std::int32_t index = -1;  // Profile::stream_tracks / range_tracks index; rank index for steps/memory;
+                            // the overlay counter's index for Counter
   std::string label;
   bool collapsed = false;
   bool pinned = false;
