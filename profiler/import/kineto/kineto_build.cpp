@@ -8,6 +8,7 @@
 
 #include "profiler/common/nccl_names.h"
 #include "profiler/import/common/innermost_range.h"
+#include "profiler/import/common/stream_kind.h"
 #include "storage/range_nesting.h"
 
 namespace ss::import::kineto {
@@ -485,19 +486,17 @@ class Builder {
   void write_kernels() {
     // Stream kinds need every op on the stream: classify first, then write.
     std::vector<NcclKernelInfo> nccl(gpu_ops_.size());
-    std::map<std::pair<std::int64_t, std::int64_t>, int> has;  // bit 1 nccl, 2 kernel, 4 copy
+    std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::int64_t, std::int64_t>> use;  // kernels, NCCL kernels
     for (std::size_t j = 0; j < gpu_ops_.size(); ++j) {
       const RawEvent& e = t_.events[gpu_ops_[j]];
-      int& bits = has[{e.device, e.stream}];
+      auto& [kernels, nccl_kernels] = use[{e.device, e.stream}];
       if (e.cat == Cat::Kernel) {
         nccl[j] = classify_nccl_kernel(e.name);
-        bits |= nccl[j].is_nccl ? 1 : 2;
-      } else {
-        bits |= 4;
+        ++kernels;
+        if (nccl[j].is_nccl) ++nccl_kernels;
       }
     }
-    for (const auto& [key, bits] : has)
-      stream_id(key.first, key.second, (bits & 1) ? StreamKind::Nccl : (bits & 2) ? StreamKind::Compute : StreamKind::Copy);
+    for (const auto& [key, u] : use) stream_id(key.first, key.second, stream_kind_of(u.first, u.second));
 
     std::vector<PendingCollective> colls;
     for (std::size_t j = 0; j < gpu_ops_.size(); ++j) {

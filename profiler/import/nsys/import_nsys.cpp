@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "profiler/common/nccl_names.h"
+#include "profiler/import/common/stream_kind.h"
 #include "profiler/import/import.h"
 #include "profiler/import/nsys/nccl_payload.h"
 #include "profiler/import/nsys/nsys_db.h"
@@ -369,9 +370,7 @@ class Importer {
       si.rank = key.rank;
       si.device = static_cast<int>(key.device);
       si.native_id = key.stream;
-      // Any NCCL kernel makes an NCCL stream (as the Kineto importer decides). PyTorch may run
-      // NCCL on the compute stream, as in the 2-GPU sample, whose one stream then counts as NCCL.
-      si.kind = use.nccl > 0 ? StreamKind::Nccl : use.kernels > 0 ? StreamKind::Compute : StreamKind::Copy;
+      si.kind = stream_kind_of(use.kernels, use.nccl);  // the 2-GPU sample's one stream: compute
       si.name = "stream " + std::to_string(key.stream);
       use.id = w_.add_stream(si);
     }

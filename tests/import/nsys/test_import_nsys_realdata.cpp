@@ -47,7 +47,8 @@ TEST_CASE("realdata nsys: mfu_2gpu_before.sqlite", "[import][nsys][realdata]") {
   // sqlite3 F "SELECT (globalPid>>24)&16777215, deviceId, streamId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1,2,3"
   //   -> 144|0|7|1993, 145|1|15|2017: one stream per rank, which runs the SendRecv kernels too
   CHECK(query_int(p, "SELECT count(*) FROM streams") == 2);
-  CHECK(query_int(p, "SELECT native_id FROM streams WHERE rank = 1 AND kind = 2") == 15);
+  // 33 of its 2,017 kernels are NCCL: a compute stream that also runs the SendRecv (stream_kind.h)
+  CHECK(query_int(p, "SELECT native_id FROM streams WHERE rank = 1 AND kind = 1") == 15);
   // sqlite3 F "SELECT (globalPid>>24)&16777215, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1"
   //   -> 144|510|4023067272, 145|510|4023067272
   CHECK(query_int(p, "SELECT count(*) FROM kernels WHERE rank = 0 AND category = 2") == 510);
