@@ -45,7 +45,9 @@ class UnshardPanel : public QWidget {
   // The main window's profile: loaded at once when the panel is visible, else when it is shown
   // (re-reading the file for the simulator is not free on large profiles).
   void set_profile_path(const QString& path);
-  UnshardSession* session() { return session_.get(); }
+  // The session of the profile last set; nullptr while that profile waits to be loaded (the
+  // session still held is the previous profile's and must not be used for this one).
+  UnshardSession* session() { return pending_path_.isEmpty() ? session_.get() : nullptr; }
   UnshardUnitModel* model() { return model_.get(); }
   QTreeView* tree() { return tree_; }
   // The timeline of the current prediction, and the simulated profile it shows.
