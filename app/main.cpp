@@ -9,7 +9,7 @@
 
 #ifdef SHARDSCOPE_HAVE_GUI
 namespace ss::gui {
-int run_gui(int argc, char** argv, const std::string& file);
+int run_gui(int argc, char** argv, int first_arg);
 }
 #endif
 
@@ -47,9 +47,8 @@ int main(int argc, char** argv) {
   for (const auto& c : ss::cli::commands())
     if (args[0] == c.name) return ss::cli::run_command(c, {args.begin() + 1, args.end()});
 #ifdef SHARDSCOPE_HAVE_GUI
-  if (args[0] == "gui") return ss::gui::run_gui(argc, argv, args.size() > 1 ? args[1] : std::string());
-  if (args[0].find('.') != std::string::npos || args[0].find('/') != std::string::npos)
-    return ss::gui::run_gui(argc, argv, args[0]);
+  if (args[0] == "gui") return ss::gui::run_gui(argc, argv, 2);
+  if (args[0].find('.') != std::string::npos || args[0].find('/') != std::string::npos) return ss::gui::run_gui(argc, argv, 1);
 #else
   if (args[0] == "gui" || args[0].find('.') != std::string::npos) {
     std::cerr << "shardscope: this build has no desktop app (configured with -DSHARDSCOPE_GUI=OFF);"

@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <QTreeView>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -98,18 +99,56 @@ bool save(const QImage& image, const QString& path) {
 
 }  // namespace
 
-int run_gui(int argc, char** argv, const std::string& file) {
+namespace {
+constexpr const char* kGuiUsage =
+    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame]\n"
+    "       shardscope FILE [options]\n\n"
+    "Opens the desktop app, on FILE when given.\n\n"
+    "Options:\n"
+    "  --compare B         compare FILE with profile B in the Compare view\n"
+    "  --light             start with the light palette\n"
+    "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit\n"
+    "  --time-first-frame  print the time from opening FILE to its first drawn frame and exit\n"
+    "  -h, --help          this text\n\n"
+    "Needs a display (DISPLAY or WAYLAND_DISPLAY; xvfb-run works; QT_QPA_PLATFORM picks another\n"
+    "Qt platform). Without one, use the command line: shardscope info FILE, analyze, simulate ...\n";
+}  // namespace
+
+int run_gui(int argc, char** argv, int first_arg) {
   QString screenshot_dir;
   bool time_first_frame = false;
   bool light = false;  // --light: start with the light palette
   QString compare_path;  // --compare B: open the Compare view on the profile vs B
-  for (int i = 1; i < argc; ++i) {
-    if (i + 1 < argc && std::strcmp(argv[i], "--screenshot") == 0) screenshot_dir = QString::fromLocal8Bit(argv[i + 1]);
-    if (std::strcmp(argv[i], "--time-first-frame") == 0) time_first_frame = true;
-    if (std::strcmp(argv[i], "--light") == 0) light = true;
-    if (i + 1 < argc && std::strcmp(argv[i], "--compare") == 0) compare_path = QString::fromLocal8Bit(argv[i + 1]);
+  std::string file;
+  for (int i = first_arg; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "-h" || a == "--help") {
+      std::cout << kGuiUsage;
+      return 0;
+    } else if (a == "--screenshot" && has_value) {
+      screenshot_dir = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--compare" && has_value) {
+      compare_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--time-first-frame") {
+      time_first_frame = true;
+    } else if (a == "--light") {
+      light = true;
+    } else if (a.rfind("-", 0) == 0 || !file.empty()) {
+      std::cerr << "shardscope gui: unexpected argument '" << a << "'\n\n" << kGuiUsage;
+      return 1;
+    } else {
+      file = a;
+    }
   }
-  QApplication app(argc, argv);
+  // Qt aborts the process when it finds no display; say what to do instead.
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM")) {
+    std::cerr << "shardscope gui: no display (DISPLAY and WAYLAND_DISPLAY are not set). Run it in a desktop "
+                 "session or under xvfb-run, or use the command line (shardscope info FILE, analyze, simulate).\n";
+    return 1;
+  }
+  int qt_argc = 1;  // our options are not Qt's
+  QApplication app(qt_argc, argv);
   QApplication::setOrganizationName("ShardScope");
   QApplication::setApplicationName(screenshot_dir.isEmpty() ? "shardscope" : "shardscope-screenshot");
   MainWindow window;

@@ -1,15 +1,12 @@
 // Entry point of the desktop app.
 #pragma once
 
-#include <string>
-
 namespace ss::gui {
 
-// Runs the Qt event loop; opens `file` when not empty. Options after the file (for scripted
-// screenshots): --screenshot DIR writes main-window.png, timeline.png and memory.png there and
-// exits; --time-first-frame prints the milliseconds from opening `file` to the first timeline
-// frame drawn with it, and exits;
-// --light starts with the light palette.
-int run_gui(int argc, char** argv, const std::string& file);
+// Runs the Qt event loop. argv[first_arg..] are the app's arguments: an optional profile to open
+// and options (`shardscope gui --help` lists them: --compare B, --light, and for scripted
+// screenshots and timing --screenshot DIR, --time-first-frame). Returns the exit code; 1 for a
+// usage error or when there is no display to open a window on.
+int run_gui(int argc, char** argv, int first_arg);
 
 }  // namespace ss::gui

@@ -17,9 +17,9 @@ std::string shell_quote(const std::string& s) {
 }
 }  // namespace
 
-CliResult run_cli(const std::vector<std::string>& args) {
+CliResult run_cli(const std::vector<std::string>& args, const std::string& env) {
   TempDir dir;
-  std::string cmd = shell_quote(SHARDSCOPE_EXE);
+  std::string cmd = (env.empty() ? std::string() : env + " ") + shell_quote(SHARDSCOPE_EXE);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(dir.file("out")) + " 2>" + shell_quote(dir.file("err")) + " </dev/null";
   int status = std::system(cmd.c_str());

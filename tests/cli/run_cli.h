@@ -12,6 +12,7 @@ struct CliResult {
   std::string err;
 };
 
-CliResult run_cli(const std::vector<std::string>& args);
+// `env` is put before the command as given, e.g. "env -u DISPLAY".
+CliResult run_cli(const std::vector<std::string>& args, const std::string& env = "");
 
 }  // namespace ss::test

@@ -47,6 +47,27 @@ TEST_CASE("help and usage errors", "[cli]") {
   CHECK(r.exit_code == 1);
 }
 
+TEST_CASE("gui: --help and bad arguments without a display; no display is a clear error", "[cli]") {
+  const std::string no_display = "env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM";
+#ifdef SS_TEST_HAVE_GUI
+  auto r = run_cli({"gui", "--help"}, no_display);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Usage: shardscope gui") && Contains("--compare B"));
+  r = run_cli({"gui", "x.ssdb", "--bogus"}, no_display);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("unexpected argument '--bogus'"));
+  r = run_cli({"x.ssdb", "--compare"}, no_display);  // the option's value is missing
+  CHECK(r.exit_code == 1);
+  r = run_cli({"gui", "x.ssdb"}, no_display);  // Qt would abort; we explain instead
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("no display") && Contains("xvfb-run"));
+#else
+  auto r = run_cli({"gui"}, no_display);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("no desktop app"));
+#endif
+}
+
 TEST_CASE("bad input exits 2 with the reader's message", "[cli]") {
   test::TempDir dir;
   test::write_file(dir.file("t.json"), "{}");
