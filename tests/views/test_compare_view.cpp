@@ -11,6 +11,7 @@
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTest>
 #include <QWheelEvent>
 #include <cmath>
 
@@ -282,4 +283,39 @@ TEST_CASE("compare view: a module only B has moves B there and A follows on the 
   CHECK(shows_time(view.timeline_b(), *it->first_b));
   CHECK(view.link_offset() == offset);  // still the step alignment
   check_linked(view);
+}
+
+TEST_CASE("compare view: B read in the background gives the same comparison; a new A drops it", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.set_profile(runs.pa, runs.qa());
+  QSignalSpy changed(&view, &CompareView::comparisonChanged);
+  QSignalSpy failed(&view, &CompareView::compareFailed);
+  view.compare_with_in_background(runs.qb());
+  CHECK(view.reading());
+  view.compare_with_in_background(runs.qb());  // a second request while reading is refused
+  CHECK(failed.count() == 1);
+  REQUIRE(changed.wait(30000));
+  CHECK_FALSE(view.reading());
+  const compare::Comparison c = compare::compare_profiles(*runs.pa, load_profile(runs.b), compare::Alignment{});
+  REQUIRE(view.model()->rowCount() == static_cast<int>(c.modules.size()));
+  for (std::size_t i = 0; i < c.modules.size(); ++i) CHECK(view.model()->rows()[i].time.b == c.modules[i].time.b);
+
+  // A file that is not a profile: compareFailed with the reader's message, the comparison kept.
+  test::write_file(runs.dir.file("bad.ssdb"), "not a database");
+  view.compare_with_in_background(QString::fromStdString(runs.dir.file("bad.ssdb")));
+  REQUIRE(failed.wait(30000));
+  CHECK(failed.count() == 2);
+  CHECK_FALSE(failed.last().at(0).toString().isEmpty());
+  CHECK(view.model()->rowCount() == static_cast<int>(c.modules.size()));
+
+  // Another A opened while B is read: the late result is not applied to it.
+  view.compare_with_in_background(runs.qb());
+  view.set_profile(runs.pa, runs.qa());
+  for (int i = 0; i < 300 && view.reading(); ++i) QTest::qWait(10);
+  CHECK_FALSE(view.reading());
+  QApplication::processEvents();
+  CHECK(view.model()->rowCount() == 0);
+  CHECK_FALSE(view.comparison().has_value());
 }

@@ -11,6 +11,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
+#include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -140,8 +141,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   connect(choose_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Compare with profile"), QFileInfo(path_a_).absolutePath(),
                                                       QStringLiteral("ShardScope profiles (*.ssdb *.sqlite *.db);;All files (*)"));
-    if (!path.isEmpty() && !compare_with(path)) headline_->setText(QStringLiteral("Cannot compare: ") + error_);
+    if (!path.isEmpty()) compare_with_in_background(path);
   });
+  connect(this, &CompareView::compareFailed, this, [this](const QString& message) { headline_->setText(QStringLiteral("Cannot compare: ") + message); });
   connect(save_, &QPushButton::clicked, this, &CompareView::saveRequested);
   // A rank change offers that rank's steps; any box change re-aligns.
   for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_})
@@ -159,6 +161,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 }
 
 void CompareView::set_profile(std::shared_ptr<const Profile> a, const QString& path_a) {
+  ++generation_;
   a_ = std::move(a);
   path_a_ = path_a;
   b_.reset();
@@ -169,7 +172,7 @@ void CompareView::set_profile(std::shared_ptr<const Profile> a, const QString& p
   timeline_b_->set_profile(nullptr);
   caption_a_->setText(QStringLiteral("A: %1").arg(QFileInfo(path_a_).fileName()));
   caption_b_->setText(QStringLiteral("B: choose a profile to compare with"));
-  choose_->setEnabled(a_ != nullptr);
+  choose_->setEnabled(a_ != nullptr && !reading_);
   save_->setEnabled(false);
   for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_}) box->clear();
   headline_->setText(QStringLiteral("A = %1; choose B to compare with").arg(QFileInfo(path_a_).fileName()));
@@ -180,6 +183,7 @@ bool CompareView::compare_with(const QString& path_b, const compare::Alignment& 
     error_ = QStringLiteral("no profile open");
     return false;
   }
+  ++generation_;  // the latest request wins over a background read still running
   std::shared_ptr<const Profile> b;
   QApplication::setOverrideCursor(Qt::WaitCursor);
   try {
@@ -191,6 +195,42 @@ bool CompareView::compare_with(const QString& path_b, const compare::Alignment& 
   }
   QApplication::restoreOverrideCursor();
   return run(b, path_b, alignment);
+}
+
+void CompareView::compare_with_in_background(const QString& path_b, const compare::Alignment& alignment) {
+  if (!a_ || reading_) {
+    error_ = a_ ? QStringLiteral("still reading the previous profile B") : QStringLiteral("no profile open");
+    emit compareFailed(error_);
+    return;
+  }
+  reading_ = true;
+  choose_->setEnabled(false);
+  headline_->setText(QStringLiteral("Reading %1 …").arg(QFileInfo(path_b).fileName()));
+  struct Outcome {
+    std::shared_ptr<const Profile> profile;
+    QString error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  QThread* worker = QThread::create([outcome, file = path_b.toStdString()] {
+    try {
+      outcome->profile = std::make_shared<const Profile>(load_profile(file));
+    } catch (const std::exception& e) {  // ProfileError, or out of memory on a huge file
+      outcome->error = QString::fromStdString(e.what());
+    }
+  });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);  // also if this view is gone
+  connect(worker, &QThread::finished, this, [this, outcome, path_b, alignment, generation = generation_] {
+    reading_ = false;
+    choose_->setEnabled(a_ != nullptr);
+    if (generation != generation_) return;  // another A was opened meanwhile
+    if (!outcome->profile) {
+      error_ = outcome->error;
+      emit compareFailed(error_);
+      return;
+    }
+    if (!run(outcome->profile, path_b, alignment)) emit compareFailed(error_);
+  });
+  worker->start();
 }
 
 bool CompareView::set_alignment(const compare::Alignment& alignment) {

@@ -35,6 +35,10 @@ class CompareView : public QWidget {
   // Loads B and compares at `alignment`; false (and last_error()) when B cannot be read or the
   // alignment names a rank or step a side lacks. On failure the previous comparison stays.
   bool compare_with(const QString& path_b, const compare::Alignment& alignment = {});
+  // The same with B read on a worker thread (what "Compare with…" does: a large B does not freeze
+  // the window). Ends with comparisonChanged or compareFailed; a new A set meanwhile drops it.
+  void compare_with_in_background(const QString& path_b, const compare::Alignment& alignment = {});
+  bool reading() const { return reading_; }
   // Re-aligns the current A and B (the rank and step boxes do this).
   bool set_alignment(const compare::Alignment& alignment);
 
@@ -65,6 +69,7 @@ class CompareView : public QWidget {
  signals:
   void comparisonChanged();
   void saveRequested();  // "Save comparison…": the main window stores it in the Comparisons dock
+  void compareFailed(QString message);
 
  private:
   bool run(const std::shared_ptr<const Profile>& b, const QString& path_b, const compare::Alignment& alignment);
@@ -79,7 +84,9 @@ class CompareView : public QWidget {
   std::optional<compare::Comparison> comparison_;
   TimeNs offset_ = 0;
   bool mirroring_ = false;
-  bool fit_on_show_ = false;  // compared while hidden: the timelines had no width to fit to
+  bool fit_on_show_ = false;
+  bool reading_ = false;
+  int generation_ = 0;  // bumped by set_profile: a background read for an older A is dropped  // compared while hidden: the timelines had no width to fit to
   CompareTableModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
