@@ -95,15 +95,20 @@ ProfileInput extract_profile(const Profile& p) {
   for (std::size_t i = 0; i < nm; ++i) {
     if (!p.modules[i].is_fsdp_unit) continue;
     const auto& m = p.modules[i];
-    // Own parameters: the unit's bytes minus nested units', or the sum over its direct non-unit
-    // children when the unit row itself carries no bytes (a root often does not).
+    // Own parameters: the unit's minus nested units', or the sum over its direct non-unit children
+    // when the unit row itself carries none (a root often does not). Counted in parameters when
+    // the profile has counts: the bytes are those of the stored tensors (fp32 master weights under
+    // mixed precision), not of the bf16 copies that are gathered. Otherwise bytes / param dtype.
+    bool counted = false;
+    for (std::int32_t c : m.children) counted |= p.modules[static_cast<std::size_t>(c)].param_count > 0;
+    counted |= m.param_count > 0;
+    const auto params_of = [&](const ModuleNode& x) { return counted ? x.param_count : x.param_bytes / sm.param_dtype_bytes; };
     std::int64_t nested = 0, children = 0;
     for (std::int32_t c : m.children) {
       const auto& cm = p.modules[static_cast<std::size_t>(c)];
-      if (cm.is_fsdp_unit) nested += cm.param_bytes;
-      else children += cm.param_bytes;
+      (cm.is_fsdp_unit ? nested : children) += params_of(cm);
     }
-    std::int64_t own = std::max(m.param_bytes - nested, children);
+    const std::int64_t own = std::max(params_of(m) - nested, children);
     // The root unit is the model itself; top-level units under a non-unit model are not roots.
     const bool root = m.parent < 0;
     // Greedy planning tries a unit's non-unit parent (layers.3 for layers.3.attention) as a whole.
@@ -111,7 +116,7 @@ ProfileInput extract_profile(const Profile& p) {
     if (!root && !p.modules[static_cast<std::size_t>(m.parent)].is_fsdp_unit && p.modules[static_cast<std::size_t>(m.parent)].parent >= 0)
       group = p.modules[static_cast<std::size_t>(m.parent)].fqn;
     unit_index[static_cast<int>(i)] = static_cast<int>(sm.units.size());
-    sm.units.push_back({m.fqn, group, m.class_name, own / sm.param_dtype_bytes, root});
+    sm.units.push_back({m.fqn, group, m.class_name, own, root});
   }
   if (sm.units.empty()) unusable(p, "no module is marked as an FSDP unit (modules.is_fsdp_unit)");
 

@@ -11,6 +11,7 @@
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
+#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 
 using namespace ss;
@@ -32,6 +33,24 @@ TimeNs compute_in(const Profile& p, TimeNs a, TimeNs b) {
 }
 
 }  // namespace
+
+TEST_CASE("unit sizes come from parameter counts, not from the stored tensors' bytes", "[sim][profile]") {
+  // Under mixed precision the recorded bytes are the fp32 master weights' (4 B per parameter)
+  // while the all-gathers move bf16; counting bytes / 2 would double every unit.
+  ss::test::TempDir dir;
+  SyntheticSpec spec;
+  spec.layers = 2;
+  write_synthetic_profile(dir.file("in.ssdb"), spec);
+  const ProfileInput bf16 = extract_profile(load_profile(dir.file("in.ssdb")));
+  {
+    sql::Db db(dir.file("in.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE modules SET param_bytes = 4 * param_count");
+  }
+  const ProfileInput fp32 = extract_profile(load_profile(dir.file("in.ssdb")));
+  REQUIRE(fp32.model.units.size() == bf16.model.units.size());
+  for (std::size_t u = 0; u < fp32.model.units.size(); ++u) CHECK(fp32.model.units[u].param_count == bf16.model.units[u].param_count);
+  CHECK(fp32.model.units[static_cast<std::size_t>(fp32.model.find_unit("layers.1"))].param_count == 218'112'000);
+}
 
 TEST_CASE("a synthetic profile becomes units, compute segments and collectives", "[sim][profile]") {
   ss::test::TempDir dir;
