@@ -125,6 +125,17 @@ def fsdp2():
     return None
 
 
+def write_tracker_peak(tracker, path, step):
+    """FSDPMemTracker's peak snapshot of this rank's device, bytes per category (its own names)."""
+    peak = tracker.get_tracker_snapshot("peak")
+    out = {"step": step, "devices": {}}
+    for dev, cats in peak.items():
+        out["devices"][str(dev)] = {getattr(k, "value", str(k)): int(v) for k, v in cats.items()}
+    if path:
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -144,6 +155,9 @@ def main():
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
     ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
+    ap.add_argument("--mem-tracker-step", type=int, default=-1,
+                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only) and write its peak to --mem-tracker-out")
+    ap.add_argument("--mem-tracker-out", default="", help="JSON file for --mem-tracker-step (one per rank: {rank} is replaced)")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
     ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
     args = ap.parse_args()
@@ -193,6 +207,13 @@ def main():
             prof.__enter__()
         t0 = time.perf_counter()
         tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
+        tracker = None
+        if step == args.mem_tracker_step and fs is not None:
+            from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+            tracker = FSDPMemTracker(model, opt)
+            tracker.track_inputs((tokens,))
+            tracker.__enter__()
         logits = model(tokens[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
         loss.backward()
@@ -204,6 +225,9 @@ def main():
                     dist.all_reduce(p.grad)
                     p.grad /= world
         opt.step()
+        if tracker is not None:  # the peak of forward, backward and the optimizer step
+            tracker.__exit__(None, None, None)
+            write_tracker_peak(tracker, args.mem_tracker_out.replace("{rank}", str(rank)), step)
         opt.zero_grad(set_to_none=True)
         if device == "cuda":
             torch.cuda.synchronize()

@@ -10,8 +10,8 @@ packages=(
   libsqlite3-dev sqlite3 zlib1g-dev libsimdjson-dev catch2 libbenchmark-dev
   # desktop app: Qt 6 Widgets + OpenGL + Charts, Dear ImGui 1.86, software GL and Xvfb for headless runs
   qt6-base-dev libqt6opengl6-dev libqt6charts6-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri xvfb xauth
-  # the Python package's tests (module hooks on CPU)
-  python3 python3-torch
+  # Python for the project-local .venv (scripts/python-env.sh installs torch from PyPI into it)
+  python3 python3-venv python3-pip
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "storage/profile_summary.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "storage/profile_reader.h"
@@ -9,6 +11,37 @@ namespace {
 std::int64_t scalar(sql::Db& db, const char* q) {
   sql::Stmt s(db.get(), q);
   return s.step() ? s.col_int(0) : 0;
+}
+
+// Sweeps each rank's memory events in time order (frees first at equal times) for its peak and
+// the live bytes per category at that instant.
+std::vector<MemoryPeak> memory_peaks(sql::Db& db) {
+  std::vector<MemoryPeak> out;
+  sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes, category FROM memory_events ORDER BY rank, time_ns, bytes");
+  int rank = INT32_MIN;
+  std::int64_t level = 0;
+  std::int64_t live[kMemoryCategoryCount] = {};
+  while (s.step()) {
+    const int r = static_cast<int>(s.col_int(0));
+    if (r != rank) {
+      rank = r;
+      level = 0;
+      std::fill(std::begin(live), std::end(live), 0);
+      out.push_back({});
+      out.back().rank = r;
+    }
+    const std::int64_t bytes = s.col_int(2);
+    const std::int64_t c = s.col_int(3);
+    level += bytes;
+    if (c >= 0 && c < kMemoryCategoryCount) live[c] += bytes;
+    MemoryPeak& p = out.back();
+    if (level > p.peak_bytes) {
+      p.peak_bytes = level;
+      p.time = s.col_int(1);
+      std::copy(std::begin(live), std::end(live), std::begin(p.by_category));
+    }
+  }
+  return out;
 }
 }  // namespace
 
@@ -97,6 +130,41 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
         if (c < 0 || c >= kKernelCategoryCount) continue;
         r.time_by_category.push_back({static_cast<KernelCategory>(c), s.col_int(1), s.col_int(2)});
       }
+    }
+    {
+      sql::Stmt s(db.get(),
+                  "SELECT c.type, coalesce(nullif(g.description, ''), g.name, ''), c.bytes, count(*), count(DISTINCT c.rank),"
+                  " coalesce(max(CASE WHEN st.value LIKE 'gloo:%' THEN st.value END), '')"
+                  " FROM collectives c LEFT JOIN process_groups g ON g.id = c.process_group_id"
+                  " LEFT JOIN kernels k ON k.id = c.kernel_id LEFT JOIN strings st ON st.id = k.name_id"
+                  " GROUP BY 1, 2, 3 ORDER BY 1, 3 DESC");
+      while (s.step()) {
+        const auto t = s.col_int(0);
+        CollectiveTotal c;
+        c.type = (t >= 0 && t < kCollectiveTypeCount) ? static_cast<CollectiveType>(t) : CollectiveType::Unknown;
+        c.group = s.col_text(1);
+        c.bytes = s.col_int_or(2, 0);
+        c.count = s.col_int(3);
+        c.ranks = s.col_int(4);
+        c.ran_as = s.col_text(5);
+        // Only worth saying when the lane's name is another collective (gloo's reduce-scatter).
+        if (!c.ran_as.empty() && collective_type_from_string(c.ran_as.substr(5)) == c.type) c.ran_as.clear();
+        r.collective_totals.push_back(std::move(c));
+      }
+    }
+    r.memory_peaks = memory_peaks(db);
+    r.fsdp_units = scalar(db, "SELECT count(*) FROM modules WHERE is_fsdp_unit = 1");
+    {
+      // Parameters the units hold: the outermost units' counts (a unit's count includes nested units).
+      std::vector<std::pair<std::string, std::int64_t>> units;
+      sql::Stmt s(db.get(), "SELECT fqn, param_count FROM modules WHERE is_fsdp_unit = 1");
+      while (s.step()) units.emplace_back(s.col_text(0), s.col_int_or(1, 0));
+      auto inside = [](const std::string& inner, const std::string& outer) {
+        return inner != outer && (outer.empty() || inner.rfind(outer + ".", 0) == 0);
+      };
+      for (const auto& [fqn, n] : units)
+        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(fqn, u.first); }))
+          r.fsdp_unit_params += n;
     }
     {
       sql::Stmt s(db.get(), "SELECT reason, sum(count) FROM skipped_events GROUP BY reason ORDER BY 2 DESC");

@@ -26,6 +26,24 @@ struct SkippedCount {
   std::int64_t count = 0;
 };
 
+// Collectives of one kind and size: FSDP's all-gathers of one unit share (type, group, bytes).
+struct CollectiveTotal {
+  CollectiveType type = CollectiveType::Unknown;
+  std::string group;        // process group description or name
+  std::int64_t bytes = 0;   // per collective, this rank's full buffer
+  std::int64_t count = 0;   // over all ranks
+  std::int64_t ranks = 0;   // ranks that ran it
+  std::string ran_as;       // what the lane called it when that differs (gloo's "gloo:all_reduce")
+};
+
+// One rank's memory peak (allocated bytes, from the memory events) and what was live then.
+struct MemoryPeak {
+  int rank = 0;
+  std::int64_t peak_bytes = 0;
+  TimeNs time = 0;
+  std::int64_t by_category[kMemoryCategoryCount] = {};
+};
+
 struct ProfileSummary {
   std::string path;
   int schema_version = 0;
@@ -44,6 +62,10 @@ struct ProfileSummary {
   std::vector<KernelTotal> top_kernels;  // by total time, at most 10
   std::vector<CategoryTotal> time_by_category;
   std::vector<SkippedCount> skipped;
+  std::vector<CollectiveTotal> collective_totals;  // by (type, group, bytes)
+  std::vector<MemoryPeak> memory_peaks;            // one per rank with memory events
+  std::int64_t fsdp_units = 0;
+  std::int64_t fsdp_unit_params = 0;  // parameters held by the units (modules.param_count)
 };
 
 ProfileSummary summarize_profile(const std::string& path, int top_n = 10);

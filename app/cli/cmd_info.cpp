@@ -1,4 +1,5 @@
 // shardscope info FILE [--format text|json]
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -40,9 +41,12 @@ void print_text(const ProfileSummary& s) {
   o << "Steps        " << s.steps << "\n";
   o << "Events       kernels " << s.kernels << ", collectives " << s.collectives << ", ranges " << s.ranges
     << ", modules " << s.modules << ", memory events " << s.memory_events << ", streams " << s.streams << "\n";
+  if (s.fsdp_units > 0)
+    o << "FSDP units   " << s.fsdp_units << " holding " << s.fsdp_unit_params << " parameters\n";
   const std::int64_t total = category_total(s);
+  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return r.gpu_name == "CPU"; });
   if (!s.time_by_category.empty()) {
-    o << "\nGPU time by category\n";
+    o << (cpu_only ? "\nDevice (CPU) time by category\n" : "\nGPU time by category\n");
     for (const auto& c : s.time_by_category) {
       char line[160];
       std::snprintf(line, sizeof line, "  %-11s %10lld events  %14s  %5.1f%%\n", std::string(to_string(c.category)).c_str(),
@@ -62,6 +66,30 @@ void print_text(const ProfileSummary& s) {
                     name.c_str());
       o << line;
     }
+  }
+  if (!s.collective_totals.empty()) {
+    const std::int64_t steps = std::max<std::int64_t>(s.steps, 1);
+    o << "\nCollectives by type and size" << (s.steps > 0 ? " (per rank per step: count / rank / steps)" : "") << "\n";
+    o << "  type              group           bytes each     count   per rank-step\n";
+    for (const auto& c : s.collective_totals) {
+      char line[256];
+      const double per = c.ranks > 0 ? double(c.count) / double(c.ranks) / double(steps) : 0.0;
+      std::snprintf(line, sizeof line, "  %-16s  %-14s %12lld  %8lld  %10.2f", std::string(to_string(c.type)).c_str(),
+                    c.group.substr(0, 14).c_str(), static_cast<long long>(c.bytes), static_cast<long long>(c.count), per);
+      o << line;
+      if (!c.ran_as.empty()) o << "   (ran as " << c.ran_as << ")";
+      o << "\n";
+    }
+    if (std::any_of(s.collective_totals.begin(), s.collective_totals.end(), [](const CollectiveTotal& c) { return !c.ran_as.empty(); }))
+      o << "  gloo runs FSDP2's reduce-scatter as an all-reduce: its time is an all-reduce's of the full buffer\n";
+  }
+  for (const auto& m : s.memory_peaks) {
+    if (&m == &s.memory_peaks.front()) o << "\nMemory peak per rank, and what was live at the peak\n";
+    o << "  rank " << m.rank << ": " << format_bytes(m.peak_bytes) << " at " << format_duration_ns(m.time - s.time_begin)
+      << "\n   ";
+    for (int c = 0; c < kMemoryCategoryCount; ++c)
+      if (m.by_category[c] != 0) o << " " << to_string(static_cast<MemoryCategory>(c)) << " " << format_bytes(m.by_category[c]);
+    o << "\n";
   }
   if (!s.skipped.empty()) {
     o << "\nSkipped or dropped events\n";
@@ -118,6 +146,26 @@ void print_json(const ProfileSummary& s) {
   j.key("top_kernels").begin_array();
   for (const auto& k : s.top_kernels)
     j.begin_object().kv("name", k.name).kv("count", k.count).kv("total_ns", k.total_ns).end_object();
+  j.end_array();
+  j.kv("fsdp_units", s.fsdp_units).kv("fsdp_unit_params", s.fsdp_unit_params);
+  j.key("collective_totals").begin_array();
+  for (const auto& c : s.collective_totals)
+    j.begin_object()
+        .kv("type", std::string(to_string(c.type)))
+        .kv("group", c.group)
+        .kv("bytes", c.bytes)
+        .kv("count", c.count)
+        .kv("ranks", c.ranks)
+        .kv("ran_as", c.ran_as)
+        .end_object();
+  j.end_array();
+  j.key("memory_peaks").begin_array();
+  for (const auto& m : s.memory_peaks) {
+    j.begin_object().kv("rank", m.rank).kv("peak_bytes", m.peak_bytes).kv("time_ns", m.time);
+    j.key("by_category").begin_object();
+    for (int c = 0; c < kMemoryCategoryCount; ++c) j.kv(std::string(to_string(static_cast<MemoryCategory>(c))), m.by_category[c]);
+    j.end_object().end_object();
+  }
   j.end_array();
   std::int64_t skipped_total = 0;
   for (const auto& k : s.skipped) skipped_total += k.count;

@@ -11,6 +11,7 @@
 #include "profiler/collector/launcher/child_process.h"
 #include "profiler/collector/launcher/locate.h"
 #include "profiler/collector/launcher/record_env.h"
+#include "profiler/import/import.h"
 #include "storage/errors.h"
 
 namespace ss::cli {
@@ -34,6 +35,29 @@ void clear_parts_dir(const fs::path& dir) {
   if (ec) throw ProfileError(ProfileErrorKind::Io, dir.string() + ": cannot create the per-rank folder: " + ec.message());
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (collector::parse_rank_file_stem(e.path().filename().string())) fs::remove(e.path(), ec);
+}
+
+// CPU ranks (no CUDA, so no CUPTI collector) leave a torch.profiler trace, <stem>.kineto.json
+// (profiler/python/shardscope/_cpu_trace.py). Each becomes that rank's file, <stem>.ssdb, through
+// the Kineto importer: operators, gloo collectives, steps and memory by category; the merge then
+// adds the sidecar's module facts. A trace that cannot be read (a rank killed while writing it)
+// leaves the rank to its sidecar, with a warning.
+void rank_files_from_cpu_traces(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    constexpr std::string_view kTrace = collector::kCpuTraceSuffix;
+    if (!name.ends_with(kTrace) || !collector::parse_rank_file_stem(name)) continue;
+    const fs::path rank_file = dir / (name.substr(0, name.size() - kTrace.size()) + std::string(collector::kRankFileSuffix));
+    if (fs::exists(rank_file)) continue;  // the CUPTI collector recorded this rank
+    try {
+      import::ImportOptions options;
+      options.show_progress = false;
+      import::import_files({e.path().string()}, rank_file.string(), options);
+    } catch (const std::exception& err) {
+      std::cerr << "[shardscope] warning: " << err.what() << "; using that rank's module ranges only\n";
+    }
+  }
 }
 
 }  // namespace
@@ -94,6 +118,7 @@ int cmd_record(const std::vector<std::string>& args) {
     collector::MergeOptions mo;
     mo.output = output.string();
     mo.command = join_command(cmd);
+    rank_files_from_cpu_traces(parts);
     auto inputs = collector::find_rank_inputs(parts.string());
     auto result = collector::merge_rank_files(inputs, mo);
     for (const auto& w : result.warnings) std::cerr << "[shardscope] " << w << "\n";

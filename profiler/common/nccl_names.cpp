@@ -22,6 +22,9 @@ bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 
 CollectiveType collective_type_from_label(std::string_view label) {
   std::string s = lower(label);
   if (s.rfind("nccl:", 0) == 0) s.erase(0, 5);
+  if (s.rfind("gloo:", 0) == 0) s.erase(0, 5);    // gloo's worker-thread annotations (CPU traces)
+  if (s.rfind("c10d::", 0) == 0) s.erase(0, 6);   // the op that issues it: "c10d::_allgather_base_"
+  while (!s.empty() && s.back() == '_') s.pop_back();
   if (s.rfind("nccl", 0) == 0) s.erase(0, 4);
   // Drop PyTorch's variant suffixes, then underscores: "_reduce_scatter_base" -> "reducescatter".
   for (std::string_view suffix : {"_into_tensor_coalesced", "_tensor_coalesced", "_into_tensor", "_coalesced",

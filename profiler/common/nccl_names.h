@@ -30,7 +30,8 @@ NcclKernelInfo classify_nccl_kernel(std::string_view kernel_name);
 
 // Maps any collective label to a type: PyTorch's "Collective name" arg ("_allgather_base",
 // "reduce_scatter_tensor_coalesced", "allreduce"), profiling titles ("nccl:all_reduce"), NCCL
-// API / NVTX names ("ncclAllGather") and our own labels ("all_gather").
+// API / NVTX names ("ncclAllGather"), gloo's annotations ("gloo:all_gather"), c10d ops
+// ("c10d::_reduce_scatter_base_") and our own labels ("all_gather").
 CollectiveType collective_type_from_label(std::string_view label);
 
 // Bytes per element for a dtype label ("float", "Float", "bf16", "BFloat16", "c10::Half",

@@ -5,7 +5,7 @@ LIB=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-out=$(/usr/bin/python3 "$HERE/injection_probe.py" "$LIB" "$T" 2>&1)
+out=$(python3 "$HERE/injection_probe.py" "$LIB" "$T" 2>&1)
 rc=$?
 echo "$out"
 [ "$rc" -eq 0 ] || { echo "FAIL: the probe process exited $rc"; exit 1; }

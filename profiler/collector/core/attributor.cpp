@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "profiler/collector/core/module_range_name.h"
+#include "profiler/common/module_range_name.h"
 #include "profiler/common/nccl_names.h"
 
 namespace ss::collector {

@@ -210,9 +210,16 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
   origin.kind = OriginKind::Measured;
   origin.tool = "shardscope record";
   origin.tool_version = "0.1.0";
-  // "python-hooks" when no rank had the CUPTI collector (CPU jobs, builds without CUPTI).
-  const bool any_cupti = std::any_of(sources.begin(), sources.end(), [](const RankSource& x) { return !x.in.rank_file.empty(); });
-  origin.source_format = any_cupti ? "cupti" : "python-hooks";
+  // "cupti" when a rank had the CUPTI collector; "torch-profiler-cpu" when CPU ranks' torch.profiler
+  // traces were imported (`record` on a machine without a GPU); "python-hooks" for sidecars alone.
+  std::set<std::string> formats;
+  for (const auto& s : sources) {
+    if (s.in.rank_file.empty()) continue;
+    sql::Db db = open_profile_readonly(s.file);
+    sql::Stmt st(db.get(), "SELECT source_format FROM origin LIMIT 1");
+    formats.insert(st.step() ? st.col_text(0) : std::string("cupti"));
+  }
+  origin.source_format = formats.empty() ? "python-hooks" : formats.count("kineto-json") && formats.size() == 1 ? "torch-profiler-cpu" : "cupti";
   origin.source_files = options.command;
   ProfileWriter out(options.output, origin);
   out.set_time_origin(global_origin);

@@ -48,7 +48,7 @@ std::string rank_file_stem(const RankIdentity& id) {
 }
 
 std::optional<RankIdentity> parse_rank_file_stem(std::string_view name) {
-  for (auto suffix : {kRankFileSuffix, kSidecarSuffix})
+  for (auto suffix : {kRankFileSuffix, kSidecarSuffix, kCpuTraceSuffix})
     if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
       name.remove_suffix(suffix.size());
       break;

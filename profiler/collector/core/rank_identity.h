@@ -32,6 +32,7 @@ RankIdentity rank_identity_from_env(const EnvLookup& env, std::int64_t pid);
 std::string rank_file_stem(const RankIdentity& id);
 inline constexpr std::string_view kRankFileSuffix = ".ssdb";         // written by the collector
 inline constexpr std::string_view kSidecarSuffix = ".modules.tsv";    // written by the Python package
+inline constexpr std::string_view kCpuTraceSuffix = ".kineto.json";   // torch.profiler trace of a CPU rank
 
 // Parses a stem (or a file name with either suffix); nullopt when it is not one of ours.
 std::optional<RankIdentity> parse_rank_file_stem(std::string_view name);

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "profiler/common/memory_categories.h"
+#include "profiler/common/module_range_name.h"
 #include "profiler/common/nccl_names.h"
 #include "profiler/import/common/innermost_range.h"
 #include "profiler/import/common/stream_kind.h"
+#include "profiler/import/common/unrecorded_frees.h"
 #include "storage/range_nesting.h"
 
 namespace ss::import::kineto {
@@ -67,6 +71,7 @@ struct CpuRange {
   RangePhase phase = RangePhase::None;
   RowId module = kNoRow;
   bool module_scope = false;  // counts for attribution (module, FSDP-with-fqn, synthesized)
+  std::optional<MemContext> mem_context;  // what allocations made inside it are (memory_categories.h)
 };
 
 struct PendingCollective {
@@ -91,8 +96,12 @@ class Builder {
     merge_backward_spans();
     write_rank();
     build_modules();
+    build_steps();
     build_indexes();
-    write_kernels();
+    if (cpu_device())
+      write_cpu_device();
+    else
+      write_kernels();
     write_cpu_ranges();
     write_gpu_ranges();
     write_memory();
@@ -152,11 +161,23 @@ class Builder {
           cpu_.push_back(i);
           break;
         case Cat::UserAnnotation:
+          if (starts_with(e.name, "ss:mem:")) {  // the hooks' tensor facts: not ranges
+            if (e.ts != kAbsent)
+              if (auto f = parse_tensor_fact(e.name, rel(e, e.ts))) facts_.push_back(*f);
+            break;
+          }
+          if (starts_with(e.name, "gloo:")) gloo_tids_.insert(e.tid);
+          cpu_.push_back(i);
+          break;
         case Cat::PythonFunction: cpu_.push_back(i); break;
         default: break;
       }
     }
   }
+
+  // No GPU activity at all: the trace is of a CPU run (torch.profiler with CPU activities, gloo),
+  // and the CPU is the device. Its training thread's operators become the compute lane.
+  bool cpu_device() const { return gpu_ops_.empty() && !cpu_.empty(); }
 
   void write_rank() {
     RankInfo r;
@@ -174,6 +195,7 @@ class Builder {
     const std::int64_t dev = most(device_use);
     const std::int64_t pid = most(pid_use);
     if (pid != kAbsent) r.pid = pid;
+    if (cpu_device()) r.gpu_name = "CPU";  // no GPU in the trace: the CPU is the device
     if (dev != kAbsent && dev >= 0 && dev < (1 << 20)) {
       r.device_index = static_cast<int>(dev);
       for (const auto& d : t_.devices) {
@@ -262,6 +284,8 @@ class Builder {
         module_events[e.tid].push_back(i);
       else if (starts_with(e.name, kFsdpPrefix))
         fsdp_events[e.tid].push_back(i);
+      else if (auto hook = collector::parse_module_range_name(e.name); hook && e.cat == Cat::UserAnnotation)
+        add_hook_range(e, *hook);
       else
         add_plain_cpu_range(e);
     }
@@ -286,6 +310,7 @@ class Builder {
         r.kind = RangeKind::Module;
         // Module forward calls seen on the autograd thread are activation-checkpoint recomputes.
         r.phase = in_backward(tid, e.ts) ? RangePhase::Recompute : RangePhase::Forward;
+        if (r.phase == RangePhase::Recompute) r.mem_context = MemContext::Recompute;
         r.module = ensure_module(fqn[k], class_of_label(label), false, false, e);
         r.module_scope = true;
         ranges_.push_back(r);
@@ -306,6 +331,7 @@ class Builder {
         r.end = end_of(e);
         r.name = w_.intern(e.name);
         r.kind = RangeKind::Fsdp;
+        r.mem_context = memory_context_of_range(e.name);
         const bool bwd_name = f.action.find("backward") != std::string_view::npos;
         const bool fwd_name = f.action.find("forward") != std::string_view::npos;
         const bool backward_now = in_backward(tid, e.ts);
@@ -343,12 +369,41 @@ class Builder {
     }
   }
 
+  // A range of ShardScope's own Python hooks (shardscope.annotate / `record` on CPU, through
+  // torch.profiler.record_function): "ss:fwd:layers.3" is a module range with its phase,
+  // "ss:opt:<n>" the optimizer step that closes iteration n.
+  void add_hook_range(const RawEvent& e, const collector::ModuleRangeName& hook) {
+    CpuRange r;
+    r.tid = e.tid;
+    r.start = start_of(e);
+    r.end = end_of(e);
+    r.phase = hook.phase;
+    if (hook.optimizer) {
+      r.name = w_.intern("optimizer.step");
+      r.kind = RangeKind::Annotation;
+      r.mem_context = MemContext::Optimizer;
+      hook_steps_.push_back({hook.step, r.start, r.end});
+    } else {
+      r.name = w_.intern(collector::module_range_display_name(hook.fqn));
+      r.kind = RangeKind::Module;
+      r.module = ensure_module(hook.fqn, "", false, true, e);
+      r.module_scope = true;
+      r.mem_context = hook.phase == RangePhase::Backward    ? MemContext::Backward
+                      : hook.phase == RangePhase::Recompute ? MemContext::Recompute
+                                                            : MemContext::Forward;
+      if (!first_module_start_ || r.start < *first_module_start_) first_module_start_ = r.start;
+      if (hook.phase == RangePhase::Backward) backward_starts_.push_back(r.start);
+    }
+    ranges_.push_back(r);
+  }
+
   void add_plain_cpu_range(const RawEvent& e) {
     CpuRange r;
     r.tid = e.tid;
     r.start = start_of(e);
     r.end = end_of(e);
     r.name = w_.intern(e.name);
+    r.mem_context = memory_context_of_range(e.name);
     if (e.cat == Cat::CpuOp)
       r.kind = RangeKind::CpuOp;
     else if (starts_with(e.name, "nccl:"))
@@ -360,6 +415,8 @@ class Builder {
     else if (in_backward(e.tid, e.ts))
       r.phase = RangePhase::Backward;
     if (starts_with(e.name, "ProfilerStep#")) add_step(e, r);
+    if (starts_with(e.name, "autograd::engine::evaluate_function")) backward_starts_.push_back(r.start);
+    if (starts_with(e.name, "Optimizer.step")) optimizer_starts_.push_back(r.start);
     if (e.cat == Cat::UserAnnotation && starts_with(e.name, "nccl:")) nccl_annotations_.push_back(&e);
     ranges_.push_back(r);
   }
@@ -370,7 +427,43 @@ class Builder {
     auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
     if (ec != std::errc() || p != num.data() + num.size()) return;
     if (!steps_seen_.emplace(n).second) return;  // cpu_op and user_annotation copies of one step
-    w_.add_step({rank_, n, r.start, r.end});
+    steps_.push_back({rank_, n, r.start, r.end});
+  }
+
+  // Steps: the profiler's ProfilerStep#<n> ranges, else the hooks' optimizer ranges (iteration n
+  // runs from the end of optimizer step n-1, or the first module range, to the end of step n; the
+  // collector's rule). Each step's forward / backward / optimizer boundaries feed the memory
+  // categories.
+  void build_steps() {
+    if (steps_.empty() && !hook_steps_.empty()) {
+      std::sort(hook_steps_.begin(), hook_steps_.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+      std::optional<TimeNs> prev_end;
+      std::set<std::int64_t> seen;
+      for (const auto& h : hook_steps_) {
+        if (!seen.insert(h.number).second) continue;
+        const TimeNs start = prev_end ? *prev_end : first_module_start_ ? std::min(*first_module_start_, h.start) : h.start;
+        steps_.push_back({rank_, h.number, start, h.end});
+        prev_end = h.end;
+      }
+    }
+    std::sort(steps_.begin(), steps_.end(), [](const StepRow& a, const StepRow& b) { return a.start < b.start; });
+    std::sort(backward_starts_.begin(), backward_starts_.end());
+    std::sort(optimizer_starts_.begin(), optimizer_starts_.end());
+    for (const auto& h : hook_steps_) optimizer_starts_.push_back(h.start);
+    std::sort(optimizer_starts_.begin(), optimizer_starts_.end());
+    auto first_in = [](const std::vector<TimeNs>& v, TimeNs a, TimeNs b) {
+      auto it = std::lower_bound(v.begin(), v.end(), a);
+      return it != v.end() && *it < b ? *it : b;
+    };
+    for (const auto& st : steps_) {
+      w_.add_step(st);
+      StepPhases p;
+      p.start = st.start;
+      p.end = st.end;
+      p.optimizer = first_in(optimizer_starts_, st.start, st.end);
+      p.backward = std::min(p.optimizer, first_in(backward_starts_, st.start, st.end));
+      step_phases_.push_back(p);
+    }
   }
 
   void build_indexes() {
@@ -387,6 +480,14 @@ class Builder {
       vals.push_back(static_cast<std::int64_t>(e - t_.events.data()));
     }
     for (auto& [tid, p] : mod) module_index_.emplace(tid, InnermostRangeIndex(p.first, p.second));
+    std::map<std::int64_t, std::pair<std::vector<std::pair<TimeNs, TimeNs>>, std::vector<std::int64_t>>> mem;
+    for (const auto& r : ranges_) {
+      if (!r.mem_context) continue;
+      auto& [iv, vals] = mem[r.tid];
+      iv.emplace_back(r.start, r.end);
+      vals.push_back(static_cast<std::int64_t>(*r.mem_context));
+    }
+    for (auto& [tid, p] : mem) mem_context_index_.emplace(tid, InnermostRangeIndex(p.first, p.second));
     for (auto& [tid, p] : nccl) nccl_index_.emplace(tid, InnermostRangeIndex(p.first, p.second));
   }
 
@@ -615,7 +716,15 @@ class Builder {
     }
   }
 
+  // Memory events of the device (c10::DeviceType 1, CUDA; 0, the CPU, when the CPU is the device),
+  // each with its category (memory_categories.h) and module. What was allocated before the trace
+  // began (the first event's "Total Allocated" less its own bytes) becomes one allocation at the
+  // trace's first memory event, so the counter and the peak start from the real level.
   void write_memory() {
+    const std::int64_t device_type = cpu_device() ? 0 : 1;
+    std::vector<MemoryEventRow> rows;
+    std::vector<AllocatorEvent> alloc;  // the same events, for the unrecorded-free repair
+    std::vector<MemContext> contexts;
     for (std::size_t i : memory_) {
       const RawEvent& e = t_.events[i];
       if (e.mem < 0) {
@@ -623,9 +732,8 @@ class Builder {
         continue;
       }
       const MemArgs& m = t_.mems[static_cast<std::size_t>(e.mem)];
-      // c10::DeviceType: 0 CPU, 1 CUDA. Host allocations are not GPU memory.
-      if (m.device_type != kAbsent && m.device_type != 1) {
-        ctx_.skip(rank_, "[memory] event for a non-CUDA device");
+      if (m.device_type != kAbsent && m.device_type != device_type) {
+        ctx_.skip(rank_, cpu_device() ? "[memory] event for a GPU in a CPU-only trace" : "[memory] event for a non-CUDA device");
         continue;
       }
       MemoryEventRow r;
@@ -634,8 +742,205 @@ class Builder {
       r.address = m.addr;
       r.bytes = m.bytes;
       r.module = module_at(e.tid, r.time);
-      w_.add_memory_event(r);
+      // gloo's worker threads allocate their own staging buffers: tagged with the comm lane, so a
+      // view can tell them from the training thread's tensors (PyTorch's memory trackers see only those).
+      if (cpu_device() && gloo_tids_.count(e.tid)) r.stream = cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
+      alloc.push_back({r.time, r.address, r.bytes, m.total_allocated == kAbsent ? -1 : m.total_allocated, false, rows.size()});
+      contexts.push_back(mem_context_at(e.tid, r.time));
+      rows.push_back(r);
     }
+    std::stable_sort(alloc.begin(), alloc.end(), [](const AllocatorEvent& a, const AllocatorEvent& b) { return a.time < b.time; });
+    // What was allocated before the trace began (the first event's "Total Allocated" less its own
+    // bytes) becomes one allocation at the first memory event, so the counter starts at the real level.
+    std::int64_t before = 0;
+    if (!alloc.empty() && alloc.front().total_allocated >= 0) {
+      const Wide b = static_cast<Wide>(alloc.front().total_allocated) - alloc.front().bytes;
+      if (b > 0 && b < static_cast<Wide>(INT64_MAX / 4)) before = static_cast<std::int64_t>(b);
+    }
+    alloc = add_unrecorded_frees(std::move(alloc), before);
+
+    std::vector<MemoryEventRow> out;
+    std::vector<MemoryEventIn> ins;
+    if (before > 0) {
+      MemoryEventRow r;
+      r.rank = rank_;
+      r.time = alloc.front().time;
+      r.address = 0;  // no tensor: the level the trace started from
+      r.bytes = before;
+      out.push_back(r);
+      ins.push_back({r.time, r.address, r.bytes, MemContext::None});
+    }
+    std::int64_t repaired = 0;
+    for (const AllocatorEvent& a : alloc) {
+      MemoryEventRow r = rows[a.source];
+      MemContext c = contexts[a.source];
+      if (a.synthetic) {
+        r.time = a.time;
+        r.bytes = a.bytes;
+        c = MemContext::None;
+        ++repaired;
+      }
+      out.push_back(r);
+      ins.push_back({r.time, r.address, r.bytes, c});
+    }
+    if (repaired) ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired);
+    const std::vector<MemoryCategory> cats = classify_memory(ins, step_phases_, facts_);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      out[k].category = cats[k];
+      w_.add_memory_event(out[k]);
+    }
+  }
+
+  MemContext mem_context_at(std::int64_t tid, TimeNs t) const {
+    auto it = mem_context_index_.find(tid);
+    if (it == mem_context_index_.end()) return MemContext::None;
+    return static_cast<MemContext>(it->second.at(t, static_cast<std::int64_t>(MemContext::None)));
+  }
+
+  // The CPU as the device. Compute lane: the outermost operators of each thread that runs them
+  // (the busiest is the training thread: kind compute). Communication lanes: gloo's worker
+  // threads, whose `gloo:*` annotations are the collectives as they ran; their type and size come
+  // from the `c10d::*` op that issued them on the training thread, matched in issue order per
+  // family (gloo runs FSDP2's reduce-scatter as an all-reduce: the issuing op says reduce-scatter,
+  // the lane's event keeps gloo's own name).
+  void write_cpu_device() {
+    std::map<std::int64_t, std::vector<std::size_t>> ops_by_tid;
+    std::vector<std::size_t> gloo_events, issued;
+    for (std::size_t i : cpu_) {
+      const RawEvent& e = t_.events[i];
+      if (e.ts == kAbsent || e.dur == kAbsent) continue;
+      if (gloo_tids_.count(e.tid)) {
+        if (e.cat == Cat::UserAnnotation && starts_with(e.name, "gloo:")) gloo_events.push_back(i);
+        continue;
+      }
+      if (e.cat != Cat::CpuOp) continue;
+      ops_by_tid[e.tid].push_back(i);
+      if (starts_with(e.name, "c10d::") && collective_type_from_label(e.name) != CollectiveType::Unknown) issued.push_back(i);
+    }
+    std::int64_t busiest = kAbsent;
+    Wide busiest_ns = -1;
+    std::map<std::int64_t, std::vector<std::size_t>> outer_by_tid;
+    for (auto& [tid, idx] : ops_by_tid) {
+      std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        const RawEvent &x = t_.events[a], &y = t_.events[b];
+        return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+      });
+      Wide busy = 0;
+      TimeNs open_end = INT64_MIN;
+      for (std::size_t i : idx) {
+        const RawEvent& e = t_.events[i];
+        if (e.ts < open_end) continue;  // nested in the open outermost op
+        open_end = e.ts + e.dur;
+        busy += e.dur;
+        outer_by_tid[tid].push_back(i);
+      }
+      if (busy > busiest_ns) busiest = tid, busiest_ns = busy;
+    }
+    for (const auto& [tid, idx] : outer_by_tid) {
+      const RowId s = cpu_stream(tid, tid == busiest ? StreamKind::Compute : StreamKind::Unknown, "CPU thread ");
+      for (std::size_t i : idx) {
+        const RawEvent& e = t_.events[i];
+        KernelRow k;
+        k.rank = rank_;
+        k.stream = s;
+        k.start = start_of(e);
+        k.end = end_of(e);
+        k.name = w_.intern(e.name);
+        k.category = KernelCategory::Compute;
+        k.module = module_at(tid, k.start);
+        w_.add_kernel(k);
+      }
+    }
+    write_gloo_collectives(gloo_events, issued);
+  }
+
+  // Collectives of the same family pair up in order: gloo executes one PG's work in issue order.
+  static int collective_family(CollectiveType t) {
+    switch (t) {
+      case CollectiveType::AllGather: return 1;
+      case CollectiveType::AllReduce:
+      case CollectiveType::ReduceScatter: return 2;  // gloo: reduce-scatter runs as an all-reduce
+      default: return 3 + static_cast<int>(t);
+    }
+  }
+
+  void write_gloo_collectives(std::vector<std::size_t>& ran, std::vector<std::size_t>& issued) {
+    auto by_time = [&](std::size_t a, std::size_t b) { return t_.events[a].ts < t_.events[b].ts; };
+    std::sort(ran.begin(), ran.end(), by_time);
+    std::sort(issued.begin(), issued.end(), by_time);
+    std::map<int, std::vector<std::size_t>> issued_by_family;
+    for (std::size_t i : issued) issued_by_family[collective_family(collective_type_from_label(t_.events[i].name))].push_back(i);
+    std::map<int, std::size_t> next_issued;
+    const ProcessGroupConfig* only_group = t_.process_groups.size() == 1 ? &t_.process_groups.front() : nullptr;
+    RowId group = kNoRow;
+    if (only_group) {
+      CommArgs c;
+      c.pg_name = only_group->name;
+      c.pg_ranks = only_group->ranks;
+      group = process_group(c);
+    }
+    const int group_size = only_group ? static_cast<int>(std::clamp<std::int64_t>(only_group->size, 0, 1 << 24))
+                                      : (t_.world_size > 0 ? t_.world_size : 0);
+    std::map<RowId, std::int64_t> sequence;
+    for (std::size_t i : ran) {
+      const RawEvent& e = t_.events[i];
+      const CollectiveType ran_type = collective_type_from_label(e.name);
+      const int family = collective_family(ran_type);
+      const RawEvent* issuer = nullptr;
+      if (auto it = issued_by_family.find(family); it != issued_by_family.end()) {
+        std::size_t& n = next_issued[family];
+        if (n < it->second.size()) issuer = &t_.events[it->second[n++]];
+      }
+      KernelRow k;
+      k.rank = rank_;
+      k.stream = cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
+      k.start = start_of(e);
+      k.end = end_of(e);
+      k.name = w_.intern(e.name);
+      k.category = KernelCategory::Collective;
+      k.module = issuer ? module_at(issuer->tid, start_of(*issuer)) : kNoRow;
+      const RowId kid = w_.add_kernel(k);
+
+      CollectiveRow c;
+      c.rank = rank_;
+      c.kernel = kid;
+      c.type = issuer ? collective_type_from_label(issuer->name) : ran_type;
+      const CommArgs* ia = issuer && issuer->comm >= 0 ? &t_.comms[static_cast<std::size_t>(issuer->comm)] : nullptr;
+      const CommArgs* ra = e.comm >= 0 ? &t_.comms[static_cast<std::size_t>(e.comm)] : nullptr;
+      std::string_view dtype = ia && !ia->input_type.empty() ? ia->input_type : ra ? ra->input_type : std::string_view{};
+      const int esize = dtype_size_bytes(dtype);
+      // c10d ops list (output, input): the gathered output of an all-gather, the full input of a
+      // reduce-scatter, the buffer of an all-reduce.
+      std::int64_t numel = kAbsent;
+      if (ia) numel = c.type == CollectiveType::ReduceScatter ? ia->input_numel2 : ia->input_numel;
+      if (numel == kAbsent && ra && ra->input_numel != kAbsent)
+        numel = c.type == CollectiveType::AllGather && group_size > 0 ? ra->input_numel * group_size : ra->input_numel;
+      if (numel != kAbsent && numel >= 0 && esize > 0 && numel < INT64_MAX / 16) c.bytes = numel * esize;
+      c.dtype = dtype.empty() ? 0 : w_.intern(dtype);
+      c.process_group = group;
+      c.group_size = group_size;
+      c.sequence = sequence[group]++;
+      c.start = k.start;
+      c.end = k.end;
+      w_.add_collective(c);
+    }
+  }
+
+  RowId cpu_stream(std::int64_t tid, StreamKind kind, const std::string& label) {
+    auto key = std::make_pair(std::int64_t{-1}, tid);
+    if (auto it = streams_.find(key); it != streams_.end()) return it->second;
+    StreamInfo s;
+    s.rank = rank_;
+    s.device = -1;  // the CPU
+    s.native_id = tid;
+    s.kind = kind;
+    if (thread_names_.empty())
+      for (const auto& [t, n] : t_.thread_names) thread_names_[t] = n;
+    auto nm = thread_names_.find(tid);
+    s.name = label + std::to_string(tid) + (nm != thread_names_.end() && !nm->second.empty() ? " (" + nm->second + ")" : "");
+    const RowId id = w_.add_stream(s);
+    streams_.emplace(key, id);
+    return id;
   }
 
   const KinetoTrace& t_;
@@ -657,6 +962,18 @@ class Builder {
   std::map<std::int64_t, std::string> thread_names_;
   std::multimap<std::string, const ProcessGroupConfig*> pg_configs_;
   std::set<std::int64_t> steps_seen_;
+  struct HookStep {
+    std::int64_t number;
+    TimeNs start, end;
+  };
+  std::vector<HookStep> hook_steps_;
+  std::vector<StepRow> steps_;
+  std::vector<StepPhases> step_phases_;
+  std::vector<TimeNs> backward_starts_, optimizer_starts_;
+  std::optional<TimeNs> first_module_start_;
+  std::vector<TensorFact> facts_;
+  std::set<std::int64_t> gloo_tids_;
+  std::map<std::int64_t, InnermostRangeIndex> mem_context_index_;
 };
 
 }  // namespace

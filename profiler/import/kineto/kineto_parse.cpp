@@ -126,25 +126,27 @@ void read_triple(od::value v, std::int32_t& x, std::int32_t& y, std::int32_t& z)
   }
 }
 
-// Elements of the first tensor in "Input Dims": [[394241]] -> 394241; [[]] -> 1 (a scalar).
-bool read_first_numel(od::value v, std::int64_t& out) {
+// Elements of the first two tensors in "Input Dims": [[394241]] -> 394241; [[]] -> 1 (a scalar).
+// c10d ops list (output, input): [[262912], [131456], [], []]. `second` stays untouched when absent.
+bool read_first_numels(od::value v, std::int64_t& first, std::int64_t& second) {
   od::array outer;
   if (v.get_array().get(outer)) return false;
-  for (auto first : outer) {
+  int i = 0;
+  for (auto tensor : outer) {
     od::array dims;
-    if (first.get_array().get(dims)) return false;
+    if (tensor.get_array().get(dims)) return i > 0;
     std::int64_t n = 1;
     for (auto d : dims) {
       od::value dv;
       std::int64_t x = 0;
-      if (!unwrap(d, dv) || !read_int(dv, x) || x < 0) return false;
-      if (x != 0 && n > INT64_MAX / x) return false;
+      if (!unwrap(d, dv) || !read_int(dv, x) || x < 0) return i > 0;
+      if (x != 0 && n > INT64_MAX / x) return i > 0;
       n *= x;
     }
-    out = n;
-    return true;
+    (i == 0 ? first : second) = n;
+    if (++i == 2) break;
   }
-  return false;
+  return i > 0;
 }
 
 bool read_first_string(od::value v, std::string_view& out) {
@@ -395,6 +397,13 @@ class TraceReader {
     return t_.mems[static_cast<std::size_t>(e.mem)];
   }
 
+  // Shapes are read only where they size a collective: `nccl:*` / `gloo:*` annotations and the
+  // c10d ops that issue one (every other op's shapes would cost a record per event).
+  static bool carries_comm_shapes(const RawEvent& e) {
+    if (e.cat == Cat::UserAnnotation) return true;
+    return e.cat == Cat::CpuOp && e.name.substr(0, 6) == "c10d::";
+  }
+
   void read_args(od::value v, RawEvent& e) {
     od::object o;
     if (v.get_object().get(o)) return;
@@ -443,9 +452,13 @@ class TraceReader {
         case 'I':
           if (k == "In msg nelems") {
             if (read_int(x, n)) comm(e).in_nelems = n;
-          } else if (k == "Input Dims" && e.cat == Cat::UserAnnotation) {
-            if (read_first_numel(x, n)) comm(e).input_numel = n;
-          } else if (k == "Input type" && e.cat == Cat::UserAnnotation) {
+          } else if (k == "Input Dims" && carries_comm_shapes(e)) {
+            std::int64_t second = kAbsent;
+            if (read_first_numels(x, n, second)) {
+              comm(e).input_numel = n;
+              comm(e).input_numel2 = second;
+            }
+          } else if (k == "Input type" && carries_comm_shapes(e)) {
             if (read_first_string(x, s)) comm(e).input_type = s;
           }
           break;
@@ -476,6 +489,9 @@ class TraceReader {
           break;
         case 'B':
           if (k == "Bytes" && read_int(x, n)) mem(e).bytes = n;
+          break;
+        case 'T':
+          if (k == "Total Allocated" && read_int(x, n)) mem(e).total_allocated = n;
           break;
         case 'D':
           if (k == "Device Id" && read_int(x, n)) mem(e).device_id = n;

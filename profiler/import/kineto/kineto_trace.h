@@ -39,13 +39,15 @@ inline constexpr std::int64_t kAbsent = INT64_MIN;
 struct CommArgs {  // PyTorch's collective metadata (record_param_comms, copied onto NCCL kernels)
   std::string_view collective_name, dtype, pg_name, pg_desc, pg_ranks;
   std::int64_t in_nelems = kAbsent, out_nelems = kAbsent, group_size = kAbsent;
-  // From "Input Dims" / "Input type" of a `nccl:*` annotation (older traces' only size source).
-  std::int64_t input_numel = kAbsent;
+  // From "Input Dims" / "Input type" of a `nccl:*` / `gloo:*` annotation (older traces' only size
+  // source) or of a `c10d::*` op (CPU traces: the first two tensors are output and input).
+  std::int64_t input_numel = kAbsent, input_numel2 = kAbsent;
   std::string_view input_type;
 };
 
 struct MemArgs {  // [memory] instant events
   std::int64_t addr = 0, bytes = 0, device_type = kAbsent, device_id = kAbsent;
+  std::int64_t total_allocated = kAbsent;  // the device's allocated bytes after this event
 };
 
 struct RawEvent {

@@ -3,7 +3,8 @@
 Importing torch costs seconds, so nothing happens until the program imports torch itself: a
 meta-path finder watches for the `torch` import and installs the global hooks right after it.
 Environment (set by record): SHARDSCOPE_OUTPUT_DIR, SHARDSCOPE_MODULES ("0" = off),
-SHARDSCOPE_COLLECTOR ("1" when the CUPTI collector is injected).
+SHARDSCOPE_COLLECTOR ("1" when the CUPTI collector is injected), SHARDSCOPE_CPU_TRACE ("0" = no
+torch.profiler trace on CPU runs, see _cpu_trace.py).
 """
 import atexit
 import importlib.abc
@@ -21,7 +22,7 @@ def _start():
     try:
         from . import hooks
         from ._sidecar import SidecarWriter
-        from .backends import FileBackend, NvtxBackend
+        from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
         out_dir = os.environ.get("SHARDSCOPE_OUTPUT_DIR")
         if not out_dir or os.environ.get("SHARDSCOPE_MODULES", "1") == "0":
@@ -33,16 +34,40 @@ def _start():
         sidecar.meta("torch_version", torch.__version__)
         # NVTX only reaches a profile when the collector runs and CUDA exists; otherwise the ranges
         # are timed here and written to the sidecar.
+        trace = None
         if os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available():
             backend = NvtxBackend()
             sidecar.meta("ranges", "nvtx")
+        elif not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0" and not _is_launcher():
+            # The CPU is the device: torch.profiler records its operators, gloo collectives and
+            # allocations; our ranges go into that trace (same clock) and into the sidecar.
+            from ._cpu_trace import CpuTrace
+
+            trace = CpuTrace.for_this_process(out_dir)
+            backend = TeeBackend(ProfilerBackend(), FileBackend(sidecar))
+            sidecar.meta("ranges", "sidecar+kineto")
         else:
             backend = FileBackend(sidecar)
             sidecar.meta("ranges", "sidecar")
         hooks.install(backend, sidecar)
-        atexit.register(lambda: hooks._global and hooks._global.tracker.close_open_backward())
+
+        def at_exit():  # registered last, so it runs before the sidecar closes
+            if hooks._global:
+                hooks._global.tracker.close_open_backward()
+            if trace is not None:
+                trace.stop_and_write()
+
+        atexit.register(at_exit)
     except Exception as e:  # never break the job
         sys.stderr.write("[shardscope] module hooks not installed: %r\n" % (e,))
+
+
+def _is_launcher():
+    """torchrun's agent imports torch too, but trains nothing: no trace for it."""
+    script = (sys.argv[0] if sys.argv else "") or ""
+    if os.path.basename(script) == "torchrun":
+        return True
+    return script.replace(os.sep, "/").endswith(("torch/distributed/run.py", "torch/distributed/launch.py"))
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):

@@ -4,6 +4,8 @@
     ss:rcp:<fqn>   recompute under activation checkpointing
     ss:opt:<n>     optimizer step n (0-based)
 The root module has the empty fqn ("ss:fwd:").
+    ss:mem:<category>:<address>   a tensor fact (zero-length, only in torch.profiler traces):
+                                  the allocation at <address> holds <category> (storage/types.cpp labels)
 """
 
 FORWARD = "fwd"
@@ -14,6 +16,10 @@ OPTIMIZER = "opt"
 
 def module_message(phase, fqn):
     return "ss:%s:%s" % (phase, fqn)
+
+
+def tensor_fact_message(category, address):
+    return "ss:mem:%s:%d" % (category, address)
 
 
 def optimizer_message(step):

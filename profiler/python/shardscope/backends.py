@@ -1,7 +1,12 @@
 """Where module / optimizer ranges go. A backend has start(message) -> token and end(token).
 
 NvtxBackend      torch.cuda.nvtx start/end ranges, seen by the CUPTI collector (GPU runs).
+ProfilerBackend  torch.profiler record_function ranges: they land in the Kineto trace of a
+                 running torch.profiler, on its clock (CPU runs under `record`, or a user's own
+                 profiler with shardscope.annotate(model, backend=ProfilerBackend())).
 FileBackend      CPU timestamps written to the sidecar file (no collector, e.g. CPU runs).
+TeeBackend       several at once (CPU runs under `record`: the trace, plus the sidecar, which is
+                 flushed every step and so survives a killed rank).
 RecordingBackend keeps every range in memory (tests, and to inspect what the hooks do).
 Start/end ranges (not push/pop) are used because backward ranges open and close from autograd
 hooks that need not nest in LIFO order on one thread.
@@ -26,6 +31,43 @@ class NvtxBackend:
 
     def end(self, token):
         self._end(token)
+
+
+class ProfilerBackend:
+    def __init__(self):
+        import torch
+
+        self._enter = torch.ops.profiler._record_function_enter_new
+        self._exit = torch.ops.profiler._record_function_exit._RecordFunction
+        self._no_subclass = torch._C.DisableTorchFunctionSubclass
+
+    def start(self, message):
+        return self._enter(message, None)
+
+    def end(self, token):
+        with self._no_subclass():
+            self._exit(token)
+
+    def fact(self, message):
+        """A zero-length range: a tensor fact ("ss:mem:<category>:<address>") in the trace."""
+        self.end(self.start(message))
+
+
+class TeeBackend:
+    def __init__(self, *backends):
+        self.backends = backends
+
+    def start(self, message):
+        return [b.start(message) for b in self.backends]
+
+    def end(self, token):
+        for b, t in zip(self.backends, token):
+            b.end(t)
+
+    def fact(self, message):
+        for b in self.backends:
+            if hasattr(b, "fact"):
+                b.fact(message)
 
 
 class FileBackend:

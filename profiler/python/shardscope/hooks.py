@@ -113,6 +113,7 @@ class Tracker:
         self._open_backward = set()
         self.step = 0
         self._step_token = None
+        self._facts_sent = set()
         self._torch = _torch()
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
 
@@ -238,9 +239,35 @@ class Tracker:
             self._close(s)
 
     # -- optimizer -----------------------------------------------------------------------
+    def tensor_facts(self, optimizer):
+        """Tells the trace which allocations hold the parameters (once per optimizer): a DTensor
+        parameter's local storage is FSDP's sharded parameter, a plain one a whole parameter. The
+        importer gives those allocations that category (profiler/common/memory_categories.h).
+        Only backends that write into a trace (ProfilerBackend) take facts."""
+        fact = getattr(self.backend, "fact", None)
+        if fact is None or optimizer is None or id(optimizer) in self._facts_sent:
+            return
+        self._facts_sent.add(id(optimizer))
+        seen = set()
+        for group in getattr(optimizer, "param_groups", []):
+            for p in group.get("params", []):
+                local = p.to_local() if hasattr(p, "to_local") else p
+                try:
+                    addr = local.untyped_storage().data_ptr()
+                except Exception:
+                    continue
+                if addr and addr not in seen:
+                    seen.add(addr)
+                    kind = "sharded_parameter" if local is not p else "unsharded_parameter"
+                    fact(_names.tensor_fact_message(kind, addr))
+
     def optimizer_pre(self, *args, **kwargs):
         if not self.enabled:
             return
+        try:
+            self.tensor_facts(args[0] if args else None)
+        except Exception:
+            self._fail("tensor_facts")
         self.close_open_backward()
         self._step_token = self.backend.start(_names.optimizer_message(self.step))
 

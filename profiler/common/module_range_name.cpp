@@ -1,4 +1,4 @@
-#include "profiler/collector/core/module_range_name.h"
+#include "profiler/common/module_range_name.h"
 
 #include <charconv>
 

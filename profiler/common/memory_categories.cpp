@@ -1,0 +1,154 @@
+#include "profiler/common/memory_categories.h"
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+#include <unordered_map>
+
+namespace ss {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
+
+struct Placement {
+  Phase phase = Phase::None;
+  const StepPhases* step = nullptr;
+};
+
+Placement place(const std::vector<StepPhases>& steps, TimeNs t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](TimeNs v, const StepPhases& s) { return v < s.start; });
+  if (it == steps.begin()) return {};
+  const StepPhases& s = *std::prev(it);
+  if (t >= s.end) return {};
+  const Phase p = t < s.backward ? Phase::Forward : t < s.optimizer ? Phase::Backward : Phase::Optimizer;
+  return {p, &s};
+}
+
+}  // namespace
+
+std::optional<MemContext> memory_context_of_range(std::string_view n) {
+  if (starts_with(n, "FSDP::all_gather_copy_out")) return MemContext::AllGatherCopyOut;
+  if (starts_with(n, "FSDP::all_gather") || starts_with(n, "fsdp::all_gather_copy_in")) return MemContext::AllGather;
+  if (starts_with(n, "FSDP::post_backward_reduce")) return MemContext::ReduceScatter;
+  if (starts_with(n, "FSDP::post_backward")) return MemContext::PostBackward;
+  // The collectives themselves (gloo's worker threads, NCCL ranges, c10d ops).
+  if (starts_with(n, "gloo:") || starts_with(n, "nccl:") || starts_with(n, "c10d::")) {
+    if (contains(n, "all_gather") || contains(n, "allgather")) return MemContext::AllGather;
+    if (contains(n, "reduce_scatter")) return MemContext::ReduceScatter;
+  }
+  if (starts_with(n, "Optimizer.step") || starts_with(n, "ss:opt:")) return MemContext::Optimizer;
+  return std::nullopt;
+}
+
+std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time) {
+  constexpr std::string_view kPrefix = "ss:mem:";
+  if (!starts_with(name, kPrefix)) return std::nullopt;
+  const std::string_view rest = name.substr(kPrefix.size());
+  const auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto category = memory_category_from_string(rest.substr(0, colon));
+  const std::string_view addr = rest.substr(colon + 1);
+  std::int64_t a = 0;
+  auto [p, ec] = std::from_chars(addr.data(), addr.data() + addr.size(), a);
+  if (!category || ec != std::errc() || p != addr.data() + addr.size()) return std::nullopt;
+  return TensorFact{time, a, *category};
+}
+
+std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& events, const std::vector<StepPhases>& steps,
+                                            const std::vector<TensorFact>& facts) {
+  std::vector<MemoryCategory> out(events.size(), MemoryCategory::Unknown);
+  std::vector<std::size_t> order(events.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Frees first at equal times: a block freed and reused in the same instant pairs correctly.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (events[a].time != events[b].time) return events[a].time < events[b].time;
+    return (events[a].bytes < 0) > (events[b].bytes < 0);
+  });
+
+  struct Allocation {
+    std::size_t event = 0;
+    std::size_t free_event = SIZE_MAX;
+  };
+  std::vector<Allocation> allocs;
+  std::unordered_map<std::int64_t, std::size_t> open;  // address -> allocs index
+  // Facts name the allocation live at their address at their time: sweep them in time order.
+  std::vector<TensorFact> sorted_facts = facts;
+  std::sort(sorted_facts.begin(), sorted_facts.end(), [](const TensorFact& a, const TensorFact& b) { return a.time < b.time; });
+  std::unordered_map<std::size_t, MemoryCategory> named;  // allocs index -> category
+  std::size_t next_fact = 0;
+  auto apply_facts_until = [&](TimeNs t) {
+    for (; next_fact < sorted_facts.size() && sorted_facts[next_fact].time < t; ++next_fact) {
+      const TensorFact& f = sorted_facts[next_fact];
+      if (auto it = open.find(f.address); it != open.end()) named[it->second] = f.category;
+    }
+  };
+  for (std::size_t i : order) {
+    const MemoryEventIn& e = events[i];
+    apply_facts_until(e.time);
+    if (e.bytes > 0) {
+      open[e.address] = allocs.size();
+      allocs.push_back({i});
+    } else if (e.bytes < 0) {
+      if (auto it = open.find(e.address); it != open.end()) {
+        allocs[it->second].free_event = i;
+        open.erase(it);
+      }
+    }
+  }
+  apply_facts_until(INT64_MAX);
+
+  for (std::size_t k = 0; k < allocs.size(); ++k) {
+    const Allocation& a = allocs[k];
+    const MemoryEventIn& e = events[a.event];
+    const MemoryEventIn* f = a.free_event == SIZE_MAX ? nullptr : &events[a.free_event];
+    const Placement at = place(steps, e.time);
+    MemoryCategory c = MemoryCategory::Unknown;
+    if (auto it = named.find(k); it != named.end()) {
+      c = it->second;
+    } else {
+      switch (e.context) {
+        case MemContext::AllGather: c = MemoryCategory::AllGatherBuffer; break;
+        case MemContext::AllGatherCopyOut: c = MemoryCategory::UnshardedParameter; break;
+        case MemContext::ReduceScatter: {
+          // The reduce-scatter input dies inside backward, or (the last unit's, which FSDP2 keeps
+          // until the next reduce-scatter wait) in the next step's post-backward; the output
+          // becomes the sharded gradient, which the optimizer's zero_grad frees.
+          const bool dies_in_backward = f && at.step && f->time < at.step->optimizer;
+          const bool freed_by_fsdp = f && (f->context == MemContext::ReduceScatter || f->context == MemContext::PostBackward ||
+                                           f->context == MemContext::AllGather);
+          c = (dies_in_backward || freed_by_fsdp) ? MemoryCategory::ReduceScatterBuffer : MemoryCategory::Gradient;
+          break;
+        }
+        case MemContext::PostBackward: c = MemoryCategory::Temporary; break;
+        case MemContext::Recompute: c = MemoryCategory::Activation; break;
+        case MemContext::Optimizer:
+        case MemContext::Forward:
+        case MemContext::Backward:
+        case MemContext::None: {
+          const Phase p = e.context == MemContext::Optimizer ? Phase::Optimizer : at.phase;
+          if (!at.step && p != Phase::Optimizer) break;  // outside every step: unknown
+          const TimeNs step_end = at.step ? at.step->end : INT64_MAX;
+          if (p == Phase::Forward) {
+            c = (f && f->time < at.step->backward) ? MemoryCategory::Temporary : MemoryCategory::Activation;
+          } else if (p == Phase::Backward) {
+            const bool freed_by_fsdp =
+                f && (f->context == MemContext::PostBackward || f->context == MemContext::ReduceScatter);
+            const bool outlives_backward = !f || f->time >= at.step->optimizer;
+            c = (freed_by_fsdp || outlives_backward) ? MemoryCategory::Gradient : MemoryCategory::Temporary;
+          } else if (p == Phase::Optimizer) {
+            c = (f && f->time < step_end) ? MemoryCategory::Temporary : MemoryCategory::OptimizerState;
+          }
+          break;
+        }
+      }
+    }
+    out[a.event] = c;
+    if (f) out[a.free_event] = c;
+  }
+  return out;
+}
+
+}  // namespace ss

@@ -1,0 +1,78 @@
+// Memory categories of FSDP training, from what every profile has: each allocation's time, its
+// address and size, and what the program was doing when it was made (the innermost FSDP, comm,
+// optimizer or module range on the allocating thread) and when it was freed. Shared by the Kineto
+// importer (CPU and GPU traces) and the collector's merge (cudaMallocAsync per-tensor events), so
+// imported and recorded profiles are categorised alike.
+//
+// The rules follow FSDP2's runtime (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+// _fsdp_param_group.py) and the categories of PyTorch's own FSDPMemTracker:
+//   made inside FSDP::all_gather / all_gather_copy_in / a gloo or NCCL all-gather   -> all-gather buffer
+//   made inside FSDP::all_gather_copy_out                                           -> unsharded parameter
+//   made inside FSDP::post_backward_reduce: freed before the step's optimizer, or by
+//                                           FSDP in a later step (the last unit's
+//                                           input, held until the next RS wait)      -> reduce-scatter buffer
+//                                           freed otherwise (param.grad, zero_grad)  -> gradient
+//   made in backward and freed inside FSDP::post_backward_* (autograd's grads of the
+//   unsharded parameters, copied into the reduce-scatter input)                      -> gradient
+//   made inside the optimizer step and alive after it                                -> optimizer state
+//   made in forward (or recomputed in backward) and alive into backward             -> activation
+//   made and freed within one phase (forward, backward, optimizer)                   -> temporary
+//   named by a tensor fact from the Python hooks (sharded parameters, ...)           -> that category
+//   anything else                                                                    -> unknown
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace ss {
+
+// What the allocating (or freeing) thread was inside at that moment.
+enum class MemContext : std::uint8_t {
+  None,
+  Forward,
+  Backward,
+  Recompute,
+  Optimizer,
+  AllGather,          // FSDP::all_gather, fsdp::all_gather_copy_in, the all-gather itself
+  AllGatherCopyOut,   // FSDP::all_gather_copy_out: the unsharded parameters
+  ReduceScatter,      // FSDP::post_backward_reduce, the reduce-scatter itself
+  PostBackward,       // other FSDP::post_backward* ranges (reshard, rs_wait)
+};
+
+// The context a range name stands for (FSDP2 / c10d / gloo / NCCL / optimizer names), or nullopt
+// for names that say nothing about memory (module ranges are mapped by their phase instead).
+std::optional<MemContext> memory_context_of_range(std::string_view name);
+
+// One step's phase boundaries: [start, backward) forward, [backward, optimizer) backward,
+// [optimizer, end) optimizer. backward/optimizer equal end when the step has no such phase.
+struct StepPhases {
+  TimeNs start = 0, backward = 0, optimizer = 0, end = 0;
+};
+
+struct MemoryEventIn {
+  TimeNs time = 0;
+  std::int64_t address = 0;
+  std::int64_t bytes = 0;  // > 0 allocation, < 0 free
+  MemContext context = MemContext::None;
+};
+
+// "The allocation live at `address` at `time` is a `category`" (from the Python hooks' ss:mem facts).
+struct TensorFact {
+  TimeNs time = 0;
+  std::int64_t address = 0;
+  MemoryCategory category = MemoryCategory::Unknown;
+};
+
+// One category per event, in the input's order; a free gets its allocation's category. Events
+// need not be sorted. `steps` sorted by start.
+std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& events, const std::vector<StepPhases>& steps,
+                                            const std::vector<TensorFact>& facts);
+
+// "ss:mem:<category>:<address>" (the Python hooks' tensor facts, zero-length annotations).
+std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time);
+
+}  // namespace ss

@@ -1,0 +1,99 @@
+// The memory-category rules (profiler/common/memory_categories.h) on hand-made event sequences,
+// one per rule, and the tensor facts' parser.
+#include <catch2/catch.hpp>
+
+#include "profiler/common/memory_categories.h"
+
+using namespace ss;
+
+namespace {
+
+// One step: forward [0, 100), backward [100, 200), optimizer [200, 300).
+const std::vector<StepPhases> kStep{{0, 100, 200, 300}};
+
+std::vector<MemoryCategory> run(const std::vector<MemoryEventIn>& ev, const std::vector<TensorFact>& facts = {}) {
+  return classify_memory(ev, kStep, facts);
+}
+
+}  // namespace
+
+TEST_CASE("forward allocations: activations live into backward, temporaries die in forward", "[memory]") {
+  auto c = run({{10, 1, 64, MemContext::Forward}, {150, 1, -64, MemContext::Backward},
+                {20, 2, 32, MemContext::Forward}, {30, 2, -32, MemContext::Forward}});
+  CHECK(c == std::vector<MemoryCategory>{MemoryCategory::Activation, MemoryCategory::Activation,
+                                         MemoryCategory::Temporary, MemoryCategory::Temporary});
+}
+
+TEST_CASE("FSDP2 communication buffers and unsharded parameters", "[memory]") {
+  auto c = run({{5, 1, 100, MemContext::AllGather},       // all-gather output
+                {8, 2, 100, MemContext::AllGatherCopyOut},  // unsharded parameter
+                {9, 1, -100, MemContext::AllGatherCopyOut},
+                {50, 2, -100, MemContext::Forward}});
+  CHECK(c[0] == MemoryCategory::AllGatherBuffer);
+  CHECK(c[2] == MemoryCategory::AllGatherBuffer);  // a free has its allocation's category
+  CHECK(c[1] == MemoryCategory::UnshardedParameter);
+  CHECK(c[3] == MemoryCategory::UnshardedParameter);
+}
+
+TEST_CASE("backward: unsharded grads freed by FSDP, reduce-scatter input and the sharded grad", "[memory]") {
+  auto c = run({{110, 1, 40, MemContext::Backward},        // autograd's grad of the unsharded parameter
+                {120, 1, -40, MemContext::ReduceScatter},  // freed once copied into the RS input
+                {115, 2, 40, MemContext::ReduceScatter},   // reduce-scatter input, dies in backward
+                {130, 2, -40, MemContext::ReduceScatter},
+                {116, 3, 20, MemContext::ReduceScatter},   // reduce-scatter output = sharded grad
+                {310, 3, -20, MemContext::None},           // zero_grad next step
+                {140, 4, 8, MemContext::Backward},         // a temporary of backward
+                {141, 4, -8, MemContext::Backward}});
+  CHECK(c[0] == MemoryCategory::Gradient);
+  CHECK(c[2] == MemoryCategory::ReduceScatterBuffer);
+  CHECK(c[4] == MemoryCategory::Gradient);
+  CHECK(c[6] == MemoryCategory::Temporary);
+  // The last unit's reduce-scatter input, kept by FSDP2 until the next step's reduce-scatter wait.
+  auto held = classify_memory({{190, 8, 40, MemContext::ReduceScatter}, {520, 8, -40, MemContext::PostBackward}},
+                              {{0, 100, 200, 300}, {300, 400, 500, 600}}, {});
+  CHECK(held[0] == MemoryCategory::ReduceScatterBuffer);
+}
+
+TEST_CASE("optimizer: states outlive the step, its temporaries do not", "[memory]") {
+  auto c = run({{210, 1, 16, MemContext::Optimizer}, {220, 2, 16, MemContext::Optimizer}, {230, 2, -16, MemContext::Optimizer}});
+  CHECK(c[0] == MemoryCategory::OptimizerState);
+  CHECK(c[1] == MemoryCategory::Temporary);
+}
+
+TEST_CASE("outside every step: unknown, unless a tensor fact names it", "[memory]") {
+  // Address 7 is reused: the fact at time -5 names only the allocation live then.
+  auto c = run({{-10, 7, 32, MemContext::None}, {-8, 9, 4, MemContext::None}, {400, 7, -32, MemContext::None},
+                {401, 7, 32, MemContext::None}},
+               {{-5, 7, MemoryCategory::ShardedParameter}});
+  CHECK(c[0] == MemoryCategory::ShardedParameter);
+  CHECK(c[2] == MemoryCategory::ShardedParameter);
+  CHECK(c[1] == MemoryCategory::Unknown);
+  CHECK(c[3] == MemoryCategory::Unknown);
+}
+
+TEST_CASE("recomputed forwards are activations; a free at the same instant pairs before a reuse", "[memory]") {
+  auto c = run({{150, 5, 8, MemContext::Recompute}, {160, 5, -8, MemContext::Backward}, {160, 5, 8, MemContext::Backward},
+                {170, 5, -8, MemContext::Backward}});
+  CHECK(c[0] == MemoryCategory::Activation);
+  CHECK(c[1] == MemoryCategory::Activation);
+  CHECK(c[2] == MemoryCategory::Temporary);
+}
+
+TEST_CASE("range names map to memory contexts; tensor facts parse strictly", "[memory]") {
+  CHECK(memory_context_of_range("FSDP::all_gather (layers.0)") == MemContext::AllGather);
+  CHECK(memory_context_of_range("fsdp::all_gather_copy_in") == MemContext::AllGather);
+  CHECK(memory_context_of_range("FSDP::all_gather_copy_out (layers.0)") == MemContext::AllGatherCopyOut);
+  CHECK(memory_context_of_range("FSDP::post_backward_reduce (3)") == MemContext::ReduceScatter);
+  CHECK(memory_context_of_range("FSDP::post_backward_reshard (3)") == MemContext::PostBackward);
+  CHECK(memory_context_of_range("gloo:all_gather") == MemContext::AllGather);
+  CHECK(memory_context_of_range("Optimizer.step#AdamW.step") == MemContext::Optimizer);
+  CHECK_FALSE(memory_context_of_range("aten::mm"));
+  auto f = parse_tensor_fact("ss:mem:sharded_parameter:140022712089536", 12);
+  REQUIRE(f);
+  CHECK(f->address == 140022712089536);
+  CHECK(f->category == MemoryCategory::ShardedParameter);
+  CHECK(f->time == 12);
+  CHECK_FALSE(parse_tensor_fact("ss:mem:bogus:12", 0));
+  CHECK_FALSE(parse_tensor_fact("ss:mem:gradient:12x", 0));
+  CHECK_FALSE(parse_tensor_fact("ss:mem:gradient", 0));
+}
