@@ -1,5 +1,8 @@
 // shardscope simulate IN [--model M.json] [--cluster C.json] [--plan P.json] [-o SIM.ssdb]
-//                        [--world N] [--fit] [--format text|json]
+//                        [--world N] [--fit | --no-fit] [--format text|json]
+// A profile with collectives and no --cluster is simulated on the default cluster fitted to its
+// collectives (--no-fit: the preset as is). The output says which cluster was used and warns when
+// the replay of the profile as recorded is more than 10 % from its measured step, and why.
 #include <cmath>
 #include <iostream>
 #include <sstream>
@@ -43,13 +46,39 @@ std::string parameters_json(const sim::SimInputs& in) {
   return s.str();
 }
 
+// Which cluster was used, in words: where it came from and whether (and why not) it was fitted.
+std::string cluster_used(const sim::SimInputs& in, const sim::SimInputRequest& req, bool no_fit) {
+  std::string s = in.cluster.name + (req.cluster_path.empty() ? " (built-in preset)" : " (" + req.cluster_path + ")");
+  if (!in.from_profile) return s;
+  if (in.fitted) {
+    std::string counts;
+    for (int c = 0; c < sim::kCollCount; ++c) {
+      if (in.fit.samples[c] == 0) continue;
+      std::string key = sim::coll_key(static_cast<sim::Coll>(c));
+      for (char& ch : key)
+        if (ch == '_') ch = '-';
+      counts += (counts.empty() ? "" : ", ") + std::to_string(in.fit.samples[c]) + " " + key;
+    }
+    s += ", fitted to the profile's collectives (" + (counts.empty() ? std::string("none usable") : counts) +
+         (req.fit ? "; --fit)" : "; the default, --no-fit for the preset as is)");
+  } else if (in.fit_samples_available == 0) {
+    s += ", not fitted: the profile has no collectives to fit it to";
+  } else if (no_fit) {
+    s += ", not fitted (--no-fit)";
+  } else {
+    s += ", not fitted (--cluster given; add --fit to fit it to the profile's collectives)";
+  }
+  return s;
+}
+
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& args) {
   ArgParser p("simulate", "Simulate one FSDP2 training step for a representative rank: replay a profile's measured compute\n"
                           "(or a model description's estimated compute) with a cluster cost model for all-gather and\n"
                           "reduce-scatter, following FSDP2's ordering rules. Optionally write the simulated timeline as a\n"
-                          "profile. With a measured or imported profile, reports the error against its step time.");
+                          "profile. With a measured or imported profile, reports the error against its step time, and warns\n"
+                          "when the replay of the profile as recorded is more than 10% off, with the likely reasons.");
   p.positional("IN", "a profile to replay (omit with --model)", false)
       .option("model", "M.json", "model description instead of a profile (resources/models/)")
       .option("cluster", "C.json", "cluster model (resources/clusters/); default: measured H100 figures")
@@ -57,10 +86,16 @@ int cmd_simulate(const std::vector<std::string>& args) {
       .option("output", "SIM.ssdb", "write the simulated profile here", "", 'o')
       .option("world", "N", "world size (overrides the cluster's and the profile's)", "0")
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
-      .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives")
+      .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives (default without --cluster)")
+      .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
       .flag("units", "list every unit (costs and memory at the peak)");
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
+  const bool no_fit = p.flag_set("no-fit");
+  if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
+  // A profile's own collectives say more about its cluster than a preset does: fit by default,
+  // unless the user chose a cluster file (then --fit fits that one).
+  req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
 
   sim::SimInputs in = sim::load_sim_inputs(req);
   sim::CompiledStep step = sim::compile_step(in.model, in.plan, in.cluster);
@@ -68,6 +103,20 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const bool measured = in.from_profile && (in.origin == OriginKind::Measured || in.origin == OriginKind::Imported);
   const bool comparable = in.from_profile && in.measured_step_ns > 0;
   const double err = comparable ? 100.0 * (double(r.step_ns) - double(in.measured_step_ns)) / double(in.measured_step_ns) : 0;
+  // The replay: the profile's own plan at its own world size on this cluster (the step above
+  // unless --plan or --world changed it), judged against the measured step.
+  sim::ReplayCheck replay;
+  if (comparable) {
+    TimeNs replay_ns = r.step_ns;
+    const bool own_world = in.profile_world <= 0 || in.cluster.world_size == in.profile_world;
+    if (!req.plan_path.empty() || !own_world) {
+      sim::ClusterModel c = in.cluster;
+      if (in.profile_world > 0) c.world_size = in.profile_world;
+      replay_ns = sim::simulate(sim::compile_step(in.model, sim::FsdpPlan{}, c)).step_ns;
+    }
+    replay = sim::check_replay(in, replay_ns, in.fitted);
+  }
+  const std::string used = cluster_used(in, req, no_fit);
 
   if (!p.get("output").empty()) {
     sim::SimulatedProfileInfo info{in.source, in.gpu_name, parameters_json(in)};
@@ -81,8 +130,16 @@ int cmd_simulate(const std::vector<std::string>& args) {
       // For synthetic inputs the comparison is reported but is not an accuracy figure.
       j.kv("measured_step_time_ms", sim::to_ms(in.measured_step_ns)).kv("error_pct", err).kv("measured", measured);
       sim::write_measured_fields(j, in);
+      j.kv("replay_step_time_ms", sim::to_ms(replay.replay_ns)).kv("replay_error_pct", replay.error_pct);
+      if (replay.far) {
+        j.kv("warning", replay.warning);
+        j.key("warning_reasons").begin_array();
+        for (const auto& why : replay.reasons) j.value(why);
+        j.end_array();
+      }
     }
     if (in.fitted) write_fit(j, in.fit);
+    j.kv("cluster_used", used).kv("cluster_fitted", in.fitted);
     j.key("cluster").raw(sim::cluster_to_json(in.cluster));
     j.key("plan").raw(sim::plan_to_json(in.plan));
     if (!p.get("output").empty()) j.kv("output", p.get("output"));
@@ -90,8 +147,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     std::cout << "\n";
   } else {
     std::cout << "Input        " << in.source << (in.from_profile ? " (profile, " + std::string(to_string(in.origin)) + ")" : " (model description)") << "\n";
-    std::cout << "Cluster      " << in.cluster.name << ", " << in.cluster.device << ", " << in.cluster.gpus_per_node
-              << " GPUs/node" << (in.fitted ? ", fitted to the profile's collectives" : "") << "\n";
+    std::cout << "Cluster      " << used << "; " << in.cluster.device << ", " << in.cluster.gpus_per_node << " GPUs/node\n";
     sim::print_result_text(std::cout, step, r, p.flag_set("units"));
     if (comparable) {
       char line[160];
@@ -99,6 +155,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
                     measured ? "" : " (input is not a measurement)");
       std::cout << line;
       sim::print_measured_text(std::cout, in);
+      if (replay.far) std::cout << "WARNING      " << replay.warning << "\n";
     }
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
   }

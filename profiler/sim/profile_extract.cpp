@@ -103,12 +103,24 @@ ProfileInput extract_profile(const Profile& p) {
     for (std::int32_t c : m.children) counted |= p.modules[static_cast<std::size_t>(c)].param_count > 0;
     counted |= m.param_count > 0;
     const auto params_of = [&](const ModuleNode& x) { return counted ? x.param_count : x.param_bytes / sm.param_dtype_bytes; };
+    // Nested units anywhere below (layers.3 under the non-unit ModuleList `layers`), not only
+    // direct children: each nearest one is subtracted once.
     std::int64_t nested = 0, children = 0;
+    std::vector<std::int32_t> walk(m.children.begin(), m.children.end());
     for (std::int32_t c : m.children) {
       const auto& cm = p.modules[static_cast<std::size_t>(c)];
-      (cm.is_fsdp_unit ? nested : children) += params_of(cm);
+      if (!cm.is_fsdp_unit) children += params_of(cm);
     }
-    const std::int64_t own = std::max(params_of(m) - nested, children);
+    while (!walk.empty()) {
+      const auto& cm = p.modules[static_cast<std::size_t>(walk.back())];
+      walk.pop_back();
+      if (cm.is_fsdp_unit) {
+        nested += params_of(cm);
+        continue;
+      }
+      walk.insert(walk.end(), cm.children.begin(), cm.children.end());
+    }
+    const std::int64_t own = std::max(params_of(m) - nested, counted ? std::int64_t{0} : children - nested);
     // The root unit is the model itself; top-level units under a non-unit model are not roots.
     const bool root = m.parent < 0;
     // Greedy planning tries a unit's non-unit parent (layers.3 for layers.3.attention) as a whole.
@@ -118,7 +130,23 @@ ProfileInput extract_profile(const Profile& p) {
     unit_index[static_cast<int>(i)] = static_cast<int>(sm.units.size());
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
   }
-  if (sm.units.empty()) unusable(p, "no module is marked as an FSDP unit (modules.is_fsdp_unit)");
+  // The gathered dtype, from the profile's own all-gathers: the largest one carries the largest
+  // unit (padding aside). Under mixed precision that is bf16 (2, the default); a CPU run without
+  // it gathers fp32 (4), and its sharded parameters are those same fp32 tensors.
+  {
+    std::int64_t max_ag = 0, max_unit = 0;
+    for (const auto& c : p.collectives)
+      if (c.rank == in.rank && c.type == CollectiveType::AllGather) max_ag = std::max(max_ag, c.bytes);
+    for (const auto& u : sm.units) max_unit = std::max(max_unit, u.param_count);
+    if (max_ag > 0 && max_unit > 0) {
+      const double ratio = static_cast<double>(max_ag) / static_cast<double>(max_unit);
+      for (int b : {1, 2, 4, 8})
+        if (ratio > b * 0.9 && ratio < b * 1.1) sm.param_dtype_bytes = b;
+    }
+  }
+  if (sm.units.empty())
+    throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
+                           p.path + ": cannot simulate this profile: no module is marked as an FSDP unit (modules.is_fsdp_unit)");
 
   // GPU activity of this rank. Compute: non-collective kernels on the compute streams, or on any
   // stream when none is marked (an nsys export marks a stream NCCL as soon as it runs one NCCL

@@ -11,6 +11,7 @@
 
 #include "profiler/sim/cluster_model.h"
 #include "profiler/sim/sim_model.h"
+#include "storage/errors.h"
 #include "storage/profile_model.h"
 
 namespace ss::sim {
@@ -36,7 +37,16 @@ struct ProfileInput {
   int other_collectives = 0;   // non-FSDP collectives in the steps used (all steps together)
 };
 
-// Throws ProfileError(MalformedTable) when the profile has no FSDP units or no module ranges.
+// A profile with no module marked as an FSDP unit (modules.is_fsdp_unit): nothing to simulate.
+// A ProfileError (MalformedTable), so callers that only report the message need not know it;
+// the Unshard panel tells the user how to record or import one that has units.
+class NoFsdpUnitsError : public ProfileError {
+ public:
+  using ProfileError::ProfileError;
+};
+
+// Throws ProfileError(MalformedTable) when the profile has no FSDP units (NoFsdpUnitsError) or no
+// module ranges.
 ProfileInput extract_profile(const Profile& profile);
 
 // Saved activations per unit from the profile's memory events (category activation, allocations

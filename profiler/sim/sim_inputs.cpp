@@ -31,6 +31,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.measured_other_comm_ns = pi.measured_other_comm_ns;
     in.measured_idle_ns = pi.measured_idle_ns;
     in.other_collectives = pi.other_collectives;
+    in.steps_used = pi.steps_used;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;
@@ -39,8 +40,12 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
     }
     in.unfitted_cluster = in.cluster;
-    if (req.fit) {
-      in.fit = fit_cluster(in.cluster, pi.collectives);
+    ClusterModel fitted = in.cluster;
+    const FitReport rep = fit_cluster(fitted, pi.collectives);
+    for (int c = 0; c < kCollCount; ++c) in.fit_samples_available += rep.samples[c];
+    if (req.fit || (req.fit_if_available && in.fit_samples_available > 0)) {
+      in.cluster = fitted;
+      in.fit = rep;
       in.fitted = true;
     }
   } else if (!req.model_path.empty()) {

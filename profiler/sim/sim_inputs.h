@@ -17,6 +17,9 @@ struct SimInputRequest {
   std::string cluster_path;  // --cluster C.json
   std::string plan_path;     // --plan P.json
   bool fit = false;          // fit the cluster's α/β to the profile's collectives
+  // Fit when the profile has collectives the fit can use (`simulate`'s default without --cluster);
+  // otherwise the cluster stays as given. Ignored when `fit` is set.
+  bool fit_if_available = false;
   int world_override = 0;    // --world N
 };
 
@@ -34,10 +37,12 @@ struct SimInputs {
   TimeNs profile_span_ns = 0;
   TimeNs measured_compute_ns = 0, measured_other_comm_ns = 0, measured_idle_ns = 0;
   int other_collectives = 0;
+  int steps_used = 0;        // steps the measured step time averages (profile_extract.h)
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;
   FitReport fit;
+  int fit_samples_available = 0;  // the profile's collectives that fit_cluster can use (0: nothing to fit to)
   ClusterModel unfitted_cluster;  // the cluster before --fit (equal to `cluster` without it)
 };
 

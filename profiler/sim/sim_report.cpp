@@ -1,5 +1,6 @@
 #include "profiler/sim/sim_report.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "storage/units.h"
@@ -125,6 +126,59 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                   to_ms(in.measured_step_ns), to_ms(in.profile_span_ns));
     o << line;
   }
+}
+
+ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fitted) {
+  ReplayCheck c;
+  c.replay_ns = replay_ns;
+  c.measured_ns = in.measured_step_ns;
+  c.comparable = in.from_profile && in.measured_step_ns > 0 && replay_ns > 0;
+  if (!c.comparable) return c;
+  const double measured = double(in.measured_step_ns);
+  c.error_pct = 100.0 * (double(replay_ns) - measured) / measured;
+  c.far = std::abs(c.error_pct) > kReplayWarnPct;
+  if (!c.far) return c;
+  char buf[320];
+  auto share = [&](TimeNs t) { return 100.0 * double(t) / measured; };
+  if (in.origin == OriginKind::Synthetic)
+    c.reasons.emplace_back("the profile is synthetic (generated, not measured): its step time is not a measurement to reproduce");
+  else if (in.origin == OriginKind::Simulated)
+    c.reasons.emplace_back("the profile is itself a simulation, not a measurement");
+  if (in.window_only) {
+    std::snprintf(buf, sizeof buf,
+                  "the profile has no step markers: the %.3f ms compared (of %.3f ms recorded) is a window, not a full step",
+                  to_ms(in.measured_step_ns), to_ms(in.profile_span_ns));
+    c.reasons.emplace_back(buf);
+  }
+  if (!cluster_fitted && in.fit_samples_available > 0) {
+    std::snprintf(buf, sizeof buf, "the cluster is not fitted to this profile's %d measured collectives", in.fit_samples_available);
+    c.reasons.emplace_back(buf);
+  } else if (in.fit_samples_available == 0) {
+    c.reasons.emplace_back("the profile has no all-gather / reduce-scatter to fit the cluster to, so FSDP's collectives take the preset's times");
+  }
+  if (share(in.measured_idle_ns) > kReplayWarnPct) {
+    std::snprintf(buf, sizeof buf, "%.0f%% of the measured step is GPU idle (the host was behind), replayed as measured, not modelled",
+                  share(in.measured_idle_ns));
+    c.reasons.emplace_back(buf);
+  }
+  if (share(in.measured_other_comm_ns) > kReplayWarnPct) {
+    std::snprintf(buf, sizeof buf, "%.0f%% of the measured step is %d collective(s) FSDP does not issue, replayed as measured",
+                  share(in.measured_other_comm_ns), in.other_collectives);
+    c.reasons.emplace_back(buf);
+  }
+  if (!in.window_only && in.steps_used > 0 && in.steps_used < 3) {
+    std::snprintf(buf, sizeof buf, "the measured step time averages only %d step%s (warm-up and noise are not averaged out)",
+                  in.steps_used, in.steps_used == 1 ? "" : "s");
+    c.reasons.emplace_back(buf);
+  }
+  if (c.reasons.empty())
+    c.reasons.emplace_back("none of the usual causes applies (synthetic input, unfitted cluster, idle or non-FSDP communication, "
+                           "few steps, a partial window): see docs/accuracy.md for the simulator's known limits");
+  std::snprintf(buf, sizeof buf, "the replay as profiled (%.3f ms) is %+.1f%% from the measured step (%.3f ms), more than %.0f%%: ",
+                to_ms(replay_ns), c.error_pct, to_ms(in.measured_step_ns), kReplayWarnPct);
+  c.warning = buf;
+  for (std::size_t i = 0; i < c.reasons.size(); ++i) c.warning += (i ? "; " : "") + c.reasons[i];
+  return c;
 }
 
 }  // namespace ss::sim

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
@@ -17,5 +19,21 @@ void print_result_text(std::ostream& o, const CompiledStep& step, const SimResul
 // window without step markers, which span was compared. Nothing when the input is not a profile.
 void write_measured_fields(JsonWriter& j, const SimInputs& in);
 void print_measured_text(std::ostream& o, const SimInputs& in);
+
+// How far the replay of a profile — its own plan at its own world size, on the chosen cluster — is
+// from the measured step, and, when it is far, why that is likely, read from the inputs: a
+// synthetic or simulated profile, a cluster not fitted to the profile's collectives (or none to fit
+// it to), much GPU idle or non-FSDP communication in the measured step (replayed as measured, not
+// modelled), few steps averaged, a window that is not a full step.
+inline constexpr double kReplayWarnPct = 10.0;
+struct ReplayCheck {
+  bool comparable = false;  // the input is a profile with a measured step
+  TimeNs replay_ns = 0, measured_ns = 0;
+  double error_pct = 0;     // (replay - measured) / measured, %
+  bool far = false;         // |error_pct| > kReplayWarnPct
+  std::vector<std::string> reasons;  // most telling first; empty unless far
+  std::string warning;      // one sentence with the numbers and the reasons; empty unless far
+};
+ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fitted);
 
 }  // namespace ss::sim

@@ -52,7 +52,7 @@ SyntheticStats write_synthetic_profile(const std::string& path, const SyntheticS
   // Module tree: a Llama-style decoder with one FSDP unit per layer plus the root.
   const std::int64_t layer_params = 218'112'000;  // ~Llama-3 8B layer
   ModuleIds m;
-  m.root = w.add_module({kNoRow, "", "Transformer", layer_params * spec.layers + 1'050'673'152, 0, true, kNoRow, "true"});
+  m.root = w.add_module({kNoRow, "", "Transformer", layer_params * spec.layers + 1'050'677'248, 0, true, kNoRow, "true"});  // embedding + norm + output
   m.embed = w.add_module({m.root, "tok_embeddings", "Embedding", 525'336'576, 525'336'576 * 2, false, m.root, ""});
   for (int l = 0; l < spec.layers; ++l) {
     std::string base = "layers." + std::to_string(l);

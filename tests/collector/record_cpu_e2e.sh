@@ -49,11 +49,19 @@ for rank in (0, 1):
     check(q("select count(*) from steps where rank=%d" % rank) == [(3,)], "3 steps on rank %d" % rank)
     phases = dict(q("select e.label, count(*) from ranges r join enums e on e.type='range_phase' and e.value=r.phase where r.rank=%d group by 1" % rank))
     check(phases.get("forward", 0) >= 3 * 20 and phases.get("backward", 0) >= 3 * 10, "phases on rank %d: %r" % (rank, phases))
-    check(phases.get("optimizer") == 3, "optimizer ranges on rank %d: %r" % (rank, phases))
+    check(q("select count(*) from ranges r join strings s on s.id = r.name_id where r.rank=%d and s.value = 'optimizer.step' and r.phase = 4" % rank) == [(3,)],
+          "optimizer ranges on rank %d" % rank)
+    # CPU is the device: operators on the compute lane, gloo collectives with bytes, memory by category.
+    check(q("select count(*) from kernels k join streams s on s.id = k.stream_id where s.rank=%d and s.kind = 1" % rank)[0][0] > 100,
+          "operators on rank %d's compute lane" % rank)
+    check(q("select count(*) from collectives where rank=%d and bytes > 0 and sequence >= 0" % rank)[0][0] == 3 * (5 + 3),
+          "3 steps x (5 all-gathers + 3 reduce-scatters) on rank %d" % rank)
+    cats = {r[0] for r in q("select e.label from memory_events m join enums e on e.type='memory_category' and e.value=m.category where m.rank=%d" % rank)}
+    check({"sharded_parameter", "activation", "optimizer_state", "all_gather_buffer"} <= cats, "memory categories %r" % cats)
 # forward ranges nest: every layers.0.attention range has the layers.0 range as parent
 check(q("select count(*) from ranges r join strings s on s.id=r.name_id join ranges p on p.id=r.parent_id "
         "join strings ps on ps.id=p.name_id where s.value='layers.0.attention' and ps.value='layers.0'")[0][0] >= 6, "nesting")
-check(q("select count(*) from ranges r join modules m on m.id = r.module_id where m.fqn = 'layers.1'")[0][0] == 2 * 3 * 2, "module links")
+check(q("select count(*) from ranges r join modules m on m.id = r.module_id where m.fqn = 'layers.1' and r.kind = 1")[0][0] == 2 * 3 * 2, "module links")
 print("profile checks passed")
 PY
 

@@ -2,6 +2,7 @@
 steps, module sizes, global install through sitecustomize."""
 import _torch_or_skip  # noqa: F401  (exits 77 without torch)
 
+import json
 import os
 import subprocess
 import sys
@@ -159,10 +160,22 @@ class SidecarAndAutostartTests(unittest.TestCase):
             env.pop("SHARDSCOPE_COLLECTOR", None)
             p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)
-            files = os.listdir(out)
-            self.assertEqual(len(files), 1, files)
-            self.assertRegex(files[0], r"^shardscope_rank3_lrank1_pid\d+\.modules\.tsv$")
+            files = sorted(os.listdir(out))
+            # No GPU: the sidecar, and torch.profiler's CPU trace holding the same ranges.
+            self.assertEqual(len(files), 2, files)
+            self.assertRegex(files[0], r"^shardscope_rank3_lrank1_pid\d+\.kineto\.json$")
+            self.assertRegex(files[1], r"^shardscope_rank3_lrank1_pid\d+\.modules\.tsv$")
             with open(os.path.join(out, files[0])) as f:
+                trace = json.load(f)
+            names = [e.get("name") for e in trace["traceEvents"] if e.get("cat") == "user_annotation"]
+            self.assertEqual(names.count("ss:fwd:"), 2)
+            self.assertEqual(names.count("ss:opt:1"), 1)
+            # Tensor facts: the parameters' storages (4 tensors: two weights, two biases), once.
+            facts = [n for n in names if n.startswith("ss:mem:unsharded_parameter:")]
+            self.assertEqual(len(facts), 4, facts)
+            memory = [e for e in trace["traceEvents"] if e.get("name") == "[memory]"]
+            self.assertGreater(len(memory), 0)
+            with open(os.path.join(out, files[1])) as f:
                 lines = [l.rstrip("\n").split("\t") for l in f if not l.startswith("#")]
             modules = {l[1]: l for l in lines if l[0] == "module"}
             self.assertEqual(set(modules), {"", "0", "1", "2"})
@@ -174,7 +187,7 @@ class SidecarAndAutostartTests(unittest.TestCase):
             self.assertEqual(ranges.count("ss:bwd:0"), 2)
             self.assertIn("ss:opt:1", ranges)
             meta = {l[1]: l[2] for l in lines if l[0] == "meta"}
-            self.assertEqual(meta["ranges"], "sidecar")
+            self.assertEqual(meta["ranges"], "sidecar+kineto")
             self.assertEqual(meta["rank"], "3")
 
     def test_forked_child_does_not_duplicate_lines(self):

@@ -1,5 +1,6 @@
 // `shardscope simulate` and `shardscope plan` driven in-process: JSON fields, files written, and
-// bad input giving a clear error, a non-zero exit and no output file.
+// bad input giving a clear error, a non-zero exit and no output file; simulate's default fit to the
+// profile's collectives, the cluster it names, and the replay warning with its reasons.
 #include <catch2/catch.hpp>
 
 #include <simdjson.h>
@@ -11,9 +12,12 @@
 #include "app/cli/command.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/model_description.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
 #include "profiler/sim/step_simulator.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
+#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 
 using namespace ss;
@@ -48,6 +52,25 @@ double number(simdjson::dom::element doc, const char* key) {
   REQUIRE_FALSE(doc[key].get_double().get(d));
   return d;
 }
+
+std::string text(simdjson::dom::element doc, const char* key) {
+  std::string_view v;
+  REQUIRE_FALSE(doc[key].get_string().get(v));
+  return std::string(v);
+}
+
+bool boolean(simdjson::dom::element doc, const char* key) {
+  bool b = false;
+  REQUIRE_FALSE(doc[key].get_bool().get(b));
+  return b;
+}
+
+bool has(simdjson::dom::element doc, const char* key) {
+  simdjson::dom::element e;
+  return doc[key].get(e) == simdjson::SUCCESS;
+}
+
+std::string sample() { return ss::test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
 
 }  // namespace
 
@@ -162,4 +185,206 @@ TEST_CASE("simulate and plan reject bad input clearly and write nothing", "[sim]
 
   r = run("simulate", {});
   CHECK(r.code == cli::kExitUsage);
+}
+
+TEST_CASE("simulate fits the cluster to the profile's collectives by default and says which cluster it used", "[sim][cli][fit]") {
+  simdjson::dom::parser parser;
+  // Default: a profile with collectives and no --cluster is replayed on the fitted cluster, as --fit.
+  Run r = run("simulate", {sample(), "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::element doc = parser.parse(r.out);
+  CHECK(boolean(doc, "cluster_fitted"));
+  CHECK(text(doc, "cluster_used").find("fitted to the profile's collectives") != std::string::npos);
+  CHECK(text(doc, "cluster_used").find("--no-fit") != std::string::npos);  // how to opt out
+  CHECK(has(doc, "fit"));
+  const double fitted_ms = number(doc, "step_time_ms");
+  sim::SimInputRequest req;
+  req.profile_path = sample();
+  req.fit = true;
+  const sim::SimInputs in = sim::load_sim_inputs(req);
+  CHECK(fitted_ms == Approx(sim::to_ms(sim::simulate(sim::compile_step(in.model, in.plan, in.cluster)).step_ns)).epsilon(1e-12));
+  r = run("simulate", {sample(), "--fit", "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::parser p2;
+  CHECK(number(p2.parse(r.out), "step_time_ms") == fitted_ms);
+
+  // --no-fit: the preset as it is.
+  r = run("simulate", {sample(), "--no-fit", "--format", "json"});
+  REQUIRE(r.code == 0);
+  doc = parser.parse(r.out);
+  CHECK_FALSE(boolean(doc, "cluster_fitted"));
+  CHECK(text(doc, "cluster_used").find("not fitted (--no-fit)") != std::string::npos);
+  CHECK_FALSE(has(doc, "fit"));
+  CHECK(number(doc, "step_time_ms") != fitted_ms);
+
+  // A cluster file is used as given unless --fit asks to fit it.
+  const std::string c = cluster("h100-nvlink-ib.json");
+  r = run("simulate", {sample(), "--cluster", c, "--format", "json"});
+  REQUIRE(r.code == 0);
+  doc = parser.parse(r.out);
+  CHECK_FALSE(boolean(doc, "cluster_fitted"));
+  CHECK(text(doc, "cluster_used").find(c) != std::string::npos);
+  CHECK(text(doc, "cluster_used").find("add --fit") != std::string::npos);
+  r = run("simulate", {sample(), "--cluster", c, "--fit", "--format", "json"});
+  REQUIRE(r.code == 0);
+  CHECK(boolean(parser.parse(r.out), "cluster_fitted"));
+
+  // The text output names it too.
+  r = run("simulate", {sample()});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Cluster      h100-nvlink-ib (built-in preset), fitted to the profile's collectives (") != std::string::npos);
+  r = run("simulate", {sample(), "--no-fit"});
+  CHECK(r.out.find("not fitted (--no-fit)") != std::string::npos);
+
+  // A model description has nothing to fit to: the preset, and no fit is claimed.
+  r = run("simulate", {"--model", model("llama3-8b.json"), "--format", "json"});
+  REQUIRE(r.code == 0);
+  doc = parser.parse(r.out);
+  CHECK_FALSE(boolean(doc, "cluster_fitted"));
+  CHECK(text(doc, "cluster_used") == "h100-nvlink-ib (built-in preset)");
+  CHECK_FALSE(has(doc, "warning"));
+
+  r = run("simulate", {sample(), "--fit", "--no-fit"});
+  CHECK(r.code == cli::kExitUsage);
+  CHECK(r.err.find("exclude each other") != std::string::npos);
+}
+
+TEST_CASE("simulate warns when the replay is more than 10% from the measured step, and why", "[sim][cli][warning]") {
+  simdjson::dom::parser parser;
+  // The bundled sample is synthetic: its "measured" step is generated, and on the unfitted preset
+  // the replay is far from it. Both reasons are named.
+  Run r = run("simulate", {sample(), "--no-fit", "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::element doc = parser.parse(r.out);
+  const double err = number(doc, "replay_error_pct");
+  REQUIRE(std::abs(err) > 10.0);
+  CHECK(number(doc, "replay_step_time_ms") == number(doc, "step_time_ms"));  // no --plan: the step is the replay
+  CHECK(number(doc, "error_pct") == err);
+  const std::string warning = text(doc, "warning");
+  CHECK(warning.find("more than 10%") != std::string::npos);
+  CHECK(warning.find("synthetic") != std::string::npos);
+  CHECK(warning.find("not fitted to this profile's") != std::string::npos);
+  simdjson::dom::array reasons;
+  REQUIRE_FALSE(doc["warning_reasons"].get_array().get(reasons));
+  CHECK(reasons.size() >= 2);
+  r = run("simulate", {sample(), "--no-fit"});
+  CHECK(r.out.find("WARNING      the replay as profiled") != std::string::npos);
+
+  // With a plan, the replay is still the profile as recorded: what the warning judges does not move.
+  ss::test::TempDir dir;
+  ss::test::write_file(dir.file("plan.json"), R"({"unsharded": ["layers.3", "layers.4"]})");
+  r = run("simulate", {sample(), "--no-fit", "--plan", dir.file("plan.json"), "--world", "16", "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::parser p2;
+  simdjson::dom::element planned = p2.parse(r.out);
+  CHECK(number(planned, "replay_step_time_ms") == number(doc, "replay_step_time_ms"));
+  CHECK(number(planned, "step_time_ms") != number(planned, "replay_step_time_ms"));
+  CHECK(text(planned, "warning") == warning);
+
+  // Within 10 %: no warning. A simulated profile read back replays to its own step time.
+  r = run("simulate", {sample(), "--no-fit", "-o", dir.file("sim.ssdb")});
+  REQUIRE(r.code == 0);
+  r = run("simulate", {dir.file("sim.ssdb"), "--no-fit", "--format", "json"});
+  REQUIRE(r.code == 0);
+  doc = parser.parse(r.out);
+  CHECK(std::abs(number(doc, "replay_error_pct")) <= 10.0);
+  CHECK_FALSE(has(doc, "warning"));
+  CHECK_FALSE(has(doc, "warning_reasons"));
+  r = run("simulate", {dir.file("sim.ssdb"), "--no-fit"});
+  CHECK(r.out.find("WARNING") == std::string::npos);
+}
+
+TEST_CASE("simulate refuses a profile without FSDP units with a clear message", "[sim][cli][errors]") {
+  ss::test::TempDir dir;
+  SyntheticSpec spec;
+  spec.layers = 2;
+  write_synthetic_profile(dir.file("p.ssdb"), spec);
+  {
+    sql::Db db(dir.file("p.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE modules SET is_fsdp_unit = 0, fsdp_unit_id = NULL");
+  }
+  Run r = run("simulate", {dir.file("p.ssdb"), "-o", dir.file("sim.ssdb")});
+  CHECK(r.code == cli::kExitBadInput);
+  CHECK(r.err.find("no module is marked as an FSDP unit") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("sim.ssdb")));
+}
+
+namespace {
+// Inputs as a measured profile's, with a replay `error` % off its 100 ms measured step.
+sim::SimInputs measured_inputs() {
+  sim::SimInputs in;
+  in.from_profile = true;
+  in.origin = OriginKind::Measured;
+  in.measured_step_ns = 100'000'000;
+  in.measured_compute_ns = 90'000'000;
+  in.steps_used = 5;
+  in.fit_samples_available = 40;
+  return in;
+}
+bool says(const sim::ReplayCheck& c, const char* text) {
+  for (const auto& r : c.reasons)
+    if (r.find(text) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("check_replay: within 10% no warning; far, the reasons the inputs give", "[sim][warning]") {
+  sim::SimInputs in = measured_inputs();
+  auto c = sim::check_replay(in, 109'000'000, true);
+  CHECK(c.comparable);
+  CHECK(c.error_pct == Approx(9.0));
+  CHECK_FALSE(c.far);
+  CHECK(c.reasons.empty());
+  CHECK(c.warning.empty());
+  c = sim::check_replay(in, 89'000'000, true);
+  CHECK(c.far);
+  CHECK(c.error_pct == Approx(-11.0));
+  // A fitted cluster on a clean measured profile of 5 steps: no known cause; said so.
+  REQUIRE(c.reasons.size() == 1);
+  CHECK(says(c, "none of the usual causes"));
+  CHECK(c.warning.find("-11.0%") != std::string::npos);
+
+  // Each cause, alone.
+  c = sim::check_replay(in, 130'000'000, false);
+  CHECK(says(c, "not fitted to this profile's 40 measured collectives"));
+  CHECK_FALSE(says(c, "none of the usual"));
+  in.fit_samples_available = 0;
+  c = sim::check_replay(in, 130'000'000, false);
+  CHECK(says(c, "no all-gather / reduce-scatter to fit"));
+  in = measured_inputs();
+  in.measured_idle_ns = 25'000'000;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(says(c, "25% of the measured step is GPU idle"));
+  in = measured_inputs();
+  in.measured_other_comm_ns = 15'000'000;
+  in.other_collectives = 7;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(says(c, "15% of the measured step is 7 collective(s) FSDP does not issue"));
+  in = measured_inputs();
+  in.steps_used = 1;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(says(c, "averages only 1 step "));
+  in = measured_inputs();
+  in.window_only = true;
+  in.steps_used = 1;
+  in.profile_span_ns = 400'000'000;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(says(c, "no step markers"));
+  CHECK_FALSE(says(c, "averages only"));  // a window has no steps to count
+  in = measured_inputs();
+  in.origin = OriginKind::Synthetic;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(c.reasons.front().find("synthetic") != std::string::npos);
+  in.origin = OriginKind::Simulated;
+  c = sim::check_replay(in, 130'000'000, true);
+  CHECK(says(c, "itself a simulation"));
+
+  // Nothing measured to compare with: no check.
+  in = measured_inputs();
+  in.measured_step_ns = 0;
+  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).comparable);
+  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).far);
+  in = measured_inputs();
+  in.from_profile = false;
+  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).far);
 }

@@ -87,9 +87,11 @@ TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen
   auto* s = panel->session();
   const int unit = s->inputs().model.find_unit("layers.2");
   REQUIRE(unit >= 0);
-  const QString before = panel->step_text();
+  // On the default preset (fitted to the sample's collectives) layers.2's all-gathers hide behind
+  // compute, so the step time may not move; its backward all-gather is gone either way.
+  const int gathers = s->prediction().result.all_gathers;
   REQUIRE(panel->model()->setData(panel->model()->index_of_unit(unit), Qt::Checked, Qt::CheckStateRole));
-  CHECK(panel->step_text() != before);
+  CHECK(s->prediction().result.all_gathers == gathers - 1);
   const QString plan = QString::fromStdString(dir.file("plan.json"));
   REQUIRE(panel->export_plan(plan));
   // The numbers shown are the command line's for the same plan.

@@ -1,8 +1,11 @@
 // The Unshard panel: its unit model under QAbstractItemModelTester, a toggle through the model
 // showing the prediction that `shardscope simulate --plan` computes for the same plan, undo/redo
 // giving back exactly the earlier numbers, per-bucket cap overrides (tree column and table), and
-// the timeline of the simulated step refreshed on every change. The panel is never shown (the
-// offscreen platform has no OpenGL), so the timeline's profile and view are checked, not pixels.
+// the timeline of the simulated step refreshed on every change; the fitted preset chosen by
+// default, the "as profiled" baseline following the preset, world size and GPUs per node, the
+// replay warning with its reasons, and a profile without FSDP units leaving the panel disabled with
+// the reason shown. The panel is never shown (the offscreen platform has no OpenGL), so the
+// timeline's profile and view are checked, not pixels.
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
@@ -10,6 +13,7 @@
 #include <QComboBox>
 #include <QPushButton>
 #include <QResizeEvent>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTreeView>
 #include <algorithm>
@@ -18,7 +22,10 @@
 
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/simulated_profile.h"
 #include "profiler/sim/step_simulator.h"
+#include "profiler/synthetic/synthetic_profile.h"
+#include "storage/sqlite_handle.h"
 #include "storage/units.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
@@ -34,6 +41,17 @@ namespace {
 QApplication& app() { return test::qt_app(); }
 std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
 QString ms_text(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + " ms"; }
+
+// `shardscope simulate IN [--plan P]` as the command runs it by default (fitted to the profile's
+// collectives when it has any), or with --no-fit.
+sim::SimResult simulate_cli_way(const std::string& profile, const std::string& plan_path, bool no_fit = false) {
+  sim::SimInputRequest req;
+  req.profile_path = profile;
+  req.plan_path = plan_path;
+  req.fit_if_available = !no_fit;
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  return sim::simulate(sim::compile_step(in.model, in.plan, in.cluster));
+}
 }  // namespace
 
 TEST_CASE("unshard unit model passes QAbstractItemModelTester through toggles", "[unshard][gui]") {
@@ -74,7 +92,9 @@ TEST_CASE("a toggle in the panel shows what simulate computes for the same plan;
 
   int updates = 0;
   QObject::connect(&panel, &UnshardPanel::predictionUpdated, [&] { ++updates; });
-  const QModelIndex l7 = m->index_of_unit(s->inputs().model.find_unit("layers.7"));
+  // layers.15, the first gathered in backward: on the default (fitted) preset the other layers'
+  // all-gathers hide behind compute, so keeping them saves no time.
+  const QModelIndex l7 = m->index_of_unit(s->inputs().model.find_unit("layers.15"));
   REQUIRE(m->setData(l7, Qt::Checked, Qt::CheckStateRole));
   CHECK(updates == 1);
 
@@ -84,6 +104,7 @@ TEST_CASE("a toggle in the panel shows what simulate computes for the same plan;
   sim::SimInputRequest req;
   req.profile_path = sample();
   req.plan_path = dir.file("plan.json");
+  req.fit_if_available = true;  // simulate's default
   sim::SimInputs in = sim::load_sim_inputs(req);
   const sim::SimResult cli = sim::simulate(sim::compile_step(in.model, in.plan, in.cluster));
   CHECK(panel.step_text() == ms_text(cli.step_ns));
@@ -92,7 +113,7 @@ TEST_CASE("a toggle in the panel shows what simulate computes for the same plan;
   // Next to the JSON: the FSDP2 Python that applies the same plan (what the JSON's fsdp2_python holds).
   const std::string py = test::read_file(dir.file("plan.py"));
   CHECK(py == sim::plan_to_python(in.plan));
-  CHECK(py.find("fully_shard(model.get_submodule(\"layers.7\"), reshard_after_forward=False") != std::string::npos);
+  CHECK(py.find("fully_shard(model.get_submodule(\"layers.15\"), reshard_after_forward=False") != std::string::npos);
 
   panel.undo();
   CHECK(panel.step_text() == step0);
@@ -107,9 +128,13 @@ TEST_CASE("a toggle in the panel shows what simulate computes for the same plan;
 TEST_CASE("the panel refuses a file it cannot simulate with a message", "[unshard][gui]") {
   app();
   UnshardPanel panel;
+  CHECK_FALSE(panel.isEnabled());
+  CHECK(panel.unavailable_text().startsWith("No profile loaded"));  // never blank
   CHECK_FALSE(panel.open_profile(QStringLiteral("/nonexistent/profile.ssdb")));
   CHECK_FALSE(panel.last_error().isEmpty());
   CHECK_FALSE(panel.isEnabled());
+  CHECK(panel.unavailable_text().contains("cannot be simulated"));
+  CHECK(panel.unavailable_text().contains(panel.last_error()));
 }
 
 namespace {
@@ -257,6 +282,7 @@ TEST_CASE("bucket caps in the panel: the tree's cap column and the overrides tab
   sim::SimInputRequest req;
   req.profile_path = sample();
   req.plan_path = dir.file("plan.json");
+  req.fit_if_available = true;  // simulate's default
   sim::SimInputs in = sim::load_sim_inputs(req);
   CHECK(in.plan.bucket_cap_mb.at(std::to_string(bucket)) == 1.2 * layer);
   CHECK(in.plan.bucket_cap_mb.at("default") == 2.5 * layer);
@@ -344,4 +370,167 @@ TEST_CASE("plan automatically uses the planner chosen in the strategy box", "[un
   // The exact solver is never worse than the heuristics on the same instance.
   CHECK(step_of["exact"] <= step_of["greedy"]);
   CHECK(step_of["exact"] <= step_of["cost"]);
+}
+
+TEST_CASE("the panel starts on the fitted preset and re-simulates the baseline when the preset, world or GPUs per node change",
+          "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  auto* s = panel.session();
+  QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  auto* presets = panel.preset_box();
+  REQUIRE(presets->count() >= 2);
+  CHECK(presets->currentIndex() == 1);
+  CHECK(presets->currentText().contains("fitted"));
+  // What `shardscope simulate IN` shows (it fits by default), and nothing to undo yet.
+  CHECK(panel.step_text() == ms_text(simulate_cli_way(sample(), "").step_ns));
+  CHECK_FALSE(s->can_undo());
+  // The numbers of the delta line: "measured M (x%);  simulated as profiled B (+0.00%)".
+  auto baseline_shown = [&] { return panel.delta_text().contains("simulated as profiled " + ms_text(s->prediction().baseline_step_ns)); };
+  auto as_profiled = [&] { return sim::simulate(sim::compile_step(s->inputs().model, s->inputs().plan, s->cluster())).step_ns; };
+  CHECK(baseline_shown());
+  CHECK(panel.delta_text().contains("(+0.00%)"));  // nothing changed: the prediction is the baseline
+  const TimeNs fitted_baseline = s->prediction().baseline_step_ns;
+
+  // The preset box: the profile's preset as is, `simulate --no-fit`.
+  presets->setCurrentIndex(0);
+  CHECK(s->state().preset == 0);
+  const TimeNs unfitted = simulate_cli_way(sample(), "", /*no_fit=*/true).step_ns;
+  CHECK(panel.step_text() == ms_text(unfitted));
+  CHECK(s->prediction().baseline_step_ns == unfitted);
+  CHECK(baseline_shown());
+  CHECK(panel.delta_text().contains("(+0.00%)"));
+  CHECK(panel.delta_text().contains("measured " + ms_text(s->inputs().measured_step_ns)));
+
+  // A kept unit: the difference from the baseline is the plan's alone.
+  const QModelIndex l15 = panel.model()->index_of_unit(s->inputs().model.find_unit("layers.15"));
+  REQUIRE(panel.model()->setData(l15, Qt::Checked, Qt::CheckStateRole));
+  CHECK(s->prediction().baseline_step_ns == unfitted);
+  CHECK(s->prediction().step_ns != unfitted);
+  CHECK(baseline_shown());
+  CHECK_FALSE(panel.delta_text().contains("(+0.00%)"));
+
+  // World size and GPUs per node: the baseline is that of the new configuration.
+  panel.world_box()->setValue(32);
+  CHECK(s->state().world_size == 32);
+  CHECK(s->prediction().baseline_step_ns == as_profiled());
+  CHECK(s->prediction().baseline_step_ns != unfitted);
+  CHECK(baseline_shown());
+  panel.gpus_per_node_box()->setValue(4);
+  CHECK(s->state().gpus_per_node == 4);
+  CHECK(s->prediction().baseline_step_ns == as_profiled());
+  CHECK(baseline_shown());
+  // Back to the fitted preset at this configuration.
+  presets->setCurrentIndex(1);
+  CHECK(s->prediction().baseline_step_ns == as_profiled());
+  CHECK(baseline_shown());
+
+  // Undo walks back through the baselines exactly.
+  panel.undo();
+  panel.undo();
+  panel.undo();
+  CHECK(s->prediction().baseline_step_ns == unfitted);
+  CHECK(baseline_shown());
+  CHECK(presets->currentIndex() == 0);
+  panel.undo();
+  panel.undo();
+  CHECK(presets->currentIndex() == 1);
+  CHECK(s->prediction().baseline_step_ns == fitted_baseline);
+  CHECK(baseline_shown());
+}
+
+TEST_CASE("the panel warns when the replay is more than 10% from the measured step, and says why", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  auto* s = panel.session();
+  // The bundled sample is synthetic: even on the fitted preset its replay is far from its "measured" step.
+  REQUIRE(s->prediction().replay.far);
+  const QString fitted = panel.warning_text();
+  CHECK(fitted.contains("more than 10%"));
+  CHECK(fitted.contains("measured " + ms_text(s->prediction().replay.measured_ns)));
+  CHECK(fitted.contains(ms_text(s->prediction().replay.replay_ns)));
+  CHECK(fitted.contains("synthetic"));
+  CHECK_FALSE(fitted.contains("not fitted"));
+  // On the unfitted preset the cluster is one more reason.
+  panel.preset_box()->setCurrentIndex(0);
+  const QString unfitted = panel.warning_text();
+  CHECK(unfitted.contains("synthetic"));
+  CHECK(unfitted.contains("not fitted to this profile's"));
+  CHECK(unfitted.contains(ms_text(s->prediction().baseline_step_ns)));
+  // The warning judges the profile as recorded: a kept unit or another world size does not move it.
+  panel.world_box()->setValue(64);
+  CHECK(panel.warning_text() == unfitted);
+  panel.undo();
+  panel.undo();
+  CHECK(panel.warning_text() == fitted);
+
+  // A profile whose replay is within 10 %: no warning. A simulation of the sample, read back.
+  test::TempDir dir;
+  sim::SimInputRequest req;
+  req.profile_path = sample();
+  req.fit = true;
+  const sim::SimInputs in = sim::load_sim_inputs(req);
+  const sim::CompiledStep step = sim::compile_step(in.model, in.plan, in.cluster);
+  sim::write_simulated_profile(dir.file("sim.ssdb"), in.model, step, sim::simulate(step, true), {sample(), in.gpu_name, "{}"});
+  REQUIRE(panel.open_profile(QString::fromStdString(dir.file("sim.ssdb"))));
+  CHECK_FALSE(panel.session()->prediction().replay.far);
+  CHECK(panel.warning_text().isEmpty());
+}
+
+namespace {
+// The synthetic pattern with no module marked as an FSDP unit: a run recorded without fully_shard.
+std::string profile_without_units(const test::TempDir& dir) {
+  const std::string path = dir.file("no-units.ssdb");
+  SyntheticSpec spec;
+  spec.layers = 3;
+  write_synthetic_profile(path, spec);
+  sql::Db db(path, SQLITE_OPEN_READWRITE);
+  db.exec("UPDATE modules SET is_fsdp_unit = 0, fsdp_unit_id = NULL");
+  return path;
+}
+}  // namespace
+
+TEST_CASE("a profile without FSDP units leaves the panel disabled and says why in it", "[unshard][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string none = profile_without_units(dir);
+  UnshardPanel panel;
+  // A simulated profile first, so that there are numbers that must not stay behind.
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  CHECK(panel.isEnabled());
+  CHECK(panel.unavailable_text().isEmpty());
+  CHECK_FALSE(panel.step_text().isEmpty());
+
+  CHECK_FALSE(panel.open_profile(QString::fromStdString(none)));
+  CHECK_FALSE(panel.isEnabled());
+  const QString why = panel.unavailable_text();
+  CHECK(why.contains("no FSDP units found"));
+  CHECK(why.contains("no-units.ssdb"));
+  CHECK(why.contains("fully_shard"));
+  CHECK(why.contains("shardscope record"));
+  CHECK(why.contains("FSDP::"));
+  CHECK(panel.last_error().contains("no module is marked as an FSDP unit"));
+  // Nothing of the previous profile is left to act on.
+  CHECK(panel.session() == nullptr);
+  CHECK(panel.model() == nullptr);
+  CHECK(panel.timeline_profile() == nullptr);
+  CHECK(panel.step_text().isEmpty());
+  CHECK(panel.delta_text().isEmpty());
+  CHECK(panel.warning_text().isEmpty());
+  CHECK(panel.preset_box()->count() == 0);
+  CHECK_FALSE(panel.apply_plan_json(R"({"unsharded": []})"));
+
+  // Loaded on demand (the main window's way), the same; a good profile afterwards clears it.
+  UnshardPanel lazy;
+  lazy.set_profile_path(QString::fromStdString(none));
+  CHECK_FALSE(lazy.apply_plan_json(R"({"unsharded": []})"));
+  CHECK(lazy.unavailable_text().contains("no FSDP units found"));
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  CHECK(panel.isEnabled());
+  CHECK(panel.unavailable_text().isEmpty());
+  CHECK(panel.step_text() == ms_text(panel.session()->prediction().step_ns));
+  QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  CHECK(panel.model()->rowCount() > 0);
 }

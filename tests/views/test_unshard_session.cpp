@@ -1,6 +1,8 @@
 // The Unshard panel's Qt-free layer: toggles, bucket caps (default and per-bucket overrides),
 // undo/redo, the cost planner, the exported plan and the timeline's simulated profile, checked
-// against the simulator run directly and the way `shardscope simulate IN --plan P.json` runs it.
+// against the simulator run directly and the way `shardscope simulate IN --plan P.json` runs it;
+// the default (fitted) preset, the baseline under a changed preset / world size / GPUs per node,
+// the replay warning and its reasons, and a profile without FSDP units refused with its own error.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,9 +10,12 @@
 #include <map>
 
 #include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
+#include "profiler/synthetic/synthetic_profile.h"
 #include "storage/errors.h"
+#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 #include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
@@ -20,12 +25,15 @@ using namespace ss::unshard;
 
 namespace {
 std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
+std::string clusters() { return test::source_dir() + "/resources/clusters"; }
 
-// What `shardscope simulate IN --plan P.json` computes (app/cli/cmd_simulate.cpp, same calls).
-sim::SimResult simulate_cli_way(const std::string& profile, const std::string& plan_path) {
+// What `shardscope simulate IN --plan P.json` computes (app/cli/cmd_simulate.cpp, same calls): by
+// default on the cluster fitted to the profile's collectives; with `no_fit`, as `--no-fit`.
+sim::SimResult simulate_cli_way(const std::string& profile, const std::string& plan_path, bool no_fit = false) {
   sim::SimInputRequest req;
   req.profile_path = profile;
   req.plan_path = plan_path;
+  req.fit_if_available = !no_fit;
   sim::SimInputs in = sim::load_sim_inputs(req);
   return sim::simulate(sim::compile_step(in.model, in.plan, in.cluster), true);
 }
@@ -47,6 +55,10 @@ TEST_CASE("exposed all-gather per unit on a hand-made timeline", "[unshard]") {
 
 TEST_CASE("toggling a unit predicts what simulate computes for the exported plan; undo/redo are exact", "[unshard]") {
   UnshardSession s = UnshardSession::from_profile(sample());
+  // On the profile's preset as is (`simulate --no-fit`): on the fitted one the sample's all-gathers
+  // are short enough to hide behind compute, and a kept layer saves no time.
+  s.set_preset(0);
+  REQUIRE_FALSE(s.prediction().preset_fitted);
   const int layer = s.inputs().model.find_unit("layers.7");
   REQUIRE(layer >= 0);
   REQUIRE(s.state().keep[static_cast<std::size_t>(layer)] == 0);
@@ -67,7 +79,7 @@ TEST_CASE("toggling a unit predicts what simulate computes for the exported plan
   s.export_plan(dir.file("plan.json"));
   const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
   CHECK(std::find(written.unsharded.begin(), written.unsharded.end(), "layers.7") != written.unsharded.end());
-  const sim::SimResult cli = simulate_cli_way(sample(), dir.file("plan.json"));
+  const sim::SimResult cli = simulate_cli_way(sample(), dir.file("plan.json"), /*no_fit=*/true);
   CHECK(cli.step_ns == after.step_ns);
   CHECK(cli.peak_bytes == after.peak_bytes);
   CHECK(cli.exposed_comm_ns == after.exposed_comm_ns);
@@ -263,22 +275,168 @@ TEST_CASE("a plan file written by the session restores the same state in a fresh
   CHECK(b.state() == before);
 }
 
-TEST_CASE("the profile's cluster fitted to its collectives is offered as the second preset", "[unshard]") {
+TEST_CASE("the profile's cluster fitted to its collectives is the default preset, as in simulate", "[unshard]") {
   UnshardSession s = UnshardSession::from_profile(sample());
   REQUIRE(s.presets().size() >= 2);
+  CHECK_FALSE(s.presets()[0].fitted);
+  CHECK(s.presets()[1].fitted);
   CHECK(s.presets()[1].name.find("fitted") != std::string::npos);
-  const TimeNs preset_step = s.prediction().step_ns;
-  CHECK(preset_step == simulate_cli_way(sample(), "").step_ns);  // the baseline stays unfitted
-  s.set_preset(1);
-  // The same as `shardscope simulate IN --fit`.
+  CHECK(s.state().preset == 1);  // chosen from the start, not an undoable change
+  CHECK_FALSE(s.can_undo());
+  CHECK(s.prediction().preset_fitted);
+  // The same as `shardscope simulate IN` (which fits by default) and `simulate IN --fit`.
+  const TimeNs fitted_step = s.prediction().step_ns;
+  CHECK(fitted_step == simulate_cli_way(sample(), "").step_ns);
   sim::SimInputRequest req;
   req.profile_path = sample();
   req.fit = true;
   const sim::SimInputs in = sim::load_sim_inputs(req);
   REQUIRE(in.fit.samples[0] > 0);
-  const TimeNs fitted_step = sim::simulate(sim::compile_step(in.model, in.plan, in.cluster)).step_ns;
-  CHECK(s.prediction().step_ns == fitted_step);
-  CHECK(fitted_step != preset_step);
+  CHECK(in.fit_samples_available == in.fit.samples[0] + in.fit.samples[1] + in.fit.samples[2]);
+  CHECK(fitted_step == sim::simulate(sim::compile_step(in.model, in.plan, in.cluster)).step_ns);
+  // The profile's preset as is: `simulate IN --no-fit`.
+  s.set_preset(0);
+  const TimeNs preset_step = s.prediction().step_ns;
+  CHECK(preset_step == simulate_cli_way(sample(), "", /*no_fit=*/true).step_ns);
+  CHECK(preset_step != fitted_step);
+  CHECK_FALSE(s.prediction().preset_fitted);
   s.undo();
-  CHECK(s.prediction().step_ns == preset_step);
+  CHECK(s.prediction().step_ns == fitted_step);
+  CHECK(s.state().preset == 1);
+}
+
+TEST_CASE("a session offered no fitted preset starts on the profile's own", "[unshard]") {
+  // A session built from inputs with no fitted preset offered: index 0, nothing fitted.
+  sim::SimInputRequest req;
+  req.profile_path = sample();
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  UnshardSession s(in, load_cluster_presets(in.cluster, clusters()));
+  CHECK(s.state().preset == 0);
+  CHECK_FALSE(s.prediction().preset_fitted);
+  CHECK(s.presets().size() > 1);  // the files in resources/clusters follow
+}
+
+TEST_CASE("the baseline is re-simulated under the chosen preset, world size and GPUs per node", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample(), clusters());
+  const int layer = s.inputs().model.find_unit("layers.7");
+  // The profile's own plan on the session's current cluster, run directly.
+  auto as_profiled = [&] { return sim::simulate(sim::compile_step(s.inputs().model, s.inputs().plan, s.cluster())); };
+  auto check_consistent = [&](const char* what) {
+    INFO(what);
+    const Prediction& p = s.prediction();
+    const sim::SimResult direct = as_profiled();
+    CHECK(p.baseline_step_ns == direct.step_ns);
+    CHECK(p.baseline_peak_bytes == direct.peak_bytes);
+    // Nothing kept beyond the profile's plan: the prediction is the baseline, under any cluster.
+    bool kept = false;
+    for (int u = 0; u < s.unit_count(); ++u) kept |= s.state().keep[static_cast<std::size_t>(u)] && !s.unit_fixed(u);
+    if (!kept) CHECK(p.step_ns == p.baseline_step_ns);
+  };
+  check_consistent("default (fitted) preset");
+  const Prediction fitted = s.prediction();
+
+  int file_preset = -1;
+  for (std::size_t i = 0; i < s.presets().size(); ++i)
+    if (s.presets()[i].name == "h100-nvlink-ib") file_preset = static_cast<int>(i);
+  REQUIRE(file_preset >= 2);
+  for (int preset : {0, file_preset}) {
+    s.set_preset(preset);
+    check_consistent(s.presets()[static_cast<std::size_t>(preset)].name.c_str());
+    CHECK(s.prediction().baseline_step_ns != fitted.baseline_step_ns);
+    // The replay is judged on the chosen preset too, at the recorded world size.
+    CHECK(s.prediction().replay.replay_ns == s.prediction().baseline_step_ns);
+  }
+  s.set_preset(0);
+  const Prediction profile_preset = s.prediction();
+
+  s.set_world_size(16);
+  check_consistent("world 16");
+  CHECK(s.prediction().baseline_step_ns != profile_preset.baseline_step_ns);
+  // The replay stays at the profile's recorded configuration: it does not move with the world size.
+  CHECK(s.prediction().replay.replay_ns == profile_preset.replay.replay_ns);
+  s.set_gpus_per_node(2);
+  check_consistent("2 GPUs per node");
+
+  // A kept unit changes the prediction, never the baseline of the same configuration.
+  const TimeNs base = s.prediction().baseline_step_ns;
+  s.set_keep(layer, true);
+  check_consistent("layers.7 kept");
+  CHECK(s.prediction().baseline_step_ns == base);
+  CHECK(s.prediction().step_ns != s.prediction().baseline_step_ns);
+
+  // Undo gives back every earlier baseline exactly.
+  s.undo();
+  s.undo();
+  s.undo();
+  CHECK(s.prediction().baseline_step_ns == profile_preset.baseline_step_ns);
+  while (s.can_undo()) s.undo();
+  CHECK(s.prediction().baseline_step_ns == fitted.baseline_step_ns);
+  CHECK(s.prediction().step_ns == fitted.step_ns);
+  // The exported plan file records the baseline of the current configuration.
+  s.redo();
+  CHECK(s.plan_file_json().find("\"baseline_step_time_ms\"") != std::string::npos);
+}
+
+TEST_CASE("the synthetic sample's replay is far from its measured step, and the warning says why", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  const Prediction& p = s.prediction();
+  REQUIRE(p.replay.comparable);
+  CHECK(p.replay.measured_ns == s.inputs().measured_step_ns);
+  CHECK(p.replay.replay_ns == p.baseline_step_ns);
+  CHECK(p.replay.error_pct == Approx(100.0 * (double(p.replay.replay_ns) - double(p.replay.measured_ns)) / double(p.replay.measured_ns)));
+  auto mentions = [](const sim::ReplayCheck& r, const char* text) {
+    for (const auto& why : r.reasons)
+      if (why.find(text) != std::string::npos) return true;
+    return false;
+  };
+  // Far on the unfitted preset, which this profile's collectives would correct: both said.
+  s.set_preset(0);
+  const sim::ReplayCheck unfitted = s.prediction().replay;
+  REQUIRE(unfitted.far);
+  CHECK(std::abs(unfitted.error_pct) > sim::kReplayWarnPct);
+  CHECK(mentions(unfitted, "synthetic"));
+  CHECK(mentions(unfitted, "not fitted to this profile's"));
+  CHECK(unfitted.reasons.front().find("synthetic") != std::string::npos);  // the most telling first
+  CHECK(unfitted.warning.find("more than 10%") != std::string::npos);
+  CHECK(unfitted.warning.find("synthetic") != std::string::npos);
+  // On the fitted preset, when still far, the cluster is not blamed.
+  s.undo();
+  const sim::ReplayCheck fitted = s.prediction().replay;
+  CHECK_FALSE(mentions(fitted, "not fitted"));
+  if (fitted.far) CHECK(mentions(fitted, "synthetic"));
+  else CHECK(fitted.warning.empty());
+}
+
+namespace {
+// A profile the panel cannot simulate: the synthetic pattern (module ranges, steps, collectives)
+// with no module marked as an FSDP unit, as a run recorded without fully_shard would be.
+std::string profile_without_units(const test::TempDir& dir) {
+  const std::string path = dir.file("no-units.ssdb");
+  SyntheticSpec spec;
+  spec.layers = 3;
+  write_synthetic_profile(path, spec);
+  sql::Db db(path, SQLITE_OPEN_READWRITE);
+  db.exec("UPDATE modules SET is_fsdp_unit = 0, fsdp_unit_id = NULL");
+  return path;
+}
+}  // namespace
+
+TEST_CASE("a profile without FSDP units is refused with its own error", "[unshard]") {
+  test::TempDir dir;
+  const std::string path = profile_without_units(dir);
+  CHECK_THROWS_AS(UnshardSession::from_profile(path), sim::NoFsdpUnitsError);
+  try {
+    UnshardSession::from_profile(path);
+  } catch (const ProfileError& e) {  // still a ProfileError for callers that only show the message
+    CHECK(std::string(e.what()).find("no module is marked as an FSDP unit") != std::string::npos);
+    CHECK(e.kind() == ProfileErrorKind::MalformedTable);
+  }
+  // Other unusable inputs are plain ProfileErrors.
+  try {
+    UnshardSession::from_profile(dir.file("missing.ssdb"));
+    FAIL("no error");
+  } catch (const sim::NoFsdpUnitsError&) {
+    FAIL("a missing file is not a profile without units");
+  } catch (const ProfileError&) {
+  }
 }

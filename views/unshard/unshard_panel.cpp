@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_inputs.h"
 #include "storage/errors.h"
 #include "storage/units.h"
@@ -44,6 +45,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 QString ms(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms"); }
 QString bytes(std::int64_t b) { return QString::fromStdString(format_bytes(b)); }
 const QString kBucketingOff = QStringLiteral("off (one all-gather per unit)");
+// Explicit colours: the notice stays readable while the panel around it is disabled, in either palette.
+const QString kWarningStyle = QStringLiteral("QLabel { background: #fff1c2; color: #4a3500; border: 1px solid #d9a400; "
+                                             "border-radius: 3px; padding: 6px; }");
+const QString kUnavailableStyle = QStringLiteral("QLabel { background: #e8eef7; color: #1d2f4a; border: 1px solid #8aa2c4; "
+                                                 "border-radius: 3px; padding: 8px; }");
+const QString kNoProfile = QStringLiteral("No profile loaded: open a profile with FSDP units to plan which to keep unsharded.");
 
 // fit_all()'s view of a profile: the whole profile and 1% either side.
 void fit_whole(timeline::Viewport& v, const Profile& p) {
@@ -81,6 +88,17 @@ void UnshardPanel::build() {
   root->setContentsMargins(0, 0, 0, 0);
   root->addWidget(scroll);
   auto* outer = new QVBoxLayout(content);
+  unavailable_ = new QLabel(kNoProfile);
+  unavailable_->setWordWrap(true);
+  unavailable_->setStyleSheet(kUnavailableStyle);
+  unavailable_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(unavailable_);
+  warning_ = new QLabel;
+  warning_->setWordWrap(true);
+  warning_->setStyleSheet(kWarningStyle);
+  warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  warning_->hide();
+  outer->addWidget(warning_);
   auto* controls = new QFormLayout;
   world_ = new QSpinBox;
   world_->setRange(1, 10'000'000);
@@ -177,13 +195,17 @@ void UnshardPanel::build() {
   timeline_ = new timeline::TimelineWidget;
   timeline_->setMinimumHeight(160);
   timeline_->installEventFilter(this);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(tree_);
-  split->addWidget(timeline_);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 1);
-  split->setSizes({420, 300});  // in proportion: the tree a little taller than the timeline
-  outer->addWidget(split, 1);
+  split_ = new QSplitter(Qt::Vertical);
+  split_->addWidget(tree_);
+  split_->addWidget(timeline_);
+  split_->setStretchFactor(0, 1);
+  split_->setStretchFactor(1, 1);
+  split_->setSizes({420, 300});  // in proportion: the tree a little taller than the timeline
+  split_->hide();                // until a profile is simulated
+  outer->addWidget(split_, 1);
+  filler_ = new QWidget;
+  filler_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
+  outer->addWidget(filler_, 1);
   status_ = new QLabel;
   status_->setWordWrap(true);
   outer->addWidget(status_);
@@ -226,17 +248,59 @@ void UnshardPanel::build() {
   setEnabled(false);
 }
 
+void UnshardPanel::show_unavailable(const QString& why) {
+  tree_->setModel(nullptr);
+  model_.reset();
+  session_.reset();
+  timeline_profile_.reset();
+  timeline_->set_profile(nullptr);
+  {
+    const QSignalBlocker block(preset_);
+    preset_->clear();
+  }
+  {
+    const QSignalBlocker block(overrides_);
+    overrides_->setRowCount(0);
+  }
+  shown_overrides_.clear();
+  shown_bucket_count_ = -1;
+  for (auto* l : {step_, delta_, peak_, exposed_}) l->clear();
+  memory_bar_->setValue(0);
+  warning_->clear();
+  warning_->hide();
+  unavailable_->setText(why);
+  unavailable_->show();
+  split_->hide();  // an empty tree and an empty timeline ("open a profile") would only confuse
+  filler_->show();
+  setEnabled(false);
+}
+
 bool UnshardPanel::open_profile(const QString& path) {
   try {
     auto s = std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
     tree_->setModel(nullptr);
     model_.reset();
     session_ = std::move(s);
+  } catch (const sim::NoFsdpUnitsError& e) {
+    error_ = QString::fromStdString(e.what());
+    show_unavailable(QStringLiteral("Unshard is not available for %1: no FSDP units found, so there is nothing to keep "
+                                    "unsharded or to re-simulate.\n\nRecord the run with shardscope record (its Python hooks "
+                                    "mark the modules wrapped with FSDP2 fully_shard as FSDP units), or import a trace that "
+                                    "carries FSDP:: ranges (e.g. \"FSDP::pre_forward (layers.0)\", as FSDP2 records them).")
+                         .arg(QFileInfo(path).fileName()));
+    status_->setText(QStringLiteral("Cannot simulate this profile: ") + error_);
+    return false;
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
+    show_unavailable(QStringLiteral("Unshard is not available for %1: the profile cannot be simulated.\n\n%2")
+                         .arg(QFileInfo(path).fileName(), error_));
     status_->setText(QStringLiteral("Cannot simulate this profile: ") + error_);
     return false;
   }
+  unavailable_->clear();
+  unavailable_->hide();
+  filler_->hide();
+  split_->show();
   model_ = std::make_unique<UnshardUnitModel>(session_.get());
   tree_->setModel(model_.get());
   tree_->expandAll();
@@ -425,6 +489,8 @@ void UnshardPanel::on_export_clicked() {
 QString UnshardPanel::step_text() const { return step_->text(); }
 QString UnshardPanel::peak_text() const { return peak_->text(); }
 QString UnshardPanel::delta_text() const { return delta_->text(); }
+QString UnshardPanel::warning_text() const { return warning_->isHidden() ? QString() : warning_->text(); }
+QString UnshardPanel::unavailable_text() const { return unavailable_->isHidden() ? QString() : unavailable_->text(); }
 
 void UnshardPanel::show_state() {
   if (!session_) return;
@@ -452,6 +518,23 @@ void UnshardPanel::show_state() {
     delta += QStringLiteral("%1simulated as profiled %2 (%3%4%)").arg(delta.isEmpty() ? "" : ";  ").arg(ms(p.baseline_step_ns))
                  .arg(p.step_ns >= p.baseline_step_ns ? "+" : "").arg(pct(p.step_ns, p.baseline_step_ns), 0, 'f', 2);
   delta_->setText(delta);
+  // The replay (the profile's own plan at its recorded configuration, on the chosen preset) against
+  // the measured step: a number the user should not trust without knowing why it is off.
+  const sim::ReplayCheck& replay = p.replay;
+  if (replay.far) {
+    QString text = QStringLiteral("\u26A0 The replay is far from the measurement: the profile as recorded simulates to %1 on \"%2\", measured %3 (%4%5%, more than %6%).")
+                       .arg(ms(replay.replay_ns), QString::fromStdString(session_->presets()[static_cast<std::size_t>(s.preset)].name),
+                            ms(replay.measured_ns), replay.error_pct >= 0 ? QStringLiteral("+") : QString())
+                       .arg(replay.error_pct, 0, 'f', 1)
+                       .arg(sim::kReplayWarnPct, 0, 'f', 0);
+    text += QStringLiteral(" Predictions here inherit that error. Why:");
+    for (const auto& why : replay.reasons) text += QStringLiteral("\n  \u2022 ") + QString::fromStdString(why);
+    if (warning_->text() != text) warning_->setText(text);
+    warning_->show();
+  } else {
+    warning_->clear();
+    warning_->hide();
+  }
   exposed_->setText(QStringLiteral("%1 of %2 compute").arg(ms(p.exposed_comm_ns), ms(p.compute_ns)));
   QString peak = bytes(p.peak_bytes) + QStringLiteral(" of budget ") + bytes(p.budget_bytes);
   if (p.gpu_capacity_bytes > 0) peak += QStringLiteral(", GPU ") + bytes(p.gpu_capacity_bytes);

@@ -5,7 +5,9 @@
 // and the GPU's capacity, exposed all-gather per unit, the difference from the measured baseline
 // and a timeline of the simulated step (keeping the user's zoom when the step's length is
 // comparable). Undo/Redo (Ctrl+Z / Ctrl+Shift+Z), "Plan automatically" (cost planner) and
-// "Export plan".
+// "Export plan". A warning label says when the replay of the profile as recorded, under the chosen
+// preset, is more than 10 % from the measured step, and why; a profile the panel cannot simulate
+// (no FSDP units, ...) leaves it disabled with the reason shown in it.
 #pragma once
 
 #include <QWidget>
@@ -22,6 +24,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 class QTreeView;
 
@@ -54,12 +57,19 @@ class UnshardPanel : public QWidget {
   ss::timeline::TimelineWidget* timeline() { return timeline_; }
   std::shared_ptr<const Profile> timeline_profile() const { return timeline_profile_; }
   QTableWidget* bucket_overrides() { return overrides_; }
+  QComboBox* preset_box() { return preset_; }
+  QSpinBox* world_box() { return world_; }
+  QSpinBox* gpus_per_node_box() { return per_node_; }
   QString last_error() const { return error_; }
 
   // What the panel shows, as text (tests compare these with the simulator's own numbers).
   QString step_text() const;
   QString peak_text() const;
   QString delta_text() const;
+  // The replay warning (empty while hidden: the replay is within 10 % or there is no measurement).
+  QString warning_text() const;
+  // Why the panel is disabled (empty while a profile is loaded).
+  QString unavailable_text() const;
 
   void undo();
   void redo();
@@ -84,6 +94,7 @@ class UnshardPanel : public QWidget {
 
  private:
   void build();
+  void show_unavailable(const QString& why);  // no session: disabled, reason shown, numbers cleared
   void show_state();  // controls and numbers from the session (no change is made)
   void run_change(const std::function<void()>& change);
   void on_export_clicked();
@@ -95,6 +106,8 @@ class UnshardPanel : public QWidget {
   std::unique_ptr<UnshardSession> session_;
   std::unique_ptr<UnshardUnitModel> model_;
   QTreeView* tree_ = nullptr;
+  QSplitter* split_ = nullptr;  // tree and timeline: hidden while there is nothing to simulate
+  QWidget* filler_ = nullptr;   // takes the splitter's height while it is hidden
   QSpinBox* world_ = nullptr;
   QSpinBox* per_node_ = nullptr;
   QDoubleSpinBox* bucket_cap_ = nullptr;
@@ -114,6 +127,8 @@ class UnshardPanel : public QWidget {
   QLabel* peak_ = nullptr;
   QLabel* exposed_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* warning_ = nullptr;      // replay far from the measured step, and why
+  QLabel* unavailable_ = nullptr;  // why there is nothing to simulate
   QProgressBar* memory_bar_ = nullptr;
   QPushButton* undo_button_ = nullptr;
   QPushButton* redo_button_ = nullptr;

@@ -58,9 +58,10 @@ std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, c
   return out;
 }
 
-UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets)
+UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets, int initial_preset)
     : in_(std::move(inputs)), presets_(std::move(presets)) {
-  if (presets_.empty()) presets_.push_back({"profile (" + in_.cluster.name + ")", in_.cluster});
+  if (presets_.empty()) presets_.push_back({"profile (" + in_.cluster.name + ")", in_.cluster, in_.fitted});
+  state_.preset = std::clamp(initial_preset, 0, static_cast<int>(presets_.size()) - 1);
   const std::size_t n = in_.model.units.size();
   state_.keep.assign(n, 0);
   for (std::size_t u = 0; u < n; ++u)
@@ -79,13 +80,11 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
         // compile_step ignores keys that are not bucket indices; so does the panel.
       }
   }
-  state_.world_size = in_.cluster.world_size;
-  state_.gpus_per_node = in_.cluster.gpus_per_node;
+  state_.world_size = profile_world_ = in_.cluster.world_size;
+  state_.gpus_per_node = profile_per_node_ = in_.cluster.gpus_per_node;
   const auto dev = sim::find_device(in_.cluster.device);
   state_.budget_bytes = dev ? static_cast<std::int64_t>(dev->memory_GiB * 1024.0 * 1024.0 * 1024.0)
                             : std::numeric_limits<std::int64_t>::max();
-  // The baseline: the profile's own plan on its own configuration.
-  baseline_ = sim::simulate(sim::compile_step(in_.model, in_.plan, in_.cluster));
   pred_ = predict(state_);
 }
 
@@ -94,15 +93,15 @@ UnshardSession UnshardSession::from_profile(const std::string& path, const std::
   req.profile_path = path;
   req.fit = true;
   sim::SimInputs in = sim::load_sim_inputs(req);
-  // The baseline is the profile's configuration on the preset cluster, as `shardscope simulate IN`
-  // computes it; the cluster fitted to the profile's own collectives (`--fit`) is offered second.
+  // The profile's configuration on the preset cluster first; the same fitted to the profile's own
+  // collectives second and chosen, as `shardscope simulate IN` does, when it has any to fit to.
   const sim::ClusterModel fitted = in.cluster;
   const int samples = in.fit.samples[0] + in.fit.samples[1] + in.fit.samples[2];
   in.cluster = in.unfitted_cluster;
   in.fitted = false;
   auto presets = load_cluster_presets(in.cluster, clusters_dir);
-  if (samples > 0) presets.insert(presets.begin() + 1, ClusterPreset{"profile, fitted to its collectives (--fit)", fitted});
-  return UnshardSession(std::move(in), std::move(presets));
+  if (samples > 0) presets.insert(presets.begin() + 1, ClusterPreset{"profile, fitted to its collectives (--fit)", fitted, true});
+  return UnshardSession(std::move(in), std::move(presets), samples > 0 ? 1 : 0);
 }
 
 sim::ClusterModel UnshardSession::cluster_for(const UnshardState& s) const {
@@ -124,6 +123,21 @@ sim::FsdpPlan UnshardSession::plan_for(const UnshardState& s) const {
   return p;
 }
 
+const sim::SimResult& UnshardSession::baseline_for(int preset, int world, int per_node) const {
+  const auto key = std::make_tuple(preset, world, per_node);
+  auto it = baselines_.find(key);
+  if (it != baselines_.end()) return it->second;
+  UnshardState s;
+  s.preset = preset;
+  s.world_size = world;
+  s.gpus_per_node = per_node;
+  sim::FsdpPlan base = in_.plan;
+  base.world_size = 0;  // the cluster's, as plan_for
+  sim::SimResult r = sim::simulate(sim::compile_step(in_.model, base, cluster_for(s)));  // throws before caching
+  if (baselines_.size() >= 256) baselines_.clear();  // a user spinning the world size box; references are not kept
+  return baselines_.emplace(key, std::move(r)).first->second;
+}
+
 Prediction UnshardSession::predict(const UnshardState& s) const {
   Prediction p;
   const sim::ClusterModel c = cluster_for(s);
@@ -138,8 +152,12 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
   p.fits_budget = p.peak_bytes <= p.budget_bytes;
   p.fits_gpu = p.gpu_capacity_bytes == 0 || p.peak_bytes <= p.gpu_capacity_bytes;
   p.measured_step_ns = in_.measured_step_ns;
-  p.baseline_step_ns = baseline_.step_ns;
-  p.baseline_peak_bytes = baseline_.peak_bytes;
+  const int preset = std::clamp<int>(s.preset, 0, static_cast<int>(presets_.size()) - 1);
+  p.baseline = baseline_for(preset, s.world_size, s.gpus_per_node);
+  p.baseline_step_ns = p.baseline.step_ns;
+  p.baseline_peak_bytes = p.baseline.peak_bytes;
+  p.preset_fitted = presets_[static_cast<std::size_t>(preset)].fitted;
+  p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_).step_ns, p.preset_fitted);
   const auto per_exec = exposed_all_gather_per_exec(p.result, p.step.units.size());
   p.exposed_ag_ns.assign(in_.model.units.size(), 0);
   for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.exposed_ag_ns.size(); ++u) {
@@ -342,7 +360,7 @@ sim::PlanOutcome UnshardSession::plan_automatically(sim::Strategy strategy) {
 std::string UnshardSession::plan_file_json() const {
   sim::PlanOutcome o;
   o.result = pred_.result;
-  o.baseline = baseline_;
+  o.baseline = pred_.baseline;
   o.fits = pred_.fits_budget;
   return sim::plan_file_json(plan(), o, state_.strategy, state_.budget_bytes);
 }

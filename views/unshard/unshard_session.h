@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "profiler/sim/cluster_model.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
 #include "profiler/sim/step_simulator.h"
 
 namespace ss::unshard {
@@ -21,6 +23,7 @@ namespace ss::unshard {
 struct ClusterPreset {
   std::string name;  // "profile" or a file stem from resources/clusters
   sim::ClusterModel cluster;
+  bool fitted = false;  // fitted to the profile's own collectives (`simulate --fit`)
 };
 
 // Everything the user can change. Equal states give equal predictions.
@@ -48,8 +51,15 @@ struct Prediction {
   bool fits_budget = true;
   bool fits_gpu = true;
   TimeNs measured_step_ns = 0;          // the profile's measured step (0: none)
-  TimeNs baseline_step_ns = 0;          // simulated, the profile's own plan and configuration
+  // The baseline ("as profiled"): the profile's own plan, simulated on the state's cluster (preset,
+  // world size, GPUs per node), so that the difference from it is the plan's alone.
+  TimeNs baseline_step_ns = 0;
   std::int64_t baseline_peak_bytes = 0;
+  sim::SimResult baseline;
+  // The replay: the profile's own plan at its recorded world size and GPUs per node on the chosen
+  // preset, against the measured step; far (> 10 %) with the likely reasons (sim::check_replay).
+  sim::ReplayCheck replay;
+  bool preset_fitted = false;           // the chosen preset is fitted to the profile's collectives
   std::vector<TimeNs> exposed_ag_ns;    // per SimModel unit: compute-lane wait on its all-gathers
   std::vector<int> bucket_of_unit;      // per SimModel unit: auto-bucket index, -1 when not auto-bucketed
   int bucket_count = 0;                 // auto-buckets formed
@@ -70,8 +80,12 @@ std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, c
 
 class UnshardSession {
  public:
-  // Throws ProfileError when the profile cannot be simulated (no FSDP units, unreadable ...).
-  UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets);
+  // Throws ProfileError when the profile cannot be simulated (no FSDP units: sim::NoFsdpUnitsError,
+  // unreadable ...). `initial_preset` is the preset of the first state (not an undoable change).
+  UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets, int initial_preset = 0);
+  // The profile's own configuration; presets: the profile's (unfitted), the same fitted to its
+  // collectives when it has any the fit can use — then the default, as in `shardscope simulate` —
+  // and the files in `clusters_dir`.
   static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "");
 
   const sim::SimInputs& inputs() const { return in_; }
@@ -131,6 +145,8 @@ class UnshardSession {
   };
   sim::FsdpPlan plan_for(const UnshardState& s) const;
   sim::ClusterModel cluster_for(const UnshardState& s) const;
+  // The profile's own plan on preset `preset` with this world size and GPUs per node (cached).
+  const sim::SimResult& baseline_for(int preset, int world, int per_node) const;
   Prediction predict(const UnshardState& s) const;
   void bucket_indices(Prediction& p, const UnshardState& s) const;
 
@@ -139,7 +155,8 @@ class UnshardSession {
   UnshardState state_;
   Prediction pred_;
   std::vector<Entry> undo_, redo_;  // each holds the state to go back (forward) to
-  sim::SimResult baseline_;
+  int profile_world_ = 1, profile_per_node_ = 8;  // the configuration the profile was recorded at
+  mutable std::map<std::tuple<int, int, int>, sim::SimResult> baselines_;  // by (preset, world, GPUs per node)
 };
 
 }  // namespace ss::unshard

@@ -361,8 +361,11 @@ class Builder {
               ranges_.push_back(m);
             }
           };
-          pair_up(open_fwd, "pre_forward", "post_forward", RangePhase::Forward);
-          pair_up(open_bwd, "pre_backward", "post_backward", RangePhase::Backward);
+          // ShardScope's hooks already give every module's own range: no second one from FSDP's.
+          if (!first_module_start_) {
+            pair_up(open_fwd, "pre_forward", "post_forward", RangePhase::Forward);
+            pair_up(open_bwd, "pre_backward", "post_backward", RangePhase::Backward);
+          }
         }
         ranges_.push_back(r);
       }
