@@ -151,6 +151,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="steps excluded from steps/s")
     ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing per layer")
     ap.add_argument("--keep-unsharded", default="", help="comma-separated layer indices with reshard_after_forward=False")
+    ap.add_argument("--plan", default="", help="a ShardScope plan (shardscope plan -o plan.json), applied with "
+                    "shardscope.apply_plan before the remaining layers and the root are sharded")
+    ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
     ap.add_argument("--no-fsdp", action="store_true")
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
@@ -163,6 +166,8 @@ def main():
     args = ap.parse_args()
     if args.tiny:
         args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 64, 2, 4, 128, 256, 32, 2
+    if args.small:
+        args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 256, 4, 4, 688, 2048, 128, 4
 
     device = args.device
     if device == "auto":
@@ -191,8 +196,13 @@ def main():
         kwargs = {"mesh": mesh}
         if device == "cuda" and hasattr(fs, "MixedPrecisionPolicy"):
             kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if args.plan:  # the planned modules first (innermost first), exactly as a user would
+            import shardscope
+
+            shardscope.apply_plan(model, args.plan, **kwargs)
         for i, layer in enumerate(model.layers):
-            fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
+            if not isinstance(layer, fs.FSDPModule):
+                fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
         fs.fully_shard(model, **kwargs)
     elif distributed and rank == 0:
         print("FSDP2 unavailable or disabled (torch %s): gradients all-reduced by hand" % torch.__version__)

@@ -104,6 +104,7 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
     c.gpus_per_node = static_cast<int>(*v);
   }
   if (auto v = get_bool(root, "hierarchical", where, "")) c.hierarchical = *v;
+  if (auto v = get_bool(root, "comm_serialized", where, "")) c.comm_serialized = *v;
   if (auto v = get_number(root, "overlap_slowdown", where, "")) {
     if (*v < 0 || *v > 10) json_fail(where, "overlap_slowdown", "a fraction in [0, 10]");
     c.overlap_slowdown = *v;
@@ -140,7 +141,8 @@ std::string cluster_to_json(const ClusterModel& c) {
       .kv("world_size", c.world_size)
       .kv("gpus_per_node", c.gpus_per_node)
       .kv("hierarchical", c.hierarchical)
-      .kv("overlap_slowdown", c.overlap_slowdown);
+      .kv("overlap_slowdown", c.overlap_slowdown)
+      .kv("comm_serialized", c.comm_serialized);
   j.key("collectives").begin_object();
   for (int i = 0; i < kCollCount; ++i) {
     j.key(coll_key(static_cast<Coll>(i))).begin_object();
@@ -181,6 +183,10 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     double slope = 0;
     const double den = n * sxx - sx * sx;
     if (n >= 2 && xmax > xmin * 1.05 && den > 0) slope = (n * sxy - sx * sy) / den;
+    // A least-squares line with a negative intercept (noisy samples over few sizes, e.g. gloo on
+    // a loaded CPU) would be clamped to latency 0 and overshoot every sample: fit through the
+    // origin instead, which keeps the total time of the samples.
+    if (slope > 1e-6 && sy - slope * sx < 0 && sx > 0) slope = sy / sx;
     const int mult = c == Coll::AllReduce ? 2 : 1;
     const double steps = double(mult) * (group - 1);
     const double inter_steps = nodes > 1 ? double(mult) * (nodes - 1) : 0;

@@ -34,6 +34,10 @@ struct ClusterModel {
   int gpus_per_node = 8;
   bool hierarchical = false;     // two-level collectives (inter-node over rails, then intra-node)
   double overlap_slowdown = 0.0; // compute runs (1 + s) slower while a collective is in flight
+  // Collectives run on the cores that compute: nothing overlaps (CPU ranks over gloo, as many
+  // ranks as cores: gloo's worker threads progress only while the training thread waits). Each
+  // collective then holds the compute lane too, in issue order.
+  bool comm_serialized = false;
   std::string device = "H100";
   CollParams coll[kCollCount];
 

@@ -89,6 +89,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.reduce_bytes = m.reduce_dtype_bytes;
   s.optimizer_bytes = m.optimizer_bytes_per_param;
   s.overlap_slowdown = c.overlap_slowdown;
+  s.comm_serialized = c.comm_serialized;
   s.other_memory_bytes = m.other_memory_bytes;
   s.gpus_per_node = c.gpus_per_node;
   // Optimizer work is proportional to the parameters each rank owns.

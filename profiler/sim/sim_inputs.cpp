@@ -39,6 +39,16 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.cluster.world_size = pi.world_size;  // replay at the profile's own configuration
       if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
     }
+    // A CPU run (the profile's device is the CPU, collectives over gloo): its collectives share the
+    // cores with compute, whatever cluster the costs come from.
+    if (pi.gpu_name == "CPU" && req.cluster_path.empty()) {
+      in.cluster.comm_serialized = true;
+      in.cluster.device = "CPU";
+      in.cluster.name = "cpu (gloo)";
+      in.cluster.gpus_per_node = std::max(1, pi.world_size);  // one host
+    } else if (pi.gpu_name == "CPU") {
+      in.cluster.comm_serialized = true;
+    }
     in.unfitted_cluster = in.cluster;
     ClusterModel fitted = in.cluster;
     const FitReport rep = fit_cluster(fitted, pi.collectives);

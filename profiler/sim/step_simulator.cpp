@@ -112,7 +112,8 @@ class StepRun {
 
   TimeNs op(Lane lane, OpKind kind, Phase ph, int exec, TimeNs ready, TimeNs dur, std::int64_t bytes) {
     const int li = static_cast<int>(lane);
-    const TimeNs start = std::max(lane_[li], ready);
+    const bool blocks_compute = s_.comm_serialized && lane != Lane::Compute;
+    const TimeNs start = std::max({lane_[li], ready, blocks_compute ? lane_[0] : TimeNs{0}});
     TimeNs end;
     if (kind == OpKind::OtherComm || kind == OpKind::Idle) {
       end = start + dur;  // replayed as measured: no interference stretch
@@ -129,6 +130,7 @@ class StepRun {
       else ++r_.all_reduces;
     }
     lane_[li] = end;
+    if (blocks_compute) lane_[0] = end;
     r_.ops.push_back({start, end, bytes, exec, micro_, lane, kind, ph});
     return start;
   }

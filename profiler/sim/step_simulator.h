@@ -70,6 +70,7 @@ struct CompiledStep {
   TimeNs optimizer_ns = 0;
   TimeNs optimizer_other_ns = 0, optimizer_idle_ns = 0;
   double overlap_slowdown = 0;
+  bool comm_serialized = false;  // ClusterModel::comm_serialized
   std::int64_t other_memory_bytes = 0;
   int gpus_per_node = 8;
 };

@@ -822,32 +822,22 @@ class Builder {
     }
     std::int64_t busiest = kAbsent;
     Wide busiest_ns = -1;
-    std::map<std::int64_t, std::vector<std::size_t>> outer_by_tid;
+    std::map<std::int64_t, std::vector<CpuPiece>> pieces_by_tid;
     for (auto& [tid, idx] : ops_by_tid) {
-      std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        const RawEvent &x = t_.events[a], &y = t_.events[b];
-        return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-      });
+      pieces_by_tid[tid] = compute_pieces(tid, idx);
       Wide busy = 0;
-      TimeNs open_end = INT64_MIN;
-      for (std::size_t i : idx) {
-        const RawEvent& e = t_.events[i];
-        if (e.ts < open_end) continue;  // nested in the open outermost op
-        open_end = e.ts + e.dur;
-        busy += e.dur;
-        outer_by_tid[tid].push_back(i);
-      }
+      for (const auto& p : pieces_by_tid[tid]) busy += p.end - p.start;
       if (busy > busiest_ns) busiest = tid, busiest_ns = busy;
     }
-    for (const auto& [tid, idx] : outer_by_tid) {
+    for (const auto& [tid, pieces] : pieces_by_tid) {
       const RowId s = cpu_stream(tid, tid == busiest ? StreamKind::Compute : StreamKind::Unknown, "CPU thread ");
-      for (std::size_t i : idx) {
-        const RawEvent& e = t_.events[i];
+      for (const CpuPiece& p : pieces) {
+        const RawEvent& e = t_.events[p.event];
         KernelRow k;
         k.rank = rank_;
         k.stream = s;
-        k.start = start_of(e);
-        k.end = end_of(e);
+        k.start = p.start;
+        k.end = p.end;
         k.name = w_.intern(e.name);
         k.category = KernelCategory::Compute;
         k.module = module_at(tid, k.start);
@@ -855,6 +845,63 @@ class Builder {
       }
     }
     write_gloo_collectives(gloo_events, issued);
+  }
+
+  struct CpuPiece {
+    TimeNs start, end;
+    std::size_t event;
+  };
+
+  // The compute a CPU thread did: its outermost operators, except inside FSDP's own ranges
+  // (FSDP::all_gather, ::all_gather_copy_out, ::post_backward_reduce, ::post_backward_rs_wait...),
+  // where the thread also blocks on gloo: there only the operators that run inside the range are
+  // compute, and the gaps between them are waiting (exposed communication) or host time, as a
+  // GPU trace's compute stream would show them.
+  std::vector<CpuPiece> compute_pieces(std::int64_t tid, std::vector<std::size_t>& idx) {
+    std::vector<std::pair<TimeNs, TimeNs>> fsdp;  // merged FSDP ranges of this thread
+    for (const auto& r : ranges_)
+      if (r.tid == tid && r.kind == RangeKind::Fsdp) fsdp.emplace_back(r.start, r.end);
+    std::sort(fsdp.begin(), fsdp.end());
+    std::vector<std::pair<TimeNs, TimeNs>> merged;
+    for (const auto& iv : fsdp) {
+      if (!merged.empty() && iv.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, iv.second);
+      else
+        merged.push_back(iv);
+    }
+    auto containing = [&](TimeNs a, TimeNs b) -> bool {  // [a, b] inside one merged FSDP range
+      auto it = std::upper_bound(merged.begin(), merged.end(), a, [](TimeNs t, const auto& iv) { return t < iv.first; });
+      return it != merged.begin() && b <= std::prev(it)->second;
+    };
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      const RawEvent &x = t_.events[a], &y = t_.events[b];
+      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+    });
+    std::vector<CpuPiece> out;
+    TimeNs open_end = INT64_MIN, open_inner_end = INT64_MIN;
+    for (std::size_t i : idx) {
+      const RawEvent& e = t_.events[i];
+      const TimeNs a = start_of(e), b = end_of(e);
+      if (containing(a, b)) {  // inside FSDP's range: outermost among those inside is compute
+        if (a >= open_inner_end) {
+          open_inner_end = b;
+          out.push_back({a, b, i});
+        }
+      }
+      if (a < open_end) continue;  // nested in the open outermost op
+      open_end = b;
+      // The outermost op less the FSDP ranges it overlaps.
+      TimeNs cur = a;
+      auto it = std::upper_bound(merged.begin(), merged.end(), a, [](TimeNs t, const auto& iv) { return t < iv.first; });
+      if (it != merged.begin() && std::prev(it)->second > a) --it;
+      for (; it != merged.end() && it->first < b && cur < b; ++it) {
+        if (it->first > cur) out.push_back({cur, it->first, i});
+        cur = std::max(cur, it->second);
+      }
+      if (cur < b) out.push_back({cur, b, i});
+    }
+    std::sort(out.begin(), out.end(), [](const CpuPiece& x, const CpuPiece& y) { return x.start < y.start; });
+    return out;
   }
 
   // Collectives of the same family pair up in order: gloo executes one PG's work in issue order.
