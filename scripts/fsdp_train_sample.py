@@ -114,6 +114,33 @@ class Llama(nn.Module):
         return self.output(self.norm(x))
 
 
+class MlpBlock(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, hidden)
+        self.down = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class ResidualMlp(nn.Module):
+    """A second model shape for accuracy runs: residual MLP blocks (no attention, no embedding)."""
+
+    def __init__(self, dim, layers, hidden):
+        super().__init__()
+        self.inp = nn.Linear(dim, dim)
+        self.layers = nn.ModuleList([MlpBlock(dim, hidden) for _ in range(layers)])
+        self.head = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = self.inp(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
 def fsdp2():
     for path in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
         try:
@@ -154,6 +181,10 @@ def main():
     ap.add_argument("--plan", default="", help="a ShardScope plan (shardscope plan -o plan.json), applied with "
                     "shardscope.apply_plan before the remaining layers and the root are sharded")
     ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
+    ap.add_argument("--pin-cores", action="store_true",
+                    help="CPU runs: pin each rank (and its gloo threads) to core LOCAL_RANK mod cores; steadier step times")
+    ap.add_argument("--arch", choices=["llama", "mlp"], default="llama",
+                    help="llama: the decoder above; mlp: residual MLP blocks (dim, layers, hidden; batch x seq rows)")
     ap.add_argument("--no-fsdp", action="store_true")
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
@@ -176,6 +207,8 @@ def main():
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     distributed = world > 1 or "RANK" in os.environ
+    if args.pin_cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {local_rank % os.cpu_count()})  # threads started later inherit it
     if device == "cuda":
         torch.cuda.set_device(local_rank)
     if distributed:
@@ -184,7 +217,10 @@ def main():
         dist.init_process_group("nccl" if device == "cuda" else "gloo")
 
     torch.manual_seed(0)
-    model = Llama(args.vocab, args.dim, args.layers, args.heads, args.hidden, args.checkpointing).to(device)
+    if args.arch == "mlp":
+        model = ResidualMlp(args.dim, args.layers, args.hidden).to(device)
+    else:
+        model = Llama(args.vocab, args.dim, args.layers, args.heads, args.hidden, args.checkpointing).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     keep = {int(i) for i in args.keep_unsharded.split(",") if i.strip()}
 
@@ -216,7 +252,10 @@ def main():
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
             prof.__enter__()
         t0 = time.perf_counter()
-        tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
+        if args.arch == "mlp":
+            tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
+        else:
+            tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
         tracker = None
         if step == args.mem_tracker_step and fs is not None:
             from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
@@ -224,8 +263,11 @@ def main():
             tracker = FSDPMemTracker(model, opt)
             tracker.track_inputs((tokens,))
             tracker.__enter__()
-        logits = model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
+        if args.arch == "mlp":
+            loss = model(tokens).float().pow(2).mean()
+        else:
+            logits = model(tokens[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
         loss.backward()
         if distributed and fs is None:
             import torch.distributed as dist

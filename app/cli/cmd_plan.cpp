@@ -52,9 +52,15 @@ int cmd_plan(const std::vector<std::string>& args) {
       .option("modules", "A,B,...", "manual: units to keep unsharded; other strategies: restrict the candidates")
       .option("output", "plan.json", "write the plan file (JSON with the FSDP2 Python that applies it)", "", 'o')
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
-      .flag("fit", "fit the cluster model to the profile's collectives");
+      .flag("fit", "fit the cluster model to the profile's collectives (default without --cluster)")
+      .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives");
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
+  // As `simulate`: a profile's own collectives calibrate the cluster unless told otherwise, so
+  // that `plan IN` and `simulate IN --plan` predict the same numbers.
+  const bool no_fit = p.flag_set("no-fit");
+  if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
+  req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
 
   sim::PlanRequest pr;
   const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") ? "manual" : "greedy";

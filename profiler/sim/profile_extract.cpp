@@ -404,24 +404,102 @@ ProfileInput extract_profile(const Profile& p) {
   return in;
 }
 
+namespace {
+int root_unit(const SimModel& m) {
+  for (std::size_t u = 0; u < m.units.size(); ++u)
+    if (m.units[u].is_root) return static_cast<int>(u);
+  return -1;
+}
+}  // namespace
+
+std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path) {
+  if (in.step_windows.empty()) return 0;
+  sql::Db db = open_profile_readonly(path);
+  // Each step's backward starts at its first backward module range.
+  std::vector<TimeNs> bwd_start;
+  for (const auto& [a, b] : in.step_windows) {
+    sql::Stmt st(db.get(), "SELECT min(start_ns) FROM ranges WHERE rank = ?1 AND phase = ?2 AND start_ns >= ?3 AND start_ns <= ?4");
+    st.bind(1, in.rank);
+    st.bind(2, static_cast<int>(RangePhase::Backward));
+    st.bind(3, a);
+    st.bind(4, b);
+    bwd_start.push_back(st.step() ? st.col_int_or(0, b) : b);
+  }
+  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
+  const std::size_t nu = in.model.units.size();
+  const int root = root_unit(in.model);
+  // live[unit * 2 + phase], per step: the running bytes and their maximum.
+  std::vector<double> sum_max(nu * 2, 0);
+  std::vector<std::int64_t> live(nu * 2, 0), most(nu * 2, 0);
+  std::map<std::int64_t, std::pair<std::size_t, std::int64_t>> open;  // address -> (slot, bytes)
+  std::size_t step = SIZE_MAX;
+  auto close_step = [&]() {
+    for (std::size_t k = 0; k < most.size(); ++k) sum_max[k] += double(most[k]);
+    std::fill(live.begin(), live.end(), 0);
+    std::fill(most.begin(), most.end(), 0);
+    open.clear();
+  };
+  sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, module_id FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns, bytes");
+  st.bind(1, in.rank);
+  st.bind(2, static_cast<int>(MemoryCategory::Temporary));
+  while (st.step()) {
+    const TimeNs t = st.col_int(0);
+    std::size_t k = 0;
+    while (k < in.step_windows.size() && !(t >= in.step_windows[k].first && t <= in.step_windows[k].second)) ++k;
+    if (k == in.step_windows.size()) continue;
+    if (k != step) {
+      if (step != SIZE_MAX) close_step();
+      step = k;
+    }
+    const std::int64_t addr = st.col_int_or(1, 0), bytes = st.col_int(2);
+    if (bytes > 0) {
+      auto it = st.col_null(3) ? unit_of.end() : unit_of.find(st.col_int(3));
+      if (it == unit_of.end() && !(st.col_null(3) && root >= 0)) continue;  // outside modules: the root's caller
+      const int unit = it == unit_of.end() ? root : it->second;
+      const std::size_t slot = static_cast<std::size_t>(unit) * 2 + (t >= bwd_start[k] ? 1 : 0);
+      open[addr] = {slot, bytes};
+      live[slot] += bytes;
+      most[slot] = std::max(most[slot], live[slot]);
+    } else if (auto it = open.find(addr); it != open.end()) {
+      live[it->second.first] -= it->second.second;
+      open.erase(it);
+    }
+  }
+  if (step != SIZE_MAX) close_step();
+  const double n = double(in.step_windows.size());
+  std::int64_t largest = 0;
+  for (std::size_t u = 0; u < nu; ++u) {
+    SimSegment* last = nullptr;
+    for (auto& seg : in.model.segments)
+      if (static_cast<std::size_t>(seg.unit) == u) last = &seg;
+    if (!last) continue;
+    last->fwd_temp_bytes = static_cast<std::int64_t>(sum_max[u * 2] / n);
+    last->bwd_temp_bytes = static_cast<std::int64_t>(sum_max[u * 2 + 1] / n);
+    largest = std::max({largest, last->fwd_temp_bytes, last->bwd_temp_bytes});
+  }
+  return largest;
+}
+
 std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& path) {
   sql::Db db = open_profile_readonly(path);
   sql::Stmt st(db.get(),
-               "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 AND bytes > 0 "
-               "AND module_id IS NOT NULL");
+               "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 AND bytes > 0");
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(MemoryCategory::Activation));
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   std::vector<double> bytes(in.model.units.size(), 0);
   double total = 0;
+  const int root = root_unit(in.model);
   while (st.step()) {
-    auto it = unit_of.find(st.col_int(0));
-    if (it == unit_of.end()) continue;
+    // Made outside every module (the loss, the batch): the caller of the root's forward.
+    auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
+    if (it == unit_of.end() && !(st.col_null(0) && root >= 0)) continue;
+    const int unit = it == unit_of.end() ? root : it->second;
     const TimeNs t = st.col_int(1);
     bool inside = false;
     for (const auto& [a, b] : in.step_windows) inside = inside || (t >= a && t <= b);
     if (!inside) continue;
-    bytes[static_cast<std::size_t>(it->second)] += double(st.col_int(2));
+    bytes[static_cast<std::size_t>(unit)] += double(st.col_int(2));
     total += double(st.col_int(2));
   }
   const double n = double(std::max<std::size_t>(1, in.step_windows.size()));

@@ -55,4 +55,10 @@ ProfileInput extract_profile(const Profile& profile);
 // Returns the total bytes found (0 when the profile has no such events).
 std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& path);
 
+// Temporaries per unit and phase from the profile's memory events (category temporary, paired
+// by address): the most each unit's forward and backward hold at once, averaged over the steps
+// used, put on the unit's last segment (the root's tail, where a loss's temporaries are).
+// Returns the largest of them (0 when the profile has none).
+std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
+
 }  // namespace ss::sim

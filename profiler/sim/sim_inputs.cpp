@@ -1,15 +1,50 @@
 #include "profiler/sim/sim_inputs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
 #include "profiler/sim/device_table.h"
 #include "profiler/sim/model_description.h"
 #include "profiler/sim/profile_extract.h"
+#include "profiler/sim/step_simulator.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 
 namespace ss::sim {
+namespace {
+
+// The representative rank's peak allocated bytes in each step used, averaged (0 without memory events).
+std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi) {
+  if (pi.step_windows.empty()) return 0;
+  sql::Db db = open_profile_readonly(path);
+  sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 ORDER BY time_ns, bytes");
+  st.bind(1, pi.rank);
+  std::vector<std::int64_t> peaks(pi.step_windows.size(), 0);
+  std::int64_t level = 0;
+  bool any = false;
+  while (st.step()) {
+    const TimeNs t = st.col_int(0);
+    level += st.col_int(1);
+    any = true;
+    for (std::size_t k = 0; k < pi.step_windows.size(); ++k)
+      if (t >= pi.step_windows[k].first && t <= pi.step_windows[k].second) peaks[k] = std::max(peaks[k], level);
+  }
+  if (!any) return 0;
+  double sum = 0;
+  for (auto v : peaks) sum += double(v);
+  return static_cast<std::int64_t>(sum / double(peaks.size()));
+}
+
+void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& path) {
+  in.measured_peak_bytes = measured_step_peak(path, pi);
+  if (in.measured_peak_bytes <= 0) return;
+  const SimResult as_profiled = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
+  in.memory_calibration_bytes = std::max<std::int64_t>(0, in.measured_peak_bytes - as_profiled.peak_bytes);
+  in.model.other_memory_bytes += in.memory_calibration_bytes;
+}
+
+}  // namespace
 
 SimInputs load_sim_inputs(const SimInputRequest& req) {
   SimInputs in;
@@ -21,6 +56,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     Profile p = load_profile(req.profile_path, lo);
     ProfileInput pi = extract_profile(p);
     add_activations_from_profile(pi, req.profile_path);
+    add_temporaries_from_profile(pi, req.profile_path);
     in.model = std::move(pi.model);
     in.from_profile = true;
     in.origin = pi.origin;
@@ -58,6 +94,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.fit = rep;
       in.fitted = true;
     }
+    calibrate_memory(in, pi, req.profile_path);
   } else if (!req.model_path.empty()) {
     if (req.fit) throw ProfileError(ProfileErrorKind::MalformedTable, "--fit needs a profile with measured collectives");
     ModelDescription d = load_model_file(req.model_path);

@@ -44,6 +44,12 @@ struct SimInputs {
   FitReport fit;
   int fit_samples_available = 0;  // the profile's collectives that fit_cluster can use (0: nothing to fit to)
   ClusterModel unfitted_cluster;  // the cluster before --fit (equal to `cluster` without it)
+  // Memory replay: the profile's measured peak (mean over the steps used, representative rank),
+  // and what the model does not explain of it (temporaries, allocator slack, inputs), added as a
+  // constant "other" so that the replay's peak is the measured one and a what-if moves it by
+  // what the model predicts (model.other_memory_bytes).
+  std::int64_t measured_peak_bytes = 0;
+  std::int64_t memory_calibration_bytes = 0;
 };
 
 // Throws ProfileError for unreadable or malformed inputs (file and field named).

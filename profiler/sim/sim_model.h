@@ -39,6 +39,9 @@ struct SimSegment {
   TimeNs bwd_ns = 0;  // includes recomputation when activation checkpointing is on
   std::int64_t saved_activation_bytes = 0;      // held from forward until this segment's backward
   std::int64_t recompute_activation_bytes = 0;  // transient during backward (activation checkpointing)
+  // Transient while this segment computes (its ops' temporaries, e.g. a loss's softmax), measured
+  // from a profile's temporary allocations; 0 for model descriptions.
+  std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;
   MeasuredExtra fwd_extra{}, bwd_extra{};       // profile replay only; zero for model descriptions
 };
 

@@ -100,6 +100,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("idle_ms", to_ms(in.measured_idle_ns))
       .kv("fsdp_comm_only_ms", to_ms(in.measured_step_ns - in.measured_compute_ns - in.measured_other_comm_ns - in.measured_idle_ns))
       .kv("other_collectives", in.other_collectives)
+      .kv("peak_memory_bytes", in.measured_peak_bytes)
+      .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
       .end_object();
   if (in.window_only) {
@@ -119,6 +121,10 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
   std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d), GPU idle %.3f ms\n",
                 to_ms(in.measured_compute_ns), to_ms(in.measured_other_comm_ns), in.other_collectives, to_ms(in.measured_idle_ns));
   o << line;
+  if (in.measured_peak_bytes > 0) {
+    o << "  measured peak memory " << format_bytes(in.measured_peak_bytes) << "; not modelled (temporaries, inputs, allocator) "
+      << format_bytes(in.memory_calibration_bytes) << ", kept as 'other' in every what-if\n";
+  }
   if (in.window_only) {
     std::snprintf(line, sizeof line,
                   "Window       no step markers: compared over the %.3f ms span of complete unit ranges (of %.3f ms recorded);\n"

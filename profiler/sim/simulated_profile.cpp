@@ -17,6 +17,7 @@ MemoryCategory to_profile(MemCat c) {
     case MemCat::AllGatherBuffer: return MemoryCategory::AllGatherBuffer;
     case MemCat::ReduceScatterBuffer: return MemoryCategory::ReduceScatterBuffer;
     case MemCat::Other: return MemoryCategory::Unknown;
+    case MemCat::Temporary: return MemoryCategory::Temporary;
   }
   return MemoryCategory::Unknown;
 }

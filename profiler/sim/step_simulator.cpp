@@ -20,6 +20,7 @@ const char* mem_cat_key(MemCat c) {
     case MemCat::AllGatherBuffer: return "all_gather_buffer";
     case MemCat::ReduceScatterBuffer: return "reduce_scatter_buffer";
     case MemCat::Other: return "other";
+    case MemCat::Temporary: return "temporary";
   }
   return "?";
 }
@@ -70,6 +71,13 @@ class StepRun {
 
   void mem(TimeNs t, std::int64_t delta, int exec, MemCat c) {
     if (delta != 0) r_.memory.push_back({t, delta, exec, c});
+  }
+
+  // A segment's temporaries: alive from its compute's start to its end (lane_[0] after the op).
+  void transient(TimeNs start, std::int64_t bytes, int exec) {
+    if (bytes <= 0) return;
+    mem(start, bytes, exec, MemCat::Temporary);
+    mem(lane_[0], -bytes, exec, MemCat::Temporary);
   }
 
   void persistent_state() {
@@ -200,6 +208,7 @@ class StepRun {
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
       mem(t, sg.saved_bytes, e, MemCat::Activation);
+      transient(t, sg.fwd_temp_bytes, e);
       measured(Phase::Forward, e, sg.fwd_other_ns, sg.fwd_idle_ns);
       if (static_cast<int>(i) == u.last_seg) {  // post_forward(u): reshard
         const std::int64_t keep = u.reshard == kKeepUnsharded ? u.ag_bytes : u.reshard == kReshard ? 0 : u.ag_bytes / u.reshard;
@@ -258,6 +267,7 @@ class StepRun {
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
       mem(t, sg.recompute_bytes, e, MemCat::Activation);
+      transient(t, sg.bwd_temp_bytes, e);
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
       mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
       if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)

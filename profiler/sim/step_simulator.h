@@ -21,8 +21,9 @@ namespace ss::sim {
 enum class MemCat : std::uint8_t {
   ShardedParam, UnshardedParam, ShardedGrad, UnshardedGrad, OptimizerState, Activation,
   AllGatherBuffer, ReduceScatterBuffer, Other,
+  Temporary,  // transient inside one segment's compute (measured per segment from a profile)
 };
-inline constexpr int kMemCatCount = 9;
+inline constexpr int kMemCatCount = 10;
 const char* mem_cat_key(MemCat c);  // "sharded_param", ...
 
 enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3 };
@@ -52,6 +53,7 @@ struct ExecSegment {
   int exec = 0;
   TimeNs fwd_ns = 0, bwd_ns = 0;
   std::int64_t saved_bytes = 0, recompute_bytes = 0;
+  std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
 };
