@@ -74,6 +74,7 @@ int cmd_record(const std::vector<std::string>& args) {
               "per-tensor", 0, {"per-tensor", "segments", "off"})
       .flag("no-modules", "no Python module hooks (kernels and collectives only)")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
+      .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")
       .allow_passthrough("CMD...", "the command to record, e.g. torchrun --nproc_per_node=8 train.py")
       .epilog("Example: shardscope record -o llama.ssdb -- torchrun --nproc_per_node=8 train.py\n"
               "Environment it sets: SHARDSCOPE_OUTPUT_DIR, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, PYTHONPATH,\n"
@@ -118,6 +119,7 @@ int cmd_record(const std::vector<std::string>& args) {
     collector::MergeOptions mo;
     mo.output = output.string();
     mo.command = join_command(cmd);
+    if (p.has("label")) mo.notes = p.get("label");
     rank_files_from_cpu_traces(parts);
     auto inputs = collector::find_rank_inputs(parts.string());
     auto result = collector::merge_rank_files(inputs, mo);

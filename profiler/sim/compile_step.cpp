@@ -123,6 +123,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.name += m.units[static_cast<std::size_t>(u)].name;
       e.members.push_back(u);
       e.params += m.units[static_cast<std::size_t>(u)].param_count;
+      e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
     }
     e.ag_bytes = e.params * s.param_bytes;

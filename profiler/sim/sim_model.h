@@ -18,6 +18,9 @@ struct SimUnit {
   std::string class_name;
   std::int64_t param_count = 0;  // parameters owned by this unit (not by nested units)
   bool is_root = false;          // FSDP2: the root defaults to reshard_after_forward=False
+  // Host work of the unit's backward unshard (copy-in, copy-out, hooks) measured on a CPU run;
+  // spent on the compute lane only when the unit is gathered in backward.
+  TimeNs bwd_unshard_host_ns = 0;
 };
 
 // What a measured profile shows on the GPU besides compute and FSDP's own collectives, replayed

@@ -254,7 +254,7 @@ class StepRun {
             all_gather(next, issue, Phase::Backward);
         }
         if (gathered) {
-          const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns, u.ag_bytes);
+          const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns + u.bwd_host_ns, u.ag_bytes);
           mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
           const std::int64_t buf = u.reshard == kReshard ? u.ag_bytes : u.ag_bytes - st.resident;
           mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out

@@ -230,3 +230,19 @@ TEST_CASE("backward is the autograd engine's time, even when it runs on the main
   CHECK(query_text(out, "SELECT phase FROM range_view WHERE name = 'aten::mm' AND start_ns = 110000") == "backward");
   CHECK(query_text(out, "SELECT phase FROM range_view WHERE name LIKE 'autograd::engine%'") == "backward");
 }
+
+TEST_CASE("memory: the level before the trace and a free the profiler did not record", "[kineto][memory]") {
+  // The first event says 6000 bytes were allocated after its own 1000: 5000 came before the trace.
+  // Address 4096 is allocated again at 1040 us without a free: the 1000-byte block was freed
+  // unrecorded, and the trace's total shows when: at 1030 us it is 1000 short of the running sum.
+  TempDir dir;
+  const auto db = import_one(dir, fixture("memory_levels.json"));
+  CHECK(query_int(db, "SELECT bytes FROM memory_events WHERE address = 0") == 5000);
+  CHECK(query_int(db, "SELECT count(*) FROM memory_events WHERE address = 4096 AND bytes = -1000") == 1);
+  CHECK(query_int(db, "SELECT time_ns FROM memory_events WHERE address = 4096 AND bytes = -1000") == 30000);
+  CHECK(query_int(db, "SELECT count FROM skipped_events WHERE reason LIKE '%did not record%'") == 1);
+  // The running sum now equals the trace's own total after every event: 6000, 6500, 5600, 5800.
+  CHECK(query_int(db, "SELECT max(level) FROM (SELECT sum(bytes) OVER (ORDER BY time_ns, bytes ROWS UNBOUNDED PRECEDING) AS level "
+                      "FROM memory_events)") == 6500);
+  CHECK(query_int(db, "SELECT sum(bytes) FROM memory_events") == 5800);
+}

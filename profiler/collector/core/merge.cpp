@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "profiler/collector/core/attributor.h"
+#include "profiler/common/memory_categories.h"
 #include "profiler/collector/core/clock_alignment.h"
 #include "profiler/collector/core/py_sidecar.h"
 #include "profiler/collector/core/rank_file_writer.h"
@@ -96,6 +97,60 @@ std::string module_parent(const std::string& fqn) {
   if (fqn.empty()) return "";
   auto dot = fqn.rfind('.');
   return dot == std::string::npos ? std::string() : fqn.substr(0, dot);
+}
+
+// The collector's per-tensor events (cudaMallocAsync) come without a category: give them the
+// importers' categories (profiler/common/memory_categories.h) from the rank's steps and hook
+// ranges -- forward until the first backward module range, backward until the optimizer range;
+// recompute and optimizer ranges as contexts. Events that already have one keep it.
+void categorize_collector_memory(sql::Db& db, TimeNs shift, std::vector<MemoryEventRow>& rows) {
+  if (rows.empty() || std::any_of(rows.begin(), rows.end(), [](const auto& m) { return m.category != MemoryCategory::Unknown; }))
+    return;
+  std::vector<StepPhases> steps;
+  {
+    sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns FROM steps ORDER BY start_ns");
+    while (st.step()) steps.push_back({st.col_int(0) + shift, 0, 0, st.col_int(1) + shift});
+  }
+  std::vector<std::pair<TimeNs, TimeNs>> optimizer, recompute;
+  std::vector<TimeNs> backward;
+  {
+    sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns, phase FROM ranges WHERE phase IN (2, 3, 4) ORDER BY start_ns");
+    while (st.step()) {
+      const TimeNs a = st.col_int(0) + shift, b = st.col_int(1) + shift;
+      const auto ph = static_cast<RangePhase>(st.col_int(2));
+      if (ph == RangePhase::Backward) backward.push_back(a);
+      else (ph == RangePhase::Optimizer ? optimizer : recompute).emplace_back(a, b);
+    }
+  }
+  auto first_in = [](const auto& v, TimeNs a, TimeNs b, auto key) {
+    TimeNs best = b;
+    for (const auto& x : v)
+      if (key(x) >= a && key(x) < b) best = std::min(best, key(x));
+    return best;
+  };
+  for (auto& s : steps) {
+    s.optimizer = first_in(optimizer, s.start, s.end, [](const auto& r) { return r.first; });
+    s.backward = std::min(s.optimizer, first_in(backward, s.start, s.end, [](TimeNs t) { return t; }));
+  }
+  for (auto* v : {&optimizer, &recompute}) {  // union of the (nested) ranges, for binary search
+    std::vector<std::pair<TimeNs, TimeNs>> merged;
+    for (const auto& r : *v) {
+      if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+      else merged.push_back(r);
+    }
+    *v = std::move(merged);
+  }
+  auto inside = [](const std::vector<std::pair<TimeNs, TimeNs>>& v, TimeNs t) {
+    auto it = std::upper_bound(v.begin(), v.end(), t, [](TimeNs x, const auto& r) { return x < r.first; });
+    return it != v.begin() && t <= std::prev(it)->second;
+  };
+  std::vector<MemoryEventIn> ins;
+  ins.reserve(rows.size());
+  for (const auto& m : rows)
+    ins.push_back({m.time, m.address, m.bytes,
+                   inside(optimizer, m.time) ? MemContext::Optimizer : inside(recompute, m.time) ? MemContext::Recompute : MemContext::None});
+  const auto cats = classify_memory(ins, steps, {});
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].category = cats[i];
 }
 
 int module_depth(const std::string& fqn) {
@@ -221,6 +276,7 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
   }
   origin.source_format = formats.empty() ? "python-hooks" : formats.count("kineto-json") && formats.size() == 1 ? "torch-profiler-cpu" : "cupti";
   origin.source_files = options.command;
+  origin.notes = options.notes;
   ProfileWriter out(options.output, origin);
   out.set_time_origin(global_origin);
 
@@ -412,6 +468,7 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     }
     {
       sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, category, module_id, stream_id FROM memory_events ORDER BY id");
+      std::vector<MemoryEventRow> rows;
       while (st.step()) {
         MemoryEventRow m;
         m.rank = rank;
@@ -421,8 +478,10 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
         m.category = static_cast<MemoryCategory>(st.col_int(3));
         m.module = map_id(modules, st, 4);
         m.stream = map_id(streams, st, 5);
-        out.add_memory_event(m);
+        rows.push_back(m);
       }
+      categorize_collector_memory(db, shift, rows);
+      for (const auto& m : rows) out.add_memory_event(m);
     }
     {
       sql::Stmt st(db.get(), "SELECT number, start_ns, duration_ns FROM steps ORDER BY number");

@@ -30,6 +30,7 @@ std::vector<RankInputs> find_rank_inputs(const std::string& dir);
 struct MergeOptions {
   std::string output;
   std::string command;  // recorded in origin.source_files
+  std::string notes;    // origin.notes: what the recording is (record --label)
   bool align_clocks = true;
 };
 

@@ -914,13 +914,43 @@ class Builder {
     }
   }
 
+  // Elements a collective moves as the c10d op that issued it says (output of an all-gather,
+  // input of a reduce-scatter, the buffer of an all-reduce), or as gloo's own event says (its
+  // first tensor: the shard for an all-gather, the full buffer for an all-reduce).
+  std::int64_t issued_numel(const RawEvent& issuer) const {
+    if (issuer.comm < 0) return kAbsent;
+    const CommArgs& a = t_.comms[static_cast<std::size_t>(issuer.comm)];
+    return collective_type_from_label(issuer.name) == CollectiveType::ReduceScatter ? a.input_numel2 : a.input_numel;
+  }
+  std::int64_t ran_numel(const RawEvent& e, int group_size) const {
+    if (e.comm < 0 || t_.comms[static_cast<std::size_t>(e.comm)].input_numel == kAbsent) return kAbsent;
+    const std::int64_t n = t_.comms[static_cast<std::size_t>(e.comm)].input_numel;
+    return collective_type_from_label(e.name) == CollectiveType::AllGather && group_size > 0 && n < INT64_MAX / (1 << 24)
+               ? n * group_size
+               : n;
+  }
+
+  // gloo runs a process group's work on two worker threads, so collectives may start out of issue
+  // order. Each one pairs with the earliest unpaired op of its family issued before it ended whose
+  // size matches; sequence numbers follow the issue order, which is the program's on every rank.
   void write_gloo_collectives(std::vector<std::size_t>& ran, std::vector<std::size_t>& issued) {
     auto by_time = [&](std::size_t a, std::size_t b) { return t_.events[a].ts < t_.events[b].ts; };
     std::sort(ran.begin(), ran.end(), by_time);
     std::sort(issued.begin(), issued.end(), by_time);
-    std::map<int, std::vector<std::size_t>> issued_by_family;
-    for (std::size_t i : issued) issued_by_family[collective_family(collective_type_from_label(t_.events[i].name))].push_back(i);
-    std::map<int, std::size_t> next_issued;
+    // A c10d op nested in another (a TorchDispatchMode such as FSDPMemTracker re-dispatches it,
+    // and the profiler records both) issued nothing of its own.
+    {
+      std::map<std::int64_t, TimeNs> open_until;  // tid -> end of the last outermost c10d op
+      std::vector<std::size_t> outer;
+      for (std::size_t i : issued) {
+        const RawEvent& op = t_.events[i];
+        auto it = open_until.find(op.tid);
+        if (it != open_until.end() && op.ts < it->second) continue;
+        open_until[op.tid] = op.ts + op.dur;
+        outer.push_back(i);
+      }
+      issued.swap(outer);
+    }
     const ProcessGroupConfig* only_group = t_.process_groups.size() == 1 ? &t_.process_groups.front() : nullptr;
     RowId group = kNoRow;
     if (only_group) {
@@ -931,16 +961,47 @@ class Builder {
     }
     const int group_size = only_group ? static_cast<int>(std::clamp<std::int64_t>(only_group->size, 0, 1 << 24))
                                       : (t_.world_size > 0 ? t_.world_size : 0);
-    std::map<RowId, std::int64_t> sequence;
+    std::vector<bool> used(issued.size(), false);
+    std::map<int, std::vector<std::size_t>> by_family;  // positions in `issued`, in issue order
+    for (std::size_t k = 0; k < issued.size(); ++k)
+      by_family[collective_family(collective_type_from_label(t_.events[issued[k]].name))].push_back(k);
+    std::map<int, std::size_t> first_unused;
+    struct Paired {
+      std::size_t ran;
+      const RawEvent* issuer;
+    };
+    std::vector<Paired> pairs;
     for (std::size_t i : ran) {
       const RawEvent& e = t_.events[i];
-      const CollectiveType ran_type = collective_type_from_label(e.name);
-      const int family = collective_family(ran_type);
-      const RawEvent* issuer = nullptr;
-      if (auto it = issued_by_family.find(family); it != issued_by_family.end()) {
-        std::size_t& n = next_issued[family];
-        if (n < it->second.size()) issuer = &t_.events[it->second[n++]];
+      const int family = collective_family(collective_type_from_label(e.name));
+      const std::int64_t size = ran_numel(e, group_size);
+      std::size_t pick = SIZE_MAX, fallback = SIZE_MAX;
+      const auto& list = by_family[family];
+      std::size_t& cur = first_unused[family];
+      while (cur < list.size() && used[list[cur]]) ++cur;
+      for (std::size_t j = cur; j < list.size(); ++j) {  // a short scan: pairs are nearly in order
+        const std::size_t k = list[j];
+        if (used[k]) continue;
+        const RawEvent& op = t_.events[issued[k]];
+        if (op.ts > e.ts + e.dur) break;
+        if (fallback == SIZE_MAX) fallback = k;
+        if (size == kAbsent || issued_numel(op) == size) {
+          pick = k;
+          break;
+        }
       }
+      if (pick == SIZE_MAX) pick = fallback;
+      if (pick != SIZE_MAX) used[pick] = true;
+      pairs.push_back({i, pick == SIZE_MAX ? nullptr : &t_.events[issued[pick]]});
+    }
+    std::stable_sort(pairs.begin(), pairs.end(), [&](const Paired& a, const Paired& b) {
+      const TimeNs ta = a.issuer ? a.issuer->ts : t_.events[a.ran].ts, tb = b.issuer ? b.issuer->ts : t_.events[b.ran].ts;
+      return ta < tb;
+    });
+    std::int64_t sequence = 0;
+    for (const Paired& pr : pairs) {
+      const RawEvent& e = t_.events[pr.ran];
+      const RawEvent* issuer = pr.issuer;
       KernelRow k;
       k.rank = rank_;
       k.stream = cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
@@ -954,22 +1015,18 @@ class Builder {
       CollectiveRow c;
       c.rank = rank_;
       c.kernel = kid;
-      c.type = issuer ? collective_type_from_label(issuer->name) : ran_type;
+      c.type = issuer ? collective_type_from_label(issuer->name) : collective_type_from_label(e.name);
       const CommArgs* ia = issuer && issuer->comm >= 0 ? &t_.comms[static_cast<std::size_t>(issuer->comm)] : nullptr;
       const CommArgs* ra = e.comm >= 0 ? &t_.comms[static_cast<std::size_t>(e.comm)] : nullptr;
       std::string_view dtype = ia && !ia->input_type.empty() ? ia->input_type : ra ? ra->input_type : std::string_view{};
       const int esize = dtype_size_bytes(dtype);
-      // c10d ops list (output, input): the gathered output of an all-gather, the full input of a
-      // reduce-scatter, the buffer of an all-reduce.
-      std::int64_t numel = kAbsent;
-      if (ia) numel = c.type == CollectiveType::ReduceScatter ? ia->input_numel2 : ia->input_numel;
-      if (numel == kAbsent && ra && ra->input_numel != kAbsent)
-        numel = c.type == CollectiveType::AllGather && group_size > 0 ? ra->input_numel * group_size : ra->input_numel;
+      std::int64_t numel = issuer ? issued_numel(*issuer) : kAbsent;
+      if (numel == kAbsent) numel = ran_numel(e, group_size);
       if (numel != kAbsent && numel >= 0 && esize > 0 && numel < INT64_MAX / 16) c.bytes = numel * esize;
       c.dtype = dtype.empty() ? 0 : w_.intern(dtype);
       c.process_group = group;
       c.group_size = group_size;
-      c.sequence = sequence[group]++;
+      c.sequence = sequence++;
       c.start = k.start;
       c.end = k.end;
       w_.add_collective(c);

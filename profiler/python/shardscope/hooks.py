@@ -114,6 +114,7 @@ class Tracker:
         self.step = 0
         self._step_token = None
         self._facts_sent = set()
+        self._units_refreshed = False
         self._torch = _torch()
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
 
@@ -261,11 +262,25 @@ class Tracker:
                     kind = "sharded_parameter" if local is not p else "unsharded_parameter"
                     fact(_names.tensor_fact_message(kind, addr))
 
+    def refresh_fsdp_units(self):
+        """Writes the FSDP units' facts again once training has run: FSDP2 settles some only at
+        its lazy init in the first forward (the root's reshard_after_forward becomes False), after
+        the module tree was first written. Later sidecar lines replace earlier ones."""
+        if self.sidecar is None or self._units_refreshed:
+            return
+        self._units_refreshed = True
+        for m, fqn in list(self._names.items()):
+            unit, policy = fsdp_info(m)
+            if unit:
+                count, nbytes = module_params(m)
+                self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit, policy)
+
     def optimizer_pre(self, *args, **kwargs):
         if not self.enabled:
             return
         try:
             self.tensor_facts(args[0] if args else None)
+            self.refresh_fsdp_units()
         except Exception:
             self._fail("tensor_facts")
         self.close_open_backward()

@@ -1,0 +1,60 @@
+"""Helpers for the tests that record real FSDP2 training on CPU (gloo, 2 ranks) with `shardscope record`."""
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+
+SOURCE_DIR = os.environ.get("SHARDSCOPE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+SHARDSCOPE = os.environ.get("SHARDSCOPE_BIN", os.path.join(SOURCE_DIR, "build", "app", "shardscope"))
+TRAIN = os.path.join(SOURCE_DIR, "scripts", "fsdp_train_sample.py")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
+
+
+def record(out, *train_args, nproc=2):
+    """Runs the sample trainer under `shardscope record` with torchrun on CPU; returns its output."""
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    cmd = [SHARDSCOPE, "record", "-o", out, "--", sys.executable, "-m", "torch.distributed.run",
+           "--nproc_per_node=%d" % nproc, "--master_port=%d" % random.randint(20000, 40000), TRAIN,
+           "--device", "cpu"] + list(train_args)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    if p.returncode != 0:
+        raise AssertionError("record failed (%d):\n%s" % (p.returncode, p.stdout[-4000:]))
+    return p.stdout
+
+
+def shardscope(*args):
+    p = subprocess.run([SHARDSCOPE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError("shardscope %s failed (%d): %s" % (" ".join(args), p.returncode, p.stderr))
+    return p.stdout
+
+
+def query(profile, sql, *params):
+    db = sqlite3.connect("file:%s?mode=ro" % profile, uri=True)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def fsdp_collectives_per_step(profile, rank):
+    """{step number: sorted [(type label, bytes)]} of the all-gathers and reduce-scatters in each step."""
+    out = {}
+    for n, t0, t1 in query(profile, "SELECT number, start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
+        rows = query(profile, "SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = 'collective_type' "
+                     "AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND c.start_ns < ? "
+                     "AND e.label IN ('all_gather', 'reduce_scatter')", rank, t0, t1)
+        out[n] = sorted(rows)
+    return out
+
+
+def tiny_unit_params():
+    """Parameters of each FSDP unit of the trainer's --tiny model: {"": root's own, "layers.i": ...}."""
+    import fsdp_train_sample as t
+
+    model = t.Llama(256, 64, 2, 4, 128)  # the --tiny sizes: vocab, dim, layers, heads, hidden
+    layers = {"layers.%d" % i: sum(p.numel() for p in l.parameters()) for i, l in enumerate(model.layers)}
+    total = sum(p.numel() for p in model.parameters())
+    return dict(layers, **{"": total - sum(layers.values())})

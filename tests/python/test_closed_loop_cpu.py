@@ -1,0 +1,80 @@
+"""The closed loop on real FSDP2 training (CPU, gloo, 2 ranks): record A, replay it, plan B from A
+alone (manual --modules, and automatic under a budget), run B with shardscope.apply_plan, record
+it, and check that the predicted all-gathers and reduce-scatters (count and bytes per step) are
+exactly what B ran. Timings are not asserted (docs/accuracy.md has them, from scripts/closed_loop.py)."""
+import _torch_or_skip  # noqa: F401
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import fsdp2_run as run
+
+STEPS = 4
+
+
+class ClosedLoopCpu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ss_loop_")
+        cls.A = os.path.join(cls.dir, "A.ssdb")
+        run.record(cls.A, "--tiny", "--steps", str(STEPS))
+        cls.units = run.tiny_unit_params()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def predict_and_run(self, name, plan_args):
+        plan = os.path.join(self.dir, name + ".json")
+        planned = json.loads(run.shardscope("plan", self.A, "-o", plan, "--format", "json", *plan_args))
+        predicted = os.path.join(self.dir, name + "_predicted.ssdb")
+        prediction = json.loads(run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted, "--format", "json"))
+        B = os.path.join(self.dir, name + "_B.ssdb")
+        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan)
+        return planned, prediction, predicted, B
+
+    def check_exact(self, predicted, B):
+        want = list(run.fsdp_collectives_per_step(predicted, 0).values())
+        self.assertEqual(len(want), 1)  # one simulated step
+        for rank in range(2):
+            for step, got in run.fsdp_collectives_per_step(B, rank).items():
+                self.assertEqual(got, want[0], "rank %d step %d" % (rank, step))
+        return want[0]
+
+    def test_replay_of_a_is_fitted_and_counts_match(self):
+        replay = json.loads(run.shardscope("simulate", self.A, "--format", "json"))
+        self.assertTrue(replay["cluster_fitted"])
+        self.assertIn("cpu (gloo)", replay["cluster_used"])
+        self.assertEqual((replay["all_gathers"], replay["reduce_scatters"]), (5, 3))
+        self.assertGreater(replay["measured_breakdown"]["peak_memory_bytes"], 0)
+
+    def test_manual_plan_keeps_layer_unsharded_and_removes_its_backward_all_gather(self):
+        planned, prediction, predicted, B = self.predict_and_run("manual", ["--modules", "layers.1"])
+        self.assertEqual(planned["unsharded"], ["layers.1"])
+        # apply_plan set the policy on the real model: the recording says so.
+        policy = dict(run.query(B, "SELECT fqn, reshard_policy FROM modules WHERE is_fsdp_unit = 1"))
+        self.assertEqual(policy["layers.1"], "false")
+        self.assertEqual(policy["layers.0"], "true")
+        got = self.check_exact(predicted, B)
+        ags = [b for t, b in got if t == "all_gather"]
+        self.assertEqual(len(ags), 4)  # 3 forward + layers.0's backward re-gather
+        self.assertEqual(sorted(ags), sorted([4 * self.units[""], 4 * self.units["layers.0"], 4 * self.units["layers.1"],
+                                              4 * self.units["layers.0"]]))
+        self.assertEqual((prediction["all_gathers"], prediction["reduce_scatters"]), (4, 3))
+
+    def test_automatic_plan_under_a_budget(self):
+        replay = json.loads(run.shardscope("simulate", self.A, "--format", "json"))
+        # Room for both layers' parameters on top of A's measured peak.
+        budget = replay["measured_breakdown"]["peak_memory_bytes"] + 3 * 4 * self.units["layers.0"]
+        planned, prediction, predicted, B = self.predict_and_run("auto", ["--budget", str(budget), "--strategy", "cost"])
+        self.assertTrue(planned["fits_budget"])
+        self.assertTrue(planned["unsharded"], planned)
+        self.assertLessEqual(prediction["peak_memory_bytes"], budget)
+        self.check_exact(predicted, B)
+
+
+if __name__ == "__main__":
+    unittest.main()
