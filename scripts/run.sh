@@ -8,7 +8,7 @@ scripts/install-deps.sh
 scripts/python-env.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
-sample=resources/samples/synthetic-fsdp-4rank.ssdb
+sample=resources/samples/cpu-fsdp2-llama-2rank.ssdb  # a real recording (resources/samples/README.md)
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && build/app/shardscope --help | grep -q "^  gui "; then
   exec build/app/shardscope gui "$sample"
 fi

@@ -49,7 +49,9 @@ def _start():
         else:
             backend = FileBackend(sidecar)
             sidecar.meta("ranges", "sidecar")
-        hooks.install(backend, sidecar)
+        handle = hooks.install(backend, sidecar)
+        if trace is not None:
+            handle.tracker.step_callbacks.append(trace.capture_distributed)
 
         def at_exit():  # registered last, so it runs before the sidecar closes
             if hooks._global:

@@ -115,6 +115,7 @@ class Tracker:
         self._step_token = None
         self._facts_sent = set()
         self._units_refreshed = False
+        self.step_callbacks = []  # called at the first optimizer step (e.g. to capture process groups)
         self._torch = _torch()
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
 
@@ -280,6 +281,9 @@ class Tracker:
             return
         try:
             self.tensor_facts(args[0] if args else None)
+            if not self._units_refreshed:
+                for cb in self.step_callbacks:
+                    cb()
             self.refresh_fsdp_units()
         except Exception:
             self._fail("tensor_facts")
