@@ -9,7 +9,7 @@ packages=(
   # libraries (C++ dependencies come from Debian only)
   libsqlite3-dev sqlite3 zlib1g-dev libsimdjson-dev catch2 libbenchmark-dev
   # desktop app: Qt 6 Widgets + OpenGL + Charts, Dear ImGui 1.86, software GL and Xvfb for headless runs
-  qt6-base-dev libqt6opengl6-dev libqt6charts6-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri xvfb xauth
+  qt6-base-dev libqt6opengl6-dev qt6-charts-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri xvfb xauth
   # Python for the project-local .venv (scripts/python-env.sh installs torch from PyPI into it)
   python3 python3-venv python3-pip
 )

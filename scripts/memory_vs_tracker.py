@@ -5,14 +5,17 @@
 
 The tracker (torch.distributed._tools.fsdp2_mem_tracker) counts the tensors that the training
 thread's dispatched ops create, plus the parameters, optimizer state and inputs it is told about
-when it starts. The profile counts every allocation of the device's allocator. Three kinds of
+when it starts. The profile counts every allocation of the device's allocator. Four kinds of
 memory are real but invisible to the tracker, and are reported separately here:
   - comm lane:   buffers gloo's worker threads allocate (memory events on a comm stream);
   - in c10d op:  staging buffers allocated inside a c10d collective op on the training thread
                  (not a dispatched op's output);
   - held over:   reduce-scatter inputs alive when the step starts (FSDP2 keeps the last unit's
-                 until the next step's reduce-scatter wait; the tracker starts after it was made).
-"tracker-visible" is the profile's memory less those three; it is what is compared (error in %).
+                 until the next step's reduce-scatter wait; the tracker starts after it was made);
+  - held by c10d Work: an all-gather output after FSDP's copy-out dropped it (the tracker counts it
+                 freed then) while gloo's Work object still holds it (freed later, on gloo's thread;
+                 later still when the CPU is contended).
+"tracker-visible" is the profile's memory less those four; it is what is compared (error in %).
 Reads the profile read-only with sqlite3; prints a table, or writes JSON with --json.
 """
 import argparse
@@ -51,6 +54,13 @@ class CopIndex:
         return i >= 0 and t <= self.ends[i]
 
 
+def release_times(db, rank):
+    """Ends of FSDP::all_gather_copy_out ranges: where FSDP drops the all-gather output."""
+    rows = db.execute("SELECT r.start_ns, r.start_ns + r.duration_ns FROM ranges r JOIN strings s ON s.id = r.name_id "
+                      "WHERE r.rank = ? AND s.value LIKE 'FSDP::all_gather_copy_out%' ORDER BY r.start_ns", (rank,)).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
 def step_peak(db, rank, step):
     cats = dict(db.execute("SELECT value, label FROM enums WHERE type = 'memory_category'").fetchall())
     comm = {r[0] for r in db.execute("SELECT id FROM streams WHERE kind = 2")}
@@ -59,41 +69,58 @@ def step_peak(db, rank, step):
         raise SystemExit("rank %d has no step %d" % (rank, step))
     t0, t1 = row[0], row[0] + row[1]
     c10d = CopIndex(db, rank)
-    live = {}  # address -> (bytes, category, why excluded or None)
-    level = {"all": 0, "visible": 0}
-    by_cat = {}
-    best = {"all": (-1, None, None), "visible": (-1, None, None)}
-    q = ("SELECT time_ns, address, bytes, category, stream_id FROM memory_events WHERE rank = ? "
-         "ORDER BY time_ns, bytes")
-    started = False
+    copy_out_starts, copy_out_ends = release_times(db, rank)
+    never = float("inf")
+    # 1. Blocks: (alloc time, free time, bytes, category, why the tracker cannot see it).
+    blocks, open_ = [], {}
+    q = "SELECT time_ns, address, bytes, category, stream_id FROM memory_events WHERE rank = ? ORDER BY time_ns, bytes"
     for t, addr, b, c, stream in db.execute(q, (rank,)):
-        if not started and t >= t0:
-            started = True
-            # Reduce-scatter inputs alive at the step's start: FSDP2's held-over buffer.
-            for a, (lb, lc, why) in list(live.items()):
-                if why is None and cats[lc] == "reduce_scatter_buffer":
-                    live[a] = (lb, lc, "held over")
-                    level["visible"] -= lb
         if t > t1:
             break
         if b > 0:
             why = "comm lane" if stream in comm else "in c10d op" if c10d.inside(t) else None
-            live[addr] = (b, c, why)
-        else:
-            prev = live.pop(addr, None)
-            why = prev[2] if prev else None
-        level["all"] += b
-        if why is None:
-            level["visible"] += b
-            by_cat[cats[c]] = by_cat.get(cats[c], 0) + b
+            open_[addr] = len(blocks)
+            blocks.append([t, never, b, cats[c], why])
+        elif addr in open_:
+            blocks[open_.pop(addr)][1] = t
+    # 2. The tracker's view of each block: when it ends, and what it is called.
+    deltas = []  # (time, all delta, visible delta, category, excluded kind)
+    for ta, tf, b, cat, why in blocks:
+        deltas.append((ta, b, 0, cat, None))
+        deltas.append((tf, -b, 0, cat, None))
+        if why is None and cat == "reduce_scatter_buffer" and ta < t0 < tf:
+            why = "held over"
+        if why is not None:
+            deltas.append((ta, 0, 0, cat, (why, b)))
+            deltas.append((tf, 0, 0, cat, (why, -b)))
+            continue
+        visible_end = tf
+        if cat == "all_gather_buffer":  # FSDP drops it after its copy-out; c10d's Work may hold it longer
+            i = bisect.bisect_left(copy_out_starts, ta)
+            if i < len(copy_out_ends) and copy_out_ends[i] < tf:
+                visible_end = copy_out_ends[i]
+                deltas.append((visible_end, 0, 0, cat, ("held by c10d Work", b)))
+                deltas.append((tf, 0, 0, cat, ("held by c10d Work", -b)))
+        deltas.append((ta, 0, b, cat, None))
+        deltas.append((visible_end, 0, -b, cat, None))
+    deltas.sort(key=lambda d: (d[0], d[1] + d[2]))
+    # 3. Sweep: peaks inside the step.
+    level = {"all": 0, "visible": 0}
+    by_cat, excluded = {}, {}
+    best = {"all": (-1, None, None), "visible": (-1, None, None)}
+    for t, d_all, d_vis, cat, ex in deltas:
+        if t > t1:
+            break
+        level["all"] += d_all
+        level["visible"] += d_vis
+        if d_vis:
+            by_cat[cat] = by_cat.get(cat, 0) + d_vis
+        if ex:
+            excluded[ex[0]] = excluded.get(ex[0], 0) + ex[1]
         if t >= t0:
             for k in ("all", "visible"):
                 if level[k] > best[k][0]:
-                    excluded = {}
-                    for lb, lc, w in live.values():
-                        if w:
-                            excluded[w] = excluded.get(w, 0) + lb
-                    best[k] = (level[k], t - t0, (dict(by_cat), excluded))
+                    best[k] = (level[k], t - t0, (dict(by_cat), {w: v for w, v in excluded.items() if v}))
     return {
         "rank": rank,
         "step": step,

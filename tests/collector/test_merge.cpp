@@ -197,3 +197,50 @@ TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is i
   fails_with("range\t1\t9\t5\tss:fwd:\n", "s.tsv:1: range ends before it starts");
   fails_with("module\ta\n", "s.tsv:1: expected 7 fields");
 }
+
+TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from steps and hook ranges") {
+  test::TempDir dir;
+  RankInfo info;
+  info.rank = 0;
+  info.host = "node-a";
+  RankFileWriter w(dir.file("shardscope_rank0_lrank0_pid100.ssdb"), info, kT0, "train.py");
+  auto range = [&](TimeNs s, TimeNs e, const char* name, RangePhase ph) {
+    ResolvedRange r;
+    r.tid = 55;
+    r.start = kT0 + s;
+    r.end = kT0 + e;
+    r.name = name;
+    r.kind = RangeKind::Module;
+    r.phase = ph;
+    w.on_range(r);
+  };
+  range(1'000, 4'000, "layers.0", RangePhase::Forward);
+  range(5'000, 8'000, "layers.0", RangePhase::Backward);
+  range(9'000, 9'900, "optimizer.step", RangePhase::Optimizer);
+  w.on_step({0, kT0, kT0 + 10'000});
+  auto mem = [&](TimeNs t, std::int64_t addr, std::int64_t bytes) {
+    ResolvedMemory m;
+    m.time = kT0 + t;
+    m.address = addr;
+    m.bytes = bytes;
+    w.on_memory(m);
+  };
+  mem(2'000, 0x100, 64);   // forward, freed in backward: activation
+  mem(6'000, 0x100, -64);
+  mem(2'500, 0x200, 32);   // forward, freed in forward: temporary
+  mem(3'000, 0x200, -32);
+  mem(6'500, 0x300, 16);   // backward, alive into the optimizer: gradient
+  mem(9'500, 0x400, 128);  // optimizer, alive after it: optimizer state
+  w.finish();
+  MergeOptions mo;
+  mo.output = dir.file("out.ssdb");
+  merge_rank_files(find_rank_inputs(dir.path()), mo);
+  sql::Db db = open_profile_readonly(mo.output);
+  auto category_of = [&](std::int64_t addr) {
+    return q(db, "SELECT min(category) FROM memory_events WHERE address = " + std::to_string(addr));
+  };
+  CHECK(category_of(0x100) == static_cast<int>(MemoryCategory::Activation));
+  CHECK(category_of(0x200) == static_cast<int>(MemoryCategory::Temporary));
+  CHECK(category_of(0x300) == static_cast<int>(MemoryCategory::Gradient));
+  CHECK(category_of(0x400) == static_cast<int>(MemoryCategory::OptimizerState));
+}

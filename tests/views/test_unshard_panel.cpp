@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "profiler/sim/fsdp_plan.h"
+#include "tests/views/profile_without_units.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/simulated_profile.h"
 #include "profiler/sim/step_simulator.h"
@@ -479,18 +480,6 @@ TEST_CASE("the panel warns when the replay is more than 10% from the measured st
   CHECK(panel.warning_text().isEmpty());
 }
 
-namespace {
-// The synthetic pattern with no module marked as an FSDP unit: a run recorded without fully_shard.
-std::string profile_without_units(const test::TempDir& dir) {
-  const std::string path = dir.file("no-units.ssdb");
-  SyntheticSpec spec;
-  spec.layers = 3;
-  write_synthetic_profile(path, spec);
-  sql::Db db(path, SQLITE_OPEN_READWRITE);
-  db.exec("UPDATE modules SET is_fsdp_unit = 0, fsdp_unit_id = NULL");
-  return path;
-}
-}  // namespace
 
 TEST_CASE("a profile without FSDP units leaves the panel disabled and says why in it", "[unshard][gui]") {
   app();

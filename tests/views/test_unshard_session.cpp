@@ -10,6 +10,7 @@
 #include <map>
 
 #include "profiler/sim/fsdp_plan.h"
+#include "tests/views/profile_without_units.h"
 #include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
@@ -407,19 +408,6 @@ TEST_CASE("the synthetic sample's replay is far from its measured step, and the 
   else CHECK(fitted.warning.empty());
 }
 
-namespace {
-// A profile the panel cannot simulate: the synthetic pattern (module ranges, steps, collectives)
-// with no module marked as an FSDP unit, as a run recorded without fully_shard would be.
-std::string profile_without_units(const test::TempDir& dir) {
-  const std::string path = dir.file("no-units.ssdb");
-  SyntheticSpec spec;
-  spec.layers = 3;
-  write_synthetic_profile(path, spec);
-  sql::Db db(path, SQLITE_OPEN_READWRITE);
-  db.exec("UPDATE modules SET is_fsdp_unit = 0, fsdp_unit_id = NULL");
-  return path;
-}
-}  // namespace
 
 TEST_CASE("a profile without FSDP units is refused with its own error", "[unshard]") {
   test::TempDir dir;

@@ -1,11 +1,67 @@
 #include "profiler/import/common/unrecorded_frees.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 namespace ss::import {
 
+namespace {
+
+// Frees still missing after the reuse rule (a block never allocated again): where the running sum
+// first exceeds the trace's total by exactly the size of a live block, that block was freed
+// unrecorded just before; the oldest live block of that size is taken (blocks of one size, such
+// as FSDP's all-gather buffers, are freed in the order they were made).
+std::vector<AllocatorEvent> free_by_total(std::vector<AllocatorEvent> events, std::int64_t baseline) {
+  std::vector<AllocatorEvent> out;
+  out.reserve(events.size());
+  std::unordered_map<std::int64_t, std::size_t> live;       // address -> index in `out`
+  std::map<std::int64_t, std::set<std::size_t>> by_size;   // bytes -> indices in `out` of live blocks
+  std::int64_t level = baseline;
+  std::set<std::int64_t> freed_here;  // addresses given a free here and not allocated since
+  for (const AllocatorEvent& e : events) {
+    if (e.bytes < 0 && live.count(e.address) == 0 && freed_here.erase(e.address)) continue;  // recorded late after all
+    if (e.bytes > 0) freed_here.erase(e.address);
+    const std::int64_t gap = level + e.bytes - e.total_allocated;
+    if (e.total_allocated >= 0 && gap > 0) {
+      auto it = by_size.find(gap);
+      if (it != by_size.end() && !it->second.empty()) {
+        const std::size_t idx = *it->second.begin();
+        AllocatorEvent f = out[idx];
+        f.bytes = -f.bytes;
+        f.time = e.time;
+        f.total_allocated = -1;
+        f.synthetic = true;
+        live.erase(f.address);
+        freed_here.insert(f.address);
+        it->second.erase(it->second.begin());
+        level += f.bytes;
+        out.push_back(f);
+      }
+    }
+    level += e.bytes;
+    if (e.bytes > 0) {
+      live[e.address] = out.size();
+      by_size[e.bytes].insert(out.size());
+    } else if (e.bytes < 0) {
+      if (auto it = live.find(e.address); it != live.end()) {
+        by_size[out[it->second].bytes].erase(it->second);
+        live.erase(it);
+      }
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<AllocatorEvent> add_unrecorded_frees(std::vector<AllocatorEvent> events, std::int64_t baseline) {
+  return free_by_total(add_reused_address_frees(std::move(events), baseline), baseline);
+}
+
+std::vector<AllocatorEvent> add_reused_address_frees(std::vector<AllocatorEvent> events, std::int64_t baseline) {
   // 1. Reuse of a live address: the earlier block was freed, unrecorded, before the reuse.
   struct Missing {
     std::size_t alloc_index;  // in `events`

@@ -3,7 +3,8 @@
 // object dies), and the next allocation at that address is then the first sign of it: two live
 // blocks cannot share an address. Each such block gets a free, placed where the trace's own
 // "Total Allocated" first falls short of the running sum by the block's size (the moment it was
-// really freed), or just before the reuse when the trace has no totals.
+// really freed), or just before the reuse when the trace has no totals. A block that is never
+// allocated again is found by the total alone: the running sum exceeds it by exactly its size.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,10 @@ struct AllocatorEvent {
   std::size_t source = 0;            // the caller's index of the event (synthetic: of the allocation)
 };
 
-// `events` in time order (stable); returns them with the missing frees inserted, in time order.
+// `events` in time order (stable); returns them with the missing frees inserted, in time order:
+// first the frees proven by a reused address, then those the trace's total proves for blocks never
+// reused (where the running sum first exceeds the total by exactly one live block's size).
 std::vector<AllocatorEvent> add_unrecorded_frees(std::vector<AllocatorEvent> events, std::int64_t baseline);
+std::vector<AllocatorEvent> add_reused_address_frees(std::vector<AllocatorEvent> events, std::int64_t baseline);
 
 }  // namespace ss::import
