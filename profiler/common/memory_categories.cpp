@@ -50,15 +50,23 @@ std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time) 
   const auto colon = rest.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
   const auto category = memory_category_from_string(rest.substr(0, colon));
-  const std::string_view addr = rest.substr(colon + 1);
+  std::string_view addr = rest.substr(colon + 1);
+  std::string_view module;
+  bool has_module = false;
+  if (const auto second = addr.find(':'); second != std::string_view::npos) {
+    module = addr.substr(second + 1);
+    addr = addr.substr(0, second);
+    has_module = true;
+  }
   std::int64_t a = 0;
   auto [p, ec] = std::from_chars(addr.data(), addr.data() + addr.size(), a);
   if (!category || ec != std::errc() || p != addr.data() + addr.size()) return std::nullopt;
-  return TensorFact{time, a, *category};
+  return TensorFact{time, a, *category, std::string(module), has_module};
 }
 
 std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& events, const std::vector<StepPhases>& steps,
-                                            const std::vector<TensorFact>& facts) {
+                                            const std::vector<TensorFact>& facts, std::vector<int>* fact_of_event) {
+  if (fact_of_event) fact_of_event->assign(events.size(), -1);
   std::vector<MemoryCategory> out(events.size(), MemoryCategory::Unknown);
   std::vector<std::size_t> order(events.size());
   std::iota(order.begin(), order.end(), 0);
@@ -75,14 +83,15 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
   std::vector<Allocation> allocs;
   std::unordered_map<std::int64_t, std::size_t> open;  // address -> allocs index
   // Facts name the allocation live at their address at their time: sweep them in time order.
-  std::vector<TensorFact> sorted_facts = facts;
-  std::sort(sorted_facts.begin(), sorted_facts.end(), [](const TensorFact& a, const TensorFact& b) { return a.time < b.time; });
-  std::unordered_map<std::size_t, MemoryCategory> named;  // allocs index -> category
+  std::vector<std::size_t> fact_order(facts.size());
+  std::iota(fact_order.begin(), fact_order.end(), 0);
+  std::stable_sort(fact_order.begin(), fact_order.end(), [&](std::size_t a, std::size_t b) { return facts[a].time < facts[b].time; });
+  std::unordered_map<std::size_t, std::size_t> named;  // allocs index -> facts index
   std::size_t next_fact = 0;
   auto apply_facts_until = [&](TimeNs t) {
-    for (; next_fact < sorted_facts.size() && sorted_facts[next_fact].time < t; ++next_fact) {
-      const TensorFact& f = sorted_facts[next_fact];
-      if (auto it = open.find(f.address); it != open.end()) named[it->second] = f.category;
+    for (; next_fact < fact_order.size() && facts[fact_order[next_fact]].time < t; ++next_fact) {
+      const TensorFact& f = facts[fact_order[next_fact]];
+      if (auto it = open.find(f.address); it != open.end()) named[it->second] = fact_order[next_fact];
     }
   };
   for (std::size_t i : order) {
@@ -107,7 +116,11 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
     const Placement at = place(steps, e.time);
     MemoryCategory c = MemoryCategory::Unknown;
     if (auto it = named.find(k); it != named.end()) {
-      c = it->second;
+      c = facts[it->second].category;
+      if (fact_of_event) {
+        (*fact_of_event)[a.event] = static_cast<int>(it->second);
+        if (f) (*fact_of_event)[a.free_event] = static_cast<int>(it->second);
+      }
     } else {
       switch (e.context) {
         case MemContext::AllGather: c = MemoryCategory::AllGatherBuffer; break;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,19 +61,24 @@ struct MemoryEventIn {
   MemContext context = MemContext::None;
 };
 
-// "The allocation live at `address` at `time` is a `category`" (from the Python hooks' ss:mem facts).
+// "The allocation live at `address` at `time` is a `category`, owned by `module`" (from the Python
+// hooks' ss:mem facts; module "" when the fact names none).
 struct TensorFact {
   TimeNs time = 0;
   std::int64_t address = 0;
   MemoryCategory category = MemoryCategory::Unknown;
+  std::string module;
+  bool has_module = false;
 };
 
 // One category per event, in the input's order; a free gets its allocation's category. Events
 // need not be sorted. `steps` sorted by start.
+// `fact_of_event`, when given, receives for each event the index of the fact that named its
+// allocation (-1 for none), so that a caller can also take the fact's module.
 std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& events, const std::vector<StepPhases>& steps,
-                                            const std::vector<TensorFact>& facts);
+                                            const std::vector<TensorFact>& facts, std::vector<int>* fact_of_event = nullptr);
 
-// "ss:mem:<category>:<address>" (the Python hooks' tensor facts, zero-length annotations).
+// "ss:mem:<category>:<address>[:<module fqn>]" (the Python hooks' tensor facts, zero-length annotations).
 std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time);
 
 }  // namespace ss

@@ -93,6 +93,13 @@ TEST_CASE("range names map to memory contexts; tensor facts parse strictly", "[m
   CHECK(f->address == 140022712089536);
   CHECK(f->category == MemoryCategory::ShardedParameter);
   CHECK(f->time == 12);
+  CHECK_FALSE(f->has_module);
+  auto g = parse_tensor_fact("ss:mem:optimizer_state:4096:layers.0.attention.wq", 5);
+  REQUIRE(g);
+  CHECK(g->address == 4096);
+  CHECK(g->has_module);
+  CHECK(g->module == "layers.0.attention.wq");
+  CHECK(parse_tensor_fact("ss:mem:sharded_parameter:4096:", 5)->module.empty());  // the root module
   CHECK_FALSE(parse_tensor_fact("ss:mem:bogus:12", 0));
   CHECK_FALSE(parse_tensor_fact("ss:mem:gradient:12x", 0));
   CHECK_FALSE(parse_tensor_fact("ss:mem:gradient", 0));

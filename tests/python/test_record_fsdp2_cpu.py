@@ -88,6 +88,17 @@ class RecordFsdp2Cpu(unittest.TestCase):
             self.assertEqual(mine["unsharded_parameter"], theirs["unsharded_parameter"])
             for cat in ("activation", "all_gather_buffer"):
                 self.assertGreater(mine.get(cat, 0), 0, cat)
+        # Parameters and optimizer state belong to their modules (made outside every module range,
+        # they are named by the hooks' tensor facts): layers.0's shard is its half of the layer.
+        # AdamW: exp_avg and exp_avg_sq of the shard, and a 4-byte step counter per parameter tensor.
+        tensors = 9  # layers.0: two norms' weights, wq wk wv wo, w1 w2 w3
+        for cat, want in (("sharded_parameter", 4 * self.units["layers.0"] // WORLD),
+                          ("optimizer_state", 8 * self.units["layers.0"] // WORLD + 4 * tensors)):
+            owned = run.query(self.profile, "SELECT sum(m.bytes) FROM memory_events m JOIN modules mo ON mo.id = m.module_id "
+                              "JOIN enums e ON e.type = 'memory_category' AND e.value = m.category WHERE m.rank = 0 "
+                              "AND m.bytes > 0 AND e.label = ? AND (mo.fqn = 'layers.0' OR mo.fqn LIKE 'layers.0.%') "
+                              "AND m.time_ns < (SELECT start_ns + duration_ns FROM steps WHERE rank = 0 AND number = 0)", cat)[0][0]
+            self.assertEqual(owned, want, cat)
         # Every category the issue names is present in the recording.
         cats = {c for (c,) in run.query(self.profile, "SELECT DISTINCT e.label FROM memory_events m JOIN enums e ON "
                                         "e.type = 'memory_category' AND e.value = m.category")}

@@ -787,11 +787,23 @@ class Builder {
       ins.push_back({r.time, r.address, r.bytes, c});
     }
     if (repaired) ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired);
-    const std::vector<MemoryCategory> cats = classify_memory(ins, step_phases_, facts_);
+    std::vector<int> fact_of;
+    const std::vector<MemoryCategory> cats = classify_memory(ins, step_phases_, facts_, &fact_of);
     for (std::size_t k = 0; k < out.size(); ++k) {
       out[k].category = cats[k];
+      // A fact that names the tensor's module (a parameter's, its optimizer state's) owns it: such
+      // tensors are made outside every module range (fully_shard, the optimizer).
+      if (fact_of[k] >= 0 && facts_[static_cast<std::size_t>(fact_of[k])].has_module)
+        out[k].module = fact_module(facts_[static_cast<std::size_t>(fact_of[k])].module);
       w_.add_memory_event(out[k]);
     }
+  }
+
+  RowId fact_module(const std::string& fqn) {
+    if (auto it = ctx_.module_ids.find(fqn); it != ctx_.module_ids.end()) return it->second;
+    if (fqn.size() > kMaxFqn) return kNoRow;
+    RawEvent none;
+    return ensure_module(fqn, "", false, true, none);
   }
 
   MemContext mem_context_at(std::int64_t tid, TimeNs t) const {

@@ -4,8 +4,9 @@
     ss:rcp:<fqn>   recompute under activation checkpointing
     ss:opt:<n>     optimizer step n (0-based)
 The root module has the empty fqn ("ss:fwd:").
-    ss:mem:<category>:<address>   a tensor fact (zero-length, only in torch.profiler traces):
-                                  the allocation at <address> holds <category> (storage/types.cpp labels)
+    ss:mem:<category>:<address>[:<fqn>]   a tensor fact (zero-length, only in torch.profiler traces):
+                                  the allocation at <address> holds <category> (storage/types.cpp
+                                  labels), owned by module <fqn>
 """
 
 FORWARD = "fwd"
@@ -18,8 +19,10 @@ def module_message(phase, fqn):
     return "ss:%s:%s" % (phase, fqn)
 
 
-def tensor_fact_message(category, address):
-    return "ss:mem:%s:%d" % (category, address)
+def tensor_fact_message(category, address, module=None):
+    if module is None:
+        return "ss:mem:%s:%d" % (category, address)
+    return "ss:mem:%s:%d:%s" % (category, address, module)
 
 
 def optimizer_message(step):

@@ -114,6 +114,7 @@ class Tracker:
         self.step = 0
         self._step_token = None
         self._facts_sent = set()
+        self._state_facts_sent = set()
         self._units_refreshed = False
         self.step_callbacks = []  # called at the first optimizer step (e.g. to capture process groups)
         self._torch = _torch()
@@ -241,27 +242,51 @@ class Tracker:
             self._close(s)
 
     # -- optimizer -----------------------------------------------------------------------
+    def _param_owners(self):
+        """id(parameter) -> fully-qualified name of the module that holds it directly."""
+        owners = {}
+        for m, fqn in list(self._names.items()):
+            for _, p in m.named_parameters(recurse=False):
+                owners.setdefault(id(p), fqn)
+        return owners
+
+    def _fact(self, kind, tensor, owner, seen):
+        local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
+        try:
+            addr = local.untyped_storage().data_ptr()
+        except Exception:
+            return
+        if addr and addr not in seen:
+            seen.add(addr)
+            self.backend.fact(_names.tensor_fact_message(kind, addr, owner))
+
     def tensor_facts(self, optimizer):
         """Tells the trace which allocations hold the parameters (once per optimizer): a DTensor
-        parameter's local storage is FSDP's sharded parameter, a plain one a whole parameter. The
-        importer gives those allocations that category (profiler/common/memory_categories.h).
-        Only backends that write into a trace (ProfilerBackend) take facts."""
-        fact = getattr(self.backend, "fact", None)
-        if fact is None or optimizer is None or id(optimizer) in self._facts_sent:
+        parameter's local storage is FSDP's sharded parameter, a plain one a whole parameter, each
+        with the module that owns it. The importer gives those allocations that category and module
+        (profiler/common/memory_categories.h). Only backends that write into a trace
+        (ProfilerBackend) take facts."""
+        if getattr(self.backend, "fact", None) is None or optimizer is None or id(optimizer) in self._facts_sent:
             return
         self._facts_sent.add(id(optimizer))
+        owners = self._param_owners()
         seen = set()
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
-                local = p.to_local() if hasattr(p, "to_local") else p
-                try:
-                    addr = local.untyped_storage().data_ptr()
-                except Exception:
-                    continue
-                if addr and addr not in seen:
-                    seen.add(addr)
-                    kind = "sharded_parameter" if local is not p else "unsharded_parameter"
-                    fact(_names.tensor_fact_message(kind, addr))
+                kind = "sharded_parameter" if hasattr(p, "to_local") else "unsharded_parameter"
+                self._fact(kind, p, owners.get(id(p)), seen)
+
+    def optimizer_state_facts(self, optimizer):
+        """After the first step: the optimizer's state tensors, each with its parameter's module."""
+        if getattr(self.backend, "fact", None) is None or optimizer is None or id(optimizer) in self._state_facts_sent:
+            return
+        self._state_facts_sent.add(id(optimizer))
+        owners = self._param_owners()
+        seen = set()
+        for p, state in getattr(optimizer, "state", {}).items():
+            for value in state.values() if isinstance(state, dict) else []:
+                if isinstance(value, self._torch.Tensor) and value.numel() > 0:
+                    self._fact("optimizer_state", value, owners.get(id(p)), seen)
 
     def refresh_fsdp_units(self):
         """Writes the FSDP units' facts again once training has run: FSDP2 settles some only at
@@ -293,6 +318,10 @@ class Tracker:
     def optimizer_post(self, *args, **kwargs):
         if not self.enabled or self._step_token is None:
             return
+        try:
+            self.optimizer_state_facts(args[0] if args else None)
+        except Exception:
+            self._fail("optimizer_state_facts")
         self.backend.end(self._step_token)
         self._step_token = None
         self.step += 1
