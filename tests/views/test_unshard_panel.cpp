@@ -21,7 +21,7 @@
 #include <cmath>
 
 #include "profiler/sim/fsdp_plan.h"
-#include "tests/views/profile_without_units.h"
+#include "tests/views/unshard_test_inputs.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/simulated_profile.h"
 #include "profiler/sim/step_simulator.h"
@@ -37,22 +37,13 @@
 
 using namespace ss;
 using namespace ss::unshard;
+using ss::test::simulate_cli_way;
 
 namespace {
 QApplication& app() { return test::qt_app(); }
 std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
 QString ms_text(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + " ms"; }
 
-// `shardscope simulate IN [--plan P]` as the command runs it by default (fitted to the profile's
-// collectives when it has any), or with --no-fit.
-sim::SimResult simulate_cli_way(const std::string& profile, const std::string& plan_path, bool no_fit = false) {
-  sim::SimInputRequest req;
-  req.profile_path = profile;
-  req.plan_path = plan_path;
-  req.fit_if_available = !no_fit;
-  sim::SimInputs in = sim::load_sim_inputs(req);
-  return sim::simulate(sim::compile_step(in.model, in.plan, in.cluster));
-}
 }  // namespace
 
 TEST_CASE("unshard unit model passes QAbstractItemModelTester through toggles", "[unshard][gui]") {

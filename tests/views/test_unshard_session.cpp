@@ -10,7 +10,7 @@
 #include <map>
 
 #include "profiler/sim/fsdp_plan.h"
-#include "tests/views/profile_without_units.h"
+#include "tests/views/unshard_test_inputs.h"
 #include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
@@ -23,21 +23,12 @@
 
 using namespace ss;
 using namespace ss::unshard;
+using ss::test::simulate_cli_way;
 
 namespace {
 std::string sample() { return test::source_dir() + "/resources/samples/synthetic-fsdp-4rank.ssdb"; }
 std::string clusters() { return test::source_dir() + "/resources/clusters"; }
 
-// What `shardscope simulate IN --plan P.json` computes (app/cli/cmd_simulate.cpp, same calls): by
-// default on the cluster fitted to the profile's collectives; with `no_fit`, as `--no-fit`.
-sim::SimResult simulate_cli_way(const std::string& profile, const std::string& plan_path, bool no_fit = false) {
-  sim::SimInputRequest req;
-  req.profile_path = profile;
-  req.plan_path = plan_path;
-  req.fit_if_available = !no_fit;
-  sim::SimInputs in = sim::load_sim_inputs(req);
-  return sim::simulate(sim::compile_step(in.model, in.plan, in.cluster), true);
-}
 }  // namespace
 
 TEST_CASE("exposed all-gather per unit on a hand-made timeline", "[unshard]") {
