@@ -82,9 +82,13 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
   }
   state_.world_size = profile_world_ = in_.cluster.world_size;
   state_.gpus_per_node = profile_per_node_ = in_.cluster.gpus_per_node;
+  // The device's memory; a device without a known capacity (a CPU run) starts at the measured
+  // peak plus a quarter, so that "Plan automatically" has room to choose from without the budget
+  // reading as unlimited.
   const auto dev = sim::find_device(in_.cluster.device);
   state_.budget_bytes = dev ? static_cast<std::int64_t>(dev->memory_GiB * 1024.0 * 1024.0 * 1024.0)
-                            : std::numeric_limits<std::int64_t>::max();
+                      : in_.measured_peak_bytes > 0 ? in_.measured_peak_bytes + in_.measured_peak_bytes / 4
+                                                    : std::numeric_limits<std::int64_t>::max();
   pred_ = predict(state_);
 }
 
