@@ -8,6 +8,7 @@
 
 #include "profiler/sim/device_table.h"
 #include "storage/errors.h"
+#include "storage/interval_union.h"
 #include "storage/profile_reader.h"
 #include "storage/sqlite_handle.h"
 
@@ -30,15 +31,7 @@ constexpr TimeNs kCpuResumeSlackNs = 1'000'000;
 
 // Sorted, disjoint union of intervals (busy_in needs it: a long interval must not hide behind a
 // shorter one that starts later).
-std::vector<Interval> merged(std::vector<Interval> iv) {
-  std::sort(iv.begin(), iv.end());
-  std::vector<Interval> out;
-  for (const auto& x : iv) {
-    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-    else out.push_back(x);
-  }
-  return out;
-}
+std::vector<Interval> merged(std::vector<Interval> iv) { return interval_union(std::move(iv)); }
 
 // What one stretch of a step holds (profile_extract.cpp, split()), summed over steps.
 struct Split {
@@ -282,7 +275,10 @@ ProfileInput extract_profile(const Profile& p) {
   // split(a, b) less the unshard host work inside it, which goes to its unit instead.
   auto split_less_host = [&](TimeNs a, TimeNs b) {
     Split s = split(a, b);
-    for (const auto& h : unshard_host) {
+    // Unshard ranges do not overlap one another: sorted by start, they are sorted by end too.
+    auto first = std::partition_point(unshard_host.begin(), unshard_host.end(), [a](const HostRange& h) { return h.end <= a; });
+    for (auto hi = first; hi != unshard_host.end(); ++hi) {
+      const HostRange& h = *hi;
       if (h.start >= b) break;
       const TimeNs x = std::max(a, h.start), y = std::min(b, h.end);
       if (y <= x) continue;
@@ -424,12 +420,7 @@ ProfileInput extract_profile(const Profile& p) {
 
   // Fit samples from the steps compared only: the warm-up step's collectives (first connection,
   // allocator growth) are slower than the steady state the replay stands for.
-  auto in_used_step = [&](TimeNs t) {
-    if (in.step_windows.empty()) return true;
-    for (const auto& w : in.step_windows)
-      if (t >= w.first && t < w.second) return true;
-    return false;
-  };
+  auto in_used_step = [&](TimeNs t) { return in.step_windows.empty() || interval_holding(in.step_windows, t) >= 0; };
   for (const auto& c : p.collectives) {
     if (c.rank != in.rank || c.end <= c.start || !in_used_step(c.start)) continue;
     Coll t;
@@ -482,9 +473,9 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
   st.bind(2, static_cast<int>(MemoryCategory::Temporary));
   while (st.step()) {
     const TimeNs t = st.col_int(0);
-    std::size_t k = 0;
-    while (k < in.step_windows.size() && !(t >= in.step_windows[k].first && t <= in.step_windows[k].second)) ++k;
-    if (k == in.step_windows.size()) continue;
+    const auto held = interval_holding(in.step_windows, t);
+    if (held < 0) continue;
+    const auto k = static_cast<std::size_t>(held);
     if (k != step) {
       if (step != SIZE_MAX) close_step();
       step = k;
@@ -534,9 +525,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     if (it == unit_of.end() && !(st.col_null(0) && root >= 0)) continue;
     const int unit = it == unit_of.end() ? root : it->second;
     const TimeNs t = st.col_int(1);
-    bool inside = false;
-    for (const auto& [a, b] : in.step_windows) inside = inside || (t >= a && t <= b);
-    if (!inside) continue;
+    if (interval_holding(in.step_windows, t) < 0) continue;
     bytes[static_cast<std::size_t>(unit)] += double(st.col_int(2));
     total += double(st.col_int(2));
   }

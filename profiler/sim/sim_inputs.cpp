@@ -9,6 +9,7 @@
 #include "profiler/sim/profile_extract.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/errors.h"
+#include "storage/interval_union.h"
 #include "storage/profile_reader.h"
 
 namespace ss::sim {
@@ -27,8 +28,8 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
     const TimeNs t = st.col_int(0);
     level += st.col_int(1);
     any = true;
-    for (std::size_t k = 0; k < pi.step_windows.size(); ++k)
-      if (t >= pi.step_windows[k].first && t <= pi.step_windows[k].second) peaks[k] = std::max(peaks[k], level);
+    if (const auto k = interval_holding(pi.step_windows, t); k >= 0)
+      peaks[static_cast<std::size_t>(k)] = std::max(peaks[static_cast<std::size_t>(k)], level);
   }
   if (!any) return 0;
   double sum = 0;

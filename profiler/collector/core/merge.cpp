@@ -8,6 +8,7 @@
 
 #include "profiler/collector/core/attributor.h"
 #include "profiler/common/memory_categories.h"
+#include "storage/interval_union.h"
 #include "profiler/collector/core/clock_alignment.h"
 #include "profiler/collector/core/py_sidecar.h"
 #include "profiler/collector/core/rank_file_writer.h"
@@ -132,18 +133,9 @@ void categorize_collector_memory(sql::Db& db, TimeNs shift, std::vector<MemoryEv
     s.optimizer = first_in(optimizer, s.start, s.end, [](const auto& r) { return r.first; });
     s.backward = std::min(s.optimizer, first_in(backward, s.start, s.end, [](TimeNs t) { return t; }));
   }
-  for (auto* v : {&optimizer, &recompute}) {  // union of the (nested) ranges, for binary search
-    std::vector<std::pair<TimeNs, TimeNs>> merged;
-    for (const auto& r : *v) {
-      if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
-      else merged.push_back(r);
-    }
-    *v = std::move(merged);
-  }
-  auto inside = [](const std::vector<std::pair<TimeNs, TimeNs>>& v, TimeNs t) {
-    auto it = std::upper_bound(v.begin(), v.end(), t, [](TimeNs x, const auto& r) { return x < r.first; });
-    return it != v.begin() && t <= std::prev(it)->second;
-  };
+  optimizer = interval_union(std::move(optimizer));
+  recompute = interval_union(std::move(recompute));
+  auto inside = [](const std::vector<TimeInterval>& v, TimeNs t) { return interval_holding(v, t) >= 0; };
   std::vector<MemoryEventIn> ins;
   ins.reserve(rows.size());
   for (const auto& m : rows)

@@ -13,6 +13,7 @@
 #include "profiler/import/common/innermost_range.h"
 #include "profiler/import/common/stream_kind.h"
 #include "profiler/import/common/unrecorded_frees.h"
+#include "storage/interval_union.h"
 #include "storage/range_nesting.h"
 
 namespace ss::import::kineto {
@@ -256,23 +257,11 @@ class Builder {
   bool in_backward(std::int64_t tid, TimeNs ts) const {
     auto it = backward_merged_.find(tid);
     if (it == backward_merged_.end() || ts == kAbsent) return false;
-    const auto& spans = it->second;
-    auto after = std::upper_bound(spans.begin(), spans.end(), ts,
-                                  [](TimeNs t, const std::pair<TimeNs, TimeNs>& s) { return t < s.first; });
-    return after != spans.begin() && ts <= std::prev(after)->second;
+    return interval_holding(it->second, ts) >= 0;
   }
 
   void merge_backward_spans() {
-    for (auto& [tid, spans] : backward_spans_) {
-      std::sort(spans.begin(), spans.end());
-      auto& merged = backward_merged_[tid];
-      for (const auto& sp : spans) {
-        if (!merged.empty() && sp.first <= merged.back().second)
-          merged.back().second = std::max(merged.back().second, sp.second);
-        else
-          merged.push_back(sp);
-      }
-    }
+    for (auto& [tid, spans] : backward_spans_) backward_merged_[tid] = interval_union(std::move(spans));
   }
 
   void build_modules() {
@@ -450,9 +439,8 @@ class Builder {
       }
     }
     std::sort(steps_.begin(), steps_.end(), [](const StepRow& a, const StepRow& b) { return a.start < b.start; });
-    std::sort(backward_starts_.begin(), backward_starts_.end());
-    std::sort(optimizer_starts_.begin(), optimizer_starts_.end());
     for (const auto& h : hook_steps_) optimizer_starts_.push_back(h.start);
+    std::sort(backward_starts_.begin(), backward_starts_.end());
     std::sort(optimizer_starts_.begin(), optimizer_starts_.end());
     auto first_in = [](const std::vector<TimeNs>& v, TimeNs a, TimeNs b) {
       auto it = std::lower_bound(v.begin(), v.end(), a);
@@ -870,20 +858,13 @@ class Builder {
   // compute, and the gaps between them are waiting (exposed communication) or host time, as a
   // GPU trace's compute stream would show them.
   std::vector<CpuPiece> compute_pieces(std::int64_t tid, std::vector<std::size_t>& idx) {
-    std::vector<std::pair<TimeNs, TimeNs>> fsdp;  // merged FSDP ranges of this thread
+    std::vector<TimeInterval> fsdp;
     for (const auto& r : ranges_)
       if (r.tid == tid && r.kind == RangeKind::Fsdp) fsdp.emplace_back(r.start, r.end);
-    std::sort(fsdp.begin(), fsdp.end());
-    std::vector<std::pair<TimeNs, TimeNs>> merged;
-    for (const auto& iv : fsdp) {
-      if (!merged.empty() && iv.first <= merged.back().second)
-        merged.back().second = std::max(merged.back().second, iv.second);
-      else
-        merged.push_back(iv);
-    }
-    auto containing = [&](TimeNs a, TimeNs b) -> bool {  // [a, b] inside one merged FSDP range
-      auto it = std::upper_bound(merged.begin(), merged.end(), a, [](TimeNs t, const auto& iv) { return t < iv.first; });
-      return it != merged.begin() && b <= std::prev(it)->second;
+    const std::vector<TimeInterval> merged = interval_union(std::move(fsdp));
+    auto containing = [&](TimeNs a, TimeNs b) {  // [a, b] inside one merged FSDP range
+      const auto i = interval_holding(merged, a);
+      return i >= 0 && b <= merged[static_cast<std::size_t>(i)].second;
     };
     std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
       const RawEvent &x = t_.events[a], &y = t_.events[b];

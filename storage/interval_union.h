@@ -1,0 +1,37 @@
+// Unions of time intervals, and which of them holds a time: FSDP's ranges on a CPU lane, backward
+// spans, the steps a replay compares, recompute / optimizer ranges. Intervals are closed
+// [first, second]; a union is sorted and disjoint, so lookups are binary searches.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace ss {
+
+using TimeInterval = std::pair<TimeNs, TimeNs>;
+
+// Sorted, disjoint union of the intervals (touching ones are joined).
+inline std::vector<TimeInterval> interval_union(std::vector<TimeInterval> iv) {
+  std::sort(iv.begin(), iv.end());
+  std::vector<TimeInterval> out;
+  for (const auto& x : iv) {
+    if (!out.empty() && x.first <= out.back().second)
+      out.back().second = std::max(out.back().second, x.second);
+    else
+      out.push_back(x);
+  }
+  return out;
+}
+
+// Index of the interval of a sorted, disjoint set that holds t, or -1.
+inline std::ptrdiff_t interval_holding(const std::vector<TimeInterval>& set, TimeNs t) {
+  auto it = std::upper_bound(set.begin(), set.end(), t, [](TimeNs v, const TimeInterval& iv) { return v < iv.first; });
+  if (it == set.begin() || t > std::prev(it)->second) return -1;
+  return std::prev(it) - set.begin();
+}
+
+}  // namespace ss
