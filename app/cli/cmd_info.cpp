@@ -6,6 +6,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "storage/cpu_device.h"
 #include "storage/json_writer.h"
 #include "storage/profile_summary.h"
 #include "storage/units.h"
@@ -44,7 +45,7 @@ void print_text(const ProfileSummary& s) {
   if (s.fsdp_units > 0)
     o << "FSDP units   " << s.fsdp_units << " holding " << s.fsdp_unit_params << " parameters\n";
   const std::int64_t total = category_total(s);
-  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return r.gpu_name == "CPU"; });
+  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return is_cpu_device(r.gpu_name); });
   if (!s.time_by_category.empty()) {
     o << (cpu_only ? "\nDevice (CPU) time by category\n" : "\nGPU time by category\n");
     for (const auto& c : s.time_by_category) {

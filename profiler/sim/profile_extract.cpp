@@ -7,6 +7,7 @@
 #include <map>
 
 #include "profiler/sim/device_table.h"
+#include "storage/cpu_device.h"
 #include "storage/errors.h"
 #include "storage/interval_union.h"
 #include "storage/profile_reader.h"
@@ -193,7 +194,7 @@ ProfileInput extract_profile(const Profile& p) {
   // is idle. Any other gap is host time (the GPU waits for the CPU to launch), idle as a whole,
   // even when a prefetched all-gather happens to run during it.
   std::vector<Interval> idle;
-  const TimeNs resume_slack = rk.info.gpu_name == "CPU" ? kCpuResumeSlackNs : kResumeSlackNs;
+  const TimeNs resume_slack = is_cpu_device(rk.info.gpu_name) ? kCpuResumeSlackNs : kResumeSlackNs;
   auto add_gap = [&](TimeNs g0, TimeNs g1) {
     if (g1 <= g0) return;
     auto e = std::upper_bound(fsdp_ends.begin(), fsdp_ends.end(), g1);
@@ -261,7 +262,7 @@ ProfileInput extract_profile(const Profile& p) {
   // nothing about GPU time, so this applies to CPU profiles only.
   struct HostRange { TimeNs start, end; int unit; };
   std::vector<HostRange> unshard_host;
-  if (rk.info.gpu_name == "CPU") {
+  if (is_cpu_device(rk.info.gpu_name)) {
     for (std::int32_t ti : rk.range_tracks)
       for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
         if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Backward || r.module < 0) continue;

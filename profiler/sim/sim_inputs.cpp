@@ -8,6 +8,7 @@
 #include "profiler/sim/model_description.h"
 #include "profiler/sim/profile_extract.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/cpu_device.h"
 #include "storage/errors.h"
 #include "storage/interval_union.h"
 #include "storage/profile_reader.h"
@@ -78,13 +79,13 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     }
     // A CPU run (the profile's device is the CPU, collectives over gloo): its collectives share the
     // cores with compute, whatever cluster the costs come from.
-    if (pi.gpu_name == "CPU" && req.cluster_path.empty()) {
+    if (is_cpu_device(pi.gpu_name)) {
       in.cluster.comm_serialized = true;
-      in.cluster.device = "CPU";
-      in.cluster.name = "cpu (gloo)";
-      in.cluster.gpus_per_node = std::max(1, pi.world_size);  // one host
-    } else if (pi.gpu_name == "CPU") {
-      in.cluster.comm_serialized = true;
+      if (req.cluster_path.empty()) {
+        in.cluster.device = std::string(kCpuDeviceName);
+        in.cluster.name = "cpu (gloo)";
+        in.cluster.gpus_per_node = std::max(1, pi.world_size);  // one host
+      }
     }
     in.unfitted_cluster = in.cluster;
     ClusterModel fitted = in.cluster;

@@ -13,6 +13,7 @@
 #include "profiler/import/common/innermost_range.h"
 #include "profiler/import/common/stream_kind.h"
 #include "profiler/import/common/unrecorded_frees.h"
+#include "storage/cpu_device.h"
 #include "storage/interval_union.h"
 #include "storage/range_nesting.h"
 
@@ -196,7 +197,7 @@ class Builder {
     const std::int64_t dev = most(device_use);
     const std::int64_t pid = most(pid_use);
     if (pid != kAbsent) r.pid = pid;
-    if (cpu_device()) r.gpu_name = "CPU";  // no GPU in the trace: the CPU is the device
+    if (cpu_device()) r.gpu_name = std::string(kCpuDeviceName);  // no GPU in the trace: the CPU is the device
     if (dev != kAbsent && dev >= 0 && dev < (1 << 20)) {
       r.device_index = static_cast<int>(dev);
       for (const auto& d : t_.devices) {
