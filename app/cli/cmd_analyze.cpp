@@ -91,10 +91,10 @@ int cmd_analyze(const std::vector<std::string>& args) {
   const std::string file = p.positionals("FILE").front();
 
   plugins::Selection sel;
-  auto time_option = [&](const char* name) -> std::optional<TimeNs> {
-    if (!p.has(name)) return std::nullopt;
-    const auto t = parse_duration_ns(p.get(name));
-    if (!t) throw UsageError(std::string("--") + name + ": not a time: '" + p.get(name) + "' (ns, or 12.5ms, 300us, 2s)");
+  auto time_option = [&](const char* option) -> std::optional<TimeNs> {
+    if (!p.has(option)) return std::nullopt;
+    const auto t = parse_duration_ns(p.get(option));
+    if (!t) throw UsageError(std::string("--") + option + ": not a time: '" + p.get(option) + "' (ns, or 12.5ms, 300us, 2s)");
     return *t;
   };
   const auto from_since_start = time_option("from"), to_since_start = time_option("to");
