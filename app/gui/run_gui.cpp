@@ -180,7 +180,7 @@ int run_gui(int argc, char** argv, int first_arg) {
         std::cerr << "shardscope gui: cannot compare with " << compare_path.toStdString() << ": "
                   << window.compare_view()->last_error().toStdString() << "\n";
       if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
-    });
+    }, Qt::SingleShotConnection);  // B goes with FILE only: a profile opened later starts without a B
   if (!file.empty()) window.open_file(QString::fromStdString(file));
   if (!screenshot_dir.isEmpty()) {
     if (file.empty()) {

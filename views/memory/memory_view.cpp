@@ -64,17 +64,21 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
     if (profile_ && rank_->currentIndex() >= 0) load_rank(rank_->currentData().toInt());
   });
   connect(tree_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
-    if (!current.isValid() || !echo_) return;
-    emit moduleSelected(proxy_->data(current, ModuleTreeModel::kModuleRole).toInt());
+    const int module = current.isValid() ? proxy_->data(current, ModuleTreeModel::kModuleRole).toInt() : -1;
+    highlight(module);
+    if (current.isValid() && echo_) emit moduleSelected(module);
   });
+  connect(chart_, &MemoryChart::timeClicked, this, &MemoryView::timeClicked);
 }
 
 void MemoryView::set_profile(std::shared_ptr<const Profile> profile) {
   profile_ = std::move(profile);
   const QSignalBlocker block(rank_);
   rank_->clear();
+  rank_shown_ = -1;
   if (!profile_) {
     model_->set_data(nullptr, {});
+    chart_->clear(QStringLiteral("Memory over time: open a profile (its memory events are read after the timeline shows)"));
     return;
   }
   for (const auto& r : profile_->ranks) rank_->addItem(QString::number(r.info.rank), r.info.rank);
@@ -82,6 +86,7 @@ void MemoryView::set_profile(std::shared_ptr<const Profile> profile) {
 }
 
 void MemoryView::load_rank(int rank) {
+  rank_shown_ = rank;
   try {
     model_->set_data(profile_, compute_module_memory(*profile_, rank));
   } catch (const ProfileError& e) {
@@ -92,7 +97,23 @@ void MemoryView::load_rank(int rank) {
   for (int c = 0; c < model_->columnCount(); ++c) tree_->resizeColumnToContents(c);
   tree_->setColumnWidth(0, std::max(tree_->columnWidth(0), 250));  // room for deep module names
   chart_->set_data(*profile_, model_->stats());
+  highlight(selected_module());
 }
+
+void MemoryView::highlight(int module) {
+  if (!profile_ || module < 0 || module >= static_cast<int>(profile_->modules.size())) {
+    chart_->set_module({}, {});
+    return;
+  }
+  const std::string& fqn = profile_->modules[static_cast<std::size_t>(module)].fqn;
+  try {
+    chart_->set_module(fqn.empty() ? QStringLiteral("(root)") : QString::fromStdString(fqn), compute_module_series(*profile_, rank_shown_, module));
+  } catch (const ProfileError&) {
+    chart_->set_module({}, {});  // load_rank has said why the memory events cannot be read
+  }
+}
+
+void MemoryView::setTimeRange(qint64 t0, qint64 t1) { chart_->set_time_range(t0, t1); }
 
 int MemoryView::selected_module() const {
   const QModelIndex i = tree_->currentIndex();

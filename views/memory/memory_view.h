@@ -1,6 +1,8 @@
-// The hierarchical memory view: a rank selector, a filter box, the module tree (sortable) and the
-// stacked memory chart. Selecting a module emits moduleSelected; selectModule() selects one
-// without echoing the signal back (the link with the timeline goes both ways).
+// The hierarchical memory view: a rank selector, a filter box, the module tree (sortable, full
+// module paths as the chart and the timeline name them) and the stacked memory chart. Selecting a
+// module emits moduleSelected and highlights it in the chart; selectModule() selects one without
+// echoing the signal back (the link with the timeline goes both ways). setTimeRange shows the
+// timeline's visible window in the chart; a click on the chart emits timeClicked.
 #pragma once
 
 #include <QWidget>
@@ -29,15 +31,21 @@ class MemoryView : public QWidget {
   QLineEdit* filter() { return filter_; }
   MemoryChart* chart() { return chart_; }
   int selected_module() const;
+  int rank() const { return rank_shown_; }
 
  signals:
   void moduleSelected(int module);
+  void timeClicked(qint64 t);  // profile time under a click on the chart
 
  public slots:
   void selectModule(int module);
+  // The time window the chart shows (profile clock), e.g. the timeline's visible range.
+  void setTimeRange(qint64 t0, qint64 t1);
 
  private:
   void load_rank(int rank);
+  void highlight(int module);
+  int rank_shown_ = -1;
   std::shared_ptr<const Profile> profile_;
   QComboBox* rank_ = nullptr;
   QLineEdit* filter_ = nullptr;

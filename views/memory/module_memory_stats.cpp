@@ -183,4 +183,46 @@ ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t 
   return out;
 }
 
+ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t module, std::size_t max_points) {
+  ModuleSeries out;
+  if (module < 0 || static_cast<std::size_t>(module) >= p.modules.size()) return out;
+  out.module = module;
+  auto inside = [&](std::int32_t m) {
+    for (; m >= 0; m = p.modules[static_cast<std::size_t>(m)].parent)
+      if (m == module) return true;
+    return false;
+  };
+  const std::vector<MemoryRow> rows = read_memory_rows(p, rank);
+  if (!rows.empty()) {
+    const TimeNs t0 = std::min(p.time_begin, rows.front().time), t1 = std::max(p.time_end, rows.back().time);
+    const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
+    std::int64_t live = 0;
+    long current_bucket = -1;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      if (r.module >= 0 && inside(r.module)) live += r.bytes;
+      if (i + 1 < rows.size() && rows[i + 1].time == r.time) continue;  // only the state after a timestamp is real
+      if (live > out.peak_bytes) {
+        out.peak_bytes = live;
+        out.peak_time = r.time;
+      }
+      const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
+      if (b != current_bucket) {
+        current_bucket = b;
+        out.times.push_back(r.time);
+        out.bytes.push_back(live);
+      } else if (live > out.bytes.back()) {
+        out.times.back() = r.time;
+        out.bytes.back() = live;
+      }
+    }
+  }
+  if (const RankModel* rm = p.rank(rank))
+    for (std::int32_t ti : rm->range_tracks)
+      for (const RangeEvent& e : p.range_tracks[static_cast<std::size_t>(ti)].events)
+        if (e.kind == RangeKind::Module && e.module == module) out.running.emplace_back(e.start, e.end);
+  std::sort(out.running.begin(), out.running.end());
+  return out;
+}
+
 }  // namespace ss::memview

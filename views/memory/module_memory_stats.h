@@ -58,4 +58,19 @@ struct ModuleMemoryStats {
 // Reads memory_events of `rank` from the profile's file. Throws ProfileError on read errors.
 ModuleMemoryStats compute_module_memory(const Profile& profile, int rank, std::size_t max_points = 1500);
 
+// One module's share of the memory (what the chart highlights when a module is selected): the
+// bytes live that are attributed to the module or its descendants, over time (sampled like
+// MemorySeries: one sample per bucket, at the bucket's highest value), and the module's own
+// ranges on the rank (when it runs).
+struct ModuleSeries {
+  std::int32_t module = -1;
+  std::vector<TimeNs> times;
+  std::vector<std::int64_t> bytes;
+  std::int64_t peak_bytes = 0;
+  TimeNs peak_time = 0;
+  std::vector<std::pair<TimeNs, TimeNs>> running;  // the module's ranges on the rank, by start
+};
+// Throws ProfileError on read errors; an out-of-range module gives an empty series.
+ModuleSeries compute_module_series(const Profile& profile, int rank, std::int32_t module, std::size_t max_points = 1500);
+
 }  // namespace ss::memview
