@@ -69,7 +69,7 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {
   readout_ = new QLabel;
   readout_->setTextFormat(Qt::RichText);
   readout_->setWordWrap(true);
-  readout_->setMinimumHeight(2 * fontMetrics().height());
+  readout_->setMinimumHeight(3 * fontMetrics().height());
   readout_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   auto* canvas = new Canvas;
   canvas->setRenderHint(QPainter::Antialiasing);
@@ -122,6 +122,7 @@ void MemoryChart::clear(const QString& message) {
   cursor_->hide();
   readout_->clear();
   legend_->clear();
+  legend_html_.clear();
 }
 
 QString MemoryChart::title_text() const { return view_->chart()->title(); }
@@ -191,7 +192,7 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
     area->attachAxis(ax_);
     area->attachAxis(ay_);
     legend_names_ << name;
-    legend += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ").arg(category_color(cat).name(), name.toHtmlEscaped());
+    legend += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ").arg(category_color(cat).name(), name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")).replace(QLatin1Char('-'), QStringLiteral("&#8209;")));
   }
   auto* peak = new QScatterSeries();
   peak->setName(QStringLiteral("Peak"));
@@ -202,6 +203,7 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
   peak->attachAxis(ax_);
   peak->attachAxis(ay_);
   legend += QStringLiteral("<span style='color:red'>&#9679;</span>&nbsp;Peak");
+  legend_html_ = legend;
   legend_->setText(legend);
   set_ticks(ax_, 0, span_ms, 8);
   y_top_ = nice_ceiling(static_cast<double>(top_bytes) / unit_.bytes * 1.05);
@@ -229,6 +231,7 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
   module_series_.clear();
   module_fqn_.clear();
   module_ = {};
+  legend_->setText(legend_html_);
   if (!has_data_ || m.module < 0) return;
   module_fqn_ = fqn;
   module_ = m;
@@ -261,6 +264,9 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
     line->setPen(pen);
     module_series_.push_back(line);
   }
+  legend_->setText(legend_html_ + QStringLiteral("&nbsp;&nbsp; <span style='color:%1'>&#9473;</span>&nbsp;%2&nbsp;(bytes&nbsp;attributed) "
+                                                 "&nbsp;<span style='color:%1'>&#9646;</span>&nbsp;%2&nbsp;running")
+                                      .arg(accent.name(), fqn.toHtmlEscaped()));
   for (QAbstractSeries* s : module_series_) {
     c->addSeries(s);
     s->attachAxis(ax_);

@@ -74,6 +74,7 @@ class MemoryChart : public QWidget {
   QString module_fqn_;
   ModuleSeries module_;
   QStringList legend_names_;
+  QString legend_html_;  // the categories' legend, without the highlighted module
   MemorySeries series_;
   ByteUnit unit_;
   TimeNs t_begin_ = 0, t_end_ = 0;

@@ -51,9 +51,10 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   chart_ = new MemoryChart();
   split->addWidget(chart_);
   chart_->setMinimumWidth(420);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  split->setSizes({1050, 550});
+  // The chart gets the larger part: the tree scrolls sideways, a squeezed chart loses its peaks.
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  split->setSizes({680, 920});
   layout->addWidget(split, 1);
 
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
