@@ -213,7 +213,9 @@ TEST_CASE("main window: a new A drops B; Compare shown at load still fills the m
   const auto& v = w.timeline()->controller()->viewport();
   CHECK((v.start_ns + v.end_ns()) / 2 == Approx(static_cast<double>(t)).margin(width * 0.01));
   CHECK(v.end_ns() - v.start_ns == Approx(width).epsilon(0.02));
-  // showRange emitted viewportChanged: the chart shows the timeline's window.
+  // showRange emitted viewportChanged: the chart shows the timeline's window (once input pauses).
+  const double start_ms = (v.start_ns - static_cast<double>(w.profile()->time_begin)) / 1e6;
+  CHECK(QTest::qWaitFor([&] { return std::abs(chart->x_axis()->min() - start_ms) < 1e-3; }, 3000));
   CHECK(chart->x_axis()->min() == Approx((v.start_ns - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
   CHECK(chart->x_axis()->max() == Approx((v.end_ns() - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
 }

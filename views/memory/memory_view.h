@@ -7,12 +7,14 @@
 
 #include <QWidget>
 #include <memory>
+#include <utility>
 
 #include "storage/profile_model.h"
 
 class QComboBox;
 class QLineEdit;
 class QSortFilterProxyModel;
+class QTimer;
 class QTreeView;
 
 namespace ss::memview {
@@ -39,13 +41,19 @@ class MemoryView : public QWidget {
 
  public slots:
   void selectModule(int module);
-  // The time window the chart shows (profile clock), e.g. the timeline's visible range.
+  // The time window the chart shows (profile clock), e.g. the timeline's visible range; applied
+  // kRangeDelayMs after the last call (a zoom gesture is many calls).
   void setTimeRange(qint64 t0, qint64 t1);
+
+ public:
+  static constexpr int kRangeDelayMs = 120;
 
  private:
   void load_rank(int rank);
   void highlight(int module);
   int rank_shown_ = -1;
+  QTimer* range_timer_ = nullptr;
+  std::pair<qint64, qint64> pending_range_{0, 0};
   std::shared_ptr<const Profile> profile_;
   QComboBox* rank_ = nullptr;
   QLineEdit* filter_ = nullptr;
