@@ -170,3 +170,40 @@ TEST_CASE("memory readout at a time and a module's attributed series agree with 
   CHECK(ps.peak_bytes > m.peak_bytes);
   CHECK(compute_module_series(p, 0, -1).times.empty());
 }
+
+TEST_CASE("a zoomed window re-sampled from the events agrees with SQL at every sample", "[views][memory]") {
+  const std::string path = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  const Profile p = load_profile(path);
+  const ModuleMemoryStats s = compute_module_memory(p, 1);
+  REQUIRE(s.events);
+  CHECK(static_cast<std::int64_t>(s.events->size()) == sql_int(path, "SELECT count(*) FROM memory_events WHERE rank=1"));
+  // 20 ms in the middle of the profile: far finer than the whole-profile sampling (~1.75 ms a sample).
+  const TimeNs t0 = p.time_begin + 1'900'000'000, t1 = t0 + 20'000'000;
+  const MemorySeries w = sample_window(*s.events, t0, t1, 1500);
+  const std::string sum_to = "SELECT sum(bytes) FROM memory_events WHERE rank=1 AND time_ns <= ";
+  REQUIRE(w.times.size() > 10);
+  CHECK(w.times.front() == t0);
+  CHECK(w.times.back() == t1);
+  CHECK(w.present == s.series.present);
+  CHECK(w.times.size() <= 1500 + 2);
+  // With 1 ns buckets every distinct event time in the window is a sample.
+  CHECK(static_cast<std::int64_t>(sample_window(*s.events, t0, t1, 20'000'000).times.size()) ==
+        2 + sql_int(path, "SELECT count(DISTINCT time_ns) FROM memory_events WHERE rank=1 AND time_ns > " + std::to_string(t0) +
+                              " AND time_ns < " + std::to_string(t1)));
+  for (std::size_t i = 0; i < w.times.size(); i += std::max<std::size_t>(1, w.times.size() / 12)) {
+    std::int64_t total = 0;
+    for (const auto& c : w.by_category) total += c[i];
+    CHECK(total == sql_int(path, sum_to + std::to_string(w.times[i])));
+    CHECK(readout_at(w, w.times[i]).total == total);
+  }
+  // The window's peak is SQL's highest running total inside it.
+  const std::int64_t sql_peak = sql_int(path,
+      "SELECT max(total) FROM (SELECT time_ns, sum(bytes) OVER (ORDER BY time_ns, id) AS total FROM memory_events WHERE rank=1) "
+      "WHERE time_ns <= " + std::to_string(t1));
+  CHECK(w.peak_bytes <= sql_peak);
+  const std::int64_t in_window = sql_int(path,
+      "SELECT max(total) FROM (SELECT time_ns, sum(bytes) OVER (ORDER BY time_ns ROWS UNBOUNDED PRECEDING) AS total FROM "
+      "(SELECT time_ns, sum(bytes) AS bytes FROM memory_events WHERE rank=1 GROUP BY time_ns)) WHERE time_ns BETWEEN " +
+          std::to_string(t0) + " AND " + std::to_string(t1));
+  CHECK(w.peak_bytes == std::max(in_window, sql_int(path, sum_to + std::to_string(t0))));
+}

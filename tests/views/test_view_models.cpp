@@ -195,6 +195,19 @@ TEST_CASE("memory chart on the real CPU sample: names, units, hover readout, cli
   CHECK(chart->x_axis()->max() == Approx(1350.0));
   CHECK(chart->x_axis()->tickInterval() == Approx(20.0));
   QApplication::processEvents();
+  // Zoomed to 150 ms of 2.6 s: the areas are re-sampled from the events, and the readout at an
+  // event time inside the window is the exact sum of every event up to it.
+  const auto& shown = chart->shown_series();
+  REQUIRE(shown.times.size() > 20);
+  CHECK(shown.times.front() == t0);
+  CHECK(shown.times.back() == t1);
+  const TimeNs inside = shown.times[shown.times.size() / 2];
+  chart->hover_time(inside);
+  std::int64_t exact = 0;
+  for (const auto& e : *view.model()->stats().events)
+    if (e.time <= inside) exact += e.bytes;
+  CHECK(chart->readout_text().contains("total <b>" + memview::format_bytes(exact) + "</b>"));
+  CHECK(memview::readout_at(shown, inside).total == exact);
   // A click now maps through the zoomed axis.
   send_mouse(chart, QEvent::MouseButtonPress, chart->point_of(p->time_begin + 1'300'000'000), Qt::LeftButton);
   REQUIRE(clicked.count() == 2);
@@ -219,6 +232,10 @@ TEST_CASE("memory chart on the real CPU sample: names, units, hover readout, cli
   CHECK(line);
   CHECK(band);
   CHECK(chart->readout_text().contains("layers.1"));
+  // Back to the whole profile: the whole-profile samples again.
+  view.setTimeRange(p->time_begin, p->time_end);
+  CHECK(QTest::qWaitFor([&] { return chart->x_axis()->min() < 1.0; }, 2000));
+  CHECK(chart->shown_series().times == series.times);
   view.selectModule(p->find_module("norm"));
   CHECK(chart->highlighted_module() == "norm");
   int named = 0;

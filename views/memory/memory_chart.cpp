@@ -109,6 +109,9 @@ QChart* themed_chart(const QWidget* w) {
 void MemoryChart::clear(const QString& message) {
   has_data_ = false;
   series_ = {};
+  shown_ = {};
+  events_.reset();
+  areas_.clear();
   module_series_.clear();
   module_fqn_.clear();
   module_ = {};
@@ -144,6 +147,8 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
   clear(QString());
   QChart* c = view_->chart();
   series_ = stats.series;
+  shown_ = series_;
+  events_ = stats.events;
   const MemorySeries& s = series_;
   t_begin_ = profile.time_begin;
   t_end_ = profile.time_end;
@@ -183,6 +188,7 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
       below[i] += static_cast<double>(values[i]) / unit_.bytes;
       upper->append(x, below[i]);
     }
+    areas_.push_back({cat, {upper, lower}});
     auto* area = new QAreaSeries(upper, lower);
     const QString name = QString::fromUtf8(category_label(static_cast<MemoryCategory>(cat)));
     area->setName(name);
@@ -218,8 +224,34 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
 
 void MemoryChart::set_time_range(TimeNs t0, TimeNs t1) {
   if (!ax_ || t1 <= t0) return;
+  if (has_data_) {
+    const TimeNs full = std::max<TimeNs>(1, (series_.times.empty() ? t_end_ : std::max(t_end_, series_.times.back())) - t_begin_);
+    if (events_ && (t1 - t0) * 2 < full)
+      show_series(sample_window(*events_, t0, t1));
+    else if (shown_.times.size() != series_.times.size() || shown_.times != series_.times)
+      show_series(series_);
+  }
   set_ticks(ax_, ms_since(t0, t_begin_), ms_since(t1, t_begin_), 8);
   cursor_->hide();
+}
+
+void MemoryChart::show_series(const MemorySeries& s) {
+  shown_ = s;
+  std::vector<double> below(s.times.size(), 0.0);
+  for (auto& [cat, lines] : areas_) {
+    QList<QPointF> upper, lower;
+    upper.reserve(static_cast<qsizetype>(s.times.size()));
+    lower.reserve(static_cast<qsizetype>(s.times.size()));
+    const auto& values = s.by_category[static_cast<std::size_t>(cat)];
+    for (std::size_t i = 0; i < s.times.size(); ++i) {
+      const double x = ms_since(s.times[i], t_begin_);
+      lower.append(QPointF(x, below[i]));
+      below[i] += static_cast<double>(values[i]) / unit_.bytes;
+      upper.append(QPointF(x, below[i]));
+    }
+    lines.first->replace(upper);
+    lines.second->replace(lower);
+  }
 }
 
 void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
@@ -298,7 +330,7 @@ QPoint MemoryChart::point_of(TimeNs t) const {
 
 void MemoryChart::hover_time(TimeNs t) {
   if (!has_data_) return;
-  const MemoryReadout r = readout_at(series_, t);
+  const MemoryReadout r = readout_at(shown_, t);
   QString text = QStringLiteral("<b>%1</b>").arg(ms_text(ms_since(t, t_begin_)));
   if (!r.valid) {
     readout_->setText(text + QStringLiteral(": before the first memory event"));

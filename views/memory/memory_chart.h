@@ -35,7 +35,8 @@ class MemoryChart : public QWidget {
   // A placeholder chart in the palette's colours (no profile yet, or loading).
   void clear(const QString& message);
   void set_data(const Profile& profile, const ModuleMemoryStats& stats);
-  // Shows [t0, t1] (profile clock); the memory axis keeps the whole profile's scale.
+  // Shows [t0, t1] (profile clock); the memory axis keeps the whole profile's scale. A window of
+  // less than half the profile is re-sampled from the rank's events at full detail.
   void set_time_range(TimeNs t0, TimeNs t1);
   // Highlights one module (a null series: none).
   void set_module(const QString& fqn, const ModuleSeries& series);
@@ -55,12 +56,14 @@ class MemoryChart : public QWidget {
   QValueAxis* x_axis() const { return ax_; }
   QValueAxis* y_axis() const { return ay_; }
   const ByteUnit& unit() const { return unit_; }
+  const MemorySeries& shown_series() const { return shown_; }
 
  signals:
   void timeClicked(qint64 t);
 
  private:
   void set_ticks(QValueAxis* axis, double lo, double hi, int target);
+  void show_series(const MemorySeries& series);  // new points for the stacked areas
   void mouse_moved(QPoint pos);
   void mouse_left();
 
@@ -75,7 +78,10 @@ class MemoryChart : public QWidget {
   ModuleSeries module_;
   QStringList legend_names_;
   QString legend_html_;  // the categories' legend, without the highlighted module
-  MemorySeries series_;
+  MemorySeries series_;       // the whole profile's samples
+  MemorySeries shown_;        // what the areas and the readout show: series_ or a zoomed window's
+  std::shared_ptr<const std::vector<MemoryEvent>> events_;  // for re-sampling a zoomed window
+  std::vector<std::pair<int, std::pair<QXYSeries*, QXYSeries*>>> areas_;  // category -> (upper, lower)
   ByteUnit unit_;
   TimeNs t_begin_ = 0, t_end_ = 0;
   double y_top_ = 1;  // in units
