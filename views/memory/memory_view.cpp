@@ -46,6 +46,7 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   tree_->setSortingEnabled(true);
   tree_->sortByColumn(-1, Qt::AscendingOrder);  // profile order until the user sorts
   tree_->setUniformRowHeights(true);
+  tree_->setTextElideMode(Qt::ElideMiddle);
   tree_->setAlternatingRowColors(true);
   tree_->header()->setSectionResizeMode(QHeaderView::Interactive);
   split->addWidget(tree_);
@@ -103,7 +104,16 @@ void MemoryView::load_rank(int rank) {
   }
   tree_->expandToDepth(1);
   for (int c = 0; c < model_->columnCount(); ++c) tree_->resizeColumnToContents(c);
-  tree_->setColumnWidth(0, std::max(tree_->columnWidth(0), 250));  // room for deep module names
+  // Room for the full paths of deep modules (collapsed rows too), up to a third of a wide window;
+  // longer ones elide in the middle, keeping the leaf's name.
+  int widest = 250;
+  for (const ModuleNode& m : profile_->modules) {
+    int depth = 0;
+    for (std::int32_t q = m.parent; q >= 0; q = profile_->modules[static_cast<std::size_t>(q)].parent) ++depth;
+    const QString text = QString::fromStdString(m.fqn + "  [" + m.class_name + "]");
+    widest = std::max(widest, tree_->fontMetrics().horizontalAdvance(text) + tree_->indentation() * (depth + 1) + 12);
+  }
+  tree_->setColumnWidth(0, std::min(std::max(tree_->columnWidth(0), widest), 520));
   chart_->set_data(*profile_, model_->stats());
   highlight(selected_module());
 }
