@@ -506,4 +506,27 @@ TEST_CASE("compare view: CPU operator lanes fold by default so the next rows mov
     CHECK(open_y - folded_y == Approx(operator_lanes * (timeline::kRowHeight - timeline::kCollapsedHeight)).margin(0.5));
     view.fold_cpu_box()->setChecked(true);
   }
+  // "Compared ranks only": every row of the other rank folds as well; the compared rank's GPU-side
+  // and memory rows stay open.
+  REQUIRE(view.comparison()->alignment.a.rank == 0);
+  view.only_rank_box()->setChecked(true);
+  for (auto* tl : {view.timeline_a(), view.timeline_b()}) {
+    int open_rows = 0;
+    for (const auto& t : tl->controller()->tracks()) {
+      if (t.rank != 0) CHECK(t.collapsed);
+      if (t.rank == 0 && t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
+      open_rows += !t.collapsed;
+    }
+    CHECK(open_rows > 0);
+  }
+  // Re-aligned on rank 1: the folds follow.
+  compare::Alignment al;
+  al.rank_a = 1;
+  al.rank_b = 1;
+  REQUIRE(view.set_alignment(al));
+  for (const auto& t : view.timeline_a()->controller()->tracks())
+    if (t.kind != timeline::TrackKind::Ranges) CHECK(t.collapsed == (t.rank != 1));
+  view.only_rank_box()->setChecked(false);
+  for (const auto& t : view.timeline_b()->controller()->tracks())
+    if (t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
 }

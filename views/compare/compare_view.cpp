@@ -118,10 +118,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   fold_cpu_->setToolTip(QStringLiteral("Draw the CPU lanes without module ranges (aten::*, FSDP runtime calls) thin, "
                                        "so that the GPU streams are visible; click a lane's label to open one"));
   fold_cpu_->setChecked(true);
+  only_rank_ = new QCheckBox(QStringLiteral("Compared ranks only"));
+  only_rank_->setToolTip(QStringLiteral("Fold every row of the ranks that are not compared, so each timeline shows its compared rank"));
   options->addWidget(mismatch_);
   options->addStretch(1);
   options->addWidget(show_all_);
   options->addWidget(fold_cpu_);
+  options->addWidget(only_rank_);
   layout->addLayout(options);
 
   auto* split = new QSplitter(Qt::Vertical);
@@ -183,6 +186,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   });
   connect(show_all_, &QCheckBox::toggled, proxy_, &CompareFilterProxy::set_show_all);
   connect(fold_cpu_, &QCheckBox::toggled, this, [this] { apply_folding(); });
+  connect(only_rank_, &QCheckBox::toggled, this, [this] { apply_folding(); });
   connect(timeline_a_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(true); });
   connect(timeline_b_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(false); });
 }
@@ -216,8 +220,14 @@ void CompareView::reset() {
 }
 
 void CompareView::apply_folding() {
-  for (timeline::TimelineWidget* tl : {timeline_a_, timeline_b_})
-    if (tl->controller() && fold_cpu_operator_lanes(*tl->controller(), fold_cpu_->isChecked()) > 0) tl->update();
+  for (bool b_side : {false, true}) {
+    timeline::TimelineWidget* tl = b_side ? timeline_b_ : timeline_a_;
+    if (!tl->controller()) continue;
+    FoldOptions o;
+    o.cpu_operator_lanes = fold_cpu_->isChecked();
+    if (only_rank_->isChecked() && comparison_) o.only_rank = b_side ? comparison_->alignment.b.rank : comparison_->alignment.a.rank;
+    if (apply_folds(*tl->controller(), o) > 0) tl->update();
+  }
 }
 
 bool CompareView::compare_with(const QString& path_b, const compare::Alignment& alignment) {
@@ -293,10 +303,7 @@ bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& pa
     error_ = QString::fromStdString(e.what());
     return false;
   }
-  if (b != b_) {
-    timeline_b_->set_profile(b);
-    apply_folding();
-  }
+  if (b != b_) timeline_b_->set_profile(b);
   b_ = b;
   path_b_ = path_b;
   alignment_ = alignment;
@@ -313,6 +320,7 @@ bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& pa
   caption_b_->setText(QStringLiteral("B: %1 (%2)").arg(QFileInfo(path_b_).fileName(), window_text(c.alignment.b)));
   fill_choices();
   save_->setEnabled(true);
+  apply_folding();  // the compared ranks may have changed
   show_window();
   fit_on_show_ = !timeline_a_->isVisible();
   emit comparisonChanged();

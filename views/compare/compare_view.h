@@ -56,6 +56,7 @@ class CompareView : public QWidget {
   CompareFilterProxy* proxy() { return proxy_; }
   QCheckBox* show_all_box() { return show_all_; }
   QCheckBox* fold_cpu_box() { return fold_cpu_; }
+  QCheckBox* only_rank_box() { return only_rank_; }
   timeline::TimelineWidget* timeline_a() { return timeline_a_; }
   timeline::TimelineWidget* timeline_b() { return timeline_b_; }
   QComboBox* rank_box(bool b_side) { return b_side ? rank_b_ : rank_a_; }
@@ -107,6 +108,7 @@ class CompareView : public QWidget {
   QLabel* mismatch_ = nullptr;
   QCheckBox* show_all_ = nullptr;
   QCheckBox* fold_cpu_ = nullptr;
+  QCheckBox* only_rank_ = nullptr;
   QLabel* caption_a_ = nullptr;
   QLabel* caption_b_ = nullptr;
   QComboBox* rank_a_ = nullptr;

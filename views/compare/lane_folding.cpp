@@ -1,7 +1,5 @@
 #include "views/compare/lane_folding.h"
 
-#include <algorithm>
-
 namespace ss::compareview {
 
 bool is_cpu_operator_lane(const Profile& p, const timeline::Track& t) {
@@ -18,13 +16,15 @@ bool is_cpu_operator_lane(const Profile& p, const timeline::Track& t) {
   return operators;
 }
 
-int fold_cpu_operator_lanes(timeline::TimelineController& c, bool fold) {
+int apply_folds(timeline::TimelineController& c, const FoldOptions& o) {
   int changed = 0;
-  for (timeline::Track& t : c.tracks())
-    if (t.collapsed != fold && is_cpu_operator_lane(c.profile(), t)) {
+  for (timeline::Track& t : c.tracks()) {
+    const bool fold = (o.only_rank >= 0 && t.rank != o.only_rank) || (o.cpu_operator_lanes && is_cpu_operator_lane(c.profile(), t));
+    if (t.collapsed != fold) {
       t.collapsed = fold;
       ++changed;
     }
+  }
   if (changed) c.set_scroll_y(c.scroll_y());  // re-clamp: the content got shorter or taller
   return changed;
 }
