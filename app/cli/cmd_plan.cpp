@@ -53,7 +53,11 @@ int cmd_plan(const std::vector<std::string>& args) {
       .option("output", "plan.json", "write the plan file (JSON with the FSDP2 Python that applies it)", "", 'o')
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
       .flag("fit", "fit the cluster model to the profile's collectives (default without --cluster)")
-      .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives");
+      .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
+      .flag("checkpoint", "plan activation checkpointing (full, per unit) jointly with unsharding, under the same budget\n"
+                          "(cost: one queue of moves ranked by time saved per byte; exact: every combination)")
+      .flag("offload-if-needed", "when no plan fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy)");
+  add_plan_knob_options(p);
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
   // As `simulate`: a profile's own collectives calibrate the cluster unless told otherwise, so
@@ -69,6 +73,10 @@ int cmd_plan(const std::vector<std::string>& args) {
                 : strategy == "exact" ? sim::Strategy::Exact
                                       : sim::Strategy::Greedy;
   if (p.has("modules")) pr.modules = split_commas(p.get("modules"));
+  pr.checkpoint = p.flag_set("checkpoint");
+  pr.offload_if_needed = p.flag_set("offload-if-needed");
+  if (pr.checkpoint && (pr.strategy == sim::Strategy::Greedy || pr.strategy == sim::Strategy::Manual))
+    throw UsageError("--checkpoint needs --strategy cost or exact");
   if (pr.strategy == sim::Strategy::Manual && pr.modules.empty()) throw UsageError("manual planning needs --modules A,B,...");
   if (!p.has("budget")) {
     if (pr.strategy != sim::Strategy::Manual) throw UsageError("missing --budget (e.g. --budget 70GiB)");
@@ -80,11 +88,14 @@ int cmd_plan(const std::vector<std::string>& args) {
   }
 
   sim::SimInputs in = sim::load_sim_inputs(req);
+  apply_plan_knobs(p, in.plan);
   sim::CompiledStep base = sim::compile_step(in.model, in.plan, in.cluster);
   sim::PlanOutcome o = sim::plan_unshard(in.model, base, in.cluster, pr);
   sim::FsdpPlan plan = in.plan;
   for (const auto& n : o.unsharded)
     if (std::find(plan.unsharded.begin(), plan.unsharded.end(), n) == plan.unsharded.end()) plan.unsharded.push_back(n);
+  for (const auto& n : o.checkpointed) plan.checkpoint[n] = "full";
+  if (o.offload != base.offload) plan.offload = o.offload == sim::Offload::Cpu ? "cpu" : "optimizer";
   sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
 
   if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes));
@@ -94,6 +105,12 @@ int cmd_plan(const std::vector<std::string>& args) {
     j.key("unsharded").begin_array();
     for (const auto& n : plan.unsharded) j.value(n);
     j.end_array();
+    if (!plan.checkpoint.empty()) {
+      j.key("activation_checkpointing").begin_object();
+      for (const auto& [n, v] : plan.checkpoint) j.kv(n, v);
+      j.end_object();
+    }
+    if (plan.offload != "none") j.kv("offload", plan.offload);
     j.kv("fits_budget", o.fits).kv("simulations", o.simulations);
     sim::write_result_fields(j, chosen, o.result, false);
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
@@ -108,7 +125,14 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::cout << "Baseline     " << sim::to_ms(o.baseline.step_ns) << " ms, peak " << format_bytes(o.baseline.peak_bytes) << "\n";
     std::cout << "Unsharded    " << plan.unsharded.size() << " module(s):";
     for (const auto& n : plan.unsharded) std::cout << " " << (n.empty() ? "(root)" : n);
-    std::cout << "\n" << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
+    std::cout << "\n";
+    if (!plan.checkpoint.empty()) {
+      std::cout << "Checkpoint   ";
+      for (const auto& [n, v] : plan.checkpoint) std::cout << " " << (n == "*" ? "(all)" : n) << "=" << v;
+      std::cout << "\n";
+    }
+    if (plan.offload != "none") std::cout << "Offload      " << plan.offload << (o.offload != base.offload ? " (chosen: nothing else fits)" : "") << "\n";
+    std::cout << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
     sim::print_result_text(std::cout, chosen, o.result, false);
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
   }

@@ -89,6 +89,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives (default without --cluster)")
       .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
       .flag("units", "list every unit (costs and memory at the peak)");
+  add_plan_knob_options(p);
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
   const bool no_fit = p.flag_set("no-fit");
@@ -98,6 +99,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
 
   sim::SimInputs in = sim::load_sim_inputs(req);
+  const bool knobs = apply_plan_knobs(p, in.plan);
   sim::CompiledStep step = sim::compile_step(in.model, in.plan, in.cluster);
   sim::SimResult r = sim::simulate(step, true);
   const bool measured = in.from_profile && (in.origin == OriginKind::Measured || in.origin == OriginKind::Imported);
@@ -109,7 +111,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (comparable) {
     TimeNs replay_ns = r.step_ns;
     const bool own_world = in.profile_world <= 0 || in.cluster.world_size == in.profile_world;
-    if (!req.plan_path.empty() || !own_world) {
+    if (!req.plan_path.empty() || knobs || !own_world) {
       sim::ClusterModel c = in.cluster;
       if (in.profile_world > 0) c.world_size = in.profile_world;
       replay_ns = sim::simulate(sim::compile_step(in.model, sim::FsdpPlan{}, c)).step_ns;

@@ -9,4 +9,10 @@ namespace ss::cli {
 
 sim::SimInputRequest sim_input_request(const ArgParser& p);
 
+// Plan knobs both commands take on top of --plan: --checkpoint-all MODE, --offload MODE,
+// --offload-prefetch K, --pipelined-optimizer.
+void add_plan_knob_options(ArgParser& p);
+// Applies the given knobs to `plan`; returns whether any was given.
+bool apply_plan_knobs(const ArgParser& p, sim::FsdpPlan& plan);
+
 }  // namespace ss::cli

@@ -109,6 +109,14 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
     if (*v < 0 || *v > 10) json_fail(where, "overlap_slowdown", "a fraction in [0, 10]");
     c.overlap_slowdown = *v;
   }
+  if (auto v = get_number(root, "host_link_GBps", where, "")) {
+    if (!(*v > 0) || *v > 1e6) json_fail(where, "host_link_GBps", "a positive bandwidth in GB/s");
+    c.host_link_GBps = *v;
+  }
+  if (auto v = get_number(root, "host_optimizer_params_per_s", where, "")) {
+    if (!(*v > 0) || *v > 1e15) json_fail(where, "host_optimizer_params_per_s", "a positive number of parameters per second");
+    c.host_optimizer_params_per_s = *v;
+  }
   simdjson::dom::element e;
   if (!root["collectives"].get(e)) {
     auto colls = as_object(e, where, "collectives");
@@ -142,7 +150,9 @@ std::string cluster_to_json(const ClusterModel& c) {
       .kv("gpus_per_node", c.gpus_per_node)
       .kv("hierarchical", c.hierarchical)
       .kv("overlap_slowdown", c.overlap_slowdown)
-      .kv("comm_serialized", c.comm_serialized);
+      .kv("comm_serialized", c.comm_serialized)
+      .kv("host_link_GBps", c.host_link_GBps)
+      .kv("host_optimizer_params_per_s", c.host_optimizer_params_per_s);
   j.key("collectives").begin_object();
   for (int i = 0; i < kCollCount; ++i) {
     j.key(coll_key(static_cast<Coll>(i))).begin_object();

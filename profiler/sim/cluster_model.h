@@ -39,6 +39,12 @@ struct ClusterModel {
   // collective then holds the compute lane too, in issue order.
   bool comm_serialized = false;
   std::string device = "H100";
+  // Offload (FsdpPlan::offload): host<->device copies run on their own copy engines at this
+  // bandwidth per direction (PCIe Gen5 x16 ~50 GB/s measured pinned; NVLink-C2C on GH200 ~450),
+  // and the CPU optimizer step updates this many parameters per second per rank (a node's CPU
+  // AdamW throughput divided by its GPUs; measure yours: docs/simulator.md).
+  double host_link_GBps = 50;
+  double host_optimizer_params_per_s = 5e8;
   CollParams coll[kCollCount];
 
   ClusterModel();

@@ -58,6 +58,43 @@ TimeNs other_comm_at(const MeasuredExtra& x, int measured_world, int world, cons
 
 }  // namespace
 
+bool name_matches(const std::string& pat, const std::string& name) {
+  // Iterative glob with backtracking to the last '*'.
+  std::size_t p = 0, n = 0, star = std::string::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pat.size() && (pat[p] == '?' || pat[p] == name[n])) {
+      ++p, ++n;
+    } else if (p < pat.size() && pat[p] == '*') {
+      star = p++, mark = n;
+    } else if (star != std::string::npos) {
+      p = star + 1, n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+void set_checkpoint(CompiledStep& s, int exec, Checkpoint mode) {
+  ExecUnit& e = s.units[static_cast<std::size_t>(exec)];
+  if (mode == Checkpoint::Selective && !e.can_select) mode = Checkpoint::Full;
+  e.checkpoint = mode;
+  for (auto& sg : s.segments) {
+    if (sg.exec != exec) continue;
+    const CheckpointCost& c = sg.by_mode[static_cast<int>(mode)];
+    sg.saved_bytes = c.saved;
+    sg.recompute_bytes = c.recompute;
+    sg.recompute_ns = c.recompute_ns;
+  }
+}
+
+bool checkpointable(const CompiledStep& s, int exec) {
+  for (const auto& sg : s.segments)
+    if (sg.exec == exec && sg.by_mode[1].saved < sg.by_mode[0].saved) return true;
+  return false;
+}
+
 void set_reshard(CompiledStep& s, int exec, int mode, const ClusterModel& c) {
   ExecUnit& e = s.units[static_cast<std::size_t>(exec)];
   if (mode >= s.shard) mode = kReshard;  // a slice as large as the shard group is a full reshard
@@ -168,6 +205,16 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     const auto& sg = m.segments[i];
     const int e = s.exec_of_unit[static_cast<std::size_t>(sg.unit)];
     ExecSegment es{e, sg.fwd_ns, sg.bwd_ns, sg.saved_activation_bytes, sg.recompute_activation_bytes};
+    // Checkpointing modes. Full: only the input stays saved; backward reruns the forward first and
+    // rebuilds the rest (saved - input) transiently. A model description already checkpointed
+    // (recompute bytes > 0, rerun inside bwd_ns) and the root keep their own values.
+    es.by_mode[0] = {sg.saved_activation_bytes, sg.recompute_activation_bytes, 0};
+    es.by_mode[1] = es.by_mode[2] = es.by_mode[0];
+    if (sg.recompute_activation_bytes == 0 && !m.units[static_cast<std::size_t>(sg.unit)].is_root &&
+        sg.saved_activation_bytes > sg.input_bytes) {
+      const std::int64_t in = std::max<std::int64_t>(0, sg.input_bytes);
+      es.by_mode[1] = {in, sg.saved_activation_bytes - in, sg.fwd_ns};
+    }
     es.fwd_other_ns = other_comm_at(sg.fwd_extra, m.other_comm_world, s.world, c);
     es.bwd_other_ns = other_comm_at(sg.bwd_extra, m.other_comm_world, s.world, c);
     es.fwd_temp_bytes = sg.fwd_temp_bytes;
@@ -224,6 +271,66 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   };
   prefetch(plan.forward_prefetch, true);
   prefetch(plan.backward_prefetch, false);
+
+  // Activation checkpointing: "*" for every non-root unit, then per-unit entries.
+  std::vector<std::string> ckpt(nu, "none");
+  if (auto it = plan.checkpoint.find("*"); it != plan.checkpoint.end())
+    for (std::size_t u = 0; u < nu; ++u)
+      if (!m.units[u].is_root) ckpt[u] = it->second;
+  for (const auto& [n, v] : plan.checkpoint) {
+    if (n == "*") continue;
+    const int u = unit_index(m, n, "activation_checkpointing");
+    if (m.units[static_cast<std::size_t>(u)].is_root) plan_error("activation_checkpointing: the root cannot be checkpointed (it holds the head and the tail)");
+    ckpt[static_cast<std::size_t>(u)] = v;
+  }
+  for (std::size_t e = 0; e < s.units.size(); ++e) {
+    ExecUnit& eu = s.units[e];
+    Checkpoint cm = Checkpoint::None;
+    std::string pattern;
+    for (int u : eu.members) {
+      const std::string& v = ckpt[static_cast<std::size_t>(u)];
+      if (v == "full") cm = Checkpoint::Full;
+      else if (v != "none" && cm == Checkpoint::None) cm = Checkpoint::Selective, pattern = v;
+    }
+    if (cm != Checkpoint::Selective) {
+      set_checkpoint(s, static_cast<int>(e), cm);
+      continue;
+    }
+    // Selective: the matching sub-modules' activations are recomputed, their inputs kept.
+    bool matched = false;
+    std::string known;
+    for (std::size_t i = 0; i < m.segments.size(); ++i) {
+      ExecSegment& es = s.segments[i];
+      if (es.exec != static_cast<int>(e) || m.units[static_cast<std::size_t>(m.segments[i].unit)].is_root) continue;
+      const SimSegment& sg = m.segments[i];
+      CheckpointCost cost = es.by_mode[0];
+      for (const auto& part : sg.parts) {
+        known += (known.empty() ? "'" : ", '") + part.name + "'";
+        if (!name_matches(pattern, part.name)) continue;
+        matched = true;
+        const std::int64_t keep = std::min(part.saved_bytes, std::max<std::int64_t>(0, sg.input_bytes));
+        cost.saved -= part.saved_bytes - keep;
+        cost.recompute += part.saved_bytes - keep;
+        cost.recompute_ns += part.fwd_ns;
+      }
+      es.by_mode[2] = cost;
+    }
+    if (!matched)
+      plan_error("activation_checkpointing: '" + pattern + "' matches no sub-module of '" + eu.name + "'" +
+                 (known.empty() ? std::string(" (the model has no sub-module breakdown for it: use \"full\")") : " (sub-modules: " + known + ")"));
+    eu.can_select = true;
+    set_checkpoint(s, static_cast<int>(e), Checkpoint::Selective);
+  }
+
+  // Offload costs (always computed, so the planner can switch offload on without recompiling).
+  s.offload = plan.offload == "cpu" ? Offload::Cpu : plan.offload == "optimizer" ? Offload::Optimizer : Offload::None;
+  s.offload_prefetch_depth = plan.offload_prefetch_depth;
+  s.pipelined_optimizer = plan.pipelined_optimizer;
+  for (auto& eu : s.units) {
+    const double shard_bytes = double(eu.params) * s.master_bytes / s.shard;
+    eu.h2d_ns = eu.d2h_ns = static_cast<TimeNs>(std::llround(shard_bytes / c.host_link_GBps));  // GB/s = bytes/ns
+    eu.cpu_opt_ns = static_cast<TimeNs>(std::llround(double(eu.params) / s.shard / c.host_optimizer_params_per_s * 1e9));
+  }
   return s;
 }
 

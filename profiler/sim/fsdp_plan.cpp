@@ -97,6 +97,29 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     if (*v < 0 || *v > 10'000'000) json_fail(where, "world_size", "an integer in [0, 10000000]");
     p.world_size = static_cast<int>(*v);
   }
+  if (!root["activation_checkpointing"].get(e)) {
+    // {"layers.0": "full", "*": "attention"}; a bare string applies to every non-root unit.
+    std::string_view sv;
+    if (!e.get_string().get(sv)) {
+      if (sv != "none") p.checkpoint["*"] = std::string(sv);
+    } else {
+      for (auto field : as_object(e, where, "activation_checkpointing")) {
+        std::string k(field.key);
+        if (field.value.get_string().get(sv) || sv.empty())
+          json_fail(where, "activation_checkpointing." + k, "\"none\", \"full\" or a sub-module name (selective)");
+        p.checkpoint[k] = std::string(sv);
+      }
+    }
+  }
+  if (auto v = get_string(root, "offload", where, "")) {
+    if (*v != "none" && *v != "cpu" && *v != "optimizer") json_fail(where, "offload", "\"none\", \"cpu\" or \"optimizer\"");
+    p.offload = *v;
+  }
+  if (auto v = get_int(root, "offload_prefetch_depth", where, "")) {
+    if (*v < 1 || *v > 1024) json_fail(where, "offload_prefetch_depth", "an integer in [1, 1024]");
+    p.offload_prefetch_depth = static_cast<int>(*v);
+  }
+  if (auto v = get_bool(root, "pipelined_optimizer", where, "")) p.pipelined_optimizer = *v;
   return p;
 }
 
@@ -147,6 +170,15 @@ std::string plan_to_json(const FsdpPlan& p) {
       .kv("hsdp_replicate", p.hsdp_replicate)
       .kv("separate_reduce_scatter_group", p.separate_reduce_scatter_group);
   if (p.world_size > 0) j.kv("world_size", p.world_size);
+  // New knobs only when set, so plans without them are written exactly as before.
+  if (!p.checkpoint.empty()) {
+    j.key("activation_checkpointing").begin_object();
+    for (const auto& [k, v] : p.checkpoint) j.kv(k, v);
+    j.end_object();
+  }
+  if (p.offload != "none") j.kv("offload", p.offload);
+  if (p.offload_prefetch_depth != 1) j.kv("offload_prefetch_depth", p.offload_prefetch_depth);
+  if (p.pipelined_optimizer) j.kv("pipelined_optimizer", true);
   j.end_object();
   return s.str();
 }
@@ -158,6 +190,22 @@ std::string plan_to_python(const FsdpPlan& p) {
        "from torch.distributed.fsdp import fully_shard\n\n"
        "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
   bool any = false;
+  if (!p.checkpoint.empty()) {
+    // Checkpoint wrappers go in before fully_shard, so FSDP's hooks wrap the checkpointed module.
+    s << "    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n";
+    for (const auto& [m, v] : p.checkpoint) {
+      if (v == "none") continue;
+      s << "    # activation checkpointing of " << (m == "*" ? std::string("every block") : JsonWriter::quoted(m))
+        << (v == "full" ? std::string(": the whole module") : ": its sub-module(s) named " + JsonWriter::quoted(v)) << "\n";
+    }
+    s << "    # (shardscope.plan.apply_plan does the wrapping; see docs/simulator.md)\n";
+  }
+  if (p.offload == "cpu") {
+    s << "    from torch.distributed.fsdp import CPUOffloadPolicy\n"
+         "    fully_shard_kwargs = dict(fully_shard_kwargs, offload_policy=CPUOffloadPolicy())\n";
+  } else if (p.offload == "optimizer") {
+    s << "    # optimizer-state offload is not an FSDP2 policy: use a CPU optimizer (e.g. DeepSpeed CPUAdam)\n";
+  }
   for (const auto& m : p.unsharded) {
     s << "    fully_shard(model.get_submodule(" << JsonWriter::quoted(m)
       << "), reshard_after_forward=False, **fully_shard_kwargs)\n";

@@ -24,6 +24,16 @@ struct FsdpPlan {
   int hsdp_replicate = 1;           // replicate degree; shard group = world / replicate
   bool separate_reduce_scatter_group = false;
   int world_size = 0;               // 0: take the cluster's
+  // Activation checkpointing per unit: "full" (the whole unit) or a sub-module name (selective,
+  // e.g. "attention": that sub-module of the unit is checkpointed). Key "*": every non-root unit
+  // not named otherwise. Absent or "none": not checkpointed.
+  std::map<std::string, std::string> checkpoint;
+  // Offload: "none"; "cpu" = FSDP2's CPUOffloadPolicy (sharded parameters, gradients and optimizer
+  // states on the host, optimizer step on the CPU); "optimizer" = optimizer states only (ZeRO-Offload
+  // style: gradients go down, the CPU updates, parameters come back).
+  std::string offload = "none";
+  int offload_prefetch_depth = 1;    // host-resident shards copied up to k units ahead (OOGC); 1 = FSDP2
+  bool pipelined_optimizer = false;  // CPU update of unit i overlaps the backward of the next units (OOGC)
 
   bool operator==(const FsdpPlan&) const = default;
 };
@@ -33,6 +43,9 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where);
 FsdpPlan load_plan_file(const std::string& path);
 // The plan as a JSON object (no trailing newline).
 std::string plan_to_json(const FsdpPlan& plan);
+// True when a checkpoint value means selective (a sub-module name rather than "full" / "none").
+inline bool is_selective_checkpoint(const std::string& v) { return v != "full" && v != "none"; }
+
 // FSDP2 Python that applies the plan's per-module choices to `model`.
 std::string plan_to_python(const FsdpPlan& plan);
 

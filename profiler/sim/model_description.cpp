@@ -110,7 +110,7 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   m.segments.push_back({0, ns(embed_f), ns(2 * embed_f), static_cast<std::int64_t>(tokens * 2 * h), 0});
 
   auto add_unit = [&](const std::string& name, const std::string& group, const char* cls, double params, double fwd_flops,
-                      double act_per_token) {
+                      double act_per_token, std::vector<SimPart> parts) {
     m.units.push_back({name, group, cls, static_cast<std::int64_t>(params), false});
     SimSegment s;
     s.unit = static_cast<int>(m.units.size() - 1);
@@ -119,16 +119,21 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
     const double full = tokens * act_per_token;
     s.saved_activation_bytes = static_cast<std::int64_t>(ac ? tokens * block_in : full);
     s.recompute_activation_bytes = ac ? static_cast<std::int64_t>(full) : 0;
+    s.input_bytes = static_cast<std::int64_t>(tokens * block_in);
+    if (!ac) s.parts = std::move(parts);  // a checkpointed description has nothing left to select
     m.segments.push_back(s);
   };
   for (int l = 0; l < d.layers; ++l) {
     const std::string base = "layers." + std::to_string(l);
     if (d.wrap == "layer") {
+      std::vector<SimPart> parts{{"attention", ns(attn_f), static_cast<std::int64_t>(tokens * attn_act)}};
+      if (cross_p > 0) parts.push_back({"cross_attention", ns(cross_f), static_cast<std::int64_t>(tokens * cross_act)});
+      parts.push_back({"feed_forward", ns(mlp_f), static_cast<std::int64_t>(tokens * mlp_act)});
       add_unit(base, base, dit ? "DiTBlock" : "TransformerBlock", attn_p + cross_p + mlp_p + extra_p,
-               attn_f + cross_f + mlp_f, attn_act + cross_act + mlp_act);
+               attn_f + cross_f + mlp_f, attn_act + cross_act + mlp_act, std::move(parts));
     } else {
-      add_unit(base + ".attention", base, "Attention", attn_p + cross_p + extra_p, attn_f + cross_f, attn_act + cross_act);
-      add_unit(base + ".feed_forward", base, "FeedForward", mlp_p, mlp_f, mlp_act);
+      add_unit(base + ".attention", base, "Attention", attn_p + cross_p + extra_p, attn_f + cross_f, attn_act + cross_act, {});
+      add_unit(base + ".feed_forward", base, "FeedForward", mlp_p, mlp_f, mlp_act, {});
     }
   }
   m.segments.push_back({0, ns(head_f), ns(2 * head_f),

@@ -18,11 +18,18 @@ struct PlanRequest {
   std::int64_t budget_bytes = 0;
   std::vector<std::string> modules;  // manual: the units to keep; others: restrict candidates (empty = all)
   int exact_max_candidates = 20;     // the exact solver refuses more (2^n simulations)
+  // Plan activation checkpointing (full, per unit) jointly with unsharding: cost and exact only.
+  bool checkpoint = false;
+  // When nothing fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy).
+  bool offload_if_needed = false;
 };
 
 struct PlanOutcome {
   std::vector<int> unsharded_exec;     // exec units kept unsharded (beyond the base plan)
   std::vector<std::string> unsharded;  // their module names (bucket members expanded)
+  std::vector<int> checkpoint_exec;     // exec units checkpointed (full) by the plan (joint planning)
+  std::vector<std::string> checkpointed;
+  Offload offload = Offload::None;      // the offload the result uses (offload_if_needed may set it)
   SimResult baseline;                  // the base plan
   SimResult result;                    // with the chosen units kept
   bool fits = false;                   // result.peak_bytes <= budget

@@ -34,6 +34,15 @@ struct MeasuredExtra {
   TimeNs idle_ns = 0;                  // the GPU waits for the host (gaps no FSDP collective explains)
 };
 
+// A named sub-module of a segment (e.g. "attention", "feed_forward"): what selective activation
+// checkpointing of that sub-module recomputes and no longer saves. Model descriptions fill it;
+// profiles leave it empty (selective checkpointing of a profile's unit is then refused).
+struct SimPart {
+  std::string name;              // sub-module name relative to the unit ("attention", "feed_forward")
+  TimeNs fwd_ns = 0;             // its share of the segment's forward compute
+  std::int64_t saved_bytes = 0;  // its share of the segment's saved activations
+};
+
 // One stretch of compute on the compute stream. A unit has one segment, except the root, which
 // usually has a head (embedding, before the first layer) and a tail (norm, output, loss).
 struct SimSegment {
@@ -46,6 +55,11 @@ struct SimSegment {
   // from a profile's temporary allocations; 0 for model descriptions.
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;
   MeasuredExtra fwd_extra{}, bwd_extra{};       // profile replay only; zero for model descriptions
+  // Activation checkpointing as a plan knob (FsdpPlan::checkpoint): what a checkpointed segment
+  // keeps (its input) and its sub-modules for selective checkpointing. input_bytes 0 with saved
+  // activations > 0 means unknown: a profile's unit keeps nothing then (docs/simulator.md limits).
+  std::int64_t input_bytes = 0;
+  std::vector<SimPart> parts{};
 };
 
 struct SimModel {

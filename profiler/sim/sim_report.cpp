@@ -31,6 +31,13 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
       .kv("reduce_scatters", r.reduce_scatters)
       .kv("all_reduces", r.all_reduces)
       .kv("peak_memory_bytes", r.peak_bytes);
+  // New knobs' figures only when used, so plans without them report exactly as before.
+  if (r.recomputes > 0) j.kv("recomputes", r.recomputes).kv("recompute_ms", to_ms(r.recompute_ns));
+  if (s.offload != Offload::None)
+    j.kv("offload", s.offload == Offload::Cpu ? "cpu" : "optimizer")
+        .kv("host_copy_ms", to_ms(r.host_copy_ns))
+        .kv("host_copy_bytes", r.host_copy_bytes)
+        .kv("cpu_optimizer_ms", to_ms(r.cpu_optimizer_ns));
   j.key("peak_memory").begin_object().kv("time_ms", to_ms(r.peak_time)).kv("module", unit_label(s, r.peak_exec)).kv("phase", phase_name(r.peak_phase));
   j.key("by_category").begin_object();
   for (int c = 0; c < kMemCatCount; ++c) j.kv(mem_cat_key(static_cast<MemCat>(c)), r.peak_by_category[static_cast<std::size_t>(c)]);
@@ -46,6 +53,7 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
         .kv("all_gather_ms", to_ms(u.ag_ns))
         .kv("backward_all_gather_ms", to_ms(u.ag_bwd_ns))
         .kv("reduce_scatter_ms", to_ms(u.rs_ns));
+    if (u.checkpoint != Checkpoint::None) j.kv("checkpoint", u.checkpoint == Checkpoint::Full ? "full" : "selective");
     if (e < r.unit_memory.size()) {
       j.kv("own_peak_bytes", r.unit_memory[e].own_peak);
       j.key("memory_at_peak").begin_object();
@@ -67,6 +75,16 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
   if (r.other_comm_ns > 0 || r.idle_ns > 0) {
     std::snprintf(line, sizeof line, "  replayed as measured: non-FSDP collectives %.3f ms, GPU idle %.3f ms\n", to_ms(r.other_comm_ns),
                   to_ms(r.idle_ns));
+    o << line;
+  }
+  if (r.recomputes > 0) {
+    std::snprintf(line, sizeof line, "Recompute    %d forward rerun(s), %.3f ms (activation checkpointing)\n", r.recomputes, to_ms(r.recompute_ns));
+    o << line;
+  }
+  if (s.offload != Offload::None) {
+    std::snprintf(line, sizeof line, "Offload      %s: host copies %.3f ms (%s), CPU optimizer %.3f ms\n",
+                  s.offload == Offload::Cpu ? "cpu" : "optimizer", to_ms(r.host_copy_ns), format_bytes(r.host_copy_bytes).c_str(),
+                  to_ms(r.cpu_optimizer_ns));
     o << line;
   }
   o << "Collectives  " << r.all_gathers << " all-gather, " << r.reduce_scatters << " reduce-scatter, " << r.all_reduces

@@ -42,10 +42,16 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
   ri.gpu_name = info.gpu_name;
   ri.world_size = step.world;
   w.add_rank(ri);
-  const char* lane_names[kLaneCount] = {"compute", "nccl (all-gather + reduce-scatter)", "nccl reduce-scatter", "nccl all-reduce (HSDP)"};
+  const char* lane_names[kLaneCount] = {"compute", "nccl (all-gather + reduce-scatter)", "nccl reduce-scatter", "nccl all-reduce (HSDP)",
+                                       "host-to-device copies (offload)", "device-to-host copies (offload)", "CPU optimizer (offload)"};
+  // The offload lanes appear only when a plan offloads, so other profiles keep their four streams.
   RowId streams[kLaneCount];
-  for (int l = 0; l < kLaneCount; ++l)
-    streams[l] = w.add_stream({0, 0, l == 0 ? 7 : 20 + l, l == 0 ? StreamKind::Compute : StreamKind::Nccl, lane_names[l]});
+  for (int l = 0; l < kLaneCount; ++l) {
+    streams[l] = kNoRow;
+    if (l > kNcclLaneCount && step.offload == Offload::None) continue;
+    const StreamKind kind = l == 0 ? StreamKind::Compute : l <= kNcclLaneCount ? StreamKind::Nccl : l == static_cast<int>(Lane::CpuOptimizer) ? StreamKind::Unknown : StreamKind::Copy;
+    streams[l] = w.add_stream({0, 0, l == 0 ? 7 : 20 + l, kind, lane_names[l]});
+  }
   const RowId thread = w.add_thread({0, 1, "simulated"});
 
   // Module tree: a root row, then one row per unit (nested under the root).
@@ -102,6 +108,10 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
         cat = KernelCategory::Collective;
         break;
       case OpKind::Idle: continue;  // measured idle stays a gap on the timeline
+      case OpKind::Recompute: name = "recompute " + label + " (activation checkpointing)"; break;
+      case OpKind::HostToDevice: name = "Memcpy HtoD offload (" + label + ")"; cat = KernelCategory::Memcpy; break;
+      case OpKind::DeviceToHost: name = "Memcpy DtoH offload (" + label + ")"; cat = KernelCategory::Memcpy; break;
+      case OpKind::CpuOptimizer: name = "CPU optimizer step (" + label + ")"; break;
     }
     KernelRow k;
     k.rank = 0;
@@ -120,6 +130,14 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
       const bool ar = ct == CollectiveType::AllReduce;
       w.add_collective({0, kid, ct, op.bytes, bf16, ar ? rpg : pg, ar ? step.replicate : step.shard, ar ? rseq++ : seq++,
                         op.start, op.end});
+    }
+    if (op.kind == OpKind::Recompute || op.kind == OpKind::CpuOptimizer) {
+      // Own ranges so the timeline names them: the rerun under the unit's backward (ss:rcp, as the
+      // hooks record it) and the host optimizer on its lane.
+      const bool rcp = op.kind == OpKind::Recompute;
+      w.add_range({0, kNoRow, streams[static_cast<int>(op.lane)], op.start, op.end,
+                   w.intern(rcp ? "ss:rcp:" + unit : "Optimizer.step (CPU offload)"), RangeKind::Annotation,
+                   rcp ? RangePhase::Backward : RangePhase::Optimizer, module_of(op.exec), kNoRow, 0});
     }
     if (op.kind == OpKind::Compute || op.kind == OpKind::Optimizer) {
       RangeRow rr{0, kNoRow, streams[0], op.start, op.end, w.intern(op.kind == OpKind::Optimizer ? "Optimizer.step" : label + " (" + phase + ")"),

@@ -47,9 +47,13 @@ class StepRun {
       r_.step_ns = lane_[0];
       return;
     }
-    // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
-    const TimeNs t0 = lane_[0];
-    op(Lane::Compute, OpKind::Optimizer, Phase::Optimizer, -1, t0, s_.optimizer_ns, 0);
+    if (s_.offload == Offload::None) {
+      // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
+      const TimeNs t0 = lane_[0];
+      op(Lane::Compute, OpKind::Optimizer, Phase::Optimizer, -1, t0, s_.optimizer_ns, 0);
+    } else {
+      host_optimizer();
+    }
     measured(Phase::Optimizer, -1, s_.optimizer_other_ns, s_.optimizer_idle_ns);
     for (std::size_t e = 0; e < unit_.size(); ++e)
       if (unit_[e].sharded_grad) mem(lane_[0], -grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
@@ -64,7 +68,55 @@ class StepRun {
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
     bool sharded_grad = false;
+    bool h2d = false;         // offload: shard copied up in the current pass
+    bool shard_up = false;    // ... and still on the device (freed when its all-gather ends)
+    TimeNs h2d_end = 0;
   };
+
+  static constexpr int li(Lane l) { return static_cast<int>(l); }
+  std::int64_t shard_bytes(int e) const { return eu(e).params * s_.master_bytes / s_.shard; }
+
+  // Offload's step end. Cpu: the host updates its shards once every gradient is down (pipelined:
+  // already done unit by unit in backward). Optimizer: gradients down, CPU update, parameters up,
+  // for the whole model after backward (pipelined: unit by unit in backward). The step ends when
+  // the last of these and the compute stream are done.
+  void host_optimizer() {
+    const bool pipelined = s_.pipelined_optimizer;
+    TimeNs d2h = 0, cpu = 0, h2d = 0;
+    std::int64_t grads = 0, shards = 0;
+    for (std::size_t e = 0; e < s_.units.size(); ++e) {
+      d2h += s_.units[e].d2h_ns, cpu += s_.units[e].cpu_opt_ns, h2d += s_.units[e].h2d_ns;
+      grads += grad_bytes(e), shards += shard_bytes(static_cast<int>(e));
+    }
+    if (s_.offload == Offload::Cpu) {
+      if (!pipelined) op(Lane::CpuOptimizer, OpKind::CpuOptimizer, Phase::Optimizer, -1, std::max(lane_[0], d2h_end_), cpu, 0);
+      lane_[0] = std::max({lane_[0], lane_[li(Lane::CpuOptimizer)], d2h_end_});
+      return;
+    }
+    if (!pipelined) {
+      const TimeNs a = op(Lane::DeviceToHost, OpKind::DeviceToHost, Phase::Optimizer, -1, lane_[0], d2h, grads);
+      const TimeNs b = op(Lane::CpuOptimizer, OpKind::CpuOptimizer, Phase::Optimizer, -1, a + d2h, cpu, 0);
+      op(Lane::HostToDevice, OpKind::HostToDevice, Phase::Optimizer, -1, b + cpu, h2d, shards);
+    }
+    lane_[0] = std::max(lane_[0], lane_[li(Lane::HostToDevice)]);
+  }
+
+  // Offload Cpu: the unit's sharded parameters are copied up before its all-gather.
+  void shard_up(int e, TimeNs ready, Phase ph) {
+    UnitState& st = unit_[static_cast<std::size_t>(e)];
+    if (st.h2d) return;
+    const TimeNs t = op(Lane::HostToDevice, OpKind::HostToDevice, ph, e, ready, eu(e).h2d_ns, shard_bytes(e));
+    mem(t, shard_bytes(e), e, MemCat::ShardedParam);
+    st.h2d = st.shard_up = true;
+    st.h2d_end = t + eu(e).h2d_ns;
+  }
+  void free_unused_shards() {  // prefetched shards whose all-gather this pass did not need
+    for (std::size_t e = 0; e < unit_.size(); ++e)
+      if (unit_[e].shard_up) {
+        mem(lane_[0], -shard_bytes(static_cast<int>(e)), static_cast<int>(e), MemCat::ShardedParam);
+        unit_[e].shard_up = false;
+      }
+  }
 
   const ExecUnit& eu(int e) const { return s_.units[static_cast<std::size_t>(e)]; }
   std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.shard; }
@@ -81,10 +133,11 @@ class StepRun {
   }
 
   void persistent_state() {
+    // Offload: Cpu keeps sharded parameters and optimizer states on the host, Optimizer the states.
     for (std::size_t e = 0; e < unit_.size(); ++e) {
       const auto p = s_.units[e].params;
-      mem(0, p * s_.master_bytes / s_.shard, static_cast<int>(e), MemCat::ShardedParam);
-      mem(0, p * s_.optimizer_bytes / s_.shard, static_cast<int>(e), MemCat::OptimizerState);
+      if (s_.offload != Offload::Cpu) mem(0, p * s_.master_bytes / s_.shard, static_cast<int>(e), MemCat::ShardedParam);
+      if (s_.offload == Offload::None) mem(0, p * s_.optimizer_bytes / s_.shard, static_cast<int>(e), MemCat::OptimizerState);
     }
     mem(0, s_.other_memory_bytes, -1, MemCat::Other);
   }
@@ -98,7 +151,7 @@ class StepRun {
     for (;;) {
       bool busy = false;
       double next = std::numeric_limits<double>::infinity();
-      for (int l = 0; l < 3; ++l) {
+      for (int l = 0; l < kNcclLaneCount; ++l) {
         auto& iv = comm_[l];
         auto& p = ptr_[l];
         while (p < iv.size() && double(iv[p].second) <= t) ++p;
@@ -120,7 +173,8 @@ class StepRun {
 
   TimeNs op(Lane lane, OpKind kind, Phase ph, int exec, TimeNs ready, TimeNs dur, std::int64_t bytes) {
     const int li = static_cast<int>(lane);
-    const bool blocks_compute = s_.comm_serialized && lane != Lane::Compute;
+    const bool nccl = li >= 1 && li <= kNcclLaneCount;
+    const bool blocks_compute = s_.comm_serialized && nccl;
     const TimeNs start = std::max({lane_[li], ready, blocks_compute ? lane_[0] : TimeNs{0}});
     TimeNs end;
     if (kind == OpKind::OtherComm || kind == OpKind::Idle) {
@@ -129,6 +183,11 @@ class StepRun {
     } else if (lane == Lane::Compute) {
       end = stretch(start, dur);
       r_.compute_busy_ns += end - start;
+      if (kind == OpKind::Recompute) ++r_.recomputes, r_.recompute_ns += end - start;
+    } else if (!nccl) {  // offload's copy engines and host CPU: no NCCL interference
+      end = start + dur;
+      if (kind == OpKind::CpuOptimizer) r_.cpu_optimizer_ns += dur;
+      else r_.host_copy_ns += dur, r_.host_copy_bytes += bytes;
     } else {
       end = start + dur;
       r_.comm_busy_ns += dur;
@@ -157,16 +216,33 @@ class StepRun {
     const ExecUnit& u = eu(e);
     const TimeNs dur = ph == Phase::Forward ? u.ag_ns : u.ag_bwd_ns;
     const std::int64_t bytes = ph == Phase::Forward || u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard;
+    if (s_.offload == Offload::Cpu) {
+      // The shard comes up from the host first; OOGC's multi-layer prefetch also sends the next
+      // depth-1 shards of this pass's order, all issued now.
+      shard_up(e, ready, ph);
+      const auto& order = ph == Phase::Forward ? s_.fwd_order : s_.bwd_order;
+      int v = e;
+      for (int k = 1; k < s_.offload_prefetch_depth; ++k) {
+        v = next_in(order, v);
+        if (v < 0) break;
+        if (needs_gather(v)) shard_up(v, ready, ph);
+      }
+      ready = std::max(ready, st.h2d_end);
+    }
     const TimeNs start = op(Lane::Nccl, OpKind::AllGather, ph, e, ready, dur, u.ag_bytes);
     st.issued = true;
     st.ag_end = start + dur;
     mem(start, bytes, e, MemCat::AllGatherBuffer);
+    if (st.shard_up) {  // the up-copied shard is the all-gather's input: free once it is done
+      mem(st.ag_end, -shard_bytes(e), e, MemCat::ShardedParam);
+      st.shard_up = false;
+    }
   }
 
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
 
   void forward() {
-    for (auto& st : unit_) st.issued = false;
+    for (auto& st : unit_) st.issued = st.h2d = false;
     // The first all-gather waits for the optimizer (or the previous micro-batch's backward).
     TimeNs prev_copyout_end = lane_[0];
     int prev_unit = -1;
@@ -220,6 +296,7 @@ class StepRun {
       mem(lane_[0], -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
       unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
     }
+    free_unused_shards();
   }
 
   static int next_in(const std::vector<int>& order, int e) {
@@ -229,7 +306,7 @@ class StepRun {
   }
 
   void backward(bool last_micro) {
-    for (auto& st : unit_) st.issued = false;
+    for (auto& st : unit_) st.issued = st.h2d = false;
     const bool sync = s_.sync_every_microbatch || last_micro;
     const Lane rs_lane = s_.separate_rs ? Lane::ReduceScatter : Lane::Nccl;
     TimeNs last_rs_end = 0, last_ar_end = 0;
@@ -265,8 +342,10 @@ class StepRun {
           st.grads_held = true;
         }
       }
+      // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
+      if (sg.recompute_ns > 0) mem(op(Lane::Compute, OpKind::Recompute, Phase::Backward, e, 0, sg.recompute_ns, 0), sg.recompute_bytes, e, MemCat::Activation);
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
-      mem(t, sg.recompute_bytes, e, MemCat::Activation);
+      if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
       transient(t, sg.bwd_temp_bytes, e);
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
       mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
@@ -283,28 +362,52 @@ class StepRun {
           const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns, rs_in);
           last_rs_end = r0 + u.rs_ns;
           mem(last_rs_end, -rs_in, e, MemCat::ReduceScatterBuffer);
+          const std::int64_t g = grad_bytes(static_cast<std::size_t>(e));
           if (!st.sharded_grad) {
-            mem(last_rs_end, grad_bytes(static_cast<std::size_t>(e)), e, MemCat::ShardedGrad);
-            st.sharded_grad = true;
+            mem(last_rs_end, g, e, MemCat::ShardedGrad);
+            st.sharded_grad = s_.offload != Offload::Cpu;  // Cpu: the device copy goes once it is down
           }
+          TimeNs reduced = last_rs_end;
           if (s_.replicate > 1) {
             const TimeNs a0 = op(Lane::AllReduce, OpKind::AllReduce, Phase::Backward, e, last_rs_end, u.ar_ns,
                                  rs_in / s_.shard);
             last_ar_end = std::max(last_ar_end, a0 + u.ar_ns);
+            reduced = a0 + u.ar_ns;
           }
+          host_after_reduce(e, reduced, last_micro);
         }
       }
     }
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
+    free_unused_shards();
+  }
+
+  // Offload after a unit's gradients are reduced. Cpu: the sharded gradients go down (always) and,
+  // pipelined, the CPU updates the unit at once. Optimizer, pipelined: down, update, parameters up.
+  void host_after_reduce(int e, TimeNs reduced, bool last_micro) {
+    const ExecUnit& u = eu(e);
+    const std::int64_t g = grad_bytes(static_cast<std::size_t>(e));
+    if (s_.offload == Offload::Cpu) {
+      const TimeNs d = op(Lane::DeviceToHost, OpKind::DeviceToHost, Phase::Backward, e, reduced, u.d2h_ns, g);
+      mem(d + u.d2h_ns, -g, e, MemCat::ShardedGrad);
+      d2h_end_ = std::max(d2h_end_, d + u.d2h_ns);
+      if (s_.pipelined_optimizer && last_micro)
+        op(Lane::CpuOptimizer, OpKind::CpuOptimizer, Phase::Optimizer, e, d + u.d2h_ns, u.cpu_opt_ns, 0);
+    } else if (s_.offload == Offload::Optimizer && s_.pipelined_optimizer && last_micro) {
+      const TimeNs d = op(Lane::DeviceToHost, OpKind::DeviceToHost, Phase::Backward, e, reduced, u.d2h_ns, g);
+      const TimeNs c = op(Lane::CpuOptimizer, OpKind::CpuOptimizer, Phase::Optimizer, e, d + u.d2h_ns, u.cpu_opt_ns, 0);
+      op(Lane::HostToDevice, OpKind::HostToDevice, Phase::Optimizer, e, c + u.cpu_opt_ns, u.h2d_ns, shard_bytes(e));
+    }
   }
 
   const CompiledStep& s_;
   SimResult& r_;
+  TimeNs d2h_end_ = 0;
   std::vector<UnitState> unit_;
-  TimeNs lane_[kLaneCount] = {0, 0, 0, 0};
-  std::vector<std::pair<TimeNs, TimeNs>> comm_[3];
-  std::size_t ptr_[3] = {0, 0, 0};
+  TimeNs lane_[kLaneCount] = {};
+  std::vector<std::pair<TimeNs, TimeNs>> comm_[kNcclLaneCount];
+  std::size_t ptr_[kNcclLaneCount] = {};
   int micro_ = 0;
 };
 

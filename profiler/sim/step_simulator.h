@@ -26,14 +26,25 @@ enum class MemCat : std::uint8_t {
 inline constexpr int kMemCatCount = 10;
 const char* mem_cat_key(MemCat c);  // "sharded_param", ...
 
-enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3 };
-inline constexpr int kLaneCount = 4;
+// Lanes 4-6 exist only with offload (FsdpPlan::offload): the two copy engines of the host link
+// (each direction has its own) and the host CPU running the optimizer step.
+enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3, HostToDevice = 4, DeviceToHost = 5, CpuOptimizer = 6 };
+inline constexpr int kLaneCount = 7;
+inline constexpr int kNcclLaneCount = 3;  // lanes 1..3
 // OtherComm and Idle: measured time replayed as-is on the compute stream (sim_model.h MeasuredExtra).
-enum class OpKind : std::uint8_t { Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce, OtherComm, Idle };
+// Recompute: activation checkpointing's forward rerun, on the compute stream before the backward.
+// HostToDevice / DeviceToHost / CpuOptimizer: offload's copies and host optimizer step.
+enum class OpKind : std::uint8_t {
+  Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce, OtherComm, Idle,
+  Recompute, HostToDevice, DeviceToHost, CpuOptimizer
+};
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 
 inline constexpr int kKeepUnsharded = 0;  // reshard_after_forward=False
 inline constexpr int kReshard = 1;        // reshard_after_forward=True; k >= 2: keep a 1/k slice
+
+enum class Checkpoint : std::uint8_t { None, Full, Selective };
+enum class Offload : std::uint8_t { None, Optimizer, Cpu };
 
 // One FSDP unit as executed: a bucket of one or more model units gathered together.
 struct ExecUnit {
@@ -48,6 +59,15 @@ struct ExecUnit {
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;
+  Checkpoint checkpoint = Checkpoint::None;
+  bool can_select = false;  // the plan gave this unit a selective pattern that matched sub-modules
+  TimeNs h2d_ns = 0, d2h_ns = 0, cpu_opt_ns = 0;  // offload: shard up, sharded grads down, CPU update
+};
+
+// What one segment saves and recomputes under one checkpointing mode.
+struct CheckpointCost {
+  std::int64_t saved = 0, recompute = 0;
+  TimeNs recompute_ns = 0;
 };
 
 struct ExecSegment {
@@ -57,6 +77,8 @@ struct ExecSegment {
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
+  TimeNs recompute_ns = 0;  // activation checkpointing: forward rerun before the backward
+  CheckpointCost by_mode[3]{};  // indexed by Checkpoint; [None] = the model's own values
 };
 
 struct CompiledStep {
@@ -76,12 +98,22 @@ struct CompiledStep {
   bool comm_serialized = false;  // ClusterModel::comm_serialized
   std::int64_t other_memory_bytes = 0;
   int gpus_per_node = 8;
+  Offload offload = Offload::None;
+  int offload_prefetch_depth = 1;
+  bool pipelined_optimizer = false;
 };
 
 // Throws ProfileError(MalformedTable) for plans that name unknown modules or impossible degrees.
 CompiledStep compile_step(const SimModel& model, const FsdpPlan& plan, const ClusterModel& cluster);
 // Changes one unit's reshard_after_forward (kKeepUnsharded, kReshard or k); O(1).
 void set_reshard(CompiledStep& step, int exec, int mode, const ClusterModel& cluster);
+// Changes one unit's activation checkpointing; O(segments). Selective needs can_select (else Full);
+// the root and units of an already-checkpointed model description keep their own values.
+void set_checkpoint(CompiledStep& step, int exec, Checkpoint mode);
+// True when checkpointing this unit changes anything (it saves more than its input).
+bool checkpointable(const CompiledStep& step, int exec);
+// Glob match of a selective pattern against a sub-module name ('*' and '?').
+bool name_matches(const std::string& pattern, const std::string& name);
 
 struct SimOp {
   TimeNs start, end;
@@ -113,6 +145,11 @@ struct SimResult {
   TimeNs exposed_comm_ns = 0;  // step time the compute lane waits for FSDP's collectives
   TimeNs comm_busy_ns = 0;     // all NCCL lanes
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
+  int recomputes = 0;           // checkpointed segments' forward reruns
+  TimeNs recompute_ns = 0;      // their time on the compute lane
+  TimeNs host_copy_ns = 0;      // offload: both copy lanes busy
+  std::int64_t host_copy_bytes = 0;
+  TimeNs cpu_optimizer_ns = 0;  // offload: host CPU optimizer busy
   std::int64_t peak_bytes = 0;
   TimeNs peak_time = 0;
   int peak_exec = -1;  // exec unit computing at the peak (-1: none / optimizer)
