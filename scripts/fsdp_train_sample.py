@@ -234,7 +234,9 @@ def main():
             kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         if args.plan:  # the planned modules first (innermost first), exactly as a user would
             import shardscope
+            from shardscope.plan import plan_fully_shard_kwargs
 
+            kwargs.update(plan_fully_shard_kwargs(args.plan))  # e.g. CPUOffloadPolicy: every unit the same
             shardscope.apply_plan(model, args.plan, **kwargs)
         for i, layer in enumerate(model.layers):
             if not isinstance(layer, fs.FSDPModule):

@@ -8,10 +8,19 @@ nested ``fully_shard`` call already owns.
 
     from shardscope.plan import apply_plan
     apply_plan(model, "plan.json", mesh=mesh, mp_policy=mp)
+
+Plans may also carry activation checkpointing (``activation_checkpointing``: ``{"layers.3": "full",
+"*": "attention"}``; "*" means every block, i.e. every element of the model's ``nn.ModuleList`` s)
+and offload (``offload``: ``"cpu"`` = FSDP2's ``CPUOffloadPolicy``). ``apply_plan`` wraps the
+checkpointed modules with ``checkpoint_wrapper`` *before* any ``fully_shard`` call, and passes the
+offload policy to its own ``fully_shard`` calls; pass ``plan_fully_shard_kwargs(plan)`` to the calls
+that shard the rest of the model so every unit agrees.
 """
 
+import fnmatch
 import json
 import os
+import warnings
 
 
 def load_plan(plan_path_or_dict):
@@ -50,6 +59,91 @@ def planned_policies(plan):
     return sorted(out.items(), key=lambda kv: (-kv[0].count("."), kv[0]))
 
 
+def planned_checkpointing(plan):
+    """{module or "*": "full" | sub-module glob} from the plan's activation_checkpointing."""
+    v = plan.get("activation_checkpointing", {})
+    if isinstance(v, str):
+        v = {"*": v}
+    if not isinstance(v, dict):
+        raise ValueError("activation_checkpointing: expected an object {module: mode} or a mode string")
+    out = {}
+    for name, mode in v.items():
+        if not isinstance(mode, str) or not mode:
+            raise ValueError("activation_checkpointing.%s: expected \"none\", \"full\" or a sub-module name" % name)
+        if mode != "none":
+            out[name] = mode
+    return out
+
+
+def _blocks(model):
+    """What "*" checkpoints: every element of every nn.ModuleList (a transformer's blocks)."""
+    names = []
+    for name, mod in model.named_modules():
+        if type(mod).__name__ == "ModuleList":
+            names += [(name + "." + c) if name else c for c, _ in mod.named_children()]
+    return names
+
+
+def checkpoint_targets(model, plan, blocks=None):
+    """[module names to wrap] for the plan's checkpointing: whole units ("full") or their sub-modules
+    whose name (relative to the unit) matches the glob (selective). Raises ValueError naming what
+    does not exist, before anything is wrapped."""
+    wanted = planned_checkpointing(plan)
+    units = {}
+    if "*" in wanted:
+        for b in (blocks if blocks is not None else _blocks(model)):
+            units[b] = wanted["*"]
+    units.update({k: v for k, v in wanted.items() if k != "*"})
+    targets = []
+    for unit, mode in sorted(units.items()):
+        try:
+            m = model.get_submodule(unit) if unit else model
+        except AttributeError:
+            raise ValueError("activation_checkpointing names module %r, which the model does not have" % unit)
+        if not unit:
+            raise ValueError("activation_checkpointing: the root cannot be checkpointed")
+        if mode == "full":
+            targets.append(unit)
+            continue
+        subs = [n for n, _ in m.named_modules() if n and fnmatch.fnmatchcase(n, mode)]
+        if not subs:
+            raise ValueError("activation_checkpointing: %r matches no sub-module of %r (sub-modules: %s)"
+                             % (mode, unit, ", ".join(n for n, _ in m.named_children())))
+        targets += [unit + "." + n for n in subs]
+    return targets
+
+
+def apply_checkpointing(model, plan, wrap_fn=None, blocks=None):
+    """Replaces each checkpointed module by ``wrap_fn(module)`` (default: torch's non-reentrant
+    ``checkpoint_wrapper``) in its parent. Call before fully_shard. Returns the wrapped names."""
+    targets = checkpoint_targets(model, plan, blocks)
+    if not targets:
+        return []
+    if wrap_fn is None:
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper as wrap_fn
+    for name in targets:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, wrap_fn(getattr(parent, child)))
+    return targets
+
+
+def plan_fully_shard_kwargs(plan_path_or_dict):
+    """Keyword arguments every fully_shard call needs under the plan: the offload policy."""
+    plan = load_plan(plan_path_or_dict)
+    offload = plan.get("offload", "none")
+    if offload not in ("none", "cpu", "optimizer"):
+        raise ValueError("offload: expected \"none\", \"cpu\" or \"optimizer\", got %r" % (offload,))
+    if offload == "cpu":
+        from torch.distributed.fsdp import CPUOffloadPolicy
+
+        return {"offload_policy": CPUOffloadPolicy()}
+    if offload == "optimizer":
+        warnings.warn("the plan offloads optimizer states only: FSDP2 has no policy for that; use a CPU optimizer "
+                      "(e.g. DeepSpeed's CPUAdam) on the sharded parameters", stacklevel=2)
+    return {}
+
+
 def _default_fully_shard():
     try:
         from torch.distributed.fsdp import fully_shard  # PyTorch >= 2.6
@@ -66,6 +160,11 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwar
     """
     plan = load_plan(plan_path_or_dict)
     policies = planned_policies(plan)
+    # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
+    if planned_checkpointing(plan):
+        apply_checkpointing(model, plan)
+    for k, v in plan_fully_shard_kwargs(plan).items():
+        fully_shard_kwargs.setdefault(k, v)
     modules = []
     for name, _ in policies:
         try:
