@@ -218,7 +218,10 @@ class StepRun {
     const std::int64_t bytes = ph == Phase::Forward || u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard;
     if (s_.offload == Offload::Cpu) {
       // The shard comes up from the host first; OOGC's multi-layer prefetch also sends the next
-      // depth-1 shards of this pass's order, all issued now.
+      // depth-1 shards of this pass's order, all issued now. The copies are issued by the hook
+      // that issues this all-gather, so no earlier than the compute stream gets there (without
+      // this, every shard would be copied up at the start of backward and held until its turn).
+      ready = std::max(ready, lane_[0]);
       shard_up(e, ready, ph);
       const auto& order = ph == Phase::Forward ? s_.fwd_order : s_.bwd_order;
       int v = e;
