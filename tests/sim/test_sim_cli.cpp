@@ -388,3 +388,57 @@ TEST_CASE("check_replay: within 10% no warning; far, the reasons the inputs give
   in.from_profile = false;
   CHECK_FALSE(sim::check_replay(in, 130'000'000, false).far);
 }
+
+TEST_CASE("plan --checkpoint / --offload-if-needed write the knobs; simulate replays them; knob options", "[sim][cli][planner][checkpoint]") {
+  ss::test::TempDir dir;
+  sim::ClusterModel c;
+  c.world_size = 8;
+  const sim::SimModel m = sim::build_sim_model(sim::load_model_file(model("llama3-8b.json")));
+  const std::int64_t base_peak = sim::simulate(sim::compile_step(m, sim::FsdpPlan{}, c)).peak_bytes;
+  // 10 GiB under the base peak: only checkpointing gets there.
+  const std::string budget = std::to_string(base_peak - (10LL << 30));
+  const std::string out = dir.file("ck.json");
+  Run r = run("plan", {"--model", model("llama3-8b.json"), "--world", "8", "--budget", budget, "--strategy", "cost", "--checkpoint",
+                       "-o", out, "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(r.out);
+  CHECK(number(doc, "recomputes") > 0);
+  const sim::FsdpPlan p = sim::load_plan_file(out);
+  CHECK(!p.checkpoint.empty());
+  CHECK(p.checkpoint.begin()->second == "full");
+  Run s = run("simulate", {"--model", model("llama3-8b.json"), "--world", "8", "--plan", out, "--format", "json"});
+  REQUIRE(s.code == 0);
+  simdjson::dom::parser p2;
+  CHECK(number(p2.parse(s.out), "step_time_ms") == Approx(number(doc, "step_time_ms")).epsilon(1e-9));
+  // Greedy does not plan checkpointing: a usage error.
+  CHECK(run("plan", {"--model", model("llama3-8b.json"), "--budget", budget, "--checkpoint"}).code != 0);
+  // Far below anything checkpointing reaches: offload is chosen and written.
+  const std::string tiny = std::to_string(base_peak / 3);
+  Run o = run("plan", {"--model", model("llama3-8b.json"), "--world", "8", "--budget", tiny, "--strategy", "cost", "--checkpoint",
+                       "--offload-if-needed", "-o", dir.file("off.json")});
+  CHECK(o.out.find("chosen: nothing else fits") != std::string::npos);
+  CHECK(sim::load_plan_file(dir.file("off.json")).offload != "none");
+  // Knob options on simulate; a selective pattern that matches nothing is a clear error.
+  Run k = run("simulate", {"--model", model("llama3-8b.json"), "--world", "8", "--offload", "cpu", "--pipelined-optimizer",
+                           "--offload-prefetch", "2", "--checkpoint-all", "attention", "--format", "json"});
+  REQUIRE(k.code == 0);
+  simdjson::dom::parser p3;
+  simdjson::dom::element kd = p3.parse(k.out);
+  CHECK(text(kd, "offload") == "cpu");
+  CHECK(number(kd, "cpu_optimizer_ms") > 0);
+  CHECK(number(kd, "recomputes") == 32);
+  Run bad = run("simulate", {"--model", model("llama3-8b.json"), "--checkpoint-all", "mlp"});
+  CHECK(bad.code != 0);
+  CHECK(bad.err.find("'mlp' matches no sub-module") != std::string::npos);
+  // The simulated profile gets the offload streams only when the plan offloads.
+  REQUIRE(run("simulate", {"--model", model("llama3-8b.json"), "--world", "8", "--offload", "optimizer", "-o", dir.file("o.ssdb")}).code == 0);
+  REQUIRE(run("simulate", {"--model", model("llama3-8b.json"), "--world", "8", "-o", dir.file("n.ssdb")}).code == 0);
+  auto streams = [&](const std::string& f) {
+    sql::Db db(f, SQLITE_OPEN_READONLY);
+    sql::Stmt st(db.get(), "SELECT count(*) FROM streams");
+    REQUIRE(st.step());
+    return sqlite3_column_int64(st.get(), 0);
+  };
+  CHECK(streams(dir.file("o.ssdb")) == streams(dir.file("n.ssdb")) + 3);
+}
