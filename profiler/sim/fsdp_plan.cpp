@@ -1,5 +1,6 @@
 #include "profiler/sim/fsdp_plan.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "profiler/sim/json_input.h"
@@ -190,15 +191,29 @@ std::string plan_to_python(const FsdpPlan& p) {
        "from torch.distributed.fsdp import fully_shard\n\n"
        "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
   bool any = false;
-  if (!p.checkpoint.empty()) {
+  if (std::any_of(p.checkpoint.begin(), p.checkpoint.end(), [](const auto& kv) { return kv.second != "none"; })) {
     // Checkpoint wrappers go in before fully_shard, so FSDP's hooks wrap the checkpointed module.
-    s << "    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n";
+    // Whole named units are wrapped in place; "*" and selective globs need the model's structure,
+    // which shardscope.plan.apply_checkpointing resolves (then it takes every entry).
+    bool only_full = true;
+    std::ostringstream all;
     for (const auto& [m, v] : p.checkpoint) {
       if (v == "none") continue;
-      s << "    # activation checkpointing of " << (m == "*" ? std::string("every block") : JsonWriter::quoted(m))
-        << (v == "full" ? std::string(": the whole module") : ": its sub-module(s) named " + JsonWriter::quoted(v)) << "\n";
+      only_full = only_full && v == "full" && m != "*";
+      all << (all.tellp() > 0 ? ", " : "") << JsonWriter::quoted(m) << ": " << JsonWriter::quoted(v);
     }
-    s << "    # (shardscope.plan.apply_plan does the wrapping; see docs/simulator.md)\n";
+    if (only_full) {
+      s << "    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n\n"
+           "    def _checkpoint(name):  # before fully_shard: FSDP then wraps the checkpointed module\n"
+           "        parent, _, child = name.rpartition(\".\")\n"
+           "        owner = model.get_submodule(parent) if parent else model\n"
+           "        setattr(owner, child, checkpoint_wrapper(getattr(owner, child)))\n\n";
+      for (const auto& [m, v] : p.checkpoint)
+        if (v == "full") s << "    _checkpoint(" << JsonWriter::quoted(m) << ")\n";
+    } else {
+      s << "    from shardscope.plan import apply_checkpointing\n"
+           "    apply_checkpointing(model, {\"activation_checkpointing\": {" << all.str() << "}})\n";
+    }
   }
   if (p.offload == "cpu") {
     s << "    from torch.distributed.fsdp import CPUOffloadPolicy\n"
