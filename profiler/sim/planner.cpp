@@ -166,7 +166,9 @@ Joint cost_joint(const std::vector<int>& cands, const std::vector<int>& ck_cands
   while (!q.empty()) {
     std::stable_sort(q.begin(), q.end(), [](const Move& a, const Move& b) { return a.score > b.score; });
     Move& top = q.front();
-    if (top.score <= 0) break;
+    // A stale gain is re-measured before giving up: a move can start paying only after another
+    // (a recompute hidden behind an exposed all-gather saves nothing until the all-gather goes).
+    if (top.score <= 0 && top.fresh) break;
     if (!top.fresh) {
       const Joint t = apply(j, top);
       SimResult r = ev.run(t.keep, t.ckpt);

@@ -97,3 +97,50 @@ TEST_CASE("manual mode and candidate restriction", "[sim][planner]") {
   req.modules = {"zz"};
   CHECK_THROWS_WITH(plan_unshard(m, base, c, req), Catch::Contains("'zz' is not an FSDP unit"));
 }
+
+TEST_CASE("joint planning: two ways to spend the same memory, one answer", "[sim][planner][checkpoint]") {
+  // Communication-bound blocks (as test_sim_exact's first case, scaled): keeping a unit unsharded
+  // removes an exposed backward all-gather (4 MB held each); not checkpointing a unit removes its
+  // recompute (35 MB held). The budget holds the all-checkpointed plan plus 35 MB: either u0's
+  // activations or the parameters, not both. Cost (one queue of both kinds of moves) and exact
+  // must give the same answer.
+  SimModel m = test::chain_model(3, 2'000'000, 500'000, 1'000'000, 40'000'000);
+  for (auto& sg : m.segments) sg.input_bytes = 5'000'000;
+  const ClusterModel c = test::linear_cluster(2);
+  const CompiledStep base = compile_step(m, FsdpPlan{}, c);
+  auto run = [&](bool keep_u0, bool ck0, bool ck12) {
+    FsdpPlan p;
+    if (keep_u0) p.unsharded = {"u0"};
+    if (ck0) p.checkpoint["u0"] = "full";
+    if (ck12) p.checkpoint["u1"] = p.checkpoint["u2"] = "full";
+    return simulate(compile_step(m, p, c));
+  };
+  const SimResult all_ck = run(false, true, true);
+  const SimResult unshard = run(true, true, true);   // spend on parameters
+  const SimResult uncheck = run(false, false, true);  // spend on u0's activations
+  const SimResult both = run(true, false, true);
+  REQUIRE(unshard.peak_bytes > all_ck.peak_bytes);
+  REQUIRE(uncheck.peak_bytes > all_ck.peak_bytes);
+  const std::int64_t budget = std::max(unshard.peak_bytes, uncheck.peak_bytes);
+  REQUIRE(both.peak_bytes > budget);  // only one of the two fits
+  PlanRequest req;
+  req.checkpoint = true;
+  req.budget_bytes = budget;
+  req.strategy = Strategy::Exact;
+  const PlanOutcome ex = plan_unshard(m, base, c, req);
+  req.strategy = Strategy::Cost;
+  const PlanOutcome co = plan_unshard(m, base, c, req);
+  const TimeNs best = std::min({unshard.step_ns, uncheck.step_ns, run(false, true, false).step_ns});
+  CHECK(ex.result.step_ns <= best);
+  CHECK(co.result.step_ns == ex.result.step_ns);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  CHECK(sorted(co.unsharded) == sorted(ex.unsharded));
+  CHECK(sorted(co.checkpointed) == sorted(ex.checkpointed));
+  // Here the answer spends on both: all three units kept, and u2 (whose rerun the removed
+  // all-gathers no longer hide) not checkpointed; u0 and u1 stay checkpointed.
+  CHECK(sorted(ex.checkpointed) == std::vector<std::string>{"u0", "u1"});
+  CHECK(co.result.peak_bytes <= budget);
+}
