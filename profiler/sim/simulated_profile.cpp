@@ -86,6 +86,7 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
   const RowId rpg = step.replicate > 1 ? w.add_process_group({"replicate", "hsdp_replicate", "", step.replicate, "nccl"}) : kNoRow;
   const std::uint32_t bf16 = w.intern("BFloat16");
   std::int64_t seq = 0, rseq = 0, corr = 1;
+  TimeNs recompute_start = -1;
   w.add_range({0, thread, kNoRow, 0, r.step_ns, w.intern("ProfilerStep#0"), RangeKind::Annotation,
                                         RangePhase::None, kNoRow, kNoRow, 0});
   for (const auto& op : r.ops) {
@@ -139,8 +140,13 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
                    w.intern(rcp ? "ss:rcp:" + unit : "Optimizer.step (CPU offload)"), RangeKind::Annotation,
                    rcp ? RangePhase::Backward : RangePhase::Optimizer, module_of(op.exec), kNoRow, 0});
     }
+    if (op.kind == OpKind::Recompute) recompute_start = op.start;
     if (op.kind == OpKind::Compute || op.kind == OpKind::Optimizer) {
-      RangeRow rr{0, kNoRow, streams[0], op.start, op.end, w.intern(op.kind == OpKind::Optimizer ? "Optimizer.step" : label + " (" + phase + ")"),
+      // A unit's backward range covers its recompute too, as a recorded one does (autograd reruns
+      // the checkpointed forward inside the unit's backward).
+      const TimeNs start = op.kind == OpKind::Compute && op.phase == Phase::Backward && recompute_start >= 0 ? recompute_start : op.start;
+      recompute_start = -1;
+      RangeRow rr{0, kNoRow, streams[0], start, op.end, w.intern(op.kind == OpKind::Optimizer ? "Optimizer.step" : label + " (" + phase + ")"),
                   op.kind == OpKind::Optimizer ? RangeKind::Annotation : RangeKind::Module,
                   op.kind == OpKind::Optimizer ? RangePhase::Optimizer : op.phase == Phase::Forward ? RangePhase::Forward : RangePhase::Backward,
                   module_of(op.exec), kNoRow, 0};

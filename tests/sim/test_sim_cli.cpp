@@ -441,4 +441,10 @@ TEST_CASE("plan --checkpoint / --offload-if-needed write the knobs; simulate rep
     return sqlite3_column_int64(st.get(), 0);
   };
   CHECK(streams(dir.file("o.ssdb")) == streams(dir.file("n.ssdb")) + 3);
+  // Recomputes appear as ss:rcp ranges, one per checkpointed block, as the hooks record them.
+  REQUIRE(run("simulate", {"--model", model("llama3-8b.json"), "--world", "8", "--checkpoint-all", "full", "-o", dir.file("c.ssdb")}).code == 0);
+  sql::Db db(dir.file("c.ssdb"), SQLITE_OPEN_READONLY);
+  sql::Stmt st(db.get(), "SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value LIKE 'ss:rcp:layers.%'");
+  REQUIRE(st.step());
+  CHECK(sqlite3_column_int64(st.get(), 0) == 32);
 }
