@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "profiler/import/import.h"
+
+#include "profiler/common/comm_kernels.h"
 #include "storage/sqlite_handle.h"
 #include "storage/units.h"
 
@@ -123,6 +125,9 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   // The writer builds OUT under a temporary name; if anything below throws, its destructor
   // removes the partial file, so no output is left behind.
   ProfileWriter writer(output, origin);
+  // The communication-kernel rules this import classified with, so `info` can name the rule
+  // that matched each kernel even if the user's rules change later.
+  writer.set_meta("comm_kernel_rules", format_comm_kernel_rules(comm_kernel_rules()));
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
