@@ -281,20 +281,23 @@ class Builder {
     const std::vector<TraceEntry>& trace = static_cast<std::size_t>(device) < s_.device_traces.size()
                                                ? s_.device_traces[static_cast<std::size_t>(device)]
                                                : kNone;
-    // Times: µs from the origin, entries within one µs 1 ns apart in trace order.
+    // Times: µs from the origin, entries within one µs 1 ns apart in trace order, from 1 ns into
+    // the µs: what was allocated before the trace began is placed at ns 0 of the first µs, so it
+    // is live before the trace's first event (even a free of it in that same µs).
     std::vector<TimeNs> times(trace.size());
     {
       std::int64_t last_us = 0, in_us = 0;
       bool first = true;
       for (std::size_t i = 0; i < trace.size(); ++i) {
         std::int64_t us = timed_ ? (trace[i].time_us ? rel_us(*trace[i].time_us) : last_us) : static_cast<std::int64_t>(i);
-        in_us = (!first && us == last_us) ? std::min<std::int64_t>(in_us + 1, 999) : 0;
+        in_us = (!first && us == last_us) ? std::min<std::int64_t>(in_us + 1, 999) : 1;
         first = false;
         last_us = us;
         times[i] = us * 1000 + in_us;
       }
     }
-    const TimeNs t0 = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
+    TimeNs t0 = times.empty() ? 0 : *std::min_element(times.begin(), times.end());
+    t0 -= ((t0 % 1000) + 1000) % 1000;  // the start of its µs (floor, also before an earlier input's origin)
     const TimeNs t_last = times.empty() ? 0 : *std::max_element(times.begin(), times.end());
 
     std::vector<Event> before, during;  // allocations made before the trace began; the trace's events
