@@ -122,7 +122,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("Python's pickles of plain data round-trip at protocols 2 to 5", "[pickle]") {
   const auto files = fixtures("rt_");
-  REQUIRE(files.size() >= 50);  // 13 values x 4 protocols + bytes at 3..5: the generator ran
+  REQUIRE(files.size() >= 50);  // every value x 4 protocols + bytes at 3..5: the generator ran
   for (const auto& f : files) {
     INFO(f);
     const std::string bytes = ss::test::read_file(f);

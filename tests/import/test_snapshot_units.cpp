@@ -84,6 +84,29 @@ TEST_CASE("a Python-made snapshot imports alike at every protocol", "[snapshot]"
   }
 }
 
+TEST_CASE("FSDP2's record_function ranges give the unit and the all-gather buffer", "[snapshot]") {
+  TempDir dir;
+  import::ImportOptions o;
+  o.show_progress = false;
+  const std::string out = dir.file("fsdp.ssdb");
+  import::import_files({std::string(SHARDSCOPE_PICKLE_FIXTURES) + "/rt_fsdp_snapshot_p4.pickle"}, out, o);
+  auto module_of = [&](int bytes) {
+    return query_text(out, "SELECT coalesce(m.fqn, '<none>') FROM memory_events e LEFT JOIN modules m ON m.id = e.module_id"
+                           " WHERE e.bytes = " + std::to_string(bytes));
+  };
+  CHECK(module_of(1024) == "layers.0");  // inside pre_forward and FSDP::all_gather
+  CHECK(module_of(2048) == "layers.0");  // the unit's forward: between its pre_forward and post_forward
+  CHECK(module_of(4096) == "<none>");    // after post_forward, no frames
+  CHECK(query_int(out, "SELECT category FROM memory_events WHERE bytes = 1024") ==
+        static_cast<int>(MemoryCategory::AllGatherBuffer));
+  CHECK(query_int(out, "SELECT is_fsdp_unit FROM modules WHERE fqn = 'layers.0'") == 1);
+  CHECK(query_text(out, "SELECT p.fqn FROM modules c JOIN modules p ON p.id = c.parent_id WHERE c.fqn = 'layers'") == "");
+  // The three FSDP ranges (kind 2) and the unit's forward (a module range, kind 1, 0 .. 6.999 µs).
+  CHECK(query_int(out, "SELECT count(*) FROM ranges WHERE kind = 2") == 3);
+  CHECK(query_int(out, "SELECT count(*) FROM ranges WHERE kind = 1") == 1);
+  CHECK(query_int(out, "SELECT duration_ns FROM ranges WHERE kind = 1") == 6999);
+}
+
 TEST_CASE("refused and damaged snapshot pickles end in ImportError and write nothing", "[snapshot]") {
   TempDir dir;
   import::ImportOptions o;

@@ -49,6 +49,28 @@ MemoryCategory category_of(const std::string& c) {
   return MemoryCategory::Unknown;
 }
 
+// "FSDP::pre_forward (layers.3)" -> action "pre_forward", fqn "layers.3" (has_fqn false without "(...)").
+struct FsdpName {
+  std::string action;  // a copy: the caller's ranges may move while it is in use
+  std::string fqn;
+  bool has_fqn = false;
+};
+FsdpName parse_fsdp(std::string_view name) {
+  FsdpName r;
+  constexpr std::string_view kPrefix = "FSDP::";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return r;
+  const std::string_view rest = name.substr(kPrefix.size());
+  const auto open = rest.find(" (");
+  if (open != std::string_view::npos && rest.back() == ')') {
+    r.action = std::string(rest.substr(0, open));
+    r.fqn = std::string(rest.substr(open + 2, rest.size() - open - 3));
+    r.has_fqn = true;
+  } else {
+    r.action = std::string(rest);
+  }
+  return r;
+}
+
 // Sums for the meta summary: a hostile file's sizes may overflow; wrap instead of undefined behaviour.
 std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
@@ -138,11 +160,11 @@ class Builder {
   TimeNs at_us(std::int64_t us) const { return rel_us(us) * 1000; }
 
   // Row of a module path, creating it and its ancestors (shared with the other inputs of the import).
-  RowId ensure_path(const std::vector<ModuleLevel>& levels, char sep) {
+  RowId ensure_path(const std::vector<ModuleLevel>& levels, char sep, bool last_is_fsdp_unit = false) {
     RowId parent = kNoRow;
     std::string fqn;
     for (std::size_t i = 0; i < levels.size(); ++i) {
-      if (i) fqn += sep;
+      if (!fqn.empty()) fqn += sep;  // the root module "" has no separator after it
       fqn += levels[i].name;
       if (fqn.size() > kMaxFqn) return parent;
       if (auto it = ctx_.module_ids.find(fqn); it != ctx_.module_ids.end()) {
@@ -153,18 +175,19 @@ class Builder {
       m.parent = parent;
       m.fqn = fqn;
       m.class_name = levels[i].class_name;
+      m.is_fsdp_unit = last_is_fsdp_unit && i + 1 == levels.size();
       parent = w_.add_module(m);
       ctx_.module_ids.emplace(fqn, parent);
     }
     return parent;
   }
-  RowId module_of_fqn(const std::string& fqn) {
+  // A module named by its FQN (hook and FSDP ranges): under the root module "" as the Kineto
+  // importer places them; `fsdp_unit` marks the module fully_shard was applied to.
+  RowId module_of_fqn(const std::string& fqn, bool fsdp_unit = false) {
     if (auto it = ctx_.module_ids.find(fqn); it != ctx_.module_ids.end()) return it->second;
     if (fqn.size() > kMaxFqn) return kNoRow;
-    std::vector<ModuleLevel> levels;
-    if (fqn.empty()) {
-      levels.push_back({"", ""});
-    } else {
+    std::vector<ModuleLevel> levels{{"", ""}};
+    if (!fqn.empty()) {
       std::size_t b = 0;
       while (levels.size() < kMaxModuleLevels) {
         const auto dot = fqn.find('.', b);
@@ -173,7 +196,7 @@ class Builder {
         b = dot + 1;
       }
     }
-    return ensure_path(levels, '.');
+    return ensure_path(levels, '.', fsdp_unit);
   }
   RowId module_of_frames(int frames) {
     if (frames < 0) return kNoRow;
@@ -219,7 +242,39 @@ class Builder {
       open.resize(keep);
     }
     for (std::size_t k : open) out[k].end = std::max(out[k].start, last);
-    for (Range& r : out) {
+    bool hooks = false;
+    for (const Range& r : out)
+      if (auto hook = collector::parse_module_range_name(r.name); hook && !hook->optimizer) hooks = true;
+    // FSDP2's ranges name their unit ("FSDP::pre_forward (layers.3)"); a unit's forward runs from
+    // its pre_forward to its post_forward, its backward from pre_backward to post_backward (FSDP2
+    // has no range around the module's compute). ShardScope's hook ranges, where present, already
+    // give every module's own range: then FSDP's pairs add none (as in the Kineto importer).
+    std::map<std::string, std::vector<TimeNs>> open_fwd, open_bwd;
+    const std::size_t n_annotations = out.size();
+    for (std::size_t k = 0; k < n_annotations; ++k) {
+      const FsdpName f = parse_fsdp(out[k].name);
+      if (!f.has_fqn) continue;
+      out[k].module = module_of_fqn(f.fqn, true);
+      if (hooks) continue;
+      auto pair_up = [&](std::map<std::string, std::vector<TimeNs>>& o, std::string_view pre, std::string_view post, RangePhase phase) {
+        if (f.action == pre) o[f.fqn].push_back(out[k].start);
+        if (f.action != post || o[f.fqn].empty()) return;
+        Range m;
+        m.start = o[f.fqn].back();
+        m.end = out[k].end;
+        o[f.fqn].pop_back();
+        m.name = f.fqn.empty() ? std::string("(root)") : f.fqn;
+        m.kind = RangeKind::Module;
+        m.phase = phase;
+        m.module = out[k].module;
+        m.context = phase == RangePhase::Backward ? MemContext::Backward : MemContext::Forward;
+        out.push_back(std::move(m));
+      };
+      pair_up(open_fwd, "pre_forward", "post_forward", RangePhase::Forward);
+      pair_up(open_bwd, "pre_backward", "post_backward", RangePhase::Backward);
+    }
+    for (std::size_t k = 0; k < n_annotations; ++k) {
+      Range& r = out[k];
       r.context = memory_context_of_range(r.name);
       if (auto hook = collector::parse_module_range_name(r.name); hook && !hook->optimizer) {
         r.kind = RangeKind::Module;
@@ -235,6 +290,8 @@ class Builder {
         r.context = MemContext::Optimizer;
       } else if (r.name.rfind("FSDP::", 0) == 0) {
         r.kind = RangeKind::Fsdp;
+        const bool bwd = r.name.find("backward") != std::string::npos;
+        r.phase = bwd ? RangePhase::Backward : RangePhase::Forward;
       }
     }
     return out;
@@ -403,6 +460,7 @@ class Builder {
       if (e->bytes > 0) {
         for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
           const Range& g = ranges[*it];
+          if (g.end < e->time) continue;  // ended under a range that did not nest properly
           if (r.module == kNoRow && g.module != kNoRow) r.module = g.module;
           if (c == MemContext::None && g.context) c = *g.context;
         }
