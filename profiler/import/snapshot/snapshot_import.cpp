@@ -261,7 +261,7 @@ class Builder {
         if (f.action != post || o[f.fqn].empty()) return;
         Range m;
         m.start = o[f.fqn].back();
-        m.end = out[k].end;
+        m.end = std::max(m.start, out[k].end);  // a file's times need not be in order
         o[f.fqn].pop_back();
         m.name = f.fqn.empty() ? std::string("(root)") : f.fqn;
         m.kind = RangeKind::Module;
