@@ -85,8 +85,7 @@ std::string render(const Value& v) {
     }
     case Value::Kind::Dict: {
       std::string out = "{";
-      for (std::size_t i = 0; i < v.entries.size(); ++i)
-        out += (i ? "," : "") + render(*v.entries[i].first) + ":" + render(*v.entries[i].second);
+      for (std::size_t i = 0; i < v.dict_size(); ++i) out += (i ? "," : "") + render(v.key(i)) + ":" + render(v.value(i));
       return out + "}";
     }
   }

@@ -23,8 +23,8 @@ const char* kind_name(Value::Kind k) {
 
 const Value* Value::get(std::string_view key) const {
   if (kind != Kind::Dict) return nullptr;
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it)
-    if (it->first->kind == Kind::Str && it->first->text == key) return it->second;
+  for (std::size_t i = dict_size(); i-- > 0;)
+    if (items[2 * i]->kind == Kind::Str && items[2 * i]->text == key) return items[2 * i + 1];
   return nullptr;
 }
 
@@ -164,7 +164,10 @@ class Parser {
   Document doc_;
   std::vector<Value*> stack_;
   std::vector<std::size_t> marks_;
-  std::unordered_map<std::uint64_t, Value*> memo_;
+  // The memo: MEMOIZE (protocol 4+) and Python's BINPUT use keys 0, 1, 2, ...: a vector; any
+  // other key (a hostile LONG_BINPUT of 4 billion) goes to a hash map, never sizing the vector.
+  std::vector<Value*> memo_dense_;
+  std::unordered_map<std::uint64_t, Value*> memo_sparse_;
 
   [[noreturn]] void fail_at(std::size_t at, const std::string& what) const {
     throw PickleError("'" + label_ + "': pickle byte " + std::to_string(at) + ": " + what);
@@ -229,11 +232,22 @@ class Parser {
     return t;
   }
   void put_memo(std::uint64_t key) {
-    memo_[key] = top();
+    Value* v = top();
+    if (key < memo_dense_.size())
+      memo_dense_[key] = v;
+    else if (key == memo_dense_.size() && !memo_sparse_.count(key))
+      memo_dense_.push_back(v);
+    else
+      memo_sparse_[key] = v;
   }
+  std::uint64_t memo_size() const { return memo_dense_.size() + memo_sparse_.size(); }  // Python's len(memo)
   void get_memo(std::uint64_t key) {
-    auto it = memo_.find(key);
-    if (it == memo_.end()) fail("memo key " + std::to_string(key) + " was never stored");
+    if (key < memo_dense_.size()) {
+      push(memo_dense_[key]);
+      return;
+    }
+    auto it = memo_sparse_.find(key);
+    if (it == memo_sparse_.end()) fail("memo key " + std::to_string(key) + " was never stored");
     push(it->second);
   }
   void push_str(std::string_view s) {
@@ -272,7 +286,7 @@ class Parser {
   }
   void set_items(Value* dict, const std::vector<Value*>& kv) {
     if (kv.size() % 2) fail("odd number of values for key/value pairs");
-    for (std::size_t k = 0; k < kv.size(); k += 2) dict->entries.emplace_back(kv[k], kv[k + 1]);
+    dict->items.insert(dict->items.end(), kv.begin(), kv.end());
   }
 
   [[noreturn]] void refuse_global() {
@@ -374,7 +388,9 @@ class Parser {
       case 's': {
         Value* v = pop();
         Value* k = pop();
-        container(top(), Value::Kind::Dict)->entries.emplace_back(k, v);
+        Value* d = container(top(), Value::Kind::Dict);
+        d->items.push_back(k);
+        d->items.push_back(v);
         return false;
       }
       case 'u': {
@@ -392,7 +408,7 @@ class Parser {
       case '2': push(top()); return false;
       case 'q': put_memo(le(1)); return false;
       case 'r': put_memo(le(4)); return false;
-      case 0x94: put_memo(memo_.size()); return false;
+      case 0x94: put_memo(memo_size()); return false;
       case 'h': get_memo(le(1)); return false;
       case 'j': get_memo(le(4)); return false;
       case 'c':
@@ -436,10 +452,8 @@ class Parser {
       const Value* v;
       std::size_t next;
     };
-    auto children = [](const Value* v) { return v->kind == Value::Kind::Dict ? v->entries.size() * 2 : v->items.size(); };
-    auto child = [](const Value* v, std::size_t i) {
-      return v->kind == Value::Kind::Dict ? (i % 2 ? v->entries[i / 2].second : v->entries[i / 2].first) : v->items[i];
-    };
+    auto children = [](const Value* v) { return v->items.size(); };
+    auto child = [](const Value* v, std::size_t i) { return v->items[i]; };
     auto is_container = [](const Value* v) {
       return v->kind == Value::Kind::List || v->kind == Value::Kind::Tuple || v->kind == Value::Kind::Dict;
     };

@@ -30,21 +30,27 @@ class PickleError : public std::runtime_error {
 
 struct Value;
 
+// Kept small (72 bytes): a snapshot pickle holds millions of values (one per trace field).
 struct Value {
   enum class Kind : std::uint8_t { None, Bool, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict };
   Kind kind = Kind::None;
   bool boolean = false;
-  std::int64_t integer = 0;  // Int (and Bool as 0/1)
-  double real = 0;           // Float
+  union {
+    std::int64_t integer = 0;  // Int (and Bool as 0/1)
+    double real;               // Float
+  };
   // Str: UTF-8 as in the file. Bytes: the bytes. BigInt: the little-endian two's-complement
   // bytes of an int that does not fit in 64 bits (pickle's LONG1 / LONG4 payload).
   std::string text;
-  std::vector<const Value*> items;                        // List, Tuple
-  std::vector<std::pair<const Value*, const Value*>> entries;  // Dict, in insertion order
+  // List, Tuple: the elements. Dict: key, value, key, value, ... in insertion order.
+  std::vector<const Value*> items;
 
   bool is_int() const { return kind == Kind::Int; }
   bool is_str() const { return kind == Kind::Str; }
   bool is_list_like() const { return kind == Kind::List || kind == Kind::Tuple; }
+  std::size_t dict_size() const { return kind == Kind::Dict ? items.size() / 2 : 0; }
+  const Value& key(std::size_t i) const { return *items[2 * i]; }
+  const Value& value(std::size_t i) const { return *items[2 * i + 1]; }
   // The value of str key `key` in a dict (the last one set wins, as in Python); null when absent
   // or when this is not a dict.
   const Value* get(std::string_view key) const;

@@ -62,7 +62,7 @@ class Reader {
   }
   const Value& dict(const Value& v, const char* what) {
     if (v.kind != Value::Kind::Dict) fail(std::string("an entry of '") + what + "' is a " + pickle::kind_name(v.kind) + ", expected a dict");
-    spend(v.entries.size() + 1);
+    spend(v.dict_size() + 1);
     return v;
   }
   // An int field: absent / None gives `fallback`; a bool is an int, as in Python. Sizes
