@@ -252,6 +252,15 @@ TEST_CASE("plain values decode exactly", "[pickle]") {
   const Document d = ss::pickle::parse("\x80\x02}(X\x01\x00\x00\x00kK\x01X\x01\x00\x00\x00kK\x02u."s, "d");
   REQUIRE(d.root->get("k"));
   CHECK(d.root->get("k")->integer == 2);
+  // A sparse memo key (LONG_BINPUT 1000); MEMOIZE then stores under len(memo) = 1, as Python
+  // does (pickle.loads gives (None, 7)). A key of 2**31 - 1 is one entry too, not a table of
+  // 2 billion slots (CPython's unpickler raises MemoryError on it).
+  for (const std::string& key : {"\xe8\x03\x00\x00"s, "\xff\xff\xff\x7f"s}) {
+    const Document m = ss::pickle::parse("\x80\x04Nr"s + key + "0K\x07\x94" "0j"s + key + "h\x01\x86."s, "m");
+    REQUIRE(m.root->items.size() == 2);
+    CHECK(m.root->items[0]->kind == Value::Kind::None);
+    CHECK(m.root->items[1]->integer == 7);
+  }
   // Trailing bytes after STOP are ignored, as pickle.load does.
   CHECK(ss::pickle::parse("\x80\x02N.garbage"s, "t").root->kind == Value::Kind::None);
 }
