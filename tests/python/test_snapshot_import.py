@@ -242,6 +242,11 @@ class SnapshotImport(unittest.TestCase):
         self.assertEqual(meta["snapshot.device0.ooms"], "1")
         self.assertEqual(meta["snapshot.device0.reserved_bytes"], str(20 << 20))
         self.assertEqual(meta["snapshot.device1.allocated_bytes"], str(12 << 20))
+        # allocator_settings' scalars (not the nested roundup_power2_divisions dict).
+        self.assertEqual(meta["snapshot.allocator.max_split_size"], "-1")
+        self.assertEqual(meta["snapshot.allocator.expandable_segments"], "False")
+        self.assertEqual(meta["snapshot.allocator.PYTORCH_CUDA_ALLOC_CONF"], "")
+        self.assertNotIn("snapshot.allocator.roundup_power2_divisions", meta)
         # The clock: time_us are unix-epoch µs; the first one is the profile's time 0.
         origin = dict(query(out, "SELECT key, value FROM meta"))["time_origin_unix_ns"]
         self.assertEqual(int(origin), T0 * 1000)

@@ -112,6 +112,7 @@ class Builder {
     for (const Annotation& a : s_.annotations) devices[checked_device(a.device)] = true;
     if (devices.empty()) throw ImportError("'" + label_ + "': the memory snapshot is empty (no segments, no trace)");
     for (const auto& [d, _] : devices) write_device(d);
+    for (const auto& [key, value] : s_.allocator_settings) w_.set_meta("snapshot.allocator." + key, value);
     if (s_.unknown_actions) ctx_.skip(static_cast<int>(devices.begin()->first), "snapshot trace entry with an action this importer does not use", s_.unknown_actions);
   }
 

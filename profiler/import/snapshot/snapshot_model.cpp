@@ -28,6 +28,7 @@ class Reader {
           for (const Value* e : list(*dev, "device_traces[]")) s.device_traces.back().push_back(entry(*e));
         }
       }
+      if (const Value* a = root.get("allocator_settings"); a && a->kind == Value::Kind::Dict) settings(*a);
       if (const Value* a = root.get("external_annotations"); a && a->kind != Value::Kind::None)
         for (const Value* e : list(*a, "external_annotations")) annotation(*e);
       if (!segments && !root.get("device_traces"))
@@ -158,6 +159,25 @@ class Reader {
       }
     }
     return s;
+  }
+
+  // Scalars only, a few short ones: the meta table is a summary, not a copy of the file.
+  void settings(const Value& d) {
+    spend(d.dict_size() + 1);
+    for (std::size_t i = 0; i < d.dict_size() && out_->allocator_settings.size() < 64; ++i) {
+      const Value& k = d.key(i);
+      const Value& v = d.value(i);
+      if (k.kind != Value::Kind::Str || k.text.size() > 128) continue;
+      std::string text;
+      switch (v.kind) {
+        case Value::Kind::Str: text = v.text.substr(0, 1024); break;
+        case Value::Kind::Int: text = std::to_string(v.integer); break;
+        case Value::Kind::Bool: text = v.boolean ? "True" : "False"; break;
+        case Value::Kind::Float: text = std::to_string(v.real); break;
+        default: continue;
+      }
+      out_->allocator_settings.emplace_back(k.text, std::move(text));
+    }
   }
 
   void annotation(const Value& v) {

@@ -82,6 +82,8 @@ struct Snapshot {
   // Each distinct frames list once (the pickle's memo shares them between entries).
   std::vector<std::vector<Frame>> frame_lists;
   std::int64_t unknown_actions = 0;
+  // allocator_settings' scalar entries (PYTORCH_CUDA_ALLOC_CONF, expandable_segments, ...) as text.
+  std::vector<std::pair<std::string, std::string>> allocator_settings;
 };
 
 // Reads the typed snapshot. Throws pickle::PickleError naming the key and the offending value's
