@@ -140,6 +140,7 @@ void validate_profile_schema(sql::Db& db, const std::string& path) {
     info.bind(1, t.name);
     std::vector<std::string> cols;
     while (info.step()) cols.push_back(info.col_text(0));
+    if (cols.empty() && t.optional) continue;
     if (cols.empty())
       fail(ProfileErrorKind::MissingTable, path, "required table '" + std::string(t.name) + "' is missing");
     for (const auto& c : t.columns)

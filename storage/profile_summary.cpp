@@ -96,7 +96,10 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
         }
       }
     }
-    r.kernels = scalar(db, "SELECT count(*) FROM kernels");
+    r.gpu_activities = scalar(db, "SELECT count(*) FROM kernels");
+    r.copies = scalar(db, ("SELECT count(*) FROM kernels WHERE category = " + std::to_string(int(KernelCategory::Memcpy))).c_str());
+    r.memsets = scalar(db, ("SELECT count(*) FROM kernels WHERE category = " + std::to_string(int(KernelCategory::Memset))).c_str());
+    r.kernels = r.gpu_activities - r.copies - r.memsets;
     r.collectives = scalar(db, "SELECT count(*) FROM collectives");
     r.ranges = scalar(db, "SELECT count(*) FROM ranges");
     r.modules = scalar(db, "SELECT count(*) FROM modules");

@@ -33,7 +33,7 @@ int cmd_import(const std::vector<std::string>& args) {
   }
   std::cout << "imported " << s.inputs.size() << " file" << (s.inputs.size() == 1 ? "" : "s") << " (" << formats
             << ") into " << p.get("output") << ": " << sum.ranks.size() << " rank" << (sum.ranks.size() == 1 ? "" : "s")
-            << ", " << sum.kernels << " kernels, " << sum.collectives << " collectives, " << sum.ranges << " ranges, "
+            << ", " << sum.kernels << " kernels, " << sum.copies << " copies, " << sum.memsets << " memsets, " << sum.collectives << " collectives, " << sum.ranges << " ranges, "
             << sum.modules << " modules, " << sum.memory_events << " memory events, " << sum.steps << " steps; "
             << skipped << " events skipped (shardscope info " << p.get("output") << ")\n";
   return kExitOk;

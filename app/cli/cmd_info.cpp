@@ -40,12 +40,13 @@ void print_text(const ProfileSummary& s) {
   o << "Time span    " << format_duration_ns(s.time_end - s.time_begin) << " (" << s.time_begin << " .. " << s.time_end
     << " ns)\n";
   o << "Steps        " << s.steps << "\n";
-  o << "Events       kernels " << s.kernels << ", collectives " << s.collectives << ", ranges " << s.ranges
+  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return is_cpu_device(r.gpu_name); });
+  o << "Events       kernels " << s.kernels << ", copies " << s.copies << ", memsets " << s.memsets << " ("
+    << s.gpu_activities << " " << (cpu_only ? "device" : "GPU") << " activities), collectives " << s.collectives << ", ranges " << s.ranges
     << ", modules " << s.modules << ", memory events " << s.memory_events << ", streams " << s.streams << "\n";
   if (s.fsdp_units > 0)
     o << "FSDP units   " << s.fsdp_units << " holding " << s.fsdp_unit_params << " parameters\n";
   const std::int64_t total = category_total(s);
-  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return is_cpu_device(r.gpu_name); });
   if (!s.time_by_category.empty()) {
     o << (cpu_only ? "\nDevice (CPU) time by category\n" : "\nGPU time by category\n");
     for (const auto& c : s.time_by_category) {
@@ -133,6 +134,9 @@ void print_json(const ProfileSummary& s) {
   j.kv("time_begin_ns", s.time_begin).kv("time_end_ns", s.time_end).kv("duration_ns", s.time_end - s.time_begin);
   j.kv("time_origin_unix_ns", s.time_origin_unix_ns);
   j.kv("kernels", s.kernels)
+      .kv("copies", s.copies)
+      .kv("memsets", s.memsets)
+      .kv("gpu_activities", s.gpu_activities)
       .kv("collectives", s.collectives)
       .kv("ranges", s.ranges)
       .kv("modules", s.modules)

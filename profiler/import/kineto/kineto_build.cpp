@@ -610,6 +610,16 @@ class Builder {
       const RawEvent* launch = launch_of(e);
       if (launch && launch->ts != kAbsent) k.module = module_at(launch->tid, rel(*launch, launch->ts));
       const RowId id = w_.add_kernel(k);
+      if (launch && launch->ts != kAbsent) {
+        LaunchRow l;
+        l.kernel = id;
+        l.rank = rank_;
+        l.thread = thread_id(launch->tid);
+        l.start = start_of(*launch);
+        l.end = end_of(*launch);
+        l.name = w_.intern(launch->name);
+        w_.add_launch(l);
+      }
       if (nccl[j].is_nccl) {
         PendingCollective p = describe_collective(e, nccl[j], launch);
         p.kernel = id;
