@@ -10,9 +10,11 @@
 namespace ss::cli {
 
 int cmd_import(const std::vector<std::string>& args) {
-  ArgParser p("import", "Import PyTorch profiler (Kineto) JSON traces (.json, .json.gz) and Nsight Systems SQLite exports\n"
-                        "into one profile. Several files of one job (one per rank) merge onto one clock. The format\n"
-                        "is detected from each file's content. On bad input nothing is written (exit 2).");
+  ArgParser p("import", "Import PyTorch profiler (Kineto) JSON traces (.json, .json.gz), Nsight Systems SQLite exports\n"
+                        "and PyTorch memory snapshots (torch.cuda.memory._dump_snapshot pickles, read without executing\n"
+                        "anything; one rank per device) into one profile. Several files of one job (one per rank)\n"
+                        "merge onto one clock. The format is detected from each file's content. On bad input nothing\n"
+                        "is written (exit 2).");
   p.positional("FILE", "input traces", true, true)
       .option("output", "OUT", "profile to write (.ssdb)", "", 'o')
       .flag("quiet", "no progress lines on stderr", 'q')
