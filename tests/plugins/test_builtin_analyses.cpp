@@ -238,6 +238,47 @@ TEST_CASE("idle-gap causes from launch times", "[plugins][idle]") {
   for (const auto& f : r.findings) CHECK(f.message.find("no launch records") == std::string::npos);
 }
 
+// Layout in hand_made_profiles.cpp (write_critical_path_profile).
+TEST_CASE("critical path across streams, ranks and launches", "[plugins][critical]") {
+  TempDir dir;
+  write_critical_path_profile(dir.file("c.ssdb"));
+  const Profile p = load_profile(dir.file("c.ssdb"));
+  AnalysisResult r = run_ok("critical-path", p);
+  const auto& st = table_of(r, "steps");
+  REQUIRE(st.rows.size() == 2);
+  // Step 1 = [0,700), ending on rank 0 with B [400,700). B waited for AG0 (ended 400, later than
+  // A at 100 and B's launch at 125). AG0's peer AG1 started on rank 1 at 300 > 150: [300,400) is
+  // communication, and the 150 us AG0 spent waiting are rank 1's work: AG1 waited for C (ended 300,
+  // later than its launch at 295), C covers [0,300). compute 300 + 300, communication 100.
+  const auto& s1 = row_where(st, "step", 1);
+  CHECK(int_at(st, s1, "duration_ns") == 700 * us);
+  CHECK(int_at(st, s1, "compute_ns") == 600 * us);
+  CHECK(int_at(st, s1, "communication_ns") == 100 * us);
+  CHECK(int_at(st, s1, "launch_ns") == 0);
+  CHECK(int_at(st, s1, "host_ns") == 0);
+  CHECK(int_at(st, s1, "idle_ns") == 0);
+  CHECK(int_at(st, s1, "peer_wait_ns") == 150 * us);
+  CHECK(int_at(st, s1, "ranks_on_path") == 2);
+  // Step 2 = [1000,1400) on rank 2: K2 [1300,1400); its launch call [1250,1260) ended after K1
+  // (1100): launch [1250,1300), host [1100,1250) (the CPU issued K2 late), K1 [1000,1100).
+  const auto& s2 = row_where(st, "step", 2);
+  CHECK(int_at(st, s2, "compute_ns") == 200 * us);
+  CHECK(int_at(st, s2, "launch_ns") == 50 * us);
+  CHECK(int_at(st, s2, "host_ns") == 150 * us);
+  CHECK(int_at(st, s2, "communication_ns") == 0);
+  // The all-gather of layers.0: 100 of its 250 + 100 us on the path.
+  const auto& ag = table_of(r, "all_gathers_on_path");
+  REQUIRE(ag.rows.size() == 1);
+  CHECK(text_at(ag, ag.rows[0], "unit") == "layers.0");
+  CHECK(int_at(ag, ag.rows[0], "on_path_ns") == 100 * us);
+  CHECK(int_at(ag, ag.rows[0], "all_gather_ns") == 350 * us);
+  // Every segment of the path is in one step, and they tile the steps exactly.
+  const auto& path = table_of(r, "path");
+  std::int64_t total = 0;
+  for (const auto& row : path.rows) total += int_at(path, row, "duration_ns");
+  CHECK(total == 700 * us + 400 * us);
+}
+
 TEST_CASE("stragglers on the hand-made profile", "[plugins][stragglers]") {
   HandMade h;
   AnalysisResult r = run_ok("stragglers", h.profile);
