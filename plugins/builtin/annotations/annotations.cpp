@@ -268,8 +268,10 @@ void run(const ss::plugin::Host& host) {
   if (!seqs.empty()) {
     const Sequence& s = seqs.front();
     for (std::size_t i = 0; i < s.marks.size() && i < 200; ++i)
+      // Short labels: the names are in the sequences table, and long labels clutter the lanes.
       host.marker(s.marks[i].start, s.marks[i].end, s.marks[i].rank,
-                  "sequence 1 (" + std::to_string(s.names.size()) + " kernels): " + joined(s, 24));
+                  "sequence 1 (" + std::to_string(s.names.size()) + " kernels), " + std::to_string(i + 1) + "/" +
+                      std::to_string(s.occurrences));
   }
 
   char msg[400];

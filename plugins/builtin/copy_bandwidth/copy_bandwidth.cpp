@@ -136,18 +136,17 @@ void run(const ss::plugin::Host& host) {
     }
     if (!peaks)
       host.finding(SS_SEVERITY_INFO,
-                   gpu.empty() ? "rank " + std::to_string(rank) +
-                                     ": the profile records no GPU name, so copy bandwidth has no percentage of peak"
-                               : "rank " + std::to_string(rank) + ": GPU '" + gpu +
-                                     "' is not in the peak-bandwidth table, so copy bandwidth has no percentage of "
-                                     "peak",
+                   gpu.empty() ? std::string("the profile records no GPU name, so copy bandwidth has no "
+                                             "percentage of peak")
+                               : "GPU '" + gpu + "' is not in the peak-bandwidth table, so copy bandwidth has no "
+                                                 "percentage of peak",
                    1, 0, rank);
     const Group& b = kinds[busiest];
     if (b.busy > 0) {
       const char* path = "";
       const double peak = peak_of(peaks, busiest, &path);
       const double bw = static_cast<double>(b.bytes) / static_cast<double>(b.busy);
-      std::snprintf(msg, sizeof msg, "rank %d: most copy time is %s, %lld copies at %.2f GB/s", rank, busiest.c_str(),
+      std::snprintf(msg, sizeof msg, "most copy time is %s, %lld copies at %.2f GB/s", busiest.c_str(),
                     static_cast<long long>(b.copies), bw);
       std::string m = msg;
       if (peak > 0) {

@@ -209,17 +209,17 @@ void run(const ss::plugin::Host& host) {
   char msg[320];
   if (slowest) {
     std::snprintf(msg, sizeof msg,
-                  "rank %d stream %lld has the longest median launch delay, %s: the GPU starts its work that long "
-                  "after the CPU issues it (a long delay is a deep queue, the CPU running ahead)",
-                  slowest->rank, static_cast<long long>(slowest->native), us(slowest_p50).c_str());
+                  "stream %lld has the longest median launch delay, %s: the GPU starts its work that long after the "
+                  "CPU issues it (a long delay is a deep queue, the CPU running ahead)",
+                  static_cast<long long>(slowest->native), us(slowest_p50).c_str());
     host.finding(SS_SEVERITY_INFO, msg, 1, 0, slowest->rank);
   }
   if (worst_blocked) {
     std::snprintf(msg, sizeof msg,
                   "the CPU was blocked on a full launch queue for %s in all (calls >= %.0fx the stream's median with "
-                  "its queue at its maximum depth); the longest: %s on rank %d stream %lld",
+                  "its queue at its maximum depth); the longest: %s on stream %lld",
                   us(blocked_total).c_str(), kBlockedFactor, us(worst_blocked->call_ns).c_str(),
-                  worst_blocked_stream->rank, static_cast<long long>(worst_blocked_stream->native));
+                  static_cast<long long>(worst_blocked_stream->native));
     host.finding(SS_SEVERITY_WARNING, msg, worst_blocked->call_start, worst_blocked->call_start + worst_blocked->call_ns,
                  worst_blocked_stream->rank);
   }
