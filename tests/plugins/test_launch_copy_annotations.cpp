@@ -146,6 +146,13 @@ TEST_CASE("launch-stats: call, delay, queue depth and blocked time on the hand-m
     REQUIRE(!qw.points.empty());
     CHECK(qw.points.front() == std::pair<TimeNs, double>{190 * us, 0});
   }
+  SECTION("a window without launch calls says so") {
+    Selection late;
+    late.from = 1000 * us;  // after the last call (235 us)
+    AnalysisResult w = run_ok("launch-stats", h.with, late);
+    CHECK(table_of(w, "per_stream").rows.empty());
+    CHECK(mentions(w, "no launch records in the selection"));
+  }
   SECTION("a file without launch records says so") {
     AnalysisResult old = run_ok("launch-stats", h.without);
     CHECK(old.tables.empty());
@@ -223,6 +230,13 @@ TEST_CASE("copy-bandwidth per direction against the GPU's peak on the hand-made 
   CHECK(real_at(n, row_where(n, "name", "Memcpy HtoD (Pageable -> Device)"), "bandwidth_gbps") == Approx(10.0));
   CHECK(real_at(n, row_where(n, "name", "Memcpy HtoD (Pinned -> Device)"), "bandwidth_gbps") == Approx(25.0));
 
+  SECTION("a window without copies") {
+    Selection sel;
+    sel.from = 3000 * us;  // after rank 1's last copy (2700 us)
+    AnalysisResult none = run_ok("copy-bandwidth", h.with, sel);
+    CHECK(none.tables.empty());
+    CHECK(mentions(none, "no memcpy or memset in the selection"));
+  }
   SECTION("an unknown GPU and a rank selection") {
     Selection sel;
     sel.ranks = {1};
@@ -306,6 +320,13 @@ TEST_CASE("annotations: GPU time per annotation and module, and kernel sequences
     CHECK(int_at(o, row_where(o, "annotation", "(none)"), "kernels") == 10);
     CHECK(int_at(o, row_where(o, "annotation", "(none)"), "gpu_ns") == 2593 * us);
     CHECK(mentions(old, "no launch records"));
+  }
+  SECTION("a window without kernels") {
+    Selection sel;
+    sel.from = 3000 * us;
+    AnalysisResult none = run_ok("annotations", h.with, sel);
+    CHECK(none.tables.empty());
+    CHECK(mentions(none, "no kernels in the selection"));
   }
   SECTION("a window") {
     // Kernels starting in [200,300]: k7..k10 (backward, 70) and c2? no, c2 starts at 130; c3 at 300

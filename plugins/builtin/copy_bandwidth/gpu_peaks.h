@@ -11,6 +11,9 @@
 //          direction); PCIe card HBM2e 2000 GB/s, NVLink bridge 600 GB/s (300); PCIe 5.0 x16 =
 //          63 GB/s per direction. H800: NVLink 400 GB/s total (200 per direction).
 //   H200:  NVIDIA H200 data sheet: HBM3e 4800 GB/s; NVLink 900 GB/s (450); PCIe 5.0 63 GB/s.
+//   B200:  NVIDIA HGX B200 data sheet: HBM3e 8 TB/s per GPU; NVLink 5 1.8 TB/s total (900 per
+//          direction); host link taken as PCIe 5.0 x16, 63 GB/s (what current hosts offer; the
+//          GPU supports PCIe 6.0). GB200 (host link NVLink-C2C) is not in the table.
 //   A100 40 GB vs 80 GB: told apart by the rank's GPU memory size (the 40 GB parts report about
 //   39.4 GiB), since names such as "A100-PG509-200" or "A100-SXM4" do not say.
 #pragma once
@@ -39,6 +42,7 @@ inline bool contains_ci(std::string_view hay, std::string_view needle) {
 
 // nullptr when the GPU is not in the table.
 inline const GpuPeaks* gpu_peaks(std::string_view gpu_name, std::int64_t memory_bytes) {
+  static const GpuPeaks kB200{"B200", 8000, 900, 63};
   static const GpuPeaks kH200{"H200", 4800, 450, 63};
   static const GpuPeaks kH800{"H800", 3350, 200, 63};
   static const GpuPeaks kH100Pcie{"H100 PCIe", 2000, 300, 63};
@@ -47,6 +51,8 @@ inline const GpuPeaks* gpu_peaks(std::string_view gpu_name, std::int64_t memory_
   static const GpuPeaks kA100_80{"A100 80GB", 2039, 300, 31.5};
   static const GpuPeaks kA100_40{"A100 40GB", 1555, 300, 31.5};
   static const GpuPeaks kV100{"V100", 900, 150, 15.75};
+  if (contains_ci(gpu_name, "GB200")) return nullptr;
+  if (contains_ci(gpu_name, "B200")) return &kB200;
   if (contains_ci(gpu_name, "H200")) return &kH200;
   if (contains_ci(gpu_name, "H800")) return &kH800;
   if (contains_ci(gpu_name, "H100")) return contains_ci(gpu_name, "PCIe") ? &kH100Pcie : &kH100;
