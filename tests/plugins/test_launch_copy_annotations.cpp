@@ -7,6 +7,7 @@
 
 #include "plugins/host/plugin_host.h"
 #include "storage/profile_reader.h"
+#include "storage/sqlite_handle.h"
 #include "tests/plugins/launch_profile.h"
 #include "tests/plugins/result_access.h"
 #include "tests/support/test_paths.h"
@@ -156,7 +157,13 @@ TEST_CASE("launch-stats: call, delay, queue depth and blocked time on the hand-m
   SECTION("a file without launch records says so") {
     AnalysisResult old = run_ok("launch-stats", h.without);
     CHECK(old.tables.empty());
-    CHECK(mentions(old, "no launch records"));
+    CHECK(mentions(old, "no launch records (no 'launches' table"));
+    // An empty table (a source without launch calls) is told apart.
+    write_launch_profile(h.dir.file("empty.ssdb"));
+    sql::Db(h.dir.file("empty.ssdb"), SQLITE_OPEN_READWRITE).exec("DELETE FROM launches");
+    AnalysisResult empty = run_ok("launch-stats", load_profile(h.dir.file("empty.ssdb")));
+    CHECK(empty.tables.empty());
+    CHECK(mentions(empty, "its 'launches' table is empty"));
   }
 }
 

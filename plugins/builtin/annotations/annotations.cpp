@@ -143,7 +143,8 @@ std::string short_name(const std::string& s, std::size_t n = 60) {
 
 void run(const ss::plugin::Host& host) {
   const std::int64_t lo = host.from(), hi = host.to();
-  const bool have_launches = has_launches_table(host);
+  const LaunchRecords records = launch_records(host);
+  const bool have_launches = records == LaunchRecords::Present;
   std::unordered_map<std::int64_t, std::string> str;
   host.query("SELECT id, value FROM strings", [&](std::span<const ss_value> v) { str[v[0].i] = v[1].s ? v[1].s : ""; });
   std::unordered_map<std::int64_t, std::string> module_fqn;
@@ -276,7 +277,7 @@ void run(const ss::plugin::Host& host) {
 
   char msg[400];
   if (!have_launches)
-    host.finding(SS_SEVERITY_INFO, std::string(no_launches_message()) +
+    host.finding(SS_SEVERITY_INFO, std::string(no_launches_message(records)) +
                                        "; kernels are attributed by the GPU-lane annotation they overlap only");
   if (ranges.empty()) {
     host.finding(SS_SEVERITY_INFO, "the profile has no annotation ranges (record_function / NVTX): every kernel is "

@@ -54,7 +54,6 @@ std::vector<Sequence> frequent_sequences(const std::vector<StreamItems>& streams
         std::int64_t end = v[i].end;
         for (std::size_t j = i; j < i + n; ++j) a.seq.gpu_ns += v[j].end - v[j].start, end = std::max(end, v[j].end);
         a.seq.span_ns += end - v[i].start;
-        a.seq.marks.push_back({v[i].start, end, s.rank});
         a.seq.at.push_back({static_cast<std::uint32_t>(si), static_cast<std::uint32_t>(i)});
       }
     }
@@ -80,6 +79,13 @@ std::vector<Sequence> frequent_sequences(const std::vector<StreamItems>& streams
     for (const auto& [si, i] : c->at)
       for (std::size_t j = i; j < i + n; ++j) covered[si][j] = true;
     out.push_back(*c);
+    // Marks only for listed sequences (one per occurrence for every candidate would cost memory).
+    for (const auto& [si, i] : c->at) {
+      const auto& v = streams[si].items;
+      std::int64_t end = v[i].end;
+      for (std::size_t j = i; j < i + n; ++j) end = std::max(end, v[j].end);
+      out.back().marks.push_back({v[i].start, end, streams[si].rank});
+    }
     if (out.size() == kMaxSequences) break;
   }
   return out;

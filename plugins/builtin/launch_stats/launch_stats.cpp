@@ -128,8 +128,8 @@ std::string us(std::int64_t ns) {
 }
 
 void run(const ss::plugin::Host& host) {
-  if (!has_launches_table(host)) {
-    host.finding(SS_SEVERITY_INFO, no_launches_message());
+  if (const LaunchRecords lr = launch_records(host); lr != LaunchRecords::Present) {
+    host.finding(SS_SEVERITY_INFO, no_launches_message(lr));
     return;
   }
   const std::int64_t lo = host.from(), hi = host.to();
