@@ -138,7 +138,6 @@ void run(const ss::plugin::Host& host) {
   host.table("per_stream", {"rank", "stream", "launches", "call_mean_ns", "call_p50_ns", "call_p99_ns", "call_max_ns",
                             "delay_mean_ns", "delay_p50_ns", "delay_p99_ns", "delay_max_ns", "max_queue_depth",
                             "blocked_calls", "blocked_ns"});
-  std::vector<const Launch*> in_window;
   std::vector<std::pair<const Launch*, const Stream*>> owner;
   std::int64_t total = 0, negative = 0;
   const Stream* slowest = nullptr;
@@ -192,7 +191,7 @@ void run(const ss::plugin::Host& host) {
                 l->depth, l->blocked ? "yes" : "no"});
       if (std::string(by) == "delay")
         host.marker(l->call_start, std::max(l->call_start, l->kernel_start), s->rank,
-                    "launch delay " + us(l->delay()) + ": " + l->kernel);
+                    "launch delay " + us(l->delay()) + ": " + (l->kernel.size() > 60 ? l->kernel.substr(0, 57) + "..." : l->kernel));
       else
         host.marker(l->call_start, l->call_start + l->call_ns, s->rank,
                     std::string(l->blocked ? "blocked launch " : "long launch call ") + us(l->call_ns) + ": " + l->api);
