@@ -91,8 +91,8 @@ void write_launch_profile(const std::string& path, bool with_launches) {
     copy(0, s9, "Memset (Device)", KernelCategory::Memset, 4'000'000, 420, 422);
     auto range = [&](RowId thread, RowId stream, TimeNs a, TimeNs b, const char* name, RangeKind kind, RowId parent,
                      int depth) {
-      return w.add_range({0, thread, stream, a * us, b * us, w.intern(name), kind, RangePhase::None, kNoRow, parent,
-                          depth});
+      return w.add_range(
+          {0, thread, stream, a * us, b * us, w.intern(name), kind, RangePhase::None, kNoRow, parent, depth});
     };
     const RowId step = range(t0, kNoRow, 0, 300, "step", RangeKind::Annotation, kNoRow, 0);
     const RowId fwd = range(t0, kNoRow, 0, 100, "forward", RangeKind::Annotation, step, 1);

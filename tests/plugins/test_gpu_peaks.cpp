@@ -1,7 +1,6 @@
 // The peak-bandwidth table of copy-bandwidth (plugins/builtin/copy_bandwidth/gpu_peaks.h): names
 // as the importers record them map to the right entry, and unknown GPUs to none.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "plugins/builtin/copy_bandwidth/gpu_peaks.h"

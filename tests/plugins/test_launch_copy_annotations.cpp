@@ -2,7 +2,6 @@
 // launch_profile.cpp: every expected number is worked out on paper in the comment next to it
 // (times in us, x 1000 for ns).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "plugins/host/plugin_host.h"
@@ -104,9 +103,9 @@ TEST_CASE("launch-stats: call, delay, queue depth and blocked time on the hand-m
   const CounterTrack& q = track(r, "launch queue stream 7", 0);
   CHECK(q.unit == "kernels");
   const std::vector<std::pair<TimeNs, double>> expected = {
-      {0, 1},         {5 * us, 2},   {10 * us, 3},  {15 * us, 4},  {30 * us, 3},  {50 * us, 2},  {70 * us, 2},
-      {75 * us, 3},   {90 * us, 2},  {110 * us, 1}, {130 * us, 0}, {200 * us, 1}, {205 * us, 2}, {210 * us, 3},
-      {230 * us, 2},  {235 * us, 3}, {250 * us, 2}, {270 * us, 1}, {280 * us, 0}};
+      {0, 1},        {5 * us, 2},   {10 * us, 3},  {15 * us, 4},  {30 * us, 3},  {50 * us, 2},  {70 * us, 2},
+      {75 * us, 3},  {90 * us, 2},  {110 * us, 1}, {130 * us, 0}, {200 * us, 1}, {205 * us, 2}, {210 * us, 3},
+      {230 * us, 2}, {235 * us, 3}, {250 * us, 2}, {270 * us, 1}, {280 * us, 0}};
   CHECK(q.points == expected);
 
   // Outliers: the longest delay is k4's (55, call at 15, kernel at 70); the longest call is k4's
@@ -225,8 +224,8 @@ TEST_CASE("copy-bandwidth per direction against the GPU's peak on the hand-made 
   const CounterTrack& bw = track(r, "copy bandwidth", 0);
   CHECK(bw.unit == "GB/s");
   const std::vector<std::pair<TimeNs, double>> expected = {
-      {20 * us, 10},    {120 * us, 0}, {130 * us, 25},   {230 * us, 0}, {300 * us, 10},
-      {350 * us, 0},    {400 * us, 1000}, {410 * us, 0}, {420 * us, 2000}, {422 * us, 0}};
+      {20 * us, 10}, {120 * us, 0},    {130 * us, 25}, {230 * us, 0},    {300 * us, 10},
+      {350 * us, 0}, {400 * us, 1000}, {410 * us, 0},  {420 * us, 2000}, {422 * us, 0}};
   REQUIRE(bw.points.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     CHECK(bw.points[i].first == expected[i].first);
@@ -331,13 +330,13 @@ TEST_CASE("annotations: GPU time per annotation and module, and kernel sequences
   SECTION("a window without kernels") {
     Selection sel;
     sel.from = 3000 * us;
-    AnalysisResult none = run_ok("annotations", h.with, sel);
-    CHECK(none.tables.empty());
-    CHECK(mentions(none, "no kernels in the selection"));
+    AnalysisResult empty = run_ok("annotations", h.with, sel);
+    CHECK(empty.tables.empty());
+    CHECK(mentions(empty, "no kernels in the selection"));
   }
   SECTION("a window") {
-    // Kernels starting in [200,300]: k7..k10 (backward, 70) and c2? no, c2 starts at 130; c3 at 300
-    // -> copy_phase 50.
+    // Work starting in [200,300]: k7..k10 (backward, 70) and c3 at 300 (copy_phase, 50); c2 starts
+    // at 130, before the window.
     Selection sel;
     sel.from = 200 * us;
     sel.to = 300 * us;

@@ -138,9 +138,8 @@ TEST_CASE("launch, copy and annotation analyses on the A100 DDP Kineto trace", "
 
 TEST_CASE("launch, copy and annotation analyses on the nsys H100 FSDP trace", "[plugins][realdata]") {
   Imported im("nsys-h100-fsdp-2gpu/mfu_2gpu_before.sqlite");
-  check_streams(run_ok("launch-stats", im.profile),
-                {{0, 7, 2620, 315392, 10293114, 12983617, 5759, 1502826, 56},
-                 {1, 15, 2648, 235392, 9674781, 11226197, 6310, 1400319, 53}});
+  check_streams(run_ok("launch-stats", im.profile), {{0, 7, 2620, 315392, 10293114, 12983617, 5759, 1502826, 56},
+                                                     {1, 15, 2648, 235392, 9674781, 11226197, 6310, 1400319, 53}});
 
   // sqlite3 X.ssdb "SELECT k.rank, n.value, count(*), sum(k.bytes), sum(k.duration_ns) FROM kernels k
   //   JOIN strings n ON n.id = k.name_id WHERE k.category IN (2,3) GROUP BY 1, 2"
@@ -155,8 +154,9 @@ TEST_CASE("launch, copy and annotation analyses on the nsys H100 FSDP trace", "[
     const char* kind;
     std::int64_t copies, bytes, busy;
   };
-  for (const E& e : {E{0, "DtoD", 493, 4023067136, 2831071}, E{0, "HtoD", 17, 136, 13408}, E{0, "memset", 133, 532, 109824},
-                     E{1, "DtoD", 493, 4023067136, 2834360}, E{1, "HtoD", 17, 136, 13248}, E{1, "memset", 136, 544, 103584}}) {
+  for (const E& e :
+       {E{0, "DtoD", 493, 4023067136, 2831071}, E{0, "HtoD", 17, 136, 13408}, E{0, "memset", 133, 532, 109824},
+        E{1, "DtoD", 493, 4023067136, 2834360}, E{1, "HtoD", 17, 136, 13248}, E{1, "memset", 136, 544, 103584}}) {
     INFO(e.rank << " " << e.kind);
     const auto& row = kind_row(k, e.rank, e.kind);
     CHECK(int_at(k, row, "copies") == e.copies);

@@ -4,14 +4,13 @@
 // (xvfb-run, tests/views/CMakeLists.txt). With SHARDSCOPE_SCREENSHOT_DIR set it also writes
 // launch-stats.png, copy-bandwidth.png and annotations.png of the window there, for docs/gui.md; with
 // SHARDSCOPE_SCREENSHOT_PROFILE set it opens that profile instead of the hand-made one.
-#include <catch2/catch.hpp>
-
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QListWidget>
 #include <QSignalSpy>
 #include <QTest>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 
 #include "app/gui/main_window.h"
@@ -56,7 +55,8 @@ TEST_CASE("the issue-14 analyses run from the main window and draw their tracks"
   auto* dock = window.analyses();
   for (const char* name : {"launch-stats", "copy-bandwidth", "annotations"}) {
     bool listed = false;
-    for (int i = 0; i < dock->plugin_list()->count(); ++i) listed |= dock->plugin_list()->item(i)->text().contains(name);
+    for (int i = 0; i < dock->plugin_list()->count(); ++i)
+      listed |= dock->plugin_list()->item(i)->text().contains(name);
     CHECK(listed);
   }
   if (auto* details = window.findChild<QDockWidget*>("details_dock")) details->hide();

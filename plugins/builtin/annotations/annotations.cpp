@@ -30,9 +30,9 @@ using namespace ss::analysis;
 struct Item {
   std::int64_t id = 0, stream = 0, start = 0, end = 0, name = 0, module = -1;
   int rank = 0;
-  int annotation = -1;             // index into ranges, -1 none
+  int annotation = -1;  // index into ranges, -1 none
   bool by_launch = false;
-  std::vector<int> inclusive;      // indices into ranges (distinct names)
+  std::vector<int> inclusive;  // indices into ranges (distinct names)
 };
 
 struct Range {
@@ -128,9 +128,11 @@ void attribute_by_gpu_lane(std::vector<Item>& items, const std::vector<Range>& r
       std::set<std::int64_t> seen;
       for (int r : active) {
         // A zero-length item counts as overlapping the range that contains its start.
-        const std::int64_t ov = std::min(ranges[r].end, std::max(k.end, k.start + 1)) - std::max(ranges[r].start, k.start);
+        const std::int64_t ov =
+            std::min(ranges[r].end, std::max(k.end, k.start + 1)) - std::max(ranges[r].start, k.start);
         if (ov <= 0) continue;
-        if (ov > best || (ov == best && k.annotation >= 0 && ranges[r].start >= ranges[k.annotation].start)) best = ov, k.annotation = r;
+        if (ov > best || (ov == best && k.annotation >= 0 && ranges[r].start >= ranges[k.annotation].start))
+          best = ov, k.annotation = r;
         if (seen.insert(ranges[r].name).second) k.inclusive.push_back(r);
       }
     }
@@ -148,42 +150,44 @@ void run(const ss::plugin::Host& host) {
   std::unordered_map<std::int64_t, std::string> str;
   host.query("SELECT id, value FROM strings", [&](std::span<const ss_value> v) { str[v[0].i] = v[1].s ? v[1].s : ""; });
   std::unordered_map<std::int64_t, std::string> module_fqn;
-  host.query("SELECT id, fqn FROM modules", [&](std::span<const ss_value> v) {
-    module_fqn[v[0].i] = v[1].s && *v[1].s ? v[1].s : "(root)";
-  });
+  host.query("SELECT id, fqn FROM modules",
+             [&](std::span<const ss_value> v) { module_fqn[v[0].i] = v[1].s && *v[1].s ? v[1].s : "(root)"; });
 
   std::vector<Item> items;
   const std::string window = " BETWEEN " + std::to_string(lo) + " AND " + std::to_string(hi);
-  host.query("SELECT id, rank, stream_id, start_ns, start_ns + duration_ns, name_id, COALESCE(module_id, -1)"
-             " FROM kernels WHERE start_ns" + window + " ORDER BY stream_id, start_ns, id",
-             [&](std::span<const ss_value> v) {
-               const int rank = static_cast<int>(v[1].i);
-               if (!host.rank_selected(rank)) return;
-               Item k;
-               k.id = v[0].i;
-               k.rank = rank;
-               k.stream = v[2].i;
-               k.start = v[3].i;
-               k.end = v[4].i;
-               k.name = v[5].i;
-               k.module = v[6].i;
-               items.push_back(std::move(k));
-             });
+  host.query(
+      "SELECT id, rank, stream_id, start_ns, start_ns + duration_ns, name_id, COALESCE(module_id, -1)"
+      " FROM kernels WHERE start_ns" +
+          window + " ORDER BY stream_id, start_ns, id",
+      [&](std::span<const ss_value> v) {
+        const int rank = static_cast<int>(v[1].i);
+        if (!host.rank_selected(rank)) return;
+        Item k;
+        k.id = v[0].i;
+        k.rank = rank;
+        k.stream = v[2].i;
+        k.start = v[3].i;
+        k.end = v[4].i;
+        k.name = v[5].i;
+        k.module = v[6].i;
+        items.push_back(std::move(k));
+      });
   std::vector<Range> ranges;
-  host.query("SELECT rank, COALESCE(thread_id, -1), COALESCE(stream_id, -1), start_ns, start_ns + duration_ns, name_id"
-             " FROM ranges WHERE kind IN (0, 5)",
-             [&](std::span<const ss_value> v) {
-               const int rank = static_cast<int>(v[0].i);
-               if (!host.rank_selected(rank)) return;
-               Range r;
-               r.rank = rank;
-               r.thread = v[1].i;
-               r.stream = r.thread >= 0 ? -1 : v[2].i;
-               r.start = v[3].i;
-               r.end = v[4].i;
-               r.name = v[5].i;
-               ranges.push_back(r);
-             });
+  host.query(
+      "SELECT rank, COALESCE(thread_id, -1), COALESCE(stream_id, -1), start_ns, start_ns + duration_ns, name_id"
+      " FROM ranges WHERE kind IN (0, 5)",
+      [&](std::span<const ss_value> v) {
+        const int rank = static_cast<int>(v[0].i);
+        if (!host.rank_selected(rank)) return;
+        Range r;
+        r.rank = rank;
+        r.thread = v[1].i;
+        r.stream = r.thread >= 0 ? -1 : v[2].i;
+        r.start = v[3].i;
+        r.end = v[4].i;
+        r.name = v[5].i;
+        ranges.push_back(r);
+      });
   if (items.empty()) {
     host.finding(SS_SEVERITY_INFO, "no kernels in the selection");
     return;
@@ -280,8 +284,9 @@ void run(const ss::plugin::Host& host) {
     host.finding(SS_SEVERITY_INFO, std::string(no_launches_message(records)) +
                                        "; kernels are attributed by the GPU-lane annotation they overlap only");
   if (ranges.empty()) {
-    host.finding(SS_SEVERITY_INFO, "the profile has no annotation ranges (record_function / NVTX): every kernel is "
-                                   "under (none)");
+    host.finding(SS_SEVERITY_INFO,
+                 "the profile has no annotation ranges (record_function / NVTX): every kernel is "
+                 "under (none)");
   } else if (!rows.empty() && rows.front().first != "(none)" && rows.front().second->gpu > 0) {
     std::snprintf(msg, sizeof msg, "annotation '%s' has the most GPU time: %.1f%% of all kernel time (%lld kernels)",
                   short_name(rows.front().first).c_str(), pct(rows.front().second->gpu),

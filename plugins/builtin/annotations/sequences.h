@@ -40,7 +40,7 @@ struct Sequence {
   std::int64_t occurrences = 0, gpu_ns = 0, streams = 0, span_ns = 0;  // span: sum of (last end - first start)
   std::int64_t first_start = 0, first_end = 0;
   int first_rank = 0;
-  std::vector<SeqMark> marks;  // every counted occurrence
+  std::vector<SeqMark> marks;                               // every counted occurrence
   std::vector<std::pair<std::uint32_t, std::uint32_t>> at;  // (stream index, first item) per occurrence
 };
 

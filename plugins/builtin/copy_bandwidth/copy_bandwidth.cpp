@@ -89,21 +89,22 @@ void counter(const ss::plugin::Host& host, int rank, const std::vector<Copy>& co
 void run(const ss::plugin::Host& host) {
   const std::int64_t lo = host.from(), hi = host.to();
   std::map<int, std::vector<Copy>> by_rank;
-  host.query("SELECT k.rank, k.start_ns, k.duration_ns, k.category, n.value, COALESCE(k.bytes, 0)"
-             " FROM kernels k JOIN strings n ON n.id = k.name_id WHERE k.category IN (2, 3)"
-             " AND k.start_ns >= " + std::to_string(lo) + " AND k.start_ns <= " + std::to_string(hi) +
-                 " ORDER BY k.rank, k.start_ns, k.id",
-             [&](std::span<const ss_value> v) {
-               const int rank = static_cast<int>(v[0].i);
-               if (!host.rank_selected(rank)) return;
-               Copy c;
-               c.start = v[1].i;
-               c.duration = v[2].i;
-               c.name = v[4].s ? v[4].s : "";
-               c.kind = kind_of(c.name, v[3].i);
-               c.bytes = v[5].i;
-               by_rank[rank].push_back(std::move(c));
-             });
+  host.query(
+      "SELECT k.rank, k.start_ns, k.duration_ns, k.category, n.value, COALESCE(k.bytes, 0)"
+      " FROM kernels k JOIN strings n ON n.id = k.name_id WHERE k.category IN (2, 3)"
+      " AND k.start_ns >= " +
+          std::to_string(lo) + " AND k.start_ns <= " + std::to_string(hi) + " ORDER BY k.rank, k.start_ns, k.id",
+      [&](std::span<const ss_value> v) {
+        const int rank = static_cast<int>(v[0].i);
+        if (!host.rank_selected(rank)) return;
+        Copy c;
+        c.start = v[1].i;
+        c.duration = v[2].i;
+        c.name = v[4].s ? v[4].s : "";
+        c.kind = kind_of(c.name, v[3].i);
+        c.bytes = v[5].i;
+        by_rank[rank].push_back(std::move(c));
+      });
   if (by_rank.empty()) {
     host.finding(SS_SEVERITY_INFO, "no memcpy or memset in the selection");
     return;
@@ -128,18 +129,19 @@ void run(const ss::plugin::Host& host) {
       const bool any = g.busy > 0;
       const double bw = any ? static_cast<double>(g.bytes) / static_cast<double>(g.busy) : 0.0;
       auto opt = [&](double x, bool have) { return have ? ss::plugin::Cell(x) : ss::plugin::Cell(); };
-      host.row({rank, kind, g.copies, g.unsized, g.bytes, g.busy, opt(bw, any),
-                opt(any ? g.rates.front() : 0.0, any), opt(percentile_sorted(g.rates, 50), any),
-                opt(percentile_sorted(g.rates, 90), any), opt(any ? g.rates.back() : 0.0, any), path,
-                opt(peak, peak > 0), opt(peak > 0 ? 100.0 * bw / peak : 0.0, peak > 0 && any)});
+      host.row({rank, kind, g.copies, g.unsized, g.bytes, g.busy, opt(bw, any), opt(any ? g.rates.front() : 0.0, any),
+                opt(percentile_sorted(g.rates, 50), any), opt(percentile_sorted(g.rates, 90), any),
+                opt(any ? g.rates.back() : 0.0, any), path, opt(peak, peak > 0),
+                opt(peak > 0 ? 100.0 * bw / peak : 0.0, peak > 0 && any)});
       if (busiest.empty() || g.busy > kinds[busiest].busy) busiest = kind;
     }
     if (!peaks)
       host.finding(SS_SEVERITY_INFO,
                    gpu.empty() ? std::string("the profile records no GPU name, so copy bandwidth has no "
                                              "percentage of peak")
-                               : "GPU '" + gpu + "' is not in the peak-bandwidth table, so copy bandwidth has no "
-                                                 "percentage of peak",
+                               : "GPU '" + gpu +
+                                     "' is not in the peak-bandwidth table, so copy bandwidth has no "
+                                     "percentage of peak",
                    1, 0, rank);
     const Group& b = kinds[busiest];
     if (b.busy > 0) {

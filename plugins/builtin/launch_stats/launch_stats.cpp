@@ -191,7 +191,8 @@ void run(const ss::plugin::Host& host) {
                 l->depth, l->blocked ? "yes" : "no"});
       if (std::string(by) == "delay")
         host.marker(l->call_start, std::max(l->call_start, l->kernel_start), s->rank,
-                    "launch delay " + us(l->delay()) + ": " + (l->kernel.size() > 60 ? l->kernel.substr(0, 57) + "..." : l->kernel));
+                    "launch delay " + us(l->delay()) + ": " +
+                        (l->kernel.size() > 60 ? l->kernel.substr(0, 57) + "..." : l->kernel));
       else
         host.marker(l->call_start, l->call_start + l->call_ns, s->rank,
                     std::string(l->blocked ? "blocked launch " : "long launch call ") + us(l->call_ns) + ": " + l->api);
@@ -201,8 +202,9 @@ void run(const ss::plugin::Host& host) {
   list("call", [](const Launch& l) { return l.call_ns; });
 
   if (total == 0) {
-    host.finding(SS_SEVERITY_INFO, "no launch records in the selection (the profile has a launches table, but none of "
-                                   "its calls start in the selected window on the selected ranks)");
+    host.finding(SS_SEVERITY_INFO,
+                 "no launch records in the selection (the profile has a launches table, but none of "
+                 "its calls start in the selected window on the selected ranks)");
     return;
   }
   char msg[320];
@@ -219,8 +221,8 @@ void run(const ss::plugin::Host& host) {
                   "its queue at its maximum depth); the longest: %s on stream %lld",
                   us(blocked_total).c_str(), kBlockedFactor, us(worst_blocked->call_ns).c_str(),
                   static_cast<long long>(worst_blocked_stream->native));
-    host.finding(SS_SEVERITY_WARNING, msg, worst_blocked->call_start, worst_blocked->call_start + worst_blocked->call_ns,
-                 worst_blocked_stream->rank);
+    host.finding(SS_SEVERITY_WARNING, msg, worst_blocked->call_start,
+                 worst_blocked->call_start + worst_blocked->call_ns, worst_blocked_stream->rank);
   }
   if (negative > 0) {
     std::snprintf(msg, sizeof msg,
