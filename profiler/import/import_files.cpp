@@ -8,6 +8,14 @@
 
 #include "profiler/import/import.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "profiler/import/kineto/kineto_import.h"
+
 #include "profiler/common/comm_kernels.h"
 #include "storage/sqlite_handle.h"
 #include "storage/units.h"
@@ -134,9 +142,38 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
+  // Several Kineto files (one per rank): read and parse them on worker threads, a few ahead of
+  // the writer, which takes them in input order (so ranks are assigned as in a sequential
+  // import). One file keeps the sequential path and its progress lines.
+  const std::size_t kineto_files = static_cast<std::size_t>(std::count(formats.begin(), formats.end(), Format::KinetoJson));
+  // SHARDSCOPE_IMPORT_THREADS caps the files in flight (each holds its JSON and parsed events).
+  std::size_t workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS"); env && std::atoi(env) > 0)
+    workers = static_cast<std::size_t>(std::atoi(env));
+  const std::size_t ahead = kineto_files > 1 && workers > 1 ? workers : 0;
+  std::map<std::size_t, std::future<kineto::ParsedKineto>> parsing;
+  std::size_t next_to_parse = 0;
+  auto parse_ahead = [&] {
+    while (next_to_parse < inputs.size() && parsing.size() < ahead) {
+      const std::size_t i = next_to_parse++;
+      if (formats[i] == Format::KinetoJson)
+        parsing.emplace(i, std::async(std::launch::async, [path = inputs[i]] { return kineto::read_and_parse(path); }));
+    }
+  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    parse_ahead();
     switch (formats[i]) {
-      case Format::KinetoJson: import_kineto(inputs[i], ctx); break;
+      case Format::KinetoJson:
+        if (auto it = parsing.find(i); it != parsing.end()) {
+          kineto::ParsedKineto parsed = it->second.get();  // rethrows the worker's ImportError
+          parsing.erase(it);
+          parse_ahead();  // keep the workers busy while this one is written
+          ctx.progress(inputs[i], 1, 1);
+          kineto::write_parsed(parsed, inputs[i], ctx);
+        } else {
+          import_kineto(inputs[i], ctx);
+        }
+        break;
       case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
       case Format::TorchMemorySnapshot: import_torch_snapshot(inputs[i], ctx); break;
       case Format::Unknown: break;
