@@ -35,7 +35,7 @@ class TimelineWidget : public QOpenGLWidget {
   // The visible window (start and scale), set without emitting viewportChanged: linked
   // timelines (the Compare view) mirror each other through this.
   void set_view(double start_ns, double ns_per_px);
-  // An analysis's markers and counter tracks drawn over the profile (TimelineController::set_overlay).
+  // An analysis's markers (on per-rank marker lanes) and counter tracks (TimelineController::set_overlay).
   void set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters);
   // Ruler labels count from this time (default: the profile's first event), so that two
   // timelines aligned at a step both read 0 at its start.
@@ -50,11 +50,21 @@ class TimelineWidget : public QOpenGLWidget {
   void aggregateReady();
   void profileFrameDrawn();  // after each frame that drew a profile
   void viewportChanged();    // zoom or pan by input or showRange (not set_view)
+  void markersChanged();     // markers set, shown, hidden, cleared or their limit toggled
 
  public slots:
   void selectModule(int module);
   // Moves the view to a time range (and a rank's tracks when rank >= 0); see TimelineController.
   void showRange(qint64 t0, qint64 t1, int rank = -1);
+  // The analysis marker lanes (View menu, the lane's "x" button, the M key): shown or hidden
+  // (the markers are kept), cleared (dropped until the next analysis), the longest
+  // kDefaultMarkerLimit or all.
+  void setMarkersVisible(bool visible);
+  void clearMarkers();
+  void setShowAllMarkers(bool all);
+
+ public:
+  bool markers_visible() const;
 
  protected:
   void initializeGL() override;
@@ -65,7 +75,6 @@ class TimelineWidget : public QOpenGLWidget {
  private:
   void draw_timeline();
   void draw_find_bar();
-  void draw_markers(const Frame& frame);
   void draw_tooltip();
   void request_frames(int n = 3);
 
