@@ -666,10 +666,9 @@ TEST_CASE("density: busy fraction per pixel column of folded runs", "[views][tim
   build_span_items(ev, 100, true, vp, items, 1000.0);  // fold everything into one run
   REQUIRE(items.size() == 1);
   REQUIRE(items[0].count == ev.size());
-  const auto ends = build_span_index(ev);
-  const auto busy = build_busy_index(ev);
+  const CoverIndex index = build_cover_index(ev);
   std::vector<DensityColumn> cols;
-  build_density(ev, ends, busy, items, vp, cols);
+  build_density(ev, index, items, vp, cols);
   REQUIRE(cols.size() == 4);
   CHECK(cols[0].x == 0);
   CHECK(cols[0].busy == Approx(0.5));
@@ -680,21 +679,37 @@ TEST_CASE("density: busy fraction per pixel column of folded runs", "[views][tim
   CHECK(cols[3].x == 4);
   CHECK(cols[3].busy == Approx(0.3));
 
-  // Random non-overlapping tracks (many blocks of kSpanBlock) against a per-column brute force.
+  // Overlapping events count once: [0,80) and [40,120) cover column 0 fully and 20 % of column 1.
+  const std::vector<E> overlap{{0, 80}, {40, 120}, {50, 60}};
+  items.clear();
+  build_span_items(overlap, 80, false, vp, items, 1000.0);
+  cols.clear();
+  build_density(overlap, build_cover_index(overlap), items, vp, cols);
+  REQUIRE(cols.size() == 2);
+  CHECK(cols[0].busy == Approx(1.0));
+  CHECK(cols[1].busy == Approx(0.2));
+
+  // Random tracks (many blocks of kSpanBlock; a third with overlapping events) against a
+  // per-column brute force: the measure of the union of the events inside the column.
   std::mt19937_64 rng(9);
-  for (int trial = 0; trial < 40; ++trial) {
-    const auto track = random_track(rng, 200 + rng() % 5000, false);
+  for (int trial = 0; trial < 60; ++trial) {
+    const bool overlapping = trial % 3 == 0;
+    const auto track = random_track(rng, 200 + rng() % 5000, overlapping);
     const Viewport v = random_viewport(rng, track.front().start, track.back().end);
     std::vector<SpanItem> its;
-    build_span_items(track, max_dur(track), true, v, its);
+    build_span_items(track, max_dur(track), !overlapping, v, its);
     std::vector<DensityColumn> got;
-    build_density(track, build_span_index(track), build_busy_index(track), its, v, got);
+    build_density(track, build_cover_index(track), its, v, got);
     std::size_t folds = 0;
     for (const SpanItem& s : its) folds += s.count > 1;
     for (const DensityColumn& col : got) {
       const double a = v.time_at(col.x), b = v.time_at(col.x + 1);
-      double want = 0;
-      for (const Ev& e : track) want += std::max(0.0, std::min(b, static_cast<double>(e.end)) - std::max(a, static_cast<double>(e.start)));
+      double want = 0, until = a;  // union measure inside [a, b): events are in start order
+      for (const Ev& e : track) {
+        const double s0 = std::max({a, static_cast<double>(e.start), until}), e0 = std::min(b, static_cast<double>(e.end));
+        if (e0 > s0) want += e0 - s0;
+        until = std::max(until, std::min(b, static_cast<double>(e.end)));
+      }
       CHECK(col.busy == Approx(std::min(1.0, want / v.ns_per_px)).margin(1e-4));
     }
     CHECK((folds == 0 || !got.empty()));

@@ -1,96 +1,125 @@
 // Density shading for folded runs: instead of one grey box with an event count, each pixel
-// column of a fold is drawn with the fraction of its time that the track is busy (Perfetto and
-// Tracy shade zoomed-out tracks the same way). The busy time of any window comes from a prefix
-// sum of durations kept per block of kSpanBlock events (0.25 bytes per event), so a column costs
-// a galloping search from the previous column plus a scan of under one block.
+// column of a fold is drawn with the fraction of its time covered by the track's events
+// (Perfetto and Tracy shade zoomed-out tracks the same way).
 //
-// Exact for tracks whose events do not overlap (one CUDA stream, one nesting depth); on a track
-// whose events overlap, overlapped time counts twice and the fraction is clamped to 1.
+// Coverage is the measure of the union of the events, so overlapping events (collectives on an
+// NCCL stream, steps) never count twice. Walking events in start order with the state
+// (U = measure of the union so far, until = the largest end so far), the covered time before t is
+// U - max(0, until - t) once every event starting before t is walked (the event that reached
+// `until` starts before t, so [t, until] is covered). The state is kept at the start of each
+// block of kSpanBlock events, with the last start of each block for searching (0.75 bytes per
+// event), so a column costs a galloping search from the previous column plus a walk of under one
+// block.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "views/timeline/draw_items.h"
 
 namespace ss::timeline {
 
-// One shaded pixel column: busy fraction in (0, 1] of the time [time_at(x), time_at(x + 1)).
+// One shaded pixel column: covered fraction in (0, 1] of the time [time_at(x), time_at(x + 1)).
 struct DensityColumn {
   float x;
   float busy;
 };
 
-// Sum of the durations of the events before each block of kSpanBlock events.
+struct CoverIndex {
+  std::vector<TimeNs> last_start;  // start of the last event of each block
+  std::vector<TimeNs> covered;     // U before each block
+  std::vector<TimeNs> until;       // largest end before each block (lowest TimeNs: none)
+  bool empty() const { return last_start.empty(); }
+  std::size_t memory_bytes() const { return (last_start.capacity() + covered.capacity() + until.capacity()) * sizeof(TimeNs); }
+};
+
+namespace detail {
+inline void cover_step(TimeNs start, TimeNs end, TimeNs& covered, TimeNs& until) {
+  if (end <= until) return;
+  covered += end - std::max(start, until);
+  until = end;
+}
+}  // namespace detail
+
+// Needs events sorted by start (every track is).
 template <typename Event>
-std::vector<TimeNs> build_busy_index(const std::vector<Event>& events) {
-  std::vector<TimeNs> out;
-  out.reserve(events.size() / kSpanBlock + 1);
-  TimeNs sum = 0;
+CoverIndex build_cover_index(const std::vector<Event>& events) {
+  CoverIndex ix;
+  const std::size_t blocks = (events.size() + kSpanBlock - 1) / kSpanBlock;
+  ix.last_start.reserve(blocks);
+  ix.covered.reserve(blocks);
+  ix.until.reserve(blocks);
+  TimeNs covered = 0, until = std::numeric_limits<TimeNs>::lowest();
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (i % kSpanBlock == 0) out.push_back(sum);
-    sum += events[i].end - events[i].start;
+    if (i % kSpanBlock == 0) {
+      ix.last_start.push_back(events[std::min(events.size(), i + kSpanBlock) - 1].start);
+      ix.covered.push_back(covered);
+      ix.until.push_back(until);
+    }
+    detail::cover_step(events[i].start, events[i].end, covered, until);
   }
-  return out;
+  return ix;
 }
 
-// Busy time before t, walking forward: each call must pass t no smaller than the previous call's.
-// Needs ends sorted; `block_ends` is build_span_index, `busy` is build_busy_index.
+// Covered time before t, walking forward: each call must pass t no smaller than the previous one.
 template <typename Event>
-class BusyCursor {
+class CoverCursor {
  public:
-  BusyCursor(const std::vector<Event>& events, const std::vector<TimeNs>& block_ends, const std::vector<TimeNs>& busy)
-      : ev_(events), block_ends_(block_ends), busy_(busy) {}
+  CoverCursor(const std::vector<Event>& events, const CoverIndex& index) : ev_(events), ix_(index) {}
 
-  double busy_before(double t) {
-    const std::size_t n = ev_.size();
-    // k: first event ending at or after t; every event before it ends before t.
-    const std::size_t k = detail::blocked_lower_bound(k_, n, t, block_ends_, kSpanBlock,
-                                                      [&](std::size_t i) { return static_cast<double>(ev_[i].end); });
-    // prefix(k): sum of durations of events [0, k), from the last prefix when k is near it.
-    if (k - k_ >= kSpanBlock) {
+  double covered_before(double t) {
+    // k: first event starting at or after t; every event before it starts before t.
+    const std::size_t k = detail::blocked_lower_bound(k_, ev_.size(), t, ix_.last_start, kSpanBlock,
+                                                      [&](std::size_t i) { return static_cast<double>(ev_[i].start); });
+    if (k - k_ >= kSpanBlock) {  // jump to the block's saved state
       k_ = k - k % kSpanBlock;
-      prefix_ = busy_[k_ / kSpanBlock];
+      covered_ = ix_.covered[k_ / kSpanBlock];
+      until_ = ix_.until[k_ / kSpanBlock];
     }
-    for (; k_ < k; ++k_) prefix_ += ev_[k_].end - ev_[k_].start;
-    double partial = 0;
-    if (k < n && static_cast<double>(ev_[k].start) < t) partial = t - static_cast<double>(ev_[k].start);
-    return static_cast<double>(prefix_) + partial;
+    for (; k_ < k; ++k_) detail::cover_step(ev_[k_].start, ev_[k_].end, covered_, until_);
+    return static_cast<double>(covered_) - std::max(0.0, static_cast<double>(until_) - t);
   }
 
  private:
   const std::vector<Event>& ev_;
-  const std::vector<TimeNs>& block_ends_;
-  const std::vector<TimeNs>& busy_;
+  const CoverIndex& ix_;
   std::size_t k_ = 0;
-  TimeNs prefix_ = 0;
+  TimeNs covered_ = 0;
+  TimeNs until_ = std::numeric_limits<TimeNs>::lowest();
 };
 
-// The shaded columns under the folded items (count > 1) of `items` (build order), from the first
-// event's start to the last one's end, appended to `out` in x order; columns with no busy time
-// are left out. Needs ends sorted (so the run's last event ends last).
+// The shaded columns under the folded items (count > 1) of `items` (build order), from the run's
+// first start to its last end, appended to `out` in x order; columns with nothing covered are
+// left out. (A fold's box ends at the run's last absorbing end, a few pixels short of the events
+// it skipped over, draw_items.h; those columns are covered too.)
 template <typename Event>
-void build_density(const std::vector<Event>& events, const std::vector<TimeNs>& block_ends, const std::vector<TimeNs>& busy,
-                   const std::vector<SpanItem>& items, const Viewport& vp, std::vector<DensityColumn>& out) {
-  if (events.empty()) return;
-  BusyCursor<Event> cursor(events, block_ends, busy);
+void build_density(const std::vector<Event>& events, const CoverIndex& index, const std::vector<SpanItem>& items,
+                   const Viewport& vp, std::vector<DensityColumn>& out) {
+  if (events.empty() || index.empty()) return;
+  CoverCursor<Event> cursor(events, index);
   const int width = static_cast<int>(std::ceil(vp.width_px));
   int next_col = 0;  // columns before this one are done (folds may share a boundary column)
   double before = -1, before_t = 0;
   for (const SpanItem& s : items) {
     if (s.count <= 1) continue;
-    // The run's real extent: its box ends at the run's last absorbing end, a few pixels short of
-    // the events it skipped over (draw_items.h), and those columns are busy too.
+    TimeNs last_end = events[s.first].end;
+    // The run's events may end out of order on tracks whose events overlap: its extent is the
+    // largest end (bounded walk: only folds, whose count is what the pixels hold).
+    if (s.count <= 64)
+      for (std::uint32_t i = s.first; i < s.first + s.count; ++i) last_end = std::max(last_end, events[i].end);
+    else
+      last_end = std::max(last_end, events[s.first + s.count - 1].end);
     const double first_x = vp.x_of(static_cast<double>(events[s.first].start));
-    const double last_x = vp.x_of(static_cast<double>(events[s.first + s.count - 1].end));
+    const double last_x = std::max(vp.x_of(static_cast<double>(last_end)), static_cast<double>(s.x1));
     const int c0 = std::max({next_col, static_cast<int>(std::floor(std::max(first_x, -1.0))), 0});
     const int c1 = std::min(width, static_cast<int>(std::ceil(std::min(std::max(last_x, first_x + 1), vp.width_px + 1))));
     for (int c = c0; c < c1; ++c) {
       const double ta = vp.time_at(c), tb = vp.time_at(c + 1);
-      const double a = before >= 0 && before_t == ta ? before : cursor.busy_before(ta);
-      const double b = cursor.busy_before(tb);
+      const double a = before >= 0 && before_t == ta ? before : cursor.covered_before(ta);
+      const double b = cursor.covered_before(tb);
       before = b;
       before_t = tb;
       const double f = std::min(1.0, (b - a) / vp.ns_per_px);

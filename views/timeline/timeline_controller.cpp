@@ -27,19 +27,20 @@ void TimelineController::index_tracks() {
   counter_max_.assign(tracks_.size(), 0);
   counter_index_.assign(tracks_.size(), {});
   span_index_.assign(tracks_.size(), {});
-  busy_index_.assign(tracks_.size(), {});
+  cover_index_.assign(tracks_.size(), {});
   for (std::size_t i = 0; i < tracks_.size(); ++i) {
     const Track& t = tracks_[i];
-    if (t.ends_sorted && t.kind == TrackKind::Stream) {
+    if (t.kind == TrackKind::Stream) {
       const auto& ev = profile_.stream_tracks[static_cast<std::size_t>(t.index)].events;
-      span_index_[i] = build_span_index(ev);
-      busy_index_[i] = build_busy_index(ev);
+      if (t.ends_sorted) span_index_[i] = build_span_index(ev);
+      cover_index_[i] = build_cover_index(ev);
     }
-    if (t.ends_sorted && t.kind == TrackKind::Ranges) {
+    if (t.kind == TrackKind::Ranges) {
       const auto& ev = profile_.range_tracks[static_cast<std::size_t>(t.index)].events;
-      span_index_[i] = build_span_index(ev);
-      busy_index_[i] = build_busy_index(ev);
+      if (t.ends_sorted) span_index_[i] = build_span_index(ev);
+      cover_index_[i] = build_cover_index(ev);
     }
+    if (t.kind == TrackKind::Steps) cover_index_[i] = build_cover_index(profile_.ranks[static_cast<std::size_t>(t.index)].steps);
     const std::vector<CounterPoint>* points = nullptr;
     if (t.kind == TrackKind::Memory) points = &profile_.ranks[static_cast<std::size_t>(t.index)].memory;
     if (t.kind == TrackKind::Counter) points = &overlay_counters_[static_cast<std::size_t>(t.index)].points;
@@ -131,7 +132,7 @@ std::size_t TimelineController::memory_bytes() const {
   for (const auto& t : tracks_) b += t.label.capacity();
   for (const auto& ix : counter_index_) b += sizeof(ix) + ix.memory_bytes();
   for (const auto& ix : span_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
-  for (const auto& ix : busy_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
+  for (const auto& ix : cover_index_) b += sizeof(ix) + ix.memory_bytes();
   return b;
 }
 
@@ -219,13 +220,13 @@ void TimelineController::build_track(const Track& t, TrackDraw& d) const {
     case TrackKind::Stream: {
       const StreamTrack& st = profile_.stream_tracks[static_cast<std::size_t>(t.index)];
       build_span_items(st.events, st.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
-      if (block_ends && !busy_index_[ti].empty()) build_density(st.events, *block_ends, busy_index_[ti], d.spans, viewport_, d.density);
+      build_density(st.events, cover_index_[ti], d.spans, viewport_, d.density);
       break;
     }
     case TrackKind::Ranges: {
       const RangeTrack& rt = profile_.range_tracks[static_cast<std::size_t>(t.index)];
       build_span_items(rt.events, rt.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
-      if (block_ends && !busy_index_[ti].empty()) build_density(rt.events, *block_ends, busy_index_[ti], d.spans, viewport_, d.density);
+      build_density(rt.events, cover_index_[ti], d.spans, viewport_, d.density);
       break;
     }
     case TrackKind::Markers: {
@@ -236,6 +237,7 @@ void TimelineController::build_track(const Track& t, TrackDraw& d) const {
     case TrackKind::Steps: {
       const auto& steps = profile_.ranks[static_cast<std::size_t>(t.index)].steps;
       build_span_items(steps, max_duration_of(steps), false, viewport_, d.spans);
+      build_density(steps, cover_index_[ti], d.spans, viewport_, d.density);
       break;
     }
     case TrackKind::Memory:

@@ -145,9 +145,9 @@ class TimelineController {
   // Markers on the lanes (indices in markers()), in their original order.
   const std::vector<std::uint32_t>& shown_markers() const { return shown_markers_; }
   const std::vector<MarkerLane>& marker_lanes() const { return marker_lanes_; }
-  // True when the track's folds are drawn as density (it has a busy-time index).
+  // True when the track's folds are drawn as density (it has a coverage index).
   bool shaded(std::int32_t track) const {
-    return track >= 0 && static_cast<std::size_t>(track) < busy_index_.size() && !busy_index_[static_cast<std::size_t>(track)].empty();
+    return track >= 0 && static_cast<std::size_t>(track) < cover_index_.size() && !cover_index_[static_cast<std::size_t>(track)].empty();
   }
 
   // Find (Ctrl+F in the widget).
@@ -187,7 +187,7 @@ class TimelineController {
   std::vector<std::int64_t> counter_max_;  // per track (memory tracks)
   std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
   std::vector<std::vector<TimeNs>> span_index_;  // per track with sorted ends (build_span_index)
-  std::vector<std::vector<TimeNs>> busy_index_;  // per track with sorted ends (build_busy_index)
+  std::vector<CoverIndex> cover_index_;  // per stream, range and steps track (density.h)
   std::vector<OverlayMarker> markers_;
   std::vector<std::uint32_t> shown_markers_;
   std::vector<MarkerLane> marker_lanes_;

@@ -294,6 +294,8 @@ bool TimelineWidget::event(QEvent* e) {
 
 void TimelineWidget::paintGL() {
   if (!imgui_) return;
+  QElapsedTimer paint_clock;
+  paint_clock.start();
   ImGui::SetCurrentContext(imgui_);
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e9;
   static thread_local double last = 0;
@@ -319,6 +321,7 @@ void TimelineWidget::paintGL() {
     dl->AddText(ImVec2(20, 20), IM_COL32(200, 200, 200, 255), "Open a profile (File > Open, or drop a .ssdb file here)");
   }
   ImGui::Render();
+  last_cpu_ms_ = static_cast<double>(paint_clock.nsecsElapsed()) / 1e6;
   bridge_->end_frame();
   QOpenGLFunctions* gl = context()->functions();
   const float dpr = static_cast<float>(devicePixelRatioF());
@@ -327,6 +330,8 @@ void TimelineWidget::paintGL() {
   gl->glClearColor(th.clear[0], th.clear[1], th.clear[2], 1.0f);
   gl->glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  if (finish_frames_) gl->glFinish();
+  last_paint_ms_ = static_cast<double>(paint_clock.nsecsElapsed()) / 1e6;
   ++frames_;
   if (controller_) emit profileFrameDrawn();
   // Trailing frames let ImGui settle (hover, focus) after input; then the widget sleeps.
@@ -338,6 +343,7 @@ namespace {
 // Density colours: the hue of what the track holds, its intensity the busy fraction.
 ImU32 density_colour(const Profile& p, const Track& t) {
   if (t.kind == TrackKind::Ranges) return IM_COL32(110, 145, 220, 255);
+  if (t.kind == TrackKind::Steps) return IM_COL32(160, 160, 90, 255);
   switch (p.stream_tracks[static_cast<std::size_t>(t.index)].kind) {
     case StreamKind::Nccl: return IM_COL32(235, 125, 70, 255);
     case StreamKind::Copy: return IM_COL32(170, 120, 210, 255);
@@ -448,14 +454,14 @@ void TimelineWidget::draw_timeline() {
       }
       if (!t.collapsed) dl->AddText(ImVec2(W - 150 - kScrollbarWidth, y0 + 2), th.ruler_text, peak.c_str());
     } else {
-      const bool shaded = t.kind == TrackKind::Stream || t.kind == TrackKind::Ranges ? c.shaded(d.track) : false;
+      const bool shaded = c.shaded(d.track);
       if (shaded) draw_density(dl, d.density, y0 + 2, y1 - 1, density_colour(p, t));
       for (const SpanItem& s : d.spans) {
         const float x0 = kLabelWidth + s.x0, x1 = kLabelWidth + std::max(s.x1, s.x0 + 1.0f);
         const float bx0 = std::max(x0, kLabelWidth);
         if (s.count > 1) {
           if (shaded) continue;  // drawn as density above
-          // Tracks whose events overlap (no busy index) keep the folded box with its count.
+          // Tracks without a coverage index (marker lanes) keep the folded box with its count.
           const ImU32 fold = t.kind == TrackKind::Markers ? IM_COL32(200, 110, 50, 200) : IM_COL32(95, 95, 105, 255);
           dl->AddRectFilled(ImVec2(bx0, y0 + 2), ImVec2(x1, y1 - 1), fold);
           if (!t.collapsed)

@@ -31,6 +31,12 @@ class TimelineWidget : public QOpenGLWidget {
   void open_find();
   // Frames drawn so far (tests check that input leads to a repaint).
   long frames() const { return frames_; }
+  // Frame timing (shardscope gui --time-frames): with `finish` set, each paintGL ends with
+  // glFinish, so last_paint_ms covers building the draw lists, ImGui and the GL rendering.
+  void set_finish_frames(bool finish) { finish_frames_ = finish; }
+  double last_paint_ms() const { return last_paint_ms_; }
+  // The CPU part of it: draw lists built and ImGui rendered to vertices, before any GL call.
+  double last_cpu_ms() const { return last_cpu_ms_; }
 
   // The visible window (start and scale), set without emitting viewportChanged: linked
   // timelines (the Compare view) mirror each other through this.
@@ -86,6 +92,9 @@ class TimelineWidget : public QOpenGLWidget {
   QElapsedTimer clock_;
   int pending_frames_ = 0;
   long frames_ = 0;
+  bool finish_frames_ = false;
+  double last_paint_ms_ = 0;
+  double last_cpu_ms_ = 0;
   std::optional<TimeNs> time_origin_;
   bool find_open_ = false;
   bool dark_ = true;  // ImGui style follows the Qt palette
