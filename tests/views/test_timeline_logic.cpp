@@ -716,6 +716,33 @@ TEST_CASE("density: busy fraction per pixel column of folded runs", "[views][tim
   }
 }
 
+TEST_CASE("density: columns holding thousands of events use the block states, within a few percent", "[views][timeline]") {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 4; ++trial) {
+    const bool overlapping = trial % 2 == 1;
+    const auto track = random_track(rng, 200000, overlapping);
+    Viewport v;
+    v.width_px = 100;  // ~2000 events per column: the coarse path
+    v.fit(static_cast<double>(track.front().start), static_cast<double>(track.back().end));
+    std::vector<SpanItem> its;
+    build_span_items(track, max_dur(track), !overlapping, v, its);
+    std::vector<DensityColumn> got;
+    build_density(track, build_cover_index(track), its, v, got);
+    REQUIRE(got.size() > 50);
+    for (const DensityColumn& col : got) {
+      const double a = v.time_at(col.x), b = v.time_at(col.x + 1);
+      double want = 0, until = a;
+      for (const Ev& e : track) {
+        if (static_cast<double>(e.start) >= b) break;
+        const double s0 = std::max({a, static_cast<double>(e.start), until}), e0 = std::min(b, static_cast<double>(e.end));
+        if (e0 > s0) want += e0 - s0;
+        until = std::max(until, std::min(b, static_cast<double>(e.end)));
+      }
+      CHECK(col.busy == Approx(std::min(1.0, want / v.ns_per_px)).margin(0.05));
+    }
+  }
+}
+
 TEST_CASE("labels are placed only where they do not overlap one on the same row", "[views][timeline]") {
   LabelRows rows;
   CHECK(rows.place(10, 0, 50));
