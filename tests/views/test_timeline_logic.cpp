@@ -123,9 +123,8 @@ TEST_CASE("folding matches the brute-force reference on random tracks", "[views]
     const Viewport vp = random_viewport(rng, ev.front().start, ev.back().end);
     std::vector<SpanItem> fast, indexed;
     build_span_items(ev, max_dur(ev), ends_sorted(ev), vp, fast);
-    const auto block_ends = build_span_index(ev);
-    if (ends_sorted(ev)) build_span_items(ev, max_dur(ev), true, vp, indexed, kMinVisiblePx, &block_ends);
-    else indexed = fast;
+    const auto block_ends = ends_sorted(ev) ? build_span_index(ev) : build_block_max_index(ev);
+    build_span_items(ev, max_dur(ev), ends_sorted(ev), vp, indexed, kMinVisiblePx, &block_ends);
     const auto slow = reference_fold(ev, vp, kMinVisiblePx);
     REQUIRE(indexed.size() == slow.size());
     for (std::size_t i = 0; i < indexed.size(); ++i) {

@@ -32,12 +32,12 @@ void TimelineController::index_tracks() {
     const Track& t = tracks_[i];
     if (t.kind == TrackKind::Stream) {
       const auto& ev = profile_.stream_tracks[static_cast<std::size_t>(t.index)].events;
-      if (t.ends_sorted) span_index_[i] = build_span_index(ev);
+      span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
       cover_index_[i] = build_cover_index(ev);
     }
     if (t.kind == TrackKind::Ranges) {
       const auto& ev = profile_.range_tracks[static_cast<std::size_t>(t.index)].events;
-      if (t.ends_sorted) span_index_[i] = build_span_index(ev);
+      span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
       cover_index_[i] = build_cover_index(ev);
     }
     if (t.kind == TrackKind::Steps) cover_index_[i] = build_cover_index(profile_.ranks[static_cast<std::size_t>(t.index)].steps);

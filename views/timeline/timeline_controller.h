@@ -186,7 +186,7 @@ class TimelineController {
   std::vector<Track> tracks_;
   std::vector<std::int64_t> counter_max_;  // per track (memory tracks)
   std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
-  std::vector<std::vector<TimeNs>> span_index_;  // per track with sorted ends (build_span_index)
+  std::vector<std::vector<TimeNs>> span_index_;  // per stream/range track: build_span_index, or build_block_max_index for unsorted ends
   std::vector<CoverIndex> cover_index_;  // per stream, range and steps track (density.h)
   std::vector<OverlayMarker> markers_;
   std::vector<std::uint32_t> shown_markers_;
