@@ -452,7 +452,11 @@ void TimelineWidget::draw_timeline() {
         std::snprintf(buf, sizeof buf, "max %.4g %s", static_cast<double>(d.bar_max) / oc.value_scale, oc.unit.c_str());
         peak = buf;
       }
-      if (!t.collapsed) dl->AddText(ImVec2(W - 150 - kScrollbarWidth, y0 + 2), th.ruler_text, peak.c_str());
+      if (!t.collapsed) {  // on a backing box: the bars under it may be any colour
+        const ImVec2 at(W - 150 - kScrollbarWidth, y0 + 2), size = ImGui::CalcTextSize(peak.c_str());
+        dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + size.x + 3, at.y + size.y), th.label_bg, 3);
+        dl->AddText(at, th.ruler_text, peak.c_str());
+      }
     } else {
       const bool shaded = c.shaded(d.track);
       if (shaded) draw_density(dl, d.density, y0 + 2, y1 - 1, density_colour(p, t));
@@ -589,7 +593,7 @@ void TimelineWidget::draw_timeline() {
     if (!time_origin_ && t < origin - step * 1e-6) continue;
     const std::string label = format_tick(t - origin, step);
     const float w = ImGui::CalcTextSize(label.c_str()).x;
-    if (ruler.place(0, x, x + w + 6)) dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
+    if (x + w + 3 <= W && ruler.place(0, x, x + w + 6)) dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
   }
   dl->AddRectFilled(ImVec2(0, 0), ImVec2(kLabelWidth, kRulerHeight), th.ruler);
 
