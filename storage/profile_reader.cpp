@@ -140,6 +140,7 @@ void validate_profile_schema(sql::Db& db, const std::string& path) {
     info.bind(1, t.name);
     std::vector<std::string> cols;
     while (info.step()) cols.push_back(info.col_text(0));
+    if (cols.empty() && t.optional) continue;
     if (cols.empty())
       fail(ProfileErrorKind::MissingTable, path, "required table '" + std::string(t.name) + "' is missing");
     for (const auto& c : t.columns)
@@ -617,6 +618,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       extend(t.events.front().start, last_end);
     }
   }
+  // Memory counters too: a profile of memory alone (an imported PyTorch memory snapshot) has no
+  // kernels or ranges, and its views still need the time the allocations span.
+  for (const auto& r : p.ranks)
+    if (!r.memory.empty()) extend(r.memory.front().time, r.memory.back().time);
   if (options.progress) options.progress(1.0, "done");
   return p;
 }

@@ -96,7 +96,10 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
         }
       }
     }
-    r.kernels = scalar(db, "SELECT count(*) FROM kernels");
+    r.gpu_activities = scalar(db, "SELECT count(*) FROM kernels");
+    r.copies = scalar(db, ("SELECT count(*) FROM kernels WHERE category = " + std::to_string(int(KernelCategory::Memcpy))).c_str());
+    r.memsets = scalar(db, ("SELECT count(*) FROM kernels WHERE category = " + std::to_string(int(KernelCategory::Memset))).c_str());
+    r.kernels = r.gpu_activities - r.copies - r.memsets;
     r.collectives = scalar(db, "SELECT count(*) FROM collectives");
     r.ranges = scalar(db, "SELECT count(*) FROM ranges");
     r.modules = scalar(db, "SELECT count(*) FROM modules");
@@ -162,9 +165,10 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       auto inside = [](const std::string& inner, const std::string& outer) {
         return inner != outer && (outer.empty() || inner.rfind(outer + ".", 0) == 0);
       };
-      for (const auto& [fqn, n] : units)
-        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(fqn, u.first); }))
-          r.fsdp_unit_params += n;
+      // A plain loop variable, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+      for (const auto& unit : units)
+        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(unit.first, u.first); }))
+          r.fsdp_unit_params += unit.second;
     }
     {
       sql::Stmt s(db.get(), "SELECT reason, sum(count) FROM skipped_events GROUP BY reason ORDER BY 2 DESC");

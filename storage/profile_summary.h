@@ -52,7 +52,12 @@ struct ProfileSummary {
   TimeNs time_begin = 0;
   TimeNs time_end = 0;
   TimeNs time_origin_unix_ns = 0;
+  // GPU activities by kind: kernels (compute and communication kernels), memory copies and
+  // memsets; gpu_activities is their total (the rows of the kernels table).
   std::int64_t kernels = 0;
+  std::int64_t copies = 0;
+  std::int64_t memsets = 0;
+  std::int64_t gpu_activities = 0;
   std::int64_t collectives = 0;
   std::int64_t ranges = 0;
   std::int64_t modules = 0;

@@ -104,10 +104,10 @@ struct ProfileWriter::Impl {
   std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> strings;
   std::unordered_map<LaunchConfig, RowId, ConfigHash> configs;
   RowId next_stream = 1, next_thread = 1, next_config = 1, next_kernel = 1, next_group = 1, next_collective = 1,
-        next_module = 1, next_range = 1, next_memory = 1, next_step = 1;
+        next_module = 1, next_range = 1, next_memory = 1, next_step = 1, next_launch = 1;
 
   sql::Stmt ins_string, ins_rank, ins_stream, ins_thread, ins_config, ins_kernel, ins_group, ins_collective,
-      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module;
+      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch;
 
   void begin() {
     if (!in_txn) {
@@ -193,6 +193,9 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
       sql::Stmt(d.db.get(), "INSERT INTO steps (id, rank, number, start_ns, duration_ns) VALUES (?,?,?,?,?)");
   d.ins_skipped = sql::Stmt(d.db.get(), "INSERT INTO skipped_events (rank, reason, count) VALUES (?,?,?)");
   d.upd_kernel_module = sql::Stmt(d.db.get(), "UPDATE kernels SET module_id = ? WHERE id = ?");
+  d.ins_launch = sql::Stmt(d.db.get(),
+                           "INSERT INTO launches (id, kernel_id, rank, thread_id, start_ns, duration_ns, name_id)"
+                           " VALUES (?,?,?,?,?,?,?)");
 
   set_meta("format", schema::kFormatName);
   set_meta("schema_version", std::to_string(schema::kVersion));
@@ -283,6 +286,15 @@ RowId ProfileWriter::add_kernel(const KernelRow& k) {
   return id;
 }
 
+RowId ProfileWriter::add_launch(const LaunchRow& l) {
+  Impl& d = *impl_;
+  const RowId id = d.next_launch++;
+  insert(d.ins_launch, id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
+         OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
+  d.row_added();
+  return id;
+}
+
 RowId ProfileWriter::add_process_group(const ProcessGroupRow& g) {
   Impl& d = *impl_;
   const RowId id = d.next_group++;
@@ -366,6 +378,7 @@ void ProfileWriter::finish() {
   d.ins_skipped = {};
   d.ins_meta = {};
   d.upd_kernel_module = {};
+  d.ins_launch = {};
   d.db.close();
   if (d.opts.atomic_rename && std::rename(d.working.c_str(), d.target.c_str()) != 0) {
     int err = errno;

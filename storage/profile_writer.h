@@ -38,6 +38,7 @@ class ProfileWriter {
   RowId add_thread(const ThreadInfo& t);
   RowId launch_config(const LaunchConfig& c);  // interned: equal configs share one row
   RowId add_kernel(const KernelRow& k);
+  RowId add_launch(const LaunchRow& l);
   RowId add_process_group(const ProcessGroupRow& g);
   RowId add_collective(const CollectiveRow& c);
   RowId add_module(const ModuleRow& m);

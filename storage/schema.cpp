@@ -121,6 +121,19 @@ const std::vector<Table>& tables() {
         {"duration_ns", "INTEGER NOT NULL"}}},
       {"skipped_events",
        {{"rank", "INTEGER"}, {"reason", "TEXT NOT NULL"}, {"count", "INTEGER NOT NULL"}}},
+      // The host call that launched each kernel / copy / memset (cudaLaunchKernel, cudaMemcpyAsync
+      // ...), from the correlation id: where the CPU issued the work, for launch delay, queue
+      // depth and idle-gap causes.
+      {"launches",
+       {{"id", "INTEGER PRIMARY KEY"},
+        {"kernel_id", "INTEGER NOT NULL REFERENCES kernels(id)"},
+        {"rank", "INTEGER NOT NULL"},
+        {"thread_id", "INTEGER REFERENCES threads(id)"},
+        {"start_ns", "INTEGER NOT NULL"},
+        {"duration_ns", "INTEGER NOT NULL"},
+        {"name_id", "INTEGER REFERENCES strings(id)"}},
+       {},
+       true},
   };
   return kTables;
 }
@@ -134,6 +147,13 @@ const std::vector<std::pair<std::string_view, std::string_view>>& views() {
        " FROM kernels k JOIN strings n ON n.id = k.name_id JOIN streams s ON s.id = k.stream_id"
        " LEFT JOIN enums e ON e.type = 'kernel_category' AND e.value = k.category"
        " LEFT JOIN modules m ON m.id = k.module_id LEFT JOIN launch_configs c ON c.id = k.launch_config_id"},
+      {"launch_view",
+       "SELECT l.id, l.kernel_id, l.rank, k.stream_id, s.native_id AS stream, l.thread_id, t.tid,"
+       " l.start_ns AS launch_start_ns, l.start_ns + l.duration_ns AS launch_end_ns, l.duration_ns AS launch_ns,"
+       " k.start_ns AS kernel_start_ns, k.start_ns - l.start_ns AS delay_ns, n.value AS api, kn.value AS kernel"
+       " FROM launches l JOIN kernels k ON k.id = l.kernel_id JOIN streams s ON s.id = k.stream_id"
+       " LEFT JOIN threads t ON t.id = l.thread_id LEFT JOIN strings n ON n.id = l.name_id"
+       " JOIN strings kn ON kn.id = k.name_id"},
       {"range_view",
        "SELECT r.id, r.rank, r.thread_id, r.stream_id, r.start_ns, r.start_ns + r.duration_ns AS end_ns,"
        " r.duration_ns, n.value AS name, ek.label AS kind, ep.label AS phase, m.fqn AS module, r.parent_id, r.depth"

@@ -22,6 +22,9 @@ struct Table {
   std::string_view name;
   std::vector<Column> columns;
   std::string_view suffix = {};  // e.g. " WITHOUT ROWID" or a table constraint
+  // Added after version 1 shipped: files written before it lack the table and read as if it were
+  // empty, so old profiles stay readable without a version bump (older readers ignore it).
+  bool optional = false;
 };
 
 const std::vector<Table>& tables();

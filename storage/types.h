@@ -139,6 +139,16 @@ struct KernelRow {
   std::int64_t bytes = 0;  // memcpy / memset size; 0 for kernels
 };
 
+// The host API call that launched a kernel, copy or memset.
+struct LaunchRow {
+  RowId kernel = kNoRow;  // kernels.id
+  int rank = 0;
+  RowId thread = kNoRow;  // threads.id of the launching thread
+  TimeNs start = 0;
+  TimeNs end = 0;
+  std::uint32_t name = 0;  // strings.id of the API call (cudaLaunchKernel ...), 0 = unknown
+};
+
 struct ProcessGroupRow {
   std::string name;         // PyTorch pg name ("0", "1", ...) or NCCL comm hash
   std::string description;  // "default_pg", "fsdp_shard", ...

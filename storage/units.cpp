@@ -64,4 +64,24 @@ std::optional<std::int64_t> parse_bytes(std::string_view text) {
   return static_cast<std::int64_t>(std::llround(bytes));
 }
 
+std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
+  std::string s(text);
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(v) || v < 0) return std::nullopt;
+  std::string unit;
+  for (const char* p = end; *p; ++p)
+    if (!std::isspace(static_cast<unsigned char>(*p))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  double mult = 1;
+  if (unit.empty() || unit == "ns") mult = 1;
+  else if (unit == "us" || unit == "\xc2\xb5s") mult = 1e3;
+  else if (unit == "ms") mult = 1e6;
+  else if (unit == "s") mult = 1e9;
+  else return std::nullopt;
+  const double ns = v * mult;
+  if (ns > 9.2e18) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(ns));
+}
+
 }  // namespace ss

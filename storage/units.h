@@ -12,5 +12,7 @@ std::string format_duration_ns(std::int64_t ns);  // "812 ns", "12.4 us", "3.21 
 std::string format_bytes(std::int64_t bytes);     // "512 B", "1.50 KiB", "70.0 GiB"
 // "70GiB", "70 GB", "1.5e9", "512MiB", "4096" -> bytes; nullopt on anything else.
 std::optional<std::int64_t> parse_bytes(std::string_view text);
+// "1500", "12.5ms", "300 us", "2s" -> ns; nullopt on anything else (negative included).
+std::optional<std::int64_t> parse_duration_ns(std::string_view text);
 
 }  // namespace ss

@@ -4,6 +4,7 @@
 // or unknown analysis (the list is printed), 2 bad input (profile, window, ranks), 3 the
 // analysis failed (its error is printed; the host itself survives a throwing plugin).
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "plugins/host/result_format.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
+#include "storage/units.h"
 
 namespace ss::cli {
 namespace {
@@ -62,8 +64,8 @@ int cmd_analyze(const std::vector<std::string>& args) {
       .positional("FILE", "a ShardScope profile (.ssdb)", false)
       .flag("list", "list the analyses found, the plugins refused and why, and the directories searched")
       .option("format", "FMT", "output format", "table", 0, {"table", "json"})
-      .option("from", "NS", "start of the time window (profile clock, ns)")
-      .option("to", "NS", "end of the time window (profile clock, ns)")
+      .option("from", "TIME", "start of the time window since the profile's start (ns, or with a unit: 12.5ms, 300us, 2s)")
+      .option("to", "TIME", "end of the time window since the profile's start (ns, or with a unit)")
       .option("ranks", "LIST", "only these ranks, e.g. 0,1")
       .multi_option("plugin-dir", "DIR", "also load plugins from DIR (searched first)");
   if (!p.parse(args)) return kExitOk;
@@ -89,14 +91,24 @@ int cmd_analyze(const std::vector<std::string>& args) {
   const std::string file = p.positionals("FILE").front();
 
   plugins::Selection sel;
-  if (p.has("from")) sel.from = p.get_int("from");
-  if (p.has("to")) sel.to = p.get_int("to");
+  auto time_option = [&](const char* option) -> std::optional<TimeNs> {
+    if (!p.has(option)) return std::nullopt;
+    const auto t = parse_duration_ns(p.get(option));
+    if (!t) throw UsageError(std::string("--") + option + ": not a time: '" + p.get(option) + "' (ns, or 12.5ms, 300us, 2s)");
+    return *t;
+  };
+  const auto from_since_start = time_option("from"), to_since_start = time_option("to");
   if (p.has("ranks")) sel.ranks = parse_ranks(p.get("ranks"));
 
   Profile profile = load_profile(file);  // ProfileError -> exit 2 with the file and the reason
+  // The window is given on the timeline's time base (since the profile's start); plugins see
+  // the profile's own clock.
+  if (from_since_start) sel.from = profile.time_begin + *from_since_start;
+  if (to_since_start) sel.to = profile.time_begin + *to_since_start;
   const TimeNs from = sel.from.value_or(profile.time_begin), to = sel.to.value_or(profile.time_end);
   if (from > to) {
-    std::cerr << "shardscope analyze: error: empty window: --from " << from << " is after --to " << to << "\n";
+    std::cerr << "shardscope analyze: error: empty window: --from " << format_duration_ns(from - profile.time_begin)
+              << " is after --to " << format_duration_ns(to - profile.time_begin) << "\n";
     return kExitBadInput;
   }
   for (int r : sel.ranks) {
@@ -115,9 +127,9 @@ int cmd_analyze(const std::vector<std::string>& args) {
     return kExitInternal;
   }
   if (p.get("format") == "json")
-    plugins::write_result_json(result, std::cout);
+    plugins::write_result_json(result, profile.time_begin, std::cout);
   else
-    plugins::write_result_text(result, std::cout);
+    plugins::write_result_text(result, profile.time_begin, std::cout);
   return kExitOk;
 }
 

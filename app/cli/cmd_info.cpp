@@ -6,6 +6,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/comm_kernel_report.h"
 #include "storage/cpu_device.h"
 #include "storage/json_writer.h"
 #include "storage/profile_summary.h"
@@ -20,7 +21,7 @@ std::int64_t category_total(const ProfileSummary& s) {
   return t;
 }
 
-void print_text(const ProfileSummary& s) {
+void print_text(const ProfileSummary& s, const std::vector<CommKernelGroup>& comm) {
   auto& o = std::cout;
   o << "Profile      " << s.path << " (schema v" << s.schema_version << ")\n";
   o << "Origin       " << to_string(s.origin.kind);
@@ -40,12 +41,13 @@ void print_text(const ProfileSummary& s) {
   o << "Time span    " << format_duration_ns(s.time_end - s.time_begin) << " (" << s.time_begin << " .. " << s.time_end
     << " ns)\n";
   o << "Steps        " << s.steps << "\n";
-  o << "Events       kernels " << s.kernels << ", collectives " << s.collectives << ", ranges " << s.ranges
+  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return is_cpu_device(r.gpu_name); });
+  o << "Events       kernels " << s.kernels << ", copies " << s.copies << ", memsets " << s.memsets << " ("
+    << s.gpu_activities << " " << (cpu_only ? "device" : "GPU") << " activities), collectives " << s.collectives << ", ranges " << s.ranges
     << ", modules " << s.modules << ", memory events " << s.memory_events << ", streams " << s.streams << "\n";
   if (s.fsdp_units > 0)
     o << "FSDP units   " << s.fsdp_units << " holding " << s.fsdp_unit_params << " parameters\n";
   const std::int64_t total = category_total(s);
-  const bool cpu_only = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const RankInfo& r) { return is_cpu_device(r.gpu_name); });
   if (!s.time_by_category.empty()) {
     o << (cpu_only ? "\nDevice (CPU) time by category\n" : "\nGPU time by category\n");
     for (const auto& c : s.time_by_category) {
@@ -65,6 +67,16 @@ void print_text(const ProfileSummary& s) {
       std::snprintf(line, sizeof line, "  %12s %8lld  %12s  %s\n", format_duration_ns(k.total_ns).c_str(),
                     static_cast<long long>(k.count), format_duration_ns(k.count ? k.total_ns / k.count : 0).c_str(),
                     name.c_str());
+      o << line;
+    }
+  }
+  if (!comm.empty()) {
+    o << "\nCommunication kernels by the rule that recognised them\n";
+    o << "  family             name contains                 kernels          total\n";
+    for (const auto& g : comm) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-18s %-28s %8lld  %13s\n", g.family.c_str(), g.rule.c_str(),
+                    static_cast<long long>(g.kernels), format_duration_ns(g.total_ns).c_str());
       o << line;
     }
   }
@@ -98,7 +110,7 @@ void print_text(const ProfileSummary& s) {
   }
 }
 
-void print_json(const ProfileSummary& s) {
+void print_json(const ProfileSummary& s, const std::vector<CommKernelGroup>& comm) {
   JsonWriter j(std::cout);
   j.begin_object();
   j.kv("path", s.path).kv("schema_version", s.schema_version);
@@ -133,6 +145,9 @@ void print_json(const ProfileSummary& s) {
   j.kv("time_begin_ns", s.time_begin).kv("time_end_ns", s.time_end).kv("duration_ns", s.time_end - s.time_begin);
   j.kv("time_origin_unix_ns", s.time_origin_unix_ns);
   j.kv("kernels", s.kernels)
+      .kv("copies", s.copies)
+      .kv("memsets", s.memsets)
+      .kv("gpu_activities", s.gpu_activities)
       .kv("collectives", s.collectives)
       .kv("ranges", s.ranges)
       .kv("modules", s.modules)
@@ -159,6 +174,10 @@ void print_json(const ProfileSummary& s) {
         .kv("ranks", c.ranks)
         .kv("ran_as", c.ran_as)
         .end_object();
+  j.end_array();
+  j.key("communication_kernels").begin_array();
+  for (const auto& g : comm)
+    j.begin_object().kv("family", g.family).kv("rule", g.rule).kv("kernels", g.kernels).kv("total_ns", g.total_ns).end_object();
   j.end_array();
   j.key("memory_peaks").begin_array();
   for (const auto& m : s.memory_peaks) {
@@ -189,10 +208,11 @@ int cmd_info(const std::vector<std::string>& args) {
   const long long top = p.get_int("top");
   if (top < 0 || top > 100000) throw UsageError("--top must be between 0 and 100000");
   ProfileSummary s = summarize_profile(p.positionals("FILE").front(), static_cast<int>(top));
+  const auto comm = comm_kernel_groups(p.positionals("FILE").front());
   if (p.get("format") == "json")
-    print_json(s);
+    print_json(s, comm);
   else
-    print_text(s);
+    print_text(s, comm);
   return kExitOk;
 }
 

@@ -97,6 +97,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
   connect(timeline_, &timeline::TimelineWidget::moduleSelected, memory_, &memview::MemoryView::selectModule);
   connect(memory_, &memview::MemoryView::moduleSelected, timeline_, &timeline::TimelineWidget::selectModule);
   connect(timeline_, &timeline::TimelineWidget::selectionChanged, this, [this] { show_details(); });
+  // The memory chart follows the timeline's window; a click on the chart centres the timeline there.
+  connect(timeline_, &timeline::TimelineWidget::viewportChanged, memory_, [this] {
+    if (const auto* c = timeline_->controller()) memory_->setTimeRange(static_cast<qint64>(c->viewport().start_ns), static_cast<qint64>(c->viewport().end_ns()));
+  });
+  connect(memory_, &memview::MemoryView::timeClicked, timeline_, [this](qint64 t) {
+    if (const auto* c = timeline_->controller()) {
+      const double half = (c->viewport().end_ns() - c->viewport().start_ns) / 2 / 1.1;  // showRange adds 5% each side
+      timeline_->showRange(t - static_cast<qint64>(half), t + static_cast<qint64>(half));
+    }
+  });
   connect(timeline_, &timeline::TimelineWidget::aggregateReady, this, [this] {
     const auto& agg = timeline_->controller()->aggregate();
     if (!agg) return;
@@ -289,11 +299,15 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   if (!timeline_->isVisible()) {
     fill_memory();  // e.g. a hidden window: no frame will be drawn to wait for
   } else {
+    // After the timeline's first frame, or at once when another tab hides the timeline before
+    // it draws (gui --compare B switches to Compare in profileLoaded): no frame would come.
     auto* once = new QObject(this);
-    connect(timeline_, &timeline::TimelineWidget::profileFrameDrawn, once, [once, fill_memory] {
+    const auto fill_once = [once, fill_memory] {
       once->deleteLater();
       fill_memory();
-    });
+    };
+    connect(timeline_, &timeline::TimelineWidget::profileFrameDrawn, once, fill_once, Qt::SingleShotConnection);
+    connect(tabs_, &QTabWidget::currentChanged, once, fill_once, Qt::SingleShotConnection);
   }
   kernel_agg_->set_rows({});
   module_agg_->set_rows({});

@@ -18,6 +18,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/time_frames.h"
 #include "views/analyses/analyses_dock.h"
+#include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
 #include "views/timeline/timeline_widget.h"
@@ -193,7 +194,7 @@ int run_gui(int argc, char** argv, int first_arg) {
         std::cerr << "shardscope gui: cannot compare with " << compare_path.toStdString() << ": "
                   << window.compare_view()->last_error().toStdString() << "\n";
       if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
-    });
+    }, Qt::SingleShotConnection);  // B goes with FILE only: a profile opened later starts without a B
   if (!file.empty()) window.open_file(QString::fromStdString(file));
   if (!screenshot_dir.isEmpty()) {
     if (file.empty()) {
@@ -221,8 +222,13 @@ int run_gui(int argc, char** argv, int first_arg) {
           const auto shoot_memory = [&, ok](bool analyses_ok) {
             // The memory view on its own, at a useful size.
             window.memory_dock()->setFloating(true);
-            window.memory_dock()->resize(1600, 700);
+            window.memory_dock()->resize(1600, 1000);
+            // The whole profile (the analysis jump narrowed the chart to the timeline's window).
+            window.memory_view()->setTimeRange(window.profile()->time_begin, window.profile()->time_end);
             QTimer::singleShot(300, &app, [&, ok, analyses_ok] {
+              // The hover readout at the peak, as a user pointing at it sees it.
+              auto* chart = window.memory_view()->chart();
+              chart->hover_time(window.memory_view()->model()->stats().series.peak_time);
               const bool mem_ok = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok && analyses_ok;
               // The Unshard panel on its own, with a few layers kept unsharded as a user would.
               window.memory_dock()->setFloating(false);

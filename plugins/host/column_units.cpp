@@ -41,8 +41,8 @@ ColumnUnit column_unit(std::string_view c) {
   for (auto t : kTimestampColumns)
     if (c == t) return ColumnUnit::Timestamp;
   if (ends_with(c, "_ns")) return ColumnUnit::Duration;
-  if (ends_with(c, "_bytes")) return ColumnUnit::Bytes;
-  if (ends_with(c, "_pct")) return ColumnUnit::Percent;
+  if (ends_with(c, "_bytes") || c == "bytes") return ColumnUnit::Bytes;
+  if (ends_with(c, "_pct") || c.find("_pct_") != std::string_view::npos) return ColumnUnit::Percent;
   return ColumnUnit::Plain;
 }
 
@@ -61,6 +61,8 @@ std::string column_title(std::string_view c) {
   }
   for (auto& ch : base)
     if (ch == '_') ch = ' ';
+  // "peak pct of capacity" -> "peak % of capacity"
+  for (std::size_t at = base.find(" pct "); at != std::string::npos; at = base.find(" pct ")) base.replace(at, 5, " % ");
   return base + suffix;
 }
 

@@ -3,8 +3,8 @@
 //   *_time_ns, start_ns, end_ns, first_start_ns, last_start_ns, from_ns, to_ns  -> a timestamp
 //     (absolute profile ns in the result; shown as time since the profile's start)
 //   other *_ns                                                                   -> a duration
-//   *_bytes                                                                      -> a size
-//   *_pct                                                                        -> a percentage
+//   *_bytes, bytes                                                               -> a size
+//   *_pct, *_pct_*                                                               -> a percentage
 // Anything else is shown as it is.
 #pragma once
 

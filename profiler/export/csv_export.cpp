@@ -46,7 +46,11 @@ std::vector<std::string> export_csv(const std::string& profile, const std::strin
     }
     o << "\r\n";
     const std::string order = table.columns.front().name == "id" ? " ORDER BY id" : "";
-    sql::Stmt s(db.get(), "SELECT " + cols + " FROM " + std::string(table.name) + order);
+    // A table added after a file was written (schema::Table::optional) exports as a header only.
+    sql::Stmt exists(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+    exists.bind(1, table.name);
+    const bool present = exists.step() && exists.col_int(0) > 0;
+    sql::Stmt s(db.get(), present ? "SELECT " + cols + " FROM " + std::string(table.name) + order : std::string("SELECT 1 WHERE 0"));
     const int n = static_cast<int>(table.columns.size());
     while (s.step()) {
       for (int i = 0; i < n; ++i) {

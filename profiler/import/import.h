@@ -25,10 +25,11 @@
 
 namespace ss::import {
 
-enum class Format { Unknown, KinetoJson, NsysSqlite };
+enum class Format { Unknown, KinetoJson, NsysSqlite, TorchMemorySnapshot };
 const char* to_string(Format f);
 
-// Detects the format from the file's content (gzip / JSON / SQLite header and tables), not its name.
+// Detects the format from the file's content (gzip / JSON / SQLite header and tables, pickle
+// protocol opcode), not its name.
 Format detect_format(const std::string& path);
 
 // Bad input. The message names the file and, where it applies, the byte offset or row.
@@ -73,6 +74,8 @@ class ImportContext {
 
 void import_kineto(const std::string& path, ImportContext& ctx);  // .json and .json.gz
 void import_nsys(const std::string& path, ImportContext& ctx);    // nsys export --type sqlite
+// torch.cuda.memory._dump_snapshot pickles, read by a restricted reader that executes nothing.
+void import_torch_snapshot(const std::string& path, ImportContext& ctx);
 
 struct ImportOptions {
   bool show_progress = true;  // progress lines on stderr for inputs over 50 MB

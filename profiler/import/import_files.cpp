@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "profiler/import/import.h"
+
+#include "profiler/common/comm_kernels.h"
 #include "storage/sqlite_handle.h"
 #include "storage/units.h"
 
@@ -16,6 +18,7 @@ const char* to_string(Format f) {
   switch (f) {
     case Format::KinetoJson: return "kineto-json";
     case Format::NsysSqlite: return "nsys-sqlite";
+    case Format::TorchMemorySnapshot: return "torch-memory-snapshot";
     case Format::Unknown: break;
   }
   return "unknown";
@@ -28,6 +31,8 @@ Format detect_format(const std::string& path) {
   in.read(reinterpret_cast<char*>(head.data()), head.size());
   const auto n = static_cast<std::size_t>(in.gcount());
   if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Format::KinetoJson;  // gzip: Kineto .json.gz
+  // A pickle of protocol 2 to 5 starts with PROTO (0x80) and its number: torch.cuda.memory._dump_snapshot.
+  if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5) return Format::TorchMemorySnapshot;
   if (n >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0) {
     bool nsys = false, profile = false;
     try {
@@ -105,7 +110,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     Format f = detect_format(in);
     if (f == Format::Unknown)
       throw ImportError("'" + in + "': unknown format (expected a PyTorch profiler / Kineto JSON trace, .json or"
-                        " .json.gz, or an Nsight Systems SQLite export)");
+                        " .json.gz, an Nsight Systems SQLite export, or a PyTorch memory snapshot pickle)");
     formats.push_back(f);
     summary.inputs.emplace_back(in, f);
   }
@@ -123,6 +128,9 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   // The writer builds OUT under a temporary name; if anything below throws, its destructor
   // removes the partial file, so no output is left behind.
   ProfileWriter writer(output, origin);
+  // The communication-kernel rules this import classified with, so `info` can name the rule
+  // that matched each kernel even if the user's rules change later.
+  writer.set_meta("comm_kernel_rules", format_comm_kernel_rules(comm_kernel_rules()));
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
@@ -130,6 +138,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     switch (formats[i]) {
       case Format::KinetoJson: import_kineto(inputs[i], ctx); break;
       case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
+      case Format::TorchMemorySnapshot: import_torch_snapshot(inputs[i], ctx); break;
       case Format::Unknown: break;
     }
   }

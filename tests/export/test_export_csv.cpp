@@ -3,6 +3,7 @@
 #include "profiler/export/export.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/schema.h"
+#include "storage/sqlite_handle.h"
 #include "tests/import/import_test_util.h"
 #include "tests/support/test_paths.h"
 
@@ -84,4 +85,23 @@ TEST_CASE("CSV export writes one file per table with a header and every row", "[
   const auto names = query_column(prof, "SELECT value FROM strings ORDER BY id");
   REQUIRE(strings.size() == names.size() + 1);
   for (std::size_t i = 0; i < names.size(); ++i) CHECK(strings[i + 1][1] == names[i]);
+}
+
+TEST_CASE("CSV export of a profile written before the launches table gives its header only", "[export][csv]") {
+  TempDir dir;
+  const std::string prof = dir.file("old.ssdb");
+  SyntheticSpec spec;
+  spec.layers = 1;
+  spec.steps = 1;
+  write_synthetic_profile(prof, spec);
+  {
+    sql::Db db(prof, SQLITE_OPEN_READWRITE);
+    db.exec("DROP VIEW launch_view; DROP TABLE launches");
+  }
+  const std::string out = dir.file("csv");
+  const auto files = exporting::export_csv(prof, out);
+  CHECK(files.size() == schema::tables().size());
+  const auto rows = parse_csv(read_file(out + "/launches.csv"));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows.front().front() == "id");
 }

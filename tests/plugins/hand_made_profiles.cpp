@@ -89,4 +89,47 @@ void write_two_rank_profile(const std::string& path) {
   w.finish();
 }
 
+// Layout (times in us):
+// compute stream 7: K1 [0,100) launched at 0 | K2 [200,300) launched at 150 | K3 [400,500) launched
+//                   at 250 | K4 [600,700) launched at 450 | K5 [800,900) launched at 650
+// nccl stream 20:   N1 [300,380) launched at 290          (an NCCL kernel, no collectives rows)
+// copy stream 30:   C1 [500,580) launched at 100          (a memcpy)
+// Every launch call lasts 5 us, on thread 100.
+void write_launch_profile(const std::string& path) {
+  constexpr TimeNs us = 1000;
+  Origin o;
+  o.kind = OriginKind::Synthetic;
+  o.tool = "test_builtin_analyses";
+  o.source_format = "hand-made";
+  ProfileWriter w(path, o);
+  RankInfo ri;
+  ri.rank = 0;
+  ri.gpu_name = "test GPU";
+  ri.world_size = 1;
+  w.add_rank(ri);
+  const RowId compute = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+  const RowId nccl = w.add_stream({0, 0, 20, StreamKind::Nccl, "nccl"});
+  const RowId copy = w.add_stream({0, 0, 30, StreamKind::Copy, "copy"});
+  const RowId thread = w.add_thread({0, 100, "main"});
+  const auto launch_name = w.intern("cudaLaunchKernel");
+  auto kernel = [&](RowId stream, TimeNs a, TimeNs b, const char* name, KernelCategory cat, TimeNs launched) {
+    KernelRow k;
+    k.stream = stream;
+    k.start = a * us;
+    k.end = b * us;
+    k.name = w.intern(name);
+    k.category = cat;
+    const RowId id = w.add_kernel(k);
+    w.add_launch({id, 0, thread, launched * us, launched * us + 5 * us, launch_name});
+  };
+  kernel(compute, 0, 100, "K1", KernelCategory::Compute, 0);
+  kernel(compute, 200, 300, "K2", KernelCategory::Compute, 150);
+  kernel(compute, 400, 500, "K3", KernelCategory::Compute, 250);
+  kernel(compute, 600, 700, "K4", KernelCategory::Compute, 450);
+  kernel(compute, 800, 900, "K5", KernelCategory::Compute, 650);
+  kernel(nccl, 300, 380, "ncclDevKernel_AllReduce", KernelCategory::Collective, 290);
+  kernel(copy, 500, 580, "Memcpy HtoD", KernelCategory::Memcpy, 100);
+  w.finish();
+}
+
 }  // namespace ss::test

@@ -7,6 +7,7 @@
 
 #include "tests/cli/run_cli.h"
 #include "tests/plugins/hand_made_profiles.h"
+#include "storage/units.h"
 #include "tests/support/test_paths.h"
 
 using namespace ss::test;
@@ -93,4 +94,50 @@ TEST_CASE("SHARDSCOPE_PLUGIN_PATH adds a plugin folder", "[plugins][cli]") {
   ::unsetenv("SHARDSCOPE_PLUGIN_PATH");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("== echo (1 row)") != std::string::npos);
+}
+
+// One time base (issue 13): the CLI's text and JSON give timestamps as time since the profile's
+// start, the timeline ruler's 0, and --from/--to take times on that base.
+TEST_CASE("analyze reports timestamps since the profile's start", "[plugins][cli]") {
+  TempDir dir;
+  const std::string path = dir.file("s.ssdb");
+  REQUIRE(run_cli({"synth", "-o", path, "--ranks", "2", "--layers", "2"}).exit_code == 0);
+  simdjson::dom::parser info_parser, parser;
+  CliResult info = run_cli({"info", path, "--format", "json"});
+  REQUIRE(info.exit_code == 0);
+  simdjson::dom::element i = info_parser.parse(info.out);
+  const int64_t begin = int64_t(i["time_begin_ns"]), duration = int64_t(i["duration_ns"]);
+  REQUIRE(begin > 0);  // the synthetic clock does not start at 0, so a wrong base shows
+
+  CliResult json = run_cli({"analyze", "memory-peak", path, "--format", "json"});
+  REQUIRE(json.exit_code == 0);
+  simdjson::dom::element doc = parser.parse(json.out);
+  CHECK(int64_t(doc["time_base"]["profile_start_ns"]) == begin);
+  CHECK(std::string_view(doc["time_base"]["timestamps"]) == "ns since the profile's start");
+  simdjson::dom::array peaks = doc["tables"].at(0)["rows"];
+  REQUIRE(peaks.size() == 2);
+  const int64_t peak_t = int64_t(peaks.at(0).at(2));  // peak_time_ns of rank 0
+  CHECK(peak_t >= 0);
+  CHECK(peak_t <= duration);
+  // The finding and the marker for that peak sit at the same time on the same base.
+  CHECK(int64_t(doc["findings"].at(0)["start_ns"]) == peak_t);
+  CHECK(int64_t(doc["markers"].at(0)["start_ns"]) == peak_t);
+
+  // Text: readable units, the same instant.
+  CliResult text = run_cli({"analyze", "memory-peak", path});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("since the profile's start") != std::string::npos);
+  CHECK(text.out.find("peak time") != std::string::npos);  // header without the _ns suffix
+  CHECK(text.out.find(ss::format_duration_ns(peak_t)) != std::string::npos);
+  CHECK(text.out.find(std::to_string(begin + peak_t)) == std::string::npos);  // no absolute clock values
+
+  // A window after the peak, given on the same base with a unit, leaves it out.
+  const std::string after = std::to_string(peak_t + 1) + "ns";
+  CliResult later = run_cli({"analyze", "memory-peak", path, "--from", after, "--format", "json"});
+  REQUIRE(later.exit_code == 0);
+  simdjson::dom::element d2 = parser.parse(later.out);
+  simdjson::dom::array rows2 = d2["tables"].at(0)["rows"];
+  for (auto r : rows2)
+    if (int64_t(r.at(0)) == 0) CHECK(int64_t(r.at(2)) > peak_t);
+  CHECK(run_cli({"analyze", "memory-peak", path, "--from", "soon"}).exit_code == 1);
 }

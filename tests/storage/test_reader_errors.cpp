@@ -162,3 +162,20 @@ TEST_CASE("corrupted pages are reported, not crashed on", "[storage][errors]") {
   CHECK(kind == ProfileErrorKind::Corrupt);
   CHECK_THAT(msg, Contains("corrupt.ssdb"));
 }
+
+// `launches` was added after schema version 1 shipped: a file written before it (the bundled
+// sample, users' recordings) must still load, and a present-but-broken table is still an error.
+TEST_CASE("a profile without the optional launches table still loads", "[storage][errors]") {
+  test::TempDir dir;
+  auto a = small_profile(dir, "old.ssdb");
+  mutate(a, "DROP VIEW launch_view; DROP TABLE launches");
+  const Profile p = load_profile(a);
+  CHECK(p.kernel_count > 0);
+  CHECK(summarize_profile(a).kernels > 0);
+
+  std::string msg;
+  auto b = small_profile(dir, "broken.ssdb");
+  mutate(b, "DROP VIEW launch_view; ALTER TABLE launches DROP COLUMN start_ns");
+  CHECK(load_error(b, &msg) == ProfileErrorKind::MalformedTable);
+  CHECK_THAT(msg, Contains("'launches' has no column 'start_ns'"));
+}

@@ -61,3 +61,15 @@ TEST_CASE("JSON writer output parses, with escapes and invalid UTF-8 replaced", 
   CHECK(doc["a"].get_array().size() == 3);
   CHECK(int64_t(doc["raw"]["k"].at(1)) == 2);
 }
+
+TEST_CASE("parse_duration_ns reads ns and time units", "[storage][units]") {
+  CHECK(parse_duration_ns("1500") == 1500);
+  CHECK(parse_duration_ns("12.5ms") == 12'500'000);
+  CHECK(parse_duration_ns("300 us") == 300'000);
+  CHECK(parse_duration_ns("2s") == 2'000'000'000);
+  CHECK(parse_duration_ns("7ns") == 7);
+  CHECK_FALSE(parse_duration_ns("-1ms").has_value());
+  CHECK_FALSE(parse_duration_ns("5 parsecs").has_value());
+  CHECK_FALSE(parse_duration_ns("").has_value());
+  CHECK_FALSE(parse_duration_ns("1e30s").has_value());
+}

@@ -233,6 +233,20 @@ TEST_CASE("the timeline's show_range (a finding's jump) shows the range and scro
   CHECK(c.track_y(first) < 150 - timeline::kRowHeight);
 }
 
+TEST_CASE("show_range of an instant centres it in a readable window", "[views]") {
+  const auto p = profile();
+  timeline::TimelineController c(*p);
+  c.set_size(1200, 400);
+  c.fit_all();
+  const TimeNs t = p->time_begin + (p->time_end - p->time_begin) / 2;
+  c.show_range(t, t);  // a memory peak's finding
+  const auto& vp = c.viewport();
+  const double mid = (vp.start_ns + vp.end_ns()) / 2;
+  CHECK(std::abs(mid - static_cast<double>(t)) < vp.ns_per_px);  // centred, to the pixel
+  CHECK(vp.end_ns() - vp.start_ns >= 20'000.0);
+  CHECK(vp.end_ns() - vp.start_ns == Approx(std::max(20'000.0, 0.005 * double(p->time_end - p->time_begin))));
+}
+
 TEST_CASE("a finished run's markers and counter tracks are drawn on the connected timeline", "[views][gui]") {
   app();
   const auto p = profile();

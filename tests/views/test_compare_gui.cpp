@@ -18,12 +18,17 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QValueAxis>
 
 #include "app/gui/main_window.h"
 #include "tests/support/test_paths.h"
 #include "views/compare/compare_view.h"
 #include "views/compare/comparisons_dock.h"
+#include "views/compare/compare_table_model.h"
 #include "views/compare/saved_comparison_model.h"
+#include "views/memory/memory_chart.h"
+#include "views/memory/memory_view.h"
+#include "views/memory/module_tree_model.h"
 #include "views/timeline/timeline_widget.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
@@ -158,4 +163,59 @@ TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen
   REQUIRE(panel->session());
   CHECK(panel->session()->state().keep[static_cast<std::size_t>(unit)]);
   CHECK(panel->step_text() == QString::number(cli["step_time_ms"].toDouble(), 'f', 3) + " ms");
+}
+
+TEST_CASE("main window: a new A drops B; Compare shown at load still fills the memory view; memory chart and timeline linked", "[compare][gui]") {
+  app();
+  const QString a = QString::fromStdString(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb");
+  const QString other = QString::fromStdString(sample());
+  gui::MainWindow w;
+  w.set_interactive(false);
+  w.resize(1600, 1000);
+  w.show();
+  // What `gui A --compare B` does: compare and switch to the Compare tab as soon as A has loaded,
+  // before the timeline has drawn a frame.
+  auto once = QObject::connect(&w, &gui::MainWindow::profileLoaded, &w, [&] {
+    REQUIRE(w.compare_view()->compare_with(a));
+    w.show_compare_tab();
+  });
+  open_and_wait(w, a);
+  QObject::disconnect(once);
+  // The memory view fills although the Timeline tab never showed.
+  for (int i = 0; i < 200 && w.memory_view()->model()->rowCount() == 0; ++i) QTest::qWait(20);
+  CHECK(w.central_tabs()->currentWidget() == w.compare_view());
+  CHECK(w.memory_view()->model()->rowCount() > 0);
+  CHECK(w.memory_view()->chart()->title_text().contains("peak"));
+  REQUIRE(w.compare_view()->comparison());
+
+  // A new profile: the Compare view forgets B (no comparison across unrelated runs).
+  open_and_wait(w, other);
+  CHECK_FALSE(w.compare_view()->comparison().has_value());
+  CHECK(w.compare_view()->path_b().isEmpty());
+  CHECK(w.compare_view()->model()->rowCount() == 0);
+  CHECK(w.compare_view()->timeline_b()->controller() == nullptr);
+  CHECK(w.compare_view()->path_a() == other);
+
+  // Back to A on the Timeline tab: a click on the memory chart centres the timeline on that time,
+  // and the chart follows the timeline's window.
+  open_and_wait(w, a);
+  w.central_tabs()->setCurrentWidget(w.timeline());
+  w.memory_dock()->show();
+  w.memory_dock()->raise();
+  for (int i = 0; i < 200 && w.memory_view()->model()->rowCount() == 0; ++i) QTest::qWait(20);
+  QApplication::processEvents();
+  auto* chart = w.memory_view()->chart();
+  REQUIRE(chart->x_axis());
+  const TimeNs t = w.profile()->time_begin + 1'500'000'000;
+  const auto& before = w.timeline()->controller()->viewport();
+  const double width = before.end_ns() - before.start_ns;
+  emit chart->timeClicked(t);  // what a click at t does (the click's mapping is test_view_models')
+  const auto& v = w.timeline()->controller()->viewport();
+  CHECK((v.start_ns + v.end_ns()) / 2 == Approx(static_cast<double>(t)).margin(width * 0.01));
+  CHECK(v.end_ns() - v.start_ns == Approx(width).epsilon(0.02));
+  // showRange emitted viewportChanged: the chart shows the timeline's window (once input pauses).
+  const double start_ms = (v.start_ns - static_cast<double>(w.profile()->time_begin)) / 1e6;
+  CHECK(QTest::qWaitFor([&] { return std::abs(chart->x_axis()->min() - start_ms) < 1e-3; }, 3000));
+  CHECK(chart->x_axis()->min() == Approx((v.start_ns - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
+  CHECK(chart->x_axis()->max() == Approx((v.end_ns() - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
 }

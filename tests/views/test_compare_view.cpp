@@ -6,6 +6,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileInfo>
 #include <QPlainTextEdit>
@@ -14,16 +15,20 @@
 #include <QTest>
 #include <QWheelEvent>
 #include <cmath>
+#include <set>
 
 #include "profiler/compare/comparison.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
+#include "views/compare/compare_filter_proxy.h"
 #include "views/compare/compare_table_model.h"
 #include "views/compare/compare_view.h"
 #include "views/compare/comparisons_dock.h"
+#include "views/compare/lane_folding.h"
 #include "views/compare/saved_comparison_model.h"
+#include "views/compare/sort_arrow_header.h"
 #include "views/timeline/timeline_widget.h"
 
 using namespace ss;
@@ -318,4 +323,210 @@ TEST_CASE("compare view: B read in the background gives the same comparison; a n
   QApplication::processEvents();
   CHECK(view.model()->rowCount() == 0);
   CHECK_FALSE(view.comparison().has_value());
+}
+
+TEST_CASE("compare view: one-sided modules show a dash, are counted in a warning and hidden until 'Show all'", "[compare][gui]") {
+  app();
+  test::TempDir dir;
+  SyntheticSpec sa;
+  sa.layers = 2;
+  SyntheticSpec sb = sa;
+  sb.layers = 4;  // layers.2 and layers.3 (and their children) exist only in B
+  write_synthetic_profile(dir.file("a.ssdb"), sa);
+  write_synthetic_profile(dir.file("b.ssdb"), sb);
+  const auto pa = std::make_shared<const Profile>(load_profile(dir.file("a.ssdb")));
+  CompareView view;
+  QAbstractItemModelTester tester(view.proxy(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  view.set_profile(pa, QString::fromStdString(dir.file("a.ssdb")));
+  REQUIRE(view.compare_with(QString::fromStdString(dir.file("b.ssdb"))));
+  const auto& rows = view.model()->rows();
+  // Modules of B's rows that A's module table does not have: what the warning must count.
+  std::set<std::string> only_b;
+  int one_sided_rows = 0;
+  for (const auto& r : rows) {
+    if (pa->find_module(r.fqn) < 0) only_b.insert(r.fqn);
+    one_sided_rows += r.count_a == 0 || r.count_b == 0;
+  }
+  REQUIRE(only_b.size() >= 2);  // layers.2, layers.3, ...
+  CHECK(view.mismatch_text().contains(QStringLiteral("0 modules only in A, %1 only in B").arg(only_b.size())));
+
+  // By default the table lists the modules on both sides only.
+  CHECK_FALSE(view.show_all_box()->isChecked());
+  auto* table = view.table()->model();
+  CHECK(table->rowCount() == static_cast<int>(rows.size()) - one_sided_rows);
+  for (int r = 0; r < table->rowCount(); ++r) {
+    CHECK(table->index(r, CompareTableModel::ColA).data().toString() != QString::fromUtf8("\u2014"));
+    CHECK(pa->find_module(table->index(r, CompareTableModel::ColModule).data(CompareTableModel::SortRole).toString().toStdString()) >= 0);
+  }
+  // "Show all": every row; a B-only row reads "—" for A and the delta, not 0.000.
+  view.show_all_box()->setChecked(true);
+  REQUIRE(table->rowCount() == static_cast<int>(rows.size()));
+  int dashes = 0;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    const std::string fqn = table->index(r, CompareTableModel::ColModule).data(CompareTableModel::SortRole).toString().toStdString();
+    if (!only_b.count(fqn)) continue;
+    ++dashes;
+    CHECK(table->index(r, CompareTableModel::ColA).data().toString() == QString::fromUtf8("\u2014"));
+    CHECK(table->index(r, CompareTableModel::ColDelta).data().toString() == QString::fromUtf8("\u2014"));
+    CHECK(table->index(r, CompareTableModel::ColError).data().toString() == "only in B");
+    CHECK(table->index(r, CompareTableModel::ColB).data().toString() != QString::fromUtf8("\u2014"));
+  }
+  CHECK(dashes > 0);
+  // Sorted by |delta|, the one-sided rows (no delta) come last, not first.
+  const int last = table->rowCount() - 1;
+  CHECK(table->index(0, CompareTableModel::ColA).data().toString() != QString::fromUtf8("\u2014"));
+  CHECK(table->index(last, CompareTableModel::ColDelta).data().toString() == QString::fromUtf8("\u2014"));
+  view.show_all_box()->setChecked(false);
+  CHECK(table->rowCount() == static_cast<int>(rows.size()) - one_sided_rows);
+
+  // The same profile on both sides: no warning.
+  REQUIRE(view.compare_with(QString::fromStdString(dir.file("a.ssdb"))));
+  CHECK(view.mismatch_text().isEmpty());
+  CHECK(table->rowCount() == view.model()->rowCount());
+}
+
+TEST_CASE("compare view: the sort arrow points the way the rows run", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.set_profile(runs.pa, runs.qa());
+  REQUIRE(view.compare_with(runs.qb()));
+  auto* header = qobject_cast<SortArrowHeader*>(view.table()->horizontalHeader());
+  REQUIRE(header);
+  auto* table = view.table()->model();
+  REQUIRE(table->rowCount() > 2);
+  auto column = [&](int c) {
+    std::vector<double> v;
+    for (int r = 0; r < table->rowCount(); ++r) v.push_back(table->index(r, c).data(CompareTableModel::SortRole).toDouble());
+    return v;
+  };
+  // Default: largest |delta| at the top, and the arrow points down (▼).
+  CHECK(header->sortIndicatorOrder() == Qt::DescendingOrder);
+  const auto delta = column(CompareTableModel::ColDelta);
+  CHECK(std::is_sorted(delta.rbegin(), delta.rend()));
+  CHECK(delta.front() > delta.back());
+  CHECK(header->arrow(CompareTableModel::ColDelta) == QStyleOptionHeader::SortDown);
+  CHECK(header->arrow(CompareTableModel::ColA) == QStyleOptionHeader::None);
+  // A click on the header: smallest at the top, the arrow points up (▲).
+  view.table()->sortByColumn(CompareTableModel::ColA, Qt::AscendingOrder);
+  const auto a = column(CompareTableModel::ColA);
+  CHECK(std::is_sorted(a.begin(), a.end()));
+  CHECK(a.front() < a.back());
+  CHECK(header->arrow(CompareTableModel::ColA) == QStyleOptionHeader::SortUp);
+}
+
+TEST_CASE("compare view: arrow keys in the table move both timelines like a click", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.resize(1200, 900);
+  view.set_profile(runs.pa, runs.qa());
+  REQUIRE(view.compare_with(runs.qb()));
+  auto* table = view.table();
+  REQUIRE(table->model()->rowCount() > 3);
+  view.click_table_row(0);
+  table->setFocus();
+  auto row_of = [&](int view_row) {
+    const QString fqn = table->model()->index(view_row, CompareTableModel::ColModule).data(CompareTableModel::SortRole).toString();
+    const int phase = table->model()->index(view_row, CompareTableModel::ColPhase).data(CompareTableModel::SortRole).toInt();
+    const auto& rows = view.model()->rows();
+    const auto it = std::find_if(rows.begin(), rows.end(), [&](const compare::ModuleDiff& m) {
+      return QString::fromStdString(m.fqn) == fqn && static_cast<int>(m.phase) == phase;
+    });
+    REQUIRE(it != rows.end());
+    return *it;
+  };
+  for (int expected : {1, 2, 1}) {
+    QTest::keyClick(table, expected == 1 && table->currentIndex().row() == 2 ? Qt::Key_Up : Qt::Key_Down);
+    REQUIRE(table->currentIndex().row() == expected);
+    const compare::ModuleDiff m = row_of(expected);
+    REQUIRE(m.first_a);
+    REQUIRE(m.first_b);
+    CHECK(view.link_offset() == *m.first_a - *m.first_b);
+    CHECK(shows_time(view.timeline_a(), *m.first_a));
+    CHECK(shows_time(view.timeline_b(), *m.first_b));
+    check_linked(view);
+  }
+}
+
+TEST_CASE("compare view: reset and a new A drop B and the comparison", "[compare][gui]") {
+  app();
+  TwoRuns runs;
+  CompareView view;
+  view.set_profile(runs.pa, runs.qa());
+  REQUIRE(view.compare_with(runs.qb()));
+  REQUIRE(view.comparison());
+  REQUIRE(view.timeline_b()->controller());
+  // Another profile opened as A: nothing of the old B is left.
+  view.set_profile(std::make_shared<const Profile>(load_profile(runs.b)), runs.qb());
+  CHECK_FALSE(view.comparison().has_value());
+  CHECK(view.path_b().isEmpty());
+  CHECK(view.model()->rowCount() == 0);
+  CHECK(view.timeline_b()->controller() == nullptr);
+  CHECK(view.headline_text().contains("choose B"));
+  CHECK_FALSE(view.set_alignment({}));  // no B to re-align with
+  // reset() alone does the same and keeps A.
+  REQUIRE(view.compare_with(runs.qa()));
+  view.reset();
+  CHECK_FALSE(view.comparison().has_value());
+  CHECK(view.path_a() == runs.qb());
+  CHECK(view.timeline_a()->controller() != nullptr);
+  CHECK(view.timeline_b()->controller() == nullptr);
+}
+
+TEST_CASE("compare view: CPU operator lanes fold by default so the next rows move up", "[compare][gui]") {
+  app();
+  const QString sample = QString::fromStdString(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb");
+  CompareView view;
+  view.set_profile(std::make_shared<const Profile>(load_profile(sample.toStdString())), sample);
+  REQUIRE(view.compare_with(sample));
+  for (auto* tl : {view.timeline_a(), view.timeline_b()}) {
+    auto* c = tl->controller();
+    REQUIRE(c);
+    int operator_lanes = 0;
+    std::int32_t memory_track = -1;
+    for (std::size_t i = 0; i < c->tracks().size(); ++i) {
+      const auto& t = c->tracks()[i];
+      if (is_cpu_operator_lane(c->profile(), t)) {
+        ++operator_lanes;
+        CHECK(t.collapsed);
+        // Only lanes without modules: a lane with a module range is never folded.
+        const auto& events = c->profile().range_tracks[static_cast<std::size_t>(t.index)].events;
+        CHECK(std::none_of(events.begin(), events.end(), [](const RangeEvent& e) { return e.kind == RangeKind::Module; }));
+      } else if (t.kind == timeline::TrackKind::Ranges) {
+        CHECK_FALSE(t.collapsed);
+      }
+      if (memory_track < 0 && t.rank == 1 && t.kind == timeline::TrackKind::Memory) memory_track = static_cast<std::int32_t>(i);
+    }
+    CHECK(operator_lanes > 0);
+    REQUIRE(memory_track >= 0);
+    const float folded_y = c->track_y(memory_track) + c->scroll_y();
+    view.fold_cpu_box()->setChecked(false);
+    const float open_y = c->track_y(memory_track) + c->scroll_y();
+    CHECK(open_y - folded_y == Approx(operator_lanes * (timeline::kRowHeight - timeline::kCollapsedHeight)).margin(0.5));
+    view.fold_cpu_box()->setChecked(true);
+  }
+  // "Compared ranks only": every row of the other rank folds as well; the compared rank's GPU-side
+  // and memory rows stay open.
+  REQUIRE(view.comparison()->alignment.a.rank == 0);
+  view.only_rank_box()->setChecked(true);
+  for (auto* tl : {view.timeline_a(), view.timeline_b()}) {
+    int open_rows = 0;
+    for (const auto& t : tl->controller()->tracks()) {
+      if (t.rank != 0) CHECK(t.collapsed);
+      if (t.rank == 0 && t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
+      open_rows += !t.collapsed;
+    }
+    CHECK(open_rows > 0);
+  }
+  // Re-aligned on rank 1: the folds follow.
+  compare::Alignment al;
+  al.rank_a = 1;
+  al.rank_b = 1;
+  REQUIRE(view.set_alignment(al));
+  for (const auto& t : view.timeline_a()->controller()->tracks())
+    if (t.kind != timeline::TrackKind::Ranges) CHECK(t.collapsed == (t.rank != 1));
+  view.only_rank_box()->setChecked(false);
+  for (const auto& t : view.timeline_b()->controller()->tracks())
+    if (t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
 }

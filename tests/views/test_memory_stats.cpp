@@ -5,7 +5,10 @@
 #include "storage/profile_reader.h"
 #include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
+#include "views/memory/memory_axis.h"
 #include "views/memory/module_memory_stats.h"
+
+#include <cmath>
 
 using namespace ss;
 using namespace ss::memview;
@@ -90,4 +93,117 @@ TEST_CASE("module memory stats agree with SQL over memory_events and ranges", "[
   CHECK(inside > 0);
   CHECK(l[kPeakWhileRunning] >= inside);
   CHECK(l[kPeakWhileRunning] <= counter_max);
+}
+
+TEST_CASE("memory chart helpers: byte unit from the range, round ticks, category names", "[views][memory]") {
+  CHECK(std::string(byte_unit_for(0).name) == "B");
+  CHECK(std::string(byte_unit_for(1023).name) == "B");
+  CHECK(std::string(byte_unit_for(1024).name) == "KiB");
+  CHECK(std::string(byte_unit_for(100LL << 20).name) == "MiB");
+  CHECK(byte_unit_for(100LL << 20).bytes == 1024.0 * 1024);
+  CHECK(std::string(byte_unit_for(3LL << 30).name) == "GiB");
+  // Steps are 1, 2 or 5 × 10^k, the first tick a multiple of the step, at most ~target ticks.
+  for (auto [lo, hi] : {std::pair{0.0, 2626.9}, std::pair{0.0, 0.11}, std::pair{1913.2, 1925.7}, std::pair{0.0, 97.3}}) {
+    const Ticks t = nice_ticks(lo, hi, 6);
+    const double mantissa = t.step / std::pow(10.0, std::floor(std::log10(t.step) + 1e-12));
+    CHECK((std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 5) < 1e-9));
+    CHECK(std::abs(t.first / t.step - std::round(t.first / t.step)) < 1e-6);
+    CHECK(t.first >= lo - 1e-9);
+    CHECK(t.first < lo + t.step);
+    CHECK((hi - lo) / t.step <= 6.0 + 1e-9);
+    CHECK((hi - lo) / t.step > 1.0);
+  }
+  CHECK(nice_ticks(0, 2626.9, 6).step == 500);
+  CHECK(nice_ticks(0, 0.11, 6).step == Approx(0.02));
+  CHECK(nice_ticks(0, 0.11, 6).decimals == 2);
+  CHECK(nice_ceiling(97.3) == 100);
+  CHECK(nice_ceiling(107.1) == 120);  // step 20, not 150 with a step of 50
+  CHECK(nice_ceiling(0.093) == Approx(0.1));
+  CHECK(std::string(category_label(MemoryCategory::ShardedParameter)) == "Sharded parameters");
+  CHECK(std::string(category_label(MemoryCategory::OptimizerState)) == "Optimizer state");
+  CHECK(std::string(category_label(MemoryCategory::Activation)) == "Activations");
+  CHECK(std::string(category_label(MemoryCategory::Unknown)) == "Other");
+}
+
+TEST_CASE("memory readout at a time and a module's attributed series agree with SQL", "[views][memory]") {
+  const std::string path = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  const Profile p = load_profile(path);
+  const ModuleMemoryStats s = compute_module_memory(p, 0);
+  REQUIRE(s.series.times.size() > 100);
+  // At a sample time the readout is the sum of every event up to that time, per category.
+  for (std::size_t i : {std::size_t{10}, s.series.times.size() / 2, s.series.times.size() - 1}) {
+    const TimeNs t = s.series.times[i];
+    const MemoryReadout r = readout_at(s.series, t);
+    REQUIRE(r.valid);
+    CHECK(r.time == t);
+    CHECK(r.total == sql_int(path, "SELECT sum(bytes) FROM memory_events WHERE rank=0 AND time_ns <= " + std::to_string(t)));
+    for (int cat : {3, 5})
+      CHECK(r.by_category[static_cast<std::size_t>(cat)] ==
+            sql_int(path, "SELECT sum(bytes) FROM memory_events WHERE rank=0 AND category=" + std::to_string(cat) + " AND time_ns <= " + std::to_string(t)));
+    // Between two samples: the earlier one.
+    if (i + 1 < s.series.times.size() && s.series.times[i + 1] > t + 1) CHECK(readout_at(s.series, t + 1).time == t);
+  }
+  CHECK_FALSE(readout_at(s.series, s.series.times.front() - 1).valid);
+
+  // A leaf module: its attributed bytes peak where SQL's running sum over its events does, and it
+  // runs where its module ranges are.
+  const std::int32_t leaf = p.find_module("layers.1.attention.wq");
+  REQUIRE(leaf >= 0);
+  REQUIRE(p.modules[static_cast<std::size_t>(leaf)].children.empty());
+  const std::string id = std::to_string(p.modules[static_cast<std::size_t>(leaf)].id);
+  const ModuleSeries m = compute_module_series(p, 0, leaf);
+  CHECK(m.module == leaf);
+  const std::int64_t sql_peak = sql_int(path, "SELECT max(total) FROM (SELECT sum(bytes) OVER (ORDER BY time_ns, id) AS total FROM memory_events "
+                                              "WHERE rank=0 AND module_id=" + id + ")");
+  CHECK(sql_peak > 0);
+  CHECK(m.peak_bytes == sql_peak);
+  CHECK(*std::max_element(m.bytes.begin(), m.bytes.end()) == sql_peak);
+  CHECK(static_cast<std::int64_t>(m.running.size()) == sql_int(path, "SELECT count(*) FROM ranges WHERE rank=0 AND kind=1 AND module_id=" + id));
+  CHECK(m.running.front().first == sql_int(path, "SELECT min(start_ns) FROM ranges WHERE rank=0 AND kind=1 AND module_id=" + id));
+  // A parent's share includes its children's events (layers.1.attention and its wq/wk/wv/wo).
+  const std::int32_t parent = p.modules[static_cast<std::size_t>(leaf)].parent;
+  std::string ids = std::to_string(p.modules[static_cast<std::size_t>(parent)].id);
+  for (std::int32_t c : p.modules[static_cast<std::size_t>(parent)].children) ids += "," + std::to_string(p.modules[static_cast<std::size_t>(c)].id);
+  const ModuleSeries ps = compute_module_series(p, 0, parent);
+  CHECK(ps.peak_bytes == sql_int(path, "SELECT max(total) FROM (SELECT sum(bytes) OVER (ORDER BY time_ns, id) AS total FROM memory_events "
+                                       "WHERE rank=0 AND module_id IN (" + ids + "))"));
+  CHECK(ps.peak_bytes > m.peak_bytes);
+  CHECK(compute_module_series(p, 0, -1).times.empty());
+}
+
+TEST_CASE("a zoomed window re-sampled from the events agrees with SQL at every sample", "[views][memory]") {
+  const std::string path = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  const Profile p = load_profile(path);
+  const ModuleMemoryStats s = compute_module_memory(p, 1);
+  REQUIRE(s.events);
+  CHECK(static_cast<std::int64_t>(s.events->size()) == sql_int(path, "SELECT count(*) FROM memory_events WHERE rank=1"));
+  // 20 ms in the middle of the profile: far finer than the whole-profile sampling (~1.75 ms a sample).
+  const TimeNs t0 = p.time_begin + 1'900'000'000, t1 = t0 + 20'000'000;
+  const MemorySeries w = sample_window(*s.events, t0, t1, 1500);
+  const std::string sum_to = "SELECT sum(bytes) FROM memory_events WHERE rank=1 AND time_ns <= ";
+  REQUIRE(w.times.size() > 10);
+  CHECK(w.times.front() == t0);
+  CHECK(w.times.back() == t1);
+  CHECK(w.present == s.series.present);
+  CHECK(w.times.size() <= 1500 + 2);
+  // With 1 ns buckets every distinct event time in the window is a sample.
+  CHECK(static_cast<std::int64_t>(sample_window(*s.events, t0, t1, 20'000'000).times.size()) ==
+        2 + sql_int(path, "SELECT count(DISTINCT time_ns) FROM memory_events WHERE rank=1 AND time_ns > " + std::to_string(t0) +
+                              " AND time_ns < " + std::to_string(t1)));
+  for (std::size_t i = 0; i < w.times.size(); i += std::max<std::size_t>(1, w.times.size() / 12)) {
+    std::int64_t total = 0;
+    for (const auto& c : w.by_category) total += c[i];
+    CHECK(total == sql_int(path, sum_to + std::to_string(w.times[i])));
+    CHECK(readout_at(w, w.times[i]).total == total);
+  }
+  // The window's peak is SQL's highest running total inside it.
+  const std::int64_t sql_peak = sql_int(path,
+      "SELECT max(total) FROM (SELECT time_ns, sum(bytes) OVER (ORDER BY time_ns, id) AS total FROM memory_events WHERE rank=1) "
+      "WHERE time_ns <= " + std::to_string(t1));
+  CHECK(w.peak_bytes <= sql_peak);
+  const std::int64_t in_window = sql_int(path,
+      "SELECT max(total) FROM (SELECT time_ns, sum(bytes) OVER (ORDER BY time_ns ROWS UNBOUNDED PRECEDING) AS total FROM "
+      "(SELECT time_ns, sum(bytes) AS bytes FROM memory_events WHERE rank=1 GROUP BY time_ns)) WHERE time_ns BETWEEN " +
+          std::to_string(t0) + " AND " + std::to_string(t1));
+  CHECK(w.peak_bytes == std::max(in_window, sql_int(path, sum_to + std::to_string(t0))));
 }

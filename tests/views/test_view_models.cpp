@@ -5,13 +5,22 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QLineEdit>
+#include <QAbstractSeries>
+#include <QChart>
+#include <QChartView>
+#include <QMouseEvent>
+#include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTest>
 #include <QTreeView>
+#include <QValueAxis>
+#include <QXYSeries>
 
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
+#include "views/memory/memory_axis.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
@@ -50,6 +59,10 @@ TEST_CASE("module tree model passes QAbstractItemModelTester and mirrors the mod
     else
       CHECK(parent.data(memview::ModuleTreeModel::kModuleRole).toInt() == p->modules[i].parent);
   }
+  // The full module path, as the chart and the timeline name it ("layers.2.attention", not "attention").
+  const int attention = p->find_module("layers.2.attention");
+  REQUIRE(attention >= 0);
+  CHECK(model.data(model.index_of_module(attention)).toString().startsWith("layers.2.attention"));
   // Missing figures show as a dash.
   const QModelIndex root = model.index(0, 1 + memview::kOptimizerStates);
   CHECK(model.data(root).toString() == QString::fromUtf8("\u2014"));
@@ -101,4 +114,131 @@ TEST_CASE("aggregate table model", "[views][gui]") {
   CHECK(model.data(model.index(0, timeline::AggregateModel::Count), Qt::UserRole).toLongLong() == 2);
   CHECK(model.data(model.index(1, timeline::AggregateModel::Share), Qt::UserRole).toDouble() == Approx(0.25));
   CHECK(model.data(model.index(0, timeline::AggregateModel::Share)).toString() == "75.0 %");
+}
+
+namespace {
+// A mouse event sent to the chart's viewport at `pos` (hover without buttons, or a left press).
+void send_mouse(memview::MemoryChart* chart, QEvent::Type type, QPoint pos, Qt::MouseButton button = Qt::NoButton) {
+  QWidget* vp = chart->view()->viewport();
+  QMouseEvent e(type, QPointF(pos), vp->mapToGlobal(QPointF(pos)), button, button == Qt::NoButton ? Qt::NoButton : Qt::MouseButtons(button),
+                Qt::NoModifier);
+  QApplication::sendEvent(vp, &e);
+}
+}  // namespace
+
+TEST_CASE("memory chart on the real CPU sample: names, units, hover readout, click to time, range and module", "[views][gui]") {
+  app();
+  const auto p = std::make_shared<const Profile>(load_profile(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb"));
+  memview::MemoryView view;
+  view.resize(1400, 700);
+  view.show();
+  view.set_profile(p);
+  QApplication::processEvents();
+  auto* chart = view.chart();
+  const auto& series = view.model()->stats().series;
+  REQUIRE(series.times.size() > 100);
+
+  // Legend: the categories' names, never the file's identifiers.
+  const QStringList names = chart->legend_names();
+  CHECK(names.contains("Gradients"));
+  CHECK(names.contains("Activations"));
+  CHECK(names.contains("Sharded parameters"));
+  for (const QString& n : names) CHECK_FALSE(n.contains('_'));
+  // Units from the range: the sample peaks at about 100 MiB, so the axis counts MiB; round ticks.
+  CHECK(series.peak_bytes > (50LL << 20));
+  CHECK(series.peak_bytes < (1LL << 30));
+  CHECK(chart->y_axis()->titleText() == "memory (MiB)");
+  CHECK(chart->x_axis()->titleText().contains("ms"));
+  for (QValueAxis* axis : {chart->x_axis(), chart->y_axis()}) {
+    const double step = axis->tickInterval();
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-12));
+    CHECK((std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 5) < 1e-9));
+    CHECK(axis->tickType() == QValueAxis::TicksDynamic);
+  }
+  CHECK(chart->y_axis()->max() * (1 << 20) >= static_cast<double>(series.peak_bytes));
+  CHECK(std::abs(chart->y_axis()->max() / chart->y_axis()->tickInterval() - std::round(chart->y_axis()->max() / chart->y_axis()->tickInterval())) < 1e-6);
+  // The time axis starts at the profile's start (the timeline ruler's 0) and runs to its end (or
+  // the last memory event, which the recorder may log after the last traced event).
+  CHECK(chart->x_axis()->min() == 0);
+  CHECK(chart->x_axis()->max() == Approx(static_cast<double>(std::max(p->time_end, series.times.back()) - p->time_begin) / 1e6));
+
+  // Hover over a sample's time: the readout gives that time and the totals there.
+  const TimeNs t = series.times[series.times.size() / 2];
+  send_mouse(chart, QEvent::MouseMove, chart->point_of(t));
+  const auto at = chart->time_at(chart->point_of(t));
+  REQUIRE(at);
+  const memview::MemoryReadout r = memview::readout_at(series, *at);
+  REQUIRE(r.valid);
+  const QString text = chart->readout_text();
+  CHECK(text.contains(QString::number(static_cast<double>(*at - p->time_begin) / 1e6, 'f', 1)));
+  CHECK(text.contains("total <b>" + memview::format_bytes(r.total) + "</b>"));
+  CHECK(text.contains("Gradients " + memview::format_bytes(r.by_category[static_cast<std::size_t>(MemoryCategory::Gradient)])));
+  // One pixel is a few ms here: the time under the cursor is within a pixel of t.
+  const double ns_per_px = (chart->x_axis()->max() - chart->x_axis()->min()) * 1e6 / chart->view()->chart()->plotArea().width();
+  CHECK(std::abs(static_cast<double>(*at - t)) <= ns_per_px);
+
+  // A left click emits the profile time under the cursor (what the main window moves the timeline to).
+  QSignalSpy clicked(&view, &memview::MemoryView::timeClicked);
+  send_mouse(chart, QEvent::MouseButtonPress, chart->point_of(t), Qt::LeftButton);
+  REQUIRE(clicked.count() == 1);
+  CHECK(std::abs(static_cast<double>(clicked.first().at(0).toLongLong() - t)) <= ns_per_px);
+  // Outside the plot: no time.
+  send_mouse(chart, QEvent::MouseButtonPress, QPoint(1, 1), Qt::LeftButton);
+  CHECK(clicked.count() == 1);
+
+  // The timeline's visible range: the time axis shows it, with round ticks.
+  const TimeNs t0 = p->time_begin + 1'200'000'000, t1 = p->time_begin + 1'350'000'000;
+  view.setTimeRange(p->time_begin, p->time_end);  // a zoom gesture: many calls, the chart follows the last
+  view.setTimeRange(t0, t1);
+  CHECK(QTest::qWaitFor([&] { return chart->x_axis()->min() > 1.0; }, 2000));
+  CHECK(chart->x_axis()->min() == Approx(1200.0));
+  CHECK(chart->x_axis()->max() == Approx(1350.0));
+  CHECK(chart->x_axis()->tickInterval() == Approx(20.0));
+  QApplication::processEvents();
+  // Zoomed to 150 ms of 2.6 s: the areas are re-sampled from the events, and the readout at an
+  // event time inside the window is the exact sum of every event up to it.
+  const auto& shown = chart->shown_series();
+  REQUIRE(shown.times.size() > 20);
+  CHECK(shown.times.front() == t0);
+  CHECK(shown.times.back() == t1);
+  const TimeNs inside = shown.times[shown.times.size() / 2];
+  chart->hover_time(inside);
+  std::int64_t exact = 0;
+  for (const auto& e : *view.model()->stats().events)
+    if (e.time <= inside) exact += e.bytes;
+  CHECK(chart->readout_text().contains("total <b>" + memview::format_bytes(exact) + "</b>"));
+  CHECK(memview::readout_at(shown, inside).total == exact);
+  // A click now maps through the zoomed axis.
+  send_mouse(chart, QEvent::MouseButtonPress, chart->point_of(p->time_begin + 1'300'000'000), Qt::LeftButton);
+  REQUIRE(clicked.count() == 2);
+  CHECK(std::abs(static_cast<double>(clicked.last().at(0).toLongLong() - (p->time_begin + 1'300'000'000))) < 1e6);
+
+  // Selecting a module highlights it: a line named after it (its attributed bytes) and its ranges.
+  const int module = p->find_module("layers.1");
+  REQUIRE(module >= 0);
+  view.selectModule(module);
+  CHECK(chart->highlighted_module() == "layers.1");
+  const memview::ModuleSeries m = memview::compute_module_series(*p, 0, module);
+  bool line = false, band = false;
+  for (QAbstractSeries* s : chart->view()->chart()->series()) {
+    if (s->name() == "layers.1") {
+      line = true;
+      double top = 0;
+      for (const QPointF& pt : static_cast<QXYSeries*>(s)->points()) top = std::max(top, pt.y());
+      CHECK(top * chart->unit().bytes == Approx(static_cast<double>(m.peak_bytes)));
+    }
+    band = band || s->name() == "layers.1 running";
+  }
+  CHECK(line);
+  CHECK(band);
+  CHECK(chart->readout_text().contains("layers.1"));
+  // Back to the whole profile: the whole-profile samples again.
+  view.setTimeRange(p->time_begin, p->time_end);
+  CHECK(QTest::qWaitFor([&] { return chart->x_axis()->min() < 1.0; }, 2000));
+  CHECK(chart->shown_series().times == series.times);
+  view.selectModule(p->find_module("norm"));
+  CHECK(chart->highlighted_module() == "norm");
+  int named = 0;
+  for (QAbstractSeries* s : chart->view()->chart()->series()) named += s->name().startsWith("layers.1");
+  CHECK(named == 0);  // the previous highlight is gone
 }

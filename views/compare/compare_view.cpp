@@ -1,6 +1,7 @@
 #include "views/compare/compare_view.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -8,7 +9,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
 #include <QThread>
@@ -17,7 +17,10 @@
 
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
+#include "views/compare/compare_filter_proxy.h"
 #include "views/compare/compare_table_model.h"
+#include "views/compare/lane_folding.h"
+#include "views/compare/sort_arrow_header.h"
 #include "views/timeline/timeline_widget.h"
 
 namespace ss::compareview {
@@ -102,6 +105,27 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   headline_->setWordWrap(true);
   headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(headline_);
+  // What the table and the timelines show: modules on both sides only (one-sided modules have
+  // nothing to compare against), CPU operator lanes folded so the GPU streams fit.
+  auto* options = new QHBoxLayout;
+  mismatch_ = new QLabel;
+  mismatch_->setToolTip(QStringLiteral("Modules that run in one compared window only: renamed, added or removed between the runs, "
+                                       "or outside the other side's window. Hidden from the table unless \"Show all modules\" is on."));
+  mismatch_->hide();
+  show_all_ = new QCheckBox(QStringLiteral("Show all modules"));
+  show_all_->setToolTip(QStringLiteral("Also list modules that run on one side only (shown with \u2014 for the missing side)"));
+  fold_cpu_ = new QCheckBox(QStringLiteral("Fold CPU operator lanes"));
+  fold_cpu_->setToolTip(QStringLiteral("Draw the CPU lanes without module ranges (aten::*, FSDP runtime calls) thin, "
+                                       "so that the GPU streams are visible; click a lane's label to open one"));
+  fold_cpu_->setChecked(true);
+  only_rank_ = new QCheckBox(QStringLiteral("Compared ranks only"));
+  only_rank_->setToolTip(QStringLiteral("Fold every row of the ranks that are not compared, so each timeline shows its compared rank"));
+  options->addWidget(mismatch_);
+  options->addStretch(1);
+  options->addWidget(show_all_);
+  options->addWidget(fold_cpu_);
+  options->addWidget(only_rank_);
+  layout->addLayout(options);
 
   auto* split = new QSplitter(Qt::Vertical);
   auto add_timeline = [split](QLabel*& caption, timeline::TimelineWidget*& tl) {
@@ -119,10 +143,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   add_timeline(caption_a_, timeline_a_);
   add_timeline(caption_b_, timeline_b_);
   model_ = new CompareTableModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
+  proxy_ = new CompareFilterProxy(this);
   proxy_->setSourceModel(model_);
-  proxy_->setSortRole(CompareTableModel::SortRole);
   table_ = new QTableView;
+  table_->setHorizontalHeader(new SortArrowHeader(table_));
   table_->setModel(proxy_);
   table_->setSortingEnabled(true);
   table_->sortByColumn(CompareTableModel::ColDelta, Qt::DescendingOrder);
@@ -155,27 +179,55 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
         fill_choices();  // back to the alignment still shown
       }
     });
+  // A click, or the arrow keys moving the current row, moves the timelines to that module.
   connect(table_, &QTableView::clicked, this, [this](const QModelIndex& index) { show_module_row(proxy_->mapToSource(index).row()); });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (current.isValid()) show_module_row(proxy_->mapToSource(current).row());
+  });
+  connect(show_all_, &QCheckBox::toggled, proxy_, &CompareFilterProxy::set_show_all);
+  connect(fold_cpu_, &QCheckBox::toggled, this, [this] { apply_folding(); });
+  connect(only_rank_, &QCheckBox::toggled, this, [this] { apply_folding(); });
   connect(timeline_a_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(true); });
   connect(timeline_b_, &timeline::TimelineWidget::viewportChanged, this, [this] { mirror(false); });
 }
 
 void CompareView::set_profile(std::shared_ptr<const Profile> a, const QString& path_a) {
-  ++generation_;
   a_ = std::move(a);
   path_a_ = path_a;
+  timeline_a_->set_profile(a_);
+  apply_folding();
+  caption_a_->setText(QStringLiteral("A: %1").arg(QFileInfo(path_a_).fileName()));
+  reset();
+}
+
+void CompareView::reset() {
+  ++generation_;  // a B still being read was chosen for the previous A: dropped when it arrives
   b_.reset();
   path_b_.clear();
   comparison_.reset();
+  alignment_ = {};
+  offset_ = 0;
+  fit_on_show_ = false;
   model_->set_rows({});
-  timeline_a_->set_profile(a_);
+  mismatch_->hide();
   timeline_b_->set_profile(nullptr);
-  caption_a_->setText(QStringLiteral("A: %1").arg(QFileInfo(path_a_).fileName()));
   caption_b_->setText(QStringLiteral("B: choose a profile to compare with"));
   choose_->setEnabled(a_ != nullptr && !reading_);
   save_->setEnabled(false);
   for (QComboBox* box : {rank_a_, step_a_, rank_b_, step_b_}) box->clear();
-  headline_->setText(QStringLiteral("A = %1; choose B to compare with").arg(QFileInfo(path_a_).fileName()));
+  headline_->setText(a_ ? QStringLiteral("A = %1; choose B to compare with").arg(QFileInfo(path_a_).fileName())
+                        : QStringLiteral("Open a profile (A), then choose a second one (B) to compare with"));
+}
+
+void CompareView::apply_folding() {
+  for (bool b_side : {false, true}) {
+    timeline::TimelineWidget* tl = b_side ? timeline_b_ : timeline_a_;
+    if (!tl->controller()) continue;
+    FoldOptions o;
+    o.cpu_operator_lanes = fold_cpu_->isChecked();
+    if (only_rank_->isChecked() && comparison_) o.only_rank = b_side ? comparison_->alignment.b.rank : comparison_->alignment.a.rank;
+    if (apply_folds(*tl->controller(), o) > 0) tl->update();
+  }
 }
 
 bool CompareView::compare_with(const QString& path_b, const compare::Alignment& alignment) {
@@ -257,6 +309,9 @@ bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& pa
   alignment_ = alignment;
   const compare::Comparison& c = *comparison_;
   model_->set_rows(c.modules);
+  const QString mismatch = one_sided_text(count_one_sided(c.modules));
+  mismatch_->setText(QStringLiteral("\u26A0 ") + mismatch + (mismatch.isEmpty() ? QString() : QStringLiteral(" (the windows differ: renamed, added or removed modules)")));
+  mismatch_->setVisible(!mismatch.isEmpty());
   headline_->setText(QStringLiteral("A = %1, B = %2, aligned at %3\n%4;  %5")
                          .arg(QFileInfo(path_a_).fileName(), QFileInfo(path_b_).fileName(),
                               QString::fromStdString(c.alignment.description), measure("step time", c.headline.step_time),
@@ -265,6 +320,7 @@ bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& pa
   caption_b_->setText(QStringLiteral("B: %1 (%2)").arg(QFileInfo(path_b_).fileName(), window_text(c.alignment.b)));
   fill_choices();
   save_->setEnabled(true);
+  apply_folding();  // the compared ranks may have changed
   show_window();
   fit_on_show_ = !timeline_a_->isVisible();
   emit comparisonChanged();
@@ -354,5 +410,6 @@ void CompareView::showEvent(QShowEvent* e) {
 }
 
 QString CompareView::headline_text() const { return headline_->text(); }
+QString CompareView::mismatch_text() const { return mismatch_->isVisibleTo(this) ? mismatch_->text() : QString(); }
 
 }  // namespace ss::compareview

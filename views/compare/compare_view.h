@@ -13,10 +13,10 @@
 #include "profiler/compare/comparison.h"
 #include "storage/profile_model.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPushButton;
-class QSortFilterProxyModel;
 class QTableView;
 
 namespace ss::timeline {
@@ -26,12 +26,17 @@ class TimelineWidget;
 namespace ss::compareview {
 
 class CompareTableModel;
+class CompareFilterProxy;
 
 class CompareView : public QWidget {
   Q_OBJECT
  public:
   explicit CompareView(QWidget* parent = nullptr);
+  // A new A: B, the comparison and the table are dropped (reset()); the main window calls this
+  // for every profile it opens, so a comparison never spans unrelated runs.
   void set_profile(std::shared_ptr<const Profile> a, const QString& path_a);
+  // Forgets B (and any B still being read) and the comparison; A stays.
+  void reset();
   // Loads B and compares at `alignment`; false (and last_error()) when B cannot be read or the
   // alignment names a rank or step a side lacks. On failure the previous comparison stays.
   bool compare_with(const QString& path_b, const compare::Alignment& alignment = {});
@@ -48,11 +53,17 @@ class CompareView : public QWidget {
   QString path_b() const { return path_b_; }
   CompareTableModel* model() { return model_; }
   QTableView* table() { return table_; }
+  CompareFilterProxy* proxy() { return proxy_; }
+  QCheckBox* show_all_box() { return show_all_; }
+  QCheckBox* fold_cpu_box() { return fold_cpu_; }
+  QCheckBox* only_rank_box() { return only_rank_; }
   timeline::TimelineWidget* timeline_a() { return timeline_a_; }
   timeline::TimelineWidget* timeline_b() { return timeline_b_; }
   QComboBox* rank_box(bool b_side) { return b_side ? rank_b_ : rank_a_; }
   QComboBox* step_box(bool b_side) { return b_side ? step_b_ : step_a_; }
   QString headline_text() const;
+  // The one-sided modules warning ("N modules only in A, M only in B ..."), empty when hidden.
+  QString mismatch_text() const;
   QString last_error() const { return error_; }
   // Add to a B time to place it on A's axis: the step alignment, or a module's start after a row click.
   TimeNs link_offset() const { return offset_; }
@@ -77,6 +88,7 @@ class CompareView : public QWidget {
   compare::Alignment alignment_from_boxes() const;
   void mirror(bool from_a);
   void show_window();
+  void apply_folding();
 
   std::shared_ptr<const Profile> a_, b_;
   QString path_a_, path_b_;
@@ -84,15 +96,19 @@ class CompareView : public QWidget {
   std::optional<compare::Comparison> comparison_;
   TimeNs offset_ = 0;
   bool mirroring_ = false;
-  bool fit_on_show_ = false;
+  bool fit_on_show_ = false;  // compared while hidden: the timelines had no width to fit to
   bool reading_ = false;
-  int generation_ = 0;  // bumped by set_profile: a background read for an older A is dropped  // compared while hidden: the timelines had no width to fit to
+  int generation_ = 0;  // bumped by reset(): a background read for an older A is dropped
   CompareTableModel* model_ = nullptr;
-  QSortFilterProxyModel* proxy_ = nullptr;
+  CompareFilterProxy* proxy_ = nullptr;
   QTableView* table_ = nullptr;
   timeline::TimelineWidget* timeline_a_ = nullptr;
   timeline::TimelineWidget* timeline_b_ = nullptr;
   QLabel* headline_ = nullptr;
+  QLabel* mismatch_ = nullptr;
+  QCheckBox* show_all_ = nullptr;
+  QCheckBox* fold_cpu_ = nullptr;
+  QCheckBox* only_rank_ = nullptr;
   QLabel* caption_a_ = nullptr;
   QLabel* caption_b_ = nullptr;
   QComboBox* rank_a_ = nullptr;

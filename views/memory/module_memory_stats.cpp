@@ -23,17 +23,8 @@ const char* column_title(int c) {
   }
 }
 
-namespace {
-
-struct MemoryRow {
-  TimeNs time;
-  std::int64_t bytes;
-  int category;
-  std::int32_t module;  // index, -1 when none
-};
-
-std::vector<MemoryRow> read_memory_rows(const Profile& p, int rank) {
-  std::vector<MemoryRow> rows;
+std::vector<MemoryEvent> read_memory_events(const Profile& p, int rank) {
+  std::vector<MemoryEvent> rows;
   sql::Db db = open_profile_readonly(p.path);
   sql::Stmt s(db.get(), "SELECT time_ns, bytes, category, module_id FROM memory_events WHERE rank = ? ORDER BY time_ns, id");
   s.bind(1, rank);
@@ -44,6 +35,8 @@ std::vector<MemoryRow> read_memory_rows(const Profile& p, int rank) {
   }
   return rows;
 }
+
+namespace {
 
 std::int64_t max_in(const std::vector<CounterPoint>& c, TimeNs t0, TimeNs t1) {
   auto it = std::upper_bound(c.begin(), c.end(), t0, [](TimeNs t, const CounterPoint& p) { return t < p.time; });
@@ -63,7 +56,7 @@ ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t 
   const RankModel* rm = p.rank(rank);
   const int world = rm && rm->info.world_size > 0 ? rm->info.world_size : static_cast<int>(p.ranks.size());
 
-  const std::vector<MemoryRow> rows = read_memory_rows(p, rank);
+  const std::vector<MemoryEvent> rows = read_memory_events(p, rank);
   std::array<bool, kMemoryCategoryCount> present{};
   for (const auto& r : rows) present[static_cast<std::size_t>(r.category)] = true;
 
@@ -180,6 +173,95 @@ ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t 
         });
       }
   }
+  if (rows.size() <= kMaxKeptEvents) out.events = std::make_shared<const std::vector<MemoryEvent>>(rows);
+  return out;
+}
+
+MemorySeries sample_window(const std::vector<MemoryEvent>& events, TimeNs t0, TimeNs t1, std::size_t max_points) {
+  MemorySeries s;
+  if (t1 < t0) std::swap(t0, t1);
+  for (const auto& e : events) s.present[static_cast<std::size_t>(e.category)] = true;
+  std::array<std::int64_t, kMemoryCategoryCount> live{};
+  auto push = [&](TimeNs t) {
+    s.times.push_back(t);
+    for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].push_back(live[static_cast<std::size_t>(c)]);
+  };
+  auto set_back = [&](TimeNs t) {
+    s.times.back() = t;
+    for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].back() = live[static_cast<std::size_t>(c)];
+  };
+  std::size_t i = 0;
+  for (; i < events.size() && events[i].time <= t0; ++i) live[static_cast<std::size_t>(events[i].category)] += events[i].bytes;
+  std::int64_t total = 0;
+  for (auto v : live) total += v;
+  push(t0);  // the state at the window's start
+  s.peak_bytes = total;
+  s.peak_time = t0;
+  const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
+  long current_bucket = -1;
+  std::int64_t bucket_best = 0;
+  for (; i < events.size() && events[i].time <= t1; ++i) {
+    const auto& r = events[i];
+    live[static_cast<std::size_t>(r.category)] += r.bytes;
+    total += r.bytes;
+    if (i + 1 < events.size() && events[i + 1].time == r.time) continue;  // only the state after a timestamp is real
+    if (total > s.peak_bytes) {
+      s.peak_bytes = total;
+      s.peak_time = r.time;
+    }
+    const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
+    if (b != current_bucket) {
+      current_bucket = b;
+      bucket_best = total;
+      push(r.time);
+    } else if (total > bucket_best) {
+      bucket_best = total;
+      set_back(r.time);
+    }
+  }
+  if (s.times.back() < t1) push(t1);  // and at its end
+  return s;
+}
+
+ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t module, std::size_t max_points) {
+  ModuleSeries out;
+  if (module < 0 || static_cast<std::size_t>(module) >= p.modules.size()) return out;
+  out.module = module;
+  auto inside = [&](std::int32_t m) {
+    for (; m >= 0; m = p.modules[static_cast<std::size_t>(m)].parent)
+      if (m == module) return true;
+    return false;
+  };
+  const std::vector<MemoryEvent> rows = read_memory_events(p, rank);
+  if (!rows.empty()) {
+    const TimeNs t0 = std::min(p.time_begin, rows.front().time), t1 = std::max(p.time_end, rows.back().time);
+    const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
+    std::int64_t live = 0;
+    long current_bucket = -1;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      if (r.module >= 0 && inside(r.module)) live += r.bytes;
+      if (i + 1 < rows.size() && rows[i + 1].time == r.time) continue;  // only the state after a timestamp is real
+      if (live > out.peak_bytes) {
+        out.peak_bytes = live;
+        out.peak_time = r.time;
+      }
+      const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
+      if (b != current_bucket) {
+        current_bucket = b;
+        out.times.push_back(r.time);
+        out.bytes.push_back(live);
+      } else if (live > out.bytes.back()) {
+        out.times.back() = r.time;
+        out.bytes.back() = live;
+      }
+    }
+  }
+  if (const RankModel* rm = p.rank(rank))
+    for (std::int32_t ti : rm->range_tracks)
+      for (const RangeEvent& e : p.range_tracks[static_cast<std::size_t>(ti)].events)
+        if (e.kind == RangeKind::Module && e.module == module) out.running.emplace_back(e.start, e.end);
+  std::sort(out.running.begin(), out.running.end());
   return out;
 }
 

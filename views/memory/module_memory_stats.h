@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "storage/profile_model.h"
@@ -49,13 +50,49 @@ struct MemorySeries {
   std::int32_t peak_module = -1;  // innermost module range running at the peak, -1 when none
 };
 
+// One row of memory_events: bytes allocated (> 0) or freed (< 0) at a time, in a category
+// (0..kMemoryCategoryCount-1), attributed to a module (Profile::modules index, -1 when none).
+struct MemoryEvent {
+  TimeNs time;
+  std::int64_t bytes;
+  int category;
+  std::int32_t module;
+};
+// The rank's memory events in time order. Throws ProfileError on read errors.
+std::vector<MemoryEvent> read_memory_events(const Profile& profile, int rank);
+
+// Events kept in ModuleMemoryStats::events for re-sampling a zoomed chart (24 bytes each: about
+// 96 MB at this count); a rank with more keeps none and its chart stays at the whole-profile sampling.
+inline constexpr std::size_t kMaxKeptEvents = 4'000'000;
+
 struct ModuleMemoryStats {
   int rank = 0;
   std::vector<std::array<std::int64_t, kColumnCount>> modules;  // by Profile::modules index
   MemorySeries series;
+  std::shared_ptr<const std::vector<MemoryEvent>> events;  // the rank's events (null above kMaxKeptEvents)
 };
+
+// The stacked series over [t0, t1] only (a zoomed chart at full detail): the state at t0, then
+// one sample per bucket of (t1 - t0) / max_points at the bucket's highest total, and the state at
+// t1; `present` covers all of `events` so the categories match the whole-profile series.
+MemorySeries sample_window(const std::vector<MemoryEvent>& events, TimeNs t0, TimeNs t1, std::size_t max_points = 1500);
 
 // Reads memory_events of `rank` from the profile's file. Throws ProfileError on read errors.
 ModuleMemoryStats compute_module_memory(const Profile& profile, int rank, std::size_t max_points = 1500);
+
+// One module's share of the memory (what the chart highlights when a module is selected): the
+// bytes live that are attributed to the module or its descendants, over time (sampled like
+// MemorySeries: one sample per bucket, at the bucket's highest value), and the module's own
+// ranges on the rank (when it runs).
+struct ModuleSeries {
+  std::int32_t module = -1;
+  std::vector<TimeNs> times;
+  std::vector<std::int64_t> bytes;
+  std::int64_t peak_bytes = 0;
+  TimeNs peak_time = 0;
+  std::vector<std::pair<TimeNs, TimeNs>> running;  // the module's ranges on the rank, by start
+};
+// Throws ProfileError on read errors; an out-of-range module gives an empty series.
+ModuleSeries compute_module_series(const Profile& profile, int rank, std::int32_t module, std::size_t max_points = 1500);
 
 }  // namespace ss::memview

@@ -79,7 +79,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
   if (role == kModuleRole) return static_cast<int>(m);
   if (index.column() == 0) {
     if (role == Qt::DisplayRole || role == Qt::UserRole) {
-      std::string name = node.fqn.empty() ? "(root)" : node.fqn.substr(node.fqn.rfind('.') + 1);
+      // The full path (layers.15.attention), as the chart, the timeline and the CLI name it.
+      std::string name = node.fqn.empty() ? "(root)" : node.fqn;
       if (!node.class_name.empty()) name += "  [" + node.class_name + "]";
       return QString::fromStdString(name);
     }

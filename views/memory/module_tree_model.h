@@ -1,5 +1,5 @@
 // The module tree as a QAbstractItemModel: one row per module (children under their parent),
-// column 0 the module's name, then the columns of module_memory_stats.h. Qt::DisplayRole is
+// column 0 the module's full path (and class), then the columns of module_memory_stats.h. Qt::DisplayRole is
 // formatted ("—" where the profile lacks the figure); Qt::UserRole is the raw number for sorting
 // (missing sorts lowest); kFqnRole is the fully-qualified name (filtering, linking); kModuleRole
 // the Profile::modules index.

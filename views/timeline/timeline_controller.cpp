@@ -500,7 +500,11 @@ void TimelineController::reveal(const EventInfo& e) {
 
 void TimelineController::show_range(TimeNs t0, TimeNs t1, int rank) {
   if (t1 < t0) std::swap(t0, t1);
-  const double margin = std::max(1.0, static_cast<double>(t1 - t0) * 0.05);
+  // An instant (a memory peak, a marker of no width) is shown centred in a window wide enough to
+  // see what runs around it (0.5 % of the profile, at least 20 us) instead of a 2 ns view.
+  const double width = static_cast<double>(t1 - t0);
+  const double span = static_cast<double>(profile_.time_end - profile_.time_begin);
+  const double margin = width < 1'000.0 ? std::max(10'000.0, span * 0.0025) - width / 2 : width * 0.05;
   viewport_.fit(static_cast<double>(t0) - margin, static_cast<double>(t1) + margin);
   clamp_view();
   if (rank < 0) return;

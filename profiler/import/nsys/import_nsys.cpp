@@ -36,7 +36,9 @@ constexpr const char* kMemUsage = "CUDA_GPU_MEMORY_USAGE_EVENTS";
 
 struct Launch {
   std::int64_t global_tid = 0;
-  TimeNs start = 0;
+  TimeNs start = 0;  // nsys clock
+  TimeNs end = 0;
+  std::int64_t name_id = 0;  // StringIds.id of the API call
 };
 
 struct StreamKey {
@@ -322,15 +324,34 @@ class Importer {
 
   void load_runtime() {
     if (!db_.has_column(kRuntime, "correlationId") || !db_.has_column(kRuntime, "globalTid")) return;
-    sql::Stmt s(db_.get(), "SELECT globalTid, correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    sql::Stmt s(db_.get(), "SELECT globalTid, correlationId, start, " + db_.column_or_null(kRuntime, "end") + ", " +
+                               db_.column_or_null(kRuntime, "nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME");
     std::int64_t rows = 0;
     while (s.step()) {
       if (++rows % 65536 == 0) advance(65536);
       const std::int64_t gtid = s.col_int(0);
       auto it = rank_of_pid_.find(process_key(gtid));
       if (it == rank_of_pid_.end()) continue;
-      launches_[it->second][s.col_int(1)] = Launch{gtid, s.col_int(2)};
+      launches_[it->second][s.col_int(1)] = Launch{gtid, s.col_int(2), s.col_int_or(3, s.col_int(2)), s.col_int_or(4, 0)};
     }
+  }
+
+  // The launching call of a kernel / copy / memset, on the profile clock.
+  void write_launch(RowId kernel, int rank, const Launch& launch) {
+    const auto start = rel(launch.start), end = rel(launch.end);
+    if (!start || !end || *end < *start) return;
+    LaunchRow l;
+    l.kernel = kernel;
+    l.rank = rank;
+    l.thread = lanes_.thread_row(ctx_, launch.global_tid);
+    l.start = *start;
+    l.end = *end;
+    if (launch.name_id > 0) {
+      auto it = api_names_.find(launch.name_id);
+      if (it == api_names_.end()) it = api_names_.emplace(launch.name_id, w_.intern(db_.string_by_id(launch.name_id))).first;
+      l.name = it->second;
+    }
+    w_.add_launch(l);
   }
 
   const Launch* launch_of(int rank, std::int64_t correlation) const {
@@ -357,7 +378,7 @@ class Importer {
         continue;
       }
       u.kernels += s.col_int(4);
-      if (kernel_info(s.col_int_or(3, 0)).nccl.is_nccl) u.nccl += s.col_int(4);
+      if (kernel_info(s.col_int_or(3, 0)).nccl.is_comm) u.nccl += s.col_int(4);
     }
   }
 
@@ -395,7 +416,7 @@ class Importer {
     const std::string& name = db_.string_by_id(string_id);
     k.id = w_.intern(name);
     k.nccl = classify_nccl_kernel(name);
-    if (k.nccl.is_nccl && k.nccl.type == CollectiveType::Unknown && k.nccl.collective == "SendRecv")
+    if (k.nccl.is_comm && k.nccl.type == CollectiveType::Unknown && k.nccl.collective == "SendRecv")
       k.nccl.type = CollectiveType::SendRecv;
     if (!k.nccl.dtype.empty()) k.dtype = w_.intern(k.nccl.dtype);
     return kernel_names_.emplace(string_id, k).first->second;
@@ -437,11 +458,12 @@ class Importer {
       lc.shared_mem_bytes = static_cast<std::int32_t>(shared);
       lc.registers_per_thread = static_cast<std::int32_t>(s.col_int_or(15, 0));
       k.launch_config = w_.launch_config(lc);
-      k.category = kn.nccl.is_nccl ? KernelCategory::Collective : KernelCategory::Compute;
+      k.category = kn.nccl.is_comm ? KernelCategory::Collective : KernelCategory::Compute;
       const Launch* launch = launch_of(rank, k.correlation);
       if (launch) k.module = lanes_.module_at(launch->global_tid, launch->start);
       const RowId kernel = w_.add_kernel(k);
-      if (!kn.nccl.is_nccl) continue;
+      if (launch) write_launch(kernel, rank, *launch);
+      if (!kn.nccl.is_comm) continue;
 
       CollectiveRow c;
       c.rank = rank;
@@ -524,8 +546,10 @@ class Importer {
       } else {
         k.name = memset_name;
       }
-      if (const Launch* launch = launch_of(k.rank, k.correlation)) k.module = lanes_.module_at(launch->global_tid, launch->start);
-      w_.add_kernel(k);
+      const Launch* launch = launch_of(k.rank, k.correlation);
+      if (launch) k.module = lanes_.module_at(launch->global_tid, launch->start);
+      const RowId id = w_.add_kernel(k);
+      if (launch) write_launch(id, k.rank, *launch);
     }
     advance(rows % 65536);
   }
@@ -614,6 +638,7 @@ class Importer {
   std::map<std::int64_t, int> rank_of_pid_;  // by process key
   std::map<std::pair<std::int64_t, std::string>, std::int64_t> nvtx_skips_;  // (pid, reason) -> count
   std::unordered_map<int, std::unordered_map<std::int64_t, Launch>> launches_;
+  std::unordered_map<std::int64_t, std::uint32_t> api_names_;  // StringIds.id -> interned
   std::map<StreamKey, StreamUse> streams_;
   std::unordered_map<std::int64_t, KernelName> kernel_names_;
   NcclPayloadSchemas payload_schemas_;

@@ -168,6 +168,7 @@ void Lanes::write(ImportContext& ctx, TimeNs offset) {
     ti.tid = tid_of(tid);
     if (auto it = thread_names_.find(tid); it != thread_names_.end()) ti.name = it->second;
     const RowId thread = w.add_thread(ti);
+    thread_rows_[tid] = thread;
 
     std::vector<std::pair<TimeNs, TimeNs>> intervals;
     std::vector<RowId> own;
@@ -255,6 +256,19 @@ NcclPayload Lanes::nccl_payload_at(std::int64_t global_tid, TimeNs t) const {
 int Lanes::comm_size(std::uint64_t comm) const {
   auto it = comm_size_.find(comm);
   return it == comm_size_.end() ? 0 : it->second;
+}
+
+RowId Lanes::thread_row(ImportContext& ctx, std::int64_t global_tid) {
+  if (auto it = thread_rows_.find(global_tid); it != thread_rows_.end()) return it->second;
+  auto rank = rank_of_pid_.find(process_key(global_tid));
+  if (rank == rank_of_pid_.end()) return kNoRow;
+  ThreadInfo ti;
+  ti.rank = rank->second;
+  ti.tid = tid_of(global_tid);
+  if (auto it = thread_names_.find(global_tid); it != thread_names_.end()) ti.name = it->second;
+  const RowId id = ctx.writer.add_thread(ti);
+  thread_rows_.emplace(global_tid, id);
+  return id;
 }
 
 }  // namespace ss::import::nsys

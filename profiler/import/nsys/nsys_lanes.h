@@ -58,6 +58,8 @@ class Lanes {
   // ncclGroupEnd, the summed message sizes of the calls since ncclGroupStart.
   NcclPayload nccl_payload_at(std::int64_t global_tid, TimeNs t) const;
   int comm_size(std::uint64_t comm) const;  // from ncclCommInitRank payloads, 0 when unknown
+  // The threads row of a thread (written by write() for threads with ranges, else added now).
+  RowId thread_row(ImportContext& ctx, std::int64_t global_tid);
 
  private:
   RowId ensure_module(ImportContext& ctx, const std::string& fqn, bool fsdp_unit);
@@ -74,6 +76,7 @@ class Lanes {
   };
   std::unordered_map<std::int64_t, std::vector<NcclCall>> nccl_by_thread_;  // sorted by start
   std::map<std::uint64_t, int> comm_size_;
+  std::unordered_map<std::int64_t, RowId> thread_rows_;
 };
 
 }  // namespace ss::import::nsys

@@ -38,6 +38,14 @@ TEST_CASE("realdata nsys: mfu_2gpu_before.sqlite", "[import][nsys][realdata]") {
   CHECK(query_text(p, "SELECT host FROM ranks WHERE rank = 1") == "modal");
   CHECK(query_int(p, "SELECT count(*) FROM kernels WHERE rank = 0 AND category IN (0, 1)") == 1993);
   CHECK(query_int(p, "SELECT count(*) FROM kernels WHERE rank = 1 AND category IN (0, 1)") == 2017);
+  // Launch calls are kept (issue 14): every kernel, copy and memset whose correlation id has a
+  // runtime row of the same process. sqlite3 F "SELECT sum(n) FROM (SELECT count(*) n FROM
+  //   CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE
+  //   r.correlationId = k.correlationId AND r.globalTid>>24 = k.globalPid>>24) UNION ALL ... MEMCPY ... MEMSET)" -> 5268
+  CHECK(query_int(p, "SELECT count(*) FROM launches") == 5268);
+  CHECK(query_int(p, "SELECT count(*) FROM launch_view WHERE delay_ns < 0") == 0);  // issued before it ran
+  CHECK(query_int(p, "SELECT count(*) FROM launch_view WHERE api = 'cudaLaunchKernel_v7000'") == 3587);
+  CHECK(query_int(p, "SELECT count(*) FROM launches l JOIN threads t ON t.id = l.thread_id AND t.rank = l.rank") == 5268);
   // sqlite3 F "SELECT (k.globalPid>>24)&16777215, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s
   //   ON s.id = k.demangledName WHERE s.value LIKE 'ncclDevKernel_SendRecv%' GROUP BY 1" -> 144|33, 145|33
   CHECK(query_int(p, "SELECT count(*) FROM collective_view WHERE rank = 0 AND type = 'send_recv'") == 33);
