@@ -505,8 +505,9 @@ void TimelineController::show_range(TimeNs t0, TimeNs t1, int rank) {
   const double width = static_cast<double>(t1 - t0);
   const double span = static_cast<double>(profile_.time_end - profile_.time_begin);
   const double margin = width < 1'000.0 ? std::max(10'000.0, span * 0.0025) - width / 2 : width * 0.05;
+  // Not clamped to the profile (clamp_view is for input): a jump keeps its time at the centre,
+  // which linked views (the memory chart's click) rely on.
   viewport_.fit(static_cast<double>(t0) - margin, static_cast<double>(t1) + margin);
-  clamp_view();
   if (rank < 0) return;
   for (std::size_t i = 0; i < tracks_.size(); ++i)
     if (tracks_[i].rank == rank) {
