@@ -34,8 +34,8 @@ inline constexpr float kRulerHeight = 22.0f;
 inline constexpr float kScrollbarWidth = 10.0f;
 inline constexpr double kViewMargin = 0.05;  // of the profile's span, beyond either end
 // Buttons at the right of a marker lane's label: show all / top N, and hide.
-inline constexpr float kMarkerHideButton = 18.0f;     // [kLabelWidth - 18, kLabelWidth)
-inline constexpr float kMarkerAllButton = 40.0f;      // [kLabelWidth - 58, kLabelWidth - 18)
+inline constexpr float kMarkerHideButton = 16.0f;     // [kLabelWidth - 16, kLabelWidth)
+inline constexpr float kMarkerAllButton = 30.0f;      // [kLabelWidth - 46, kLabelWidth - 16)
 
 struct TrackDraw {
   std::int32_t track = -1;

@@ -515,10 +515,10 @@ void TimelineWidget::draw_timeline() {
         const char* all_text = c.show_all_markers() ? "top" : (limited ? "all" : "");
         if (*all_text) {
           dl->AddRectFilled(ImVec2(all_x + 2, y0 + 2), ImVec2(hide_x - 2, y1 - 2), th.pinned_bg, 3);
-          dl->AddText(ImVec2(all_x + 8, text_y), th.label_text, all_text);
+          dl->AddText(ImVec2(all_x + 5, text_y), th.label_text, all_text);
         }
         dl->AddRectFilled(ImVec2(hide_x + 1, y0 + 2), ImVec2(kLabelWidth - 2, y1 - 2), th.pinned_bg, 3);
-        dl->AddText(ImVec2(hide_x + 5, text_y), th.label_text, "x");
+        dl->AddText(ImVec2(hide_x + 4, text_y), th.label_text, "x");
         right = all_x;
       }
       const ImVec4 label_clip(0, y0, right, y1);
