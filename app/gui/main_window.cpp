@@ -231,6 +231,14 @@ void MainWindow::build_menus() {
     }
   });
   view->addAction("&Find...", QKeySequence::Find, this, [this] { timeline_->open_find(); });
+  // The timeline's analysis marker lanes (it owns them; M in the timeline toggles them too).
+  QAction* markers = view->addAction("Analysis &markers");
+  markers->setObjectName("view_markers");
+  markers->setCheckable(true);
+  markers->setChecked(true);
+  connect(markers, &QAction::toggled, timeline_, &timeline::TimelineWidget::setMarkersVisible);
+  connect(timeline_, &timeline::TimelineWidget::markersChanged, markers, [this, markers] { markers->setChecked(timeline_->markers_visible()); });
+  view->addAction("Clear analysis markers", this, [this] { timeline_->clearMarkers(); })->setObjectName("clear_markers");
   view->addSeparator();
   dark_action_ = view->addAction("&Dark palette");
   QAction* dark = dark_action_;

@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "app/gui/main_window.h"
+#include "app/gui/time_frames.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
@@ -102,7 +103,7 @@ bool save(const QImage& image, const QString& path) {
 
 namespace {
 constexpr const char* kGuiUsage =
-    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame]\n"
+    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame] [--time-frames N]\n"
     "       shardscope FILE [options]\n\n"
     "Opens the desktop app, on FILE when given.\n\n"
     "Options:\n"
@@ -110,6 +111,8 @@ constexpr const char* kGuiUsage =
     "  --light             start with the light palette\n"
     "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit\n"
     "  --time-first-frame  print the time from opening FILE to its first drawn frame and exit\n"
+    "  --time-frames N     draw N timeline frames per zoom level, print their times and exit (with\n"
+    "                      --screenshot DIR: also DIR/timeline-zoomed-out.png, nothing else)\n"
     "  -h, --help          this text\n\n"
     "Needs a display (DISPLAY or WAYLAND_DISPLAY; xvfb-run works; QT_QPA_PLATFORM picks another\n"
     "Qt platform). Without one, use the command line: shardscope info FILE, analyze, simulate ...\n";
@@ -118,6 +121,7 @@ constexpr const char* kGuiUsage =
 int run_gui(int argc, char** argv, int first_arg) {
   QString screenshot_dir;
   bool time_first_frame = false;
+  int time_frames_n = 0;  // --time-frames N
   bool light = false;  // --light: start with the light palette
   QString compare_path;  // --compare B: open the Compare view on the profile vs B
   std::string file;
@@ -131,6 +135,8 @@ int run_gui(int argc, char** argv, int first_arg) {
       screenshot_dir = QString::fromLocal8Bit(argv[++i]);
     } else if (a == "--compare" && has_value) {
       compare_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--time-frames" && has_value) {
+      time_frames_n = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--time-first-frame") {
       time_first_frame = true;
     } else if (a == "--light") {
@@ -152,6 +158,13 @@ int run_gui(int argc, char** argv, int first_arg) {
   QApplication app(qt_argc, argv);
   QApplication::setOrganizationName("ShardScope");
   QApplication::setApplicationName(screenshot_dir.isEmpty() ? "shardscope" : "shardscope-screenshot");
+  if (time_frames_n > 0) {
+    if (file.empty()) {
+      std::cerr << "shardscope gui: --time-frames needs a profile\n";
+      return 1;
+    }
+    return time_frames(file, time_frames_n, screenshot_dir);
+  }
   MainWindow window;
   if (!screenshot_dir.isEmpty()) {
     window.set_interactive(false);

@@ -266,7 +266,10 @@ TEST_CASE("a finished run's markers and counter tracks are drawn on the connecte
     const auto* c = timeline.controller();
     CHECK(c->markers().size() == r.markers.size());
     REQUIRE(c->overlay_counters().size() == r.counters.size());
-    CHECK(c->tracks().size() == rows + r.counters.size());  // the previous run's tracks replaced
+    // The previous run's tracks replaced: its counter rows, and one marker lane per rank with markers.
+    CHECK(c->marker_lanes().size() <= p->ranks.size());
+    CHECK(c->marker_lanes().empty() == r.markers.empty());
+    CHECK(c->tracks().size() == rows + r.counters.size() + c->marker_lanes().size());
     for (std::size_t i = 0; i < r.counters.size(); ++i) {
       const auto& oc = c->overlay_counters()[i];
       CHECK(oc.rank == r.counters[i].rank);
