@@ -1,5 +1,9 @@
 #include "app/gui/profile_loader.h"
 
+#include <QFileInfo>
+
+#include "app/gui/trace_import.h"
+#include "profiler/import/import.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 
@@ -22,29 +26,55 @@ void ProfileLoader::wait_for_worker() {
   }
 }
 
-void ProfileLoader::start(const QString& path) {
+void ProfileLoader::start(const QString& path) { run({path}, {}, false); }
+
+void ProfileLoader::start_import(const QStringList& inputs, const QString& output) { run(inputs, output, true); }
+
+void ProfileLoader::run(const QStringList& inputs, const QString& output, bool force_import) {
   cancel();
   wait_for_worker();
   auto cancel_flag = std::make_shared<std::atomic<bool>>(false);
   cancel_ = cancel_flag;
-  const std::string file = path.toStdString();
-  thread_ = QThread::create([this, file, path, cancel_flag] {
-    LoadOptions options;
-    options.cancel = cancel_flag.get();
+  thread_ = QThread::create([this, inputs, output, force_import, cancel_flag] {
+    const QString shown = inputs.size() == 1 ? inputs.front() : QString("%1 files").arg(inputs.size());
     int last_percent = -1;
-    options.progress = [&](double fraction, const char* stage) {
+    QString last_stage;
+    const auto report = [&](double fraction, const QString& stage) {
       const int percent = static_cast<int>(fraction * 100);
-      if (percent == last_percent) return;  // keep the signal rate low
+      if (percent == last_percent && stage == last_stage) return;  // keep the signal rate low
       last_percent = percent;
-      emit progress(percent, QString::fromUtf8(stage));
+      last_stage = stage;
+      emit progress(percent, stage);
     };
     try {
-      auto profile = std::make_shared<const Profile>(load_profile(file, options));
+      if (inputs.isEmpty()) throw ProfileError(ProfileErrorKind::Io, "no files to open");
+      QString profile_path = inputs.front();
+      if (force_import || inputs.size() > 1 || needs_import(inputs.front())) {
+        const ImportTarget target = choose_import_target(inputs, output);
+        if (!target.reuse) {
+          import::ImportOptions options;
+          options.show_progress = false;
+          options.cancel = cancel_flag.get();
+          options.on_progress = [&](double fraction, const std::string& path) {
+            report(fraction, "importing " + QFileInfo(QString::fromStdString(path)).fileName());
+          };
+          std::vector<std::string> files;
+          // Absolute paths: origin.source_files is how a later open recognises this import.
+          for (const auto& i : inputs) files.push_back(QFileInfo(i).absoluteFilePath().toStdString());
+          import::import_files(files, target.path.toStdString(), options);
+        }
+        profile_path = target.path;
+        emit imported(inputs, profile_path, target.reuse);
+      }
+      LoadOptions options;
+      options.cancel = cancel_flag.get();
+      options.progress = [&](double fraction, const char* stage) { report(fraction, QString::fromUtf8(stage)); };
+      auto profile = std::make_shared<const Profile>(load_profile(profile_path.toStdString(), options));
       emit loaded(profile);
     } catch (const ProfileError& e) {
-      emit failed(path, QString::fromUtf8(e.what()), e.kind() == ProfileErrorKind::Cancelled);
+      emit failed(shown, QString::fromUtf8(e.what()), e.kind() == ProfileErrorKind::Cancelled);
     } catch (const std::exception& e) {
-      emit failed(path, QString::fromUtf8(e.what()), false);
+      emit failed(shown, QString::fromUtf8(e.what()), false);
     }
   });
   connect(thread_, &QThread::finished, this, [this, t = thread_] {

@@ -192,41 +192,37 @@ int run_gui(int argc, char** argv, int first_arg) {
       app.exit(2);
     });
     QObject::connect(&window, &MainWindow::profileLoaded, &app, [&] {
-      QTimer::singleShot(300, &app, [&] {
+      QTimer::singleShot(400, &app, [&] {
+        // The window as a user first sees it, with the default layout.
+        QDir().mkpath(screenshot_dir);
+        const bool opened_ok = save(window.grab().toImage(), screenshot_dir + "/sample-main-window.png");
         stage_demo(window);
-        QTimer::singleShot(500, &app, [&] {
-          QDir().mkpath(screenshot_dir);
-          bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png");
+        QTimer::singleShot(500, &app, [&, opened_ok] {
+          bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png") && opened_ok;
           ok = save(window.timeline()->grabFramebuffer(), screenshot_dir + "/timeline.png") && ok;
-          // The Analyses dock with a result: the overlap analysis on the aggregated range, widened,
-          // and its first finding double-clicked (the timeline jumps to it).
+          // The Analyses dock with a result: the overlap analysis on the whole profile, in the
+          // default layout, and its first finding double-clicked (the timeline jumps to it).
           auto* analyses = window.analyses();
           analyses->selection_source = nullptr;  // the whole profile: more rows and findings to show
-          if (auto* details = window.findChild<QDockWidget*>("details_dock")) details->hide();
           window.analyses_dock()->raise();
-          window.resizeDocks({window.analyses_dock()}, {760}, Qt::Horizontal);
           const auto shoot_memory = [&, ok](bool analyses_ok) {
             // The memory view on its own, at a useful size.
             window.memory_dock()->setFloating(true);
             window.memory_dock()->resize(1600, 700);
             QTimer::singleShot(300, &app, [&, ok, analyses_ok] {
               const bool mem_ok = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok && analyses_ok;
-              // The Unshard panel on its own, with a few layers kept unsharded as a user would.
+              // The Unshard tab in the window, with a few layers kept unsharded as a user would.
               window.memory_dock()->setFloating(false);
-              window.unshard_dock()->setFloating(true);
-              window.unshard_dock()->resize(1400, 820);
-              window.unshard_dock()->show();
-              window.unshard_dock()->raise();
+              window.show_unshard_tab();
               stage_unshard(*window.unshard_panel());
-              QTimer::singleShot(300, &app, [&, mem_ok] {
-                const bool all = save(window.unshard_panel()->grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;
+              QTimer::singleShot(500, &app, [&, mem_ok] {
+                const bool all = save(window.grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;
                 if (compare_path.isEmpty()) {
                   app.exit(all ? 0 : 3);
                   return;
                 }
                 // With --compare B: the Compare view with the largest discrepancy's row clicked, and
                 // the comparison saved in a scratch workspace so the Comparisons dock lists it.
-                window.unshard_dock()->setFloating(false);
                 window.analyses_dock()->hide();  // the Compare tab gets the window's width
                 if (auto* aggregate = window.findChild<QDockWidget*>("aggregate_dock")) aggregate->hide();
                 window.resizeDocks({window.comparisons_dock()}, {190}, Qt::Vertical);

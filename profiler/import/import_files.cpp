@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -82,7 +83,13 @@ void ImportContext::flush_skipped() {
   skipped_.clear();
 }
 
+void ImportContext::check_cancel() const {
+  if (cancel && cancel->load(std::memory_order_relaxed)) throw ProfileError(ProfileErrorKind::Cancelled, "import cancelled");
+}
+
 void ImportContext::progress(const std::string& path, std::uint64_t done, std::uint64_t total) {
+  check_cancel();
+  if (on_progress && total > 0) on_progress(path, std::min(1.0, double(done) / double(total)));
   if (!progress_line_ || total < 50ull * 1000 * 1000) return;
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now().time_since_epoch())
@@ -126,7 +133,16 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
+  ctx.cancel = options.cancel;
+  std::size_t current = 0;  // which input on_progress is about: overall = (current + fraction) / n
+  if (options.on_progress)
+    ctx.on_progress = [&](const std::string& path, double fraction) {
+      options.on_progress((static_cast<double>(current) + fraction) / static_cast<double>(inputs.size()), path);
+    };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    current = i;
+    ctx.check_cancel();
+    if (options.on_progress) options.on_progress(static_cast<double>(i) / static_cast<double>(inputs.size()), inputs[i]);
     switch (formats[i]) {
       case Format::KinetoJson: import_kineto(inputs[i], ctx); break;
       case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
@@ -134,6 +150,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     }
   }
   if (options.show_progress) std::fprintf(stderr, "\n");
+  ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
   writer.finish();

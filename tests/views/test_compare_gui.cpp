@@ -78,9 +78,8 @@ TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen
   w.show();
   open_and_wait(w, a);
 
-  // 1. Unshard dock: keep layers.2 unsharded with its check box.
-  w.unshard_dock()->show();
-  w.unshard_dock()->raise();
+  // 1. Unshard tab: keep layers.2 unsharded with its check box.
+  w.show_unshard_tab();
   QApplication::processEvents();
   auto* panel = w.unshard_panel();
   REQUIRE(panel->session());

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
@@ -78,15 +79,20 @@ UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(tim
 UnshardPanel::~UnshardPanel() = default;
 
 void UnshardPanel::build() {
-  // Everything sits in a scroll area, so that the panel never forces its dock (tabbed with
-  // Memory under the main timeline) to be taller than the user makes it.
+  // Two columns: the settings, numbers and buttons on the left (in a scroll area, so a short
+  // window never cuts them off), and the unit tree over the simulated timeline on the right,
+  // taking the full height: they are what the user works in.
   auto* content = new QWidget;
   auto* scroll = new QScrollArea;
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* root = new QVBoxLayout(this);
   root->setContentsMargins(0, 0, 0, 0);
-  root->addWidget(scroll);
+  columns_ = new QSplitter(Qt::Horizontal);
+  columns_->setChildrenCollapsible(false);
+  columns_->addWidget(scroll);
+  root->addWidget(columns_);
   auto* outer = new QVBoxLayout(content);
   unavailable_ = new QLabel(kNoProfile);
   unavailable_->setWordWrap(true);
@@ -167,12 +173,12 @@ void UnshardPanel::build() {
   numbers->addWidget(peak_, 3, 1);
   numbers->addWidget(memory_bar_, 4, 0, 1, 2);
 
-  auto* top = new QHBoxLayout;
-  top->addLayout(controls, 1);
-  top->addLayout(numbers, 1);
-  outer->addLayout(top);
+  outer->addLayout(controls);
+  outer->addSpacing(8);
+  outer->addLayout(numbers);
+  outer->addSpacing(8);
 
-  auto* buttons = new QHBoxLayout;
+  auto* buttons = new QGridLayout;
   undo_button_ = new QPushButton(QStringLiteral("Undo"));
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
@@ -184,8 +190,11 @@ void UnshardPanel::build() {
   strategy_->addItem(QStringLiteral("exact"), static_cast<int>(sim::Strategy::Exact));
   strategy_->setToolTip(QStringLiteral("cost: exposed all-gather time saved per byte; greedy: reverse forward order, "
                                        "splitting what does not fit; exact: every subset (up to 20 candidate units)"));
-  for (QWidget* b : std::initializer_list<QWidget*>{undo_button_, redo_button_, plan_button_, strategy_, export_button_}) buttons->addWidget(b);
-  buttons->addStretch(1);
+  buttons->addWidget(undo_button_, 0, 0);
+  buttons->addWidget(redo_button_, 0, 1);
+  buttons->addWidget(export_button_, 0, 2);
+  buttons->addWidget(plan_button_, 1, 0, 1, 2);
+  buttons->addWidget(strategy_, 1, 2);
   outer->addLayout(buttons);
 
   tree_ = new QTreeView;
@@ -202,7 +211,10 @@ void UnshardPanel::build() {
   split_->setStretchFactor(1, 1);
   split_->setSizes({420, 300});  // in proportion: the tree a little taller than the timeline
   split_->hide();                // until a profile is simulated
-  outer->addWidget(split_, 1);
+  columns_->addWidget(split_);
+  columns_->setStretchFactor(0, 0);
+  columns_->setStretchFactor(1, 1);
+  columns_->setSizes({430, 1000});
   filler_ = new QWidget;
   filler_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
   outer->addWidget(filler_, 1);
@@ -210,6 +222,7 @@ void UnshardPanel::build() {
   status_->setWordWrap(true);
   outer->addWidget(status_);
   scroll->setWidget(content);
+  scroll->setMinimumWidth(content->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
 
   auto* undo_action = new QAction(QStringLiteral("Undo"), this);
   undo_action->setShortcut(QKeySequence::Undo);

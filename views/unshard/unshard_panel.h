@@ -106,6 +106,7 @@ class UnshardPanel : public QWidget {
   std::unique_ptr<UnshardSession> session_;
   std::unique_ptr<UnshardUnitModel> model_;
   QTreeView* tree_ = nullptr;
+  QSplitter* columns_ = nullptr;  // settings on the left, tree and timeline on the right
   QSplitter* split_ = nullptr;  // tree and timeline: hidden while there is nothing to simulate
   QWidget* filler_ = nullptr;   // takes the splitter's height while it is hidden
   QSpinBox* world_ = nullptr;
