@@ -189,6 +189,8 @@ MainWindow::~MainWindow() = default;
 
 bool MainWindow::loading() const { return loader_->busy(); }
 
+void MainWindow::cancel_loading() { loader_->cancel(); }
+
 void MainWindow::build_docks() {
   memory_ = new memview::MemoryView();
   memory_dock_ = new QDockWidget("Memory", this);

@@ -82,6 +82,7 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* details() { return details_; }
   QString last_error() const { return last_error_; }
   bool loading() const;
+  void cancel_loading();  // as the Cancel button does
   void set_dark(bool dark);
   void reset_layout();
   // When false, reader errors are kept in last_error() and not shown in a modal dialog (tests).
