@@ -214,6 +214,7 @@ int run_gui(int argc, char** argv, int first_arg) {
               // The Unshard tab in the window, with a few layers kept unsharded as a user would.
               window.memory_dock()->setFloating(false);
               window.show_unshard_tab();
+              window.memory_dock()->raise();
               stage_unshard(*window.unshard_panel());
               QTimer::singleShot(500, &app, [&, mem_ok] {
                 const bool all = save(window.grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;

@@ -167,7 +167,18 @@ void AnalysesDock::fit_plugin_list() {
   // Every entry visible up to 9 rows (a scroll bar beyond), and no taller than that.
   const int rows = std::clamp(plugin_list_->count(), 3, 9);
   const int row_h = plugin_list_->count() > 0 ? plugin_list_->sizeHintForRow(0) : fontMetrics().height() + 4;
-  plugin_list_->setFixedHeight(rows * row_h + 2 * plugin_list_->frameWidth() + 2);
+  plugin_list_->setFixedHeight(rows * row_h + 2 * plugin_list_->frameWidth() + 6);
+}
+
+void AnalysesDock::changeEvent(QEvent* e) {
+  QWidget::changeEvent(e);
+  // The rows' height follows the style and font (the app sets its style after the dock exists).
+  if (e->type() == QEvent::StyleChange || e->type() == QEvent::FontChange) fit_plugin_list();
+}
+
+void AnalysesDock::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  fit_plugin_list();
 }
 
 QString AnalysesDock::table_text(int tab) const {

@@ -76,6 +76,10 @@ class AnalysesDock : public QWidget {
   void finished();  // a run ended and its result is shown (ok or not)
   void jumpRequested(qint64 t0, qint64 t1, int rank);
 
+ protected:
+  void changeEvent(QEvent* e) override;
+  void showEvent(QShowEvent* e) override;
+
  private:
   void show_result(const plugins::AnalysisResult& result);
   void update_run_enabled();

@@ -84,9 +84,11 @@ void UnshardPanel::build() {
   // taking the full height: they are what the user works in.
   auto* content = new QWidget;
   auto* scroll = new QScrollArea;
+  settings_ = content;
+  content->installEventFilter(this);
+  settings_scroll_ = scroll;
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidgetResizable(true);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* root = new QVBoxLayout(this);
   root->setContentsMargins(0, 0, 0, 0);
   columns_ = new QSplitter(Qt::Horizontal);
@@ -153,6 +155,7 @@ void UnshardPanel::build() {
   auto* numbers = new QGridLayout;
   step_ = new QLabel;
   delta_ = new QLabel;
+  delta_->setWordWrap(true);  // "measured ... ; simulated as profiled ...": two lines in the settings column
   peak_ = new QLabel;
   exposed_ = new QLabel;
   memory_bar_ = new QProgressBar;
@@ -218,11 +221,12 @@ void UnshardPanel::build() {
   filler_ = new QWidget;
   filler_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
   outer->addWidget(filler_, 1);
+  outer->addStretch(1);  // spare height goes below the buttons, not between the settings' rows
   status_ = new QLabel;
   status_->setWordWrap(true);
   outer->addWidget(status_);
   scroll->setWidget(content);
-  scroll->setMinimumWidth(content->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
+
 
   auto* undo_action = new QAction(QStringLiteral("Undo"), this);
   undo_action->setShortcut(QKeySequence::Undo);
@@ -345,11 +349,20 @@ void UnshardPanel::set_profile_path(const QString& path) {
 
 void UnshardPanel::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
+  fit_settings_column();
   if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
     open_profile(path);
   }
+}
+
+void UnshardPanel::fit_settings_column() {
+  // The settings column at least as wide as its widgets want (polished by now, so their hints
+  // are right), up to 480 px (beyond that it scrolls); the tree and the simulated timeline get
+  // the rest of the width.
+  const int want = settings_->minimumSizeHint().width() + settings_scroll_->verticalScrollBar()->sizeHint().width() + 4;
+  settings_scroll_->setMinimumWidth(std::min(want, 480));
 }
 
 void UnshardPanel::run_change(const std::function<void()>& change) {
@@ -427,6 +440,7 @@ void UnshardPanel::refresh_timeline() {
 }
 
 bool UnshardPanel::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == settings_ && e->type() == QEvent::LayoutRequest) fit_settings_column();  // its texts changed
   // The timeline keeps its scale when resized; a view of the whole step (the usual one, and the
   // first, set while the panel is still hidden and small) is fitted to the new width instead.
   if (watched == timeline_ && e->type() == QEvent::Resize && timeline_->controller() && timeline_profile_) {
