@@ -470,7 +470,9 @@ void UnshardPanel::plan_automatically() {
 }
 
 bool UnshardPanel::apply_plan_json(const QString& json) {
-  if (!session_ && !pending_path_.isEmpty()) {
+  // A profile set while the panel was hidden (a tab not shown) is opened now: the plan is for
+  // it, not for the session of the profile before.
+  if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
     open_profile(path);
