@@ -6,6 +6,7 @@
 // layout saved by an older build is not restored).
 #pragma once
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <memory>
 #include <optional>
@@ -91,6 +92,7 @@ class MainWindow : public QMainWindow {
  signals:
   void profileLoaded();
   void loadFailed(QString message);
+  void loadProgress(int percent, QString stage);  // the loader's (or importer's) progress
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -147,6 +149,7 @@ class MainWindow : public QMainWindow {
   QString pending_path_;
   QStringList opened_;  // what the user opened or imported (for the recent files)
   QString last_import_;
+  QElapsedTimer progress_clock_;  // throttles the progress display
   bool state_restored_ = false;
   bool shown_once_ = false;
   QString last_error_;

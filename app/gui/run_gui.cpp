@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 
 #include "app/gui/main_window.h"
 #include "views/analyses/analyses_dock.h"
@@ -172,6 +173,13 @@ int run_gui(int argc, char** argv, int first_arg) {
     });
     QObject::connect(&window, &MainWindow::profileLoaded, &app,
                      [&] { std::cout << "loaded " << since_open.elapsed() << " ms after opening\n"; });
+    // Where the time goes: when each stage of the load (or import) starts.
+    auto last_stage = std::make_shared<QString>();
+    QObject::connect(&window, &MainWindow::loadProgress, &app, [&, last_stage](int, const QString& stage) {
+      if (stage == *last_stage) return;
+      *last_stage = stage;
+      std::cout << "  " << since_open.elapsed() << " ms: " << stage.toStdString() << "\n";
+    });
   }
   since_open.start();
   if (!compare_path.isEmpty())
