@@ -206,6 +206,9 @@ void AnalysesDock::copy_table() {
 
 void AnalysesDock::set_profile(std::shared_ptr<const Profile> profile) {
   profile_ = std::move(profile);
+  // A new profile: the earlier result was about another one (unless a run is still going).
+  if (profile_ && !busy() && !host_->plugins().empty())
+    status_->setText("Pick an analysis and press Run: it runs on the timeline's selected range (right drag), or the whole profile");
   update_run_enabled();
 }
 
