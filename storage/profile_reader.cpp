@@ -270,7 +270,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
     }
 
     const std::int64_t n_strings = max_id(db, "strings") + 1;
-    const std::int64_t n_kernels = max_id(db, "kernels");
+    const std::int64_t n_kernels = options.kernel_id_limit > 0 ? std::min(max_id(db, "kernels"), options.kernel_id_limit)
+                                                                : max_id(db, "kernels");
     const std::int64_t n_ranges = options.ranges ? max_id(db, "ranges") : 0;
     const std::int64_t n_memory = options.memory ? max_id(db, "memory_events") : 0;
     Progress progress(options, n_strings + n_kernels + n_ranges + n_memory);
@@ -416,7 +417,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                       " WHERE id BETWEEN ? AND ?");
           // The last range is open-ended so rows with ids beyond max(id) estimates are never lost.
           s.bind(1, t == 0 ? std::numeric_limits<std::int64_t>::min() : lo);
-          s.bind(2, t == n_threads - 1 ? std::numeric_limits<std::int64_t>::max() : hi);
+          const std::int64_t last = options.kernel_id_limit > 0 ? options.kernel_id_limit : std::numeric_limits<std::int64_t>::max();
+          s.bind(2, t == n_threads - 1 ? last : hi);
           auto& mine = parts[static_cast<std::size_t>(t)];
           std::int64_t batch = 0;
           sqlite3_stmt* st = s.get();

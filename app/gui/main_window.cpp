@@ -23,6 +23,7 @@
 #include <QStatusBar>
 #include <QUrl>
 #include <algorithm>
+#include <optional>
 #include <QStyleFactory>
 #include <QTabWidget>
 #include <QTableView>
@@ -113,6 +114,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
                                  .arg(inputs.size() == 1 ? "" : "s")
                                  .arg(reused ? "in" : "into", profile));
   });
+  connect(loader_, &ProfileLoader::firstPart, this, &MainWindow::on_first_part);
   connect(loader_, &ProfileLoader::loaded, this, &MainWindow::on_loaded);
   connect(loader_, &ProfileLoader::failed, this, &MainWindow::on_failed);
 
@@ -197,6 +199,27 @@ MainWindow::~MainWindow() = default;
 bool MainWindow::loading() const { return loader_->busy(); }
 
 void MainWindow::cancel_loading() { loader_->cancel(); }
+
+void MainWindow::set_first_part_rows(qint64 rows) { loader_->set_first_part_rows(rows); }
+
+void MainWindow::on_first_part(std::shared_ptr<const Profile> profile, qint64 total_kernel_rows) {
+  // Only the timeline shows the first part (the analyses, memory, unshard and compare views get
+  // the whole profile); the Details dock follows the timeline's selection.
+  if (!showing_partial_) before_partial_ = profile_;
+  showing_partial_ = true;
+  profile_ = std::move(profile);
+  show_loading(false);
+  timeline_->set_profile(profile_);
+  analyses_->set_profile(nullptr);  // no analysis of a part
+  kernel_agg_->set_rows({});
+  module_agg_->set_rows({});
+  details_->clear();
+  statusBar()->showMessage(QString("Showing the first %1 of %2 kernels of %3 while the rest loads")
+                               .arg(profile_->kernel_count)
+                               .arg(total_kernel_rows)
+                               .arg(QFileInfo(QString::fromStdString(profile_->path)).fileName()));
+  emit firstPartShown();
+}
 
 void MainWindow::build_docks() {
   memory_ = new memview::MemoryView();
@@ -372,10 +395,24 @@ void MainWindow::import_files(const QStringList& inputs, const QString& output) 
 void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   progress_->hide();
   cancel_->hide();
+  // After a first part: the view the user moved to in it is kept (same clock, same tracks first).
+  std::optional<timeline::Viewport> keep;
+  if (showing_partial_ && profile_ && timeline_->controller()) {
+    const timeline::Viewport& v = timeline_->controller()->viewport();
+    const double nspp = v.ns_per_px;
+    if (v.start_ns > static_cast<double>(profile_->time_begin) + nspp || v.end_ns() < static_cast<double>(profile_->time_end) - nspp)
+      keep = v;
+  }
+  showing_partial_ = false;
+  before_partial_.reset();
   profile_ = std::move(profile);
   pending_path_ = QString::fromStdString(profile_->path);  // an imported trace: its profile
   show_loading(false);
   timeline_->set_profile(profile_);
+  if (keep && timeline_->controller()) {
+    timeline_->controller()->viewport() = *keep;
+    timeline_->update();
+  }
   analyses_->set_profile(profile_);
   unshard_->set_profile_path(pending_path_);
   compare_->set_profile(profile_, pending_path_);
@@ -418,6 +455,12 @@ void MainWindow::on_failed(const QString& path, const QString& message, bool can
   progress_->hide();
   cancel_->hide();
   show_loading(false);
+  if (showing_partial_) {  // the rest did not load: back to what was open before
+    showing_partial_ = false;
+    profile_ = std::move(before_partial_);
+    timeline_->set_profile(profile_);
+    analyses_->set_profile(profile_);
+  }
   reopening_.reset();  // a saved comparison whose A did not open is not reopened later by surprise
   last_error_ = message;
   statusBar()->showMessage(cancelled ? "Loading cancelled" : "Could not open " + path, 8000);

@@ -83,6 +83,10 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* details() { return details_; }
   QString last_error() const { return last_error_; }
   bool loading() const;
+  // Profiles with more than twice this many kernel rows open in two passes: the first rows are
+  // shown (and usable) while the whole loads (ProfileLoader::set_first_part_rows).
+  void set_first_part_rows(qint64 rows);
+  bool showing_first_part() const { return showing_partial_; }
   void cancel_loading();  // as the Cancel button does
   void set_dark(bool dark);
   void reset_layout();
@@ -91,6 +95,7 @@ class MainWindow : public QMainWindow {
 
  signals:
   void profileLoaded();
+  void firstPartShown();  // the first part of a big profile is on the timeline
   void loadFailed(QString message);
   void loadProgress(int percent, QString stage);  // the loader's (or importer's) progress
 
@@ -110,6 +115,7 @@ class MainWindow : public QMainWindow {
   void add_recent(const QString& path);
   void rebuild_recent_menu();
   void on_loaded(std::shared_ptr<const Profile> profile);
+  void on_first_part(std::shared_ptr<const Profile> profile, qint64 total_kernel_rows);
   void on_failed(const QString& path, const QString& message, bool cancelled);
   void show_details();
   void save_comparison();
@@ -150,6 +156,10 @@ class MainWindow : public QMainWindow {
   QStringList opened_;  // what the user opened or imported (for the recent files)
   QString last_import_;
   QElapsedTimer progress_clock_;  // throttles the progress display
+  // While the first part of a big profile is shown: the profile open before it (restored if the
+  // rest fails to load).
+  std::shared_ptr<const Profile> before_partial_;
+  bool showing_partial_ = false;
   bool state_restored_ = false;
   bool shown_once_ = false;
   QString last_error_;

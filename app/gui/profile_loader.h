@@ -28,11 +28,17 @@ class ProfileLoader : public QObject {
   void start_import(const QStringList& inputs, const QString& output = {});
   void cancel();
   bool busy() const { return thread_ != nullptr; }
+  // A profile with more than twice this many kernel rows is loaded in two passes: first its
+  // first `rows` kernel rows without ranges and memory (firstPart), then the whole (loaded).
+  // 0: always in one pass.
+  void set_first_part_rows(std::int64_t rows) { first_part_rows_ = rows; }
 
  signals:
   void progress(int percent, QString stage);
   // The inputs were imported to (or an earlier import reused from) `profile_path`.
   void imported(QStringList inputs, QString profile_path, bool reused);
+  // A first part of a big profile (see set_first_part_rows); `total_kernel_rows` estimates the whole.
+  void firstPart(std::shared_ptr<const ss::Profile> profile, qint64 total_kernel_rows);
   void loaded(std::shared_ptr<const ss::Profile> profile);
   void failed(QString path, QString message, bool cancelled);
 
@@ -41,6 +47,7 @@ class ProfileLoader : public QObject {
   void wait_for_worker();
   QThread* thread_ = nullptr;
   std::shared_ptr<std::atomic<bool>> cancel_;
+  std::int64_t first_part_rows_ = 1'000'000;
 };
 
 }  // namespace ss::gui

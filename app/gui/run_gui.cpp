@@ -163,9 +163,20 @@ int run_gui(int argc, char** argv, int first_arg) {
   QElapsedTimer since_open;
   if (time_first_frame) {
     window.set_interactive(false);
-    QObject::connect(window.timeline(), &timeline::TimelineWidget::profileFrameDrawn, &app, [&] {
-      std::cout << "first frame " << since_open.elapsed() << " ms after opening " << file << "\n";
-      app.exit(0);
+    // A big profile shows a first part before the whole: report the first frame, then wait for
+    // the whole profile.
+    auto frame_seen = std::make_shared<bool>(false);
+    auto loaded_seen = std::make_shared<bool>(false);
+    QObject::connect(window.timeline(), &timeline::TimelineWidget::profileFrameDrawn, &app, [&, frame_seen, loaded_seen] {
+      if (*frame_seen) return;
+      *frame_seen = true;
+      std::cout << "first frame " << since_open.elapsed() << " ms after opening " << file
+                << (window.showing_first_part() ? " (the first part)" : "") << "\n";
+      if (*loaded_seen) app.exit(0);
+    });
+    QObject::connect(&window, &MainWindow::profileLoaded, &app, [&, frame_seen, loaded_seen] {
+      *loaded_seen = true;
+      if (*frame_seen) QTimer::singleShot(0, &app, [&] { app.exit(0); });
     });
     QObject::connect(&window, &MainWindow::loadFailed, &app, [&](const QString& message) {
       std::cerr << "shardscope gui: " << message.toStdString() << "\n";

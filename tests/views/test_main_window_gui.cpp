@@ -26,6 +26,7 @@
 #include <QTest>
 #include <QUrl>
 #include <filesystem>
+#include <optional>
 
 #include "app/gui/app_style.h"
 #include "app/gui/main_window.h"
@@ -34,6 +35,7 @@
 #include "tests/import/nsys/nsys_fixture.h"
 #include "tests/support/test_paths.h"
 #include "views/analyses/analyses_dock.h"
+#include "views/timeline/timeline_widget.h"
 #include "views/unshard/unshard_panel.h"
 
 using namespace ss;
@@ -365,4 +367,48 @@ TEST_CASE("an existing older file of the import's name is left alone: the import
   CHECK(w.last_import() == target.path);
   CHECK(test::read_file(theirs) == "someone's file");
   QFile::remove(target.path);
+}
+
+TEST_CASE("a big profile shows its first kernel rows, usable, then the whole; a view moved meanwhile is kept", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = dir.file("big.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 4;
+  spec.layers = 6;
+  write_synthetic_profile(path, spec);
+  gui::MainWindow w;
+  w.set_interactive(false);
+  w.resize(1600, 1000);
+  w.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&w));
+  w.set_first_part_rows(300);  // "big" = more than 600 kernel rows: this profile
+  QSignalSpy first(&w, &gui::MainWindow::firstPartShown);
+  QSignalSpy loaded(&w, &gui::MainWindow::profileLoaded);
+  std::shared_ptr<const Profile> part;
+  std::optional<timeline::Viewport> zoomed;
+  QObject::connect(&w, &gui::MainWindow::firstPartShown, &w, [&] {
+    part = w.profile();
+    CHECK(w.showing_first_part());
+    CHECK_FALSE(w.showing_loading());  // the timeline is shown and usable
+    CHECK(&w.timeline()->controller()->profile() == part.get());
+    // The user zooms into the part before the rest arrives.
+    auto& v = w.timeline()->controller()->viewport();
+    v.fit(static_cast<double>(part->time_begin), static_cast<double>(part->time_begin) + 1e5);
+    zoomed = v;
+  });
+  w.open_file(QString::fromStdString(path));
+  REQUIRE(loaded.wait(60000));
+  REQUIRE(first.size() == 1);
+  REQUIRE(part);
+  CHECK(part->kernel_count == 300);
+  CHECK(part->range_count == 0);  // the first pass reads kernels only
+  REQUIRE(w.profile());
+  CHECK(w.profile()->kernel_count > 600);
+  CHECK(w.profile()->range_count > 0);
+  CHECK_FALSE(w.showing_first_part());
+  CHECK(&w.timeline()->controller()->profile() == w.profile().get());
+  REQUIRE(zoomed);
+  CHECK(w.timeline()->controller()->viewport().start_ns == Approx(zoomed->start_ns));
+  CHECK(w.timeline()->controller()->viewport().ns_per_px == Approx(zoomed->ns_per_px));
 }
