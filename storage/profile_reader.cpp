@@ -523,7 +523,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       for (auto& t : p.range_tracks) finish_track(t);
     }
 
-    {
+    if (options.collectives) {
       sql::Stmt s(db.get(),
                   "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id"
                   " FROM collectives");

@@ -15,6 +15,7 @@ namespace ss {
 struct LoadOptions {
   bool ranges = true;
   bool memory = true;
+  bool collectives = true;
   // Called with a fraction in [0, 1] and a short stage name; keep it cheap.
   std::function<void(double, const char*)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set to true to abort with ProfileErrorKind::Cancelled

@@ -47,7 +47,7 @@ class ProfileLoader : public QObject {
   void wait_for_worker();
   QThread* thread_ = nullptr;
   std::shared_ptr<std::atomic<bool>> cancel_;
-  std::int64_t first_part_rows_ = 1'000'000;
+  std::int64_t first_part_rows_ = 500'000;
 };
 
 }  // namespace ss::gui

@@ -79,9 +79,12 @@ TEST_CASE("kernel_id_limit reads the kernel rows up to that id", "[storage][read
   o.kernel_id_limit = 100;
   o.ranges = false;
   o.memory = false;
+  o.collectives = false;
   const Profile part = load_profile(path, o);
   CHECK(part.kernel_count == 100);
   CHECK(part.range_count == 0);
+  CHECK(part.collectives.empty());
+  CHECK(!whole.collectives.empty());
   std::uint32_t max_id = 0;
   std::size_t n = 0;
   for (const auto& t : part.stream_tracks)
