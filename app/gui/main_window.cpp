@@ -102,7 +102,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
     progress_->setValue(percent);
     loading_bar_->setValue(percent);
     loading_stage_->setText(QString("%1: %2%").arg(stage).arg(percent));
-    statusBar()->showMessage(QString("Loading %1: %2").arg(QFileInfo(pending_path_).fileName(), stage));
+    if (showing_partial_)
+      statusBar()->showMessage(QString("Showing the first %1 kernels of %2; loading the rest: %3 %4%")
+                                   .arg(profile_->kernel_count)
+                                   .arg(QFileInfo(pending_path_).fileName(), stage)
+                                   .arg(percent));
+    else
+      statusBar()->showMessage(QString("Loading %1: %2").arg(QFileInfo(pending_path_).fileName(), stage));
   });
   connect(loader_, &ProfileLoader::imported, this, [this](const QStringList& inputs, const QString& profile, bool reused) {
     pending_path_ = profile;

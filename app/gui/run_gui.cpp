@@ -201,6 +201,21 @@ int run_gui(int argc, char** argv, int first_arg) {
       if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
     });
   if (!file.empty()) window.open_file(QString::fromStdString(file));
+  if (!screenshot_dir.isEmpty() && !file.empty()) {
+    // A big profile: the loading page, and its first part while the rest loads.
+    QTimer::singleShot(200, &app, [&] {
+      if (!window.showing_loading()) return;
+      QDir().mkpath(screenshot_dir);
+      save(window.grab().toImage(), screenshot_dir + "/loading.png");
+    });
+    QObject::connect(&window, &MainWindow::firstPartShown, &app, [&] {
+      QTimer::singleShot(300, &app, [&] {
+        if (!window.showing_first_part()) return;
+        QDir().mkpath(screenshot_dir);
+        save(window.grab().toImage(), screenshot_dir + "/first-part.png");
+      });
+    });
+  }
   if (!screenshot_dir.isEmpty()) {
     if (file.empty()) {
       std::cerr << "shardscope gui: --screenshot needs a profile\n";
