@@ -109,7 +109,8 @@ constexpr const char* kGuiUsage =
     "  --compare B         compare FILE with profile B in the Compare view\n"
     "  --light             start with the light palette\n"
     "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit\n"
-    "  --time-first-frame  print the time from opening FILE to its first drawn frame and exit\n"
+    "  --time-first-frame  print when each load stage starts, the time from opening FILE to its\n"
+    "                      first drawn frame (a big profile's first part) and to the whole, and exit\n"
     "  -h, --help          this text\n\n"
     "Needs a display (DISPLAY or WAYLAND_DISPLAY; xvfb-run works; QT_QPA_PLATFORM picks another\n"
     "Qt platform). Without one, use the command line: shardscope info FILE, analyze, simulate ...\n";

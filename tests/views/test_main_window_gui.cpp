@@ -254,7 +254,7 @@ TEST_CASE("opening a Kineto .json.gz imports it beside itself, shows loading, an
   CHECK(gui::is_up_to_date_import(profile, {QString::fromStdString(trace)}));
 }
 
-TEST_CASE("an nsys SQLite export opens through a drop; several dropped rank files import into one profile", "[views][gui][import]") {
+TEST_CASE("nsys SQLite and Kineto .json.gz open through a drop and open_file; several dropped rank files import into one profile", "[views][gui][import]") {
   app();
   test::TempDir dir;
   const std::string nsys = dir.file("mfu_2gpu.sqlite");
@@ -271,6 +271,21 @@ TEST_CASE("an nsys SQLite export opens through a drop; several dropped rank file
     REQUIRE(w.profile());
     CHECK(w.last_import() == QString::fromStdString(dir.file("mfu_2gpu.ssdb")));
     CHECK(w.profile()->ranks.size() == 2);
+    CHECK(w.profile()->kernel_count == 3);
+  }
+  // The other way round: a Kineto .json.gz dropped, an nsys export through open_file.
+  {
+    const std::string gz = dir.file("dropped.json.gz");
+    write_gz(gz, test::read_file(fixture("fsdp_rank1.json")));
+    QSignalSpy loaded(&w, &gui::MainWindow::profileLoaded);
+    drop(w, {QString::fromStdString(gz)});
+    REQUIRE(loaded.wait(30000));
+    CHECK(w.last_import() == QString::fromStdString(dir.file("dropped.ssdb")));
+    CHECK(w.profile()->ranks.size() == 1);
+    const std::string nsys2 = dir.file("second.sqlite");
+    write_nsys(nsys2);
+    REQUIRE(open_and_wait(w, QString::fromStdString(nsys2)));
+    CHECK(w.last_import() == QString::fromStdString(dir.file("second.ssdb")));
     CHECK(w.profile()->kernel_count == 3);
   }
   // Two Kineto rank files of one job dropped together: one profile with both ranks.
