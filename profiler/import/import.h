@@ -86,7 +86,7 @@ struct ImportOptions {
   bool show_progress = true;  // progress lines on stderr for inputs over 50 MB
   // Overall progress in [0, 1] across all inputs, with the input being read (called often: keep
   // it cheap). Setting `cancel` stops the import with ProfileErrorKind::Cancelled and no output.
-  std::function<void(double fraction, const std::string& path)> on_progress;
+  std::function<void(double fraction, const std::string& path)> on_progress{};
   const std::atomic<bool>* cancel = nullptr;
 };
 
