@@ -12,6 +12,7 @@
 //  - throw ImportError (file, position, what was expected) on bad input; never crash.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -57,7 +58,14 @@ class ImportContext {
   void flush_skipped();  // writes the counts to skipped_events (called once at the end)
 
   // Progress for large inputs: prints "importing FILE: 45% (900 MB of 2.0 GB)" at most ~10x/s.
+  // Also where a cancelled import stops (throws ProfileError Cancelled) and where on_progress
+  // hears of every input's progress, whatever its size.
   void progress(const std::string& path, std::uint64_t done, std::uint64_t total);
+
+  // For a caller that shows progress itself and can cancel (the desktop app); both optional.
+  std::function<void(const std::string& path, double fraction)> on_progress;
+  const std::atomic<bool>* cancel = nullptr;
+  void check_cancel() const;
 
   // Rows shared by every input of one import (the modules table and process groups are not per
   // rank), so that several ranks' files write each module / group once.
@@ -79,6 +87,10 @@ void import_torch_snapshot(const std::string& path, ImportContext& ctx);
 
 struct ImportOptions {
   bool show_progress = true;  // progress lines on stderr for inputs over 50 MB
+  // Overall progress in [0, 1] across all inputs, with the input being read (called often: keep
+  // it cheap). Setting `cancel` stops the import with ProfileErrorKind::Cancelled and no output.
+  std::function<void(double fraction, const std::string& path)> on_progress{};
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ImportSummary {

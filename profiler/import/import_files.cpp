@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -95,7 +96,13 @@ void ImportContext::flush_skipped() {
   skipped_.clear();
 }
 
+void ImportContext::check_cancel() const {
+  if (cancel && cancel->load(std::memory_order_relaxed)) throw ProfileError(ProfileErrorKind::Cancelled, "import cancelled");
+}
+
 void ImportContext::progress(const std::string& path, std::uint64_t done, std::uint64_t total) {
+  check_cancel();
+  if (on_progress && total > 0) on_progress(path, std::min(1.0, double(done) / double(total)));
   if (!progress_line_ || total < 50ull * 1000 * 1000) return;
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now().time_since_epoch())
@@ -142,6 +149,12 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
+  ctx.cancel = options.cancel;
+  std::size_t current = 0;  // which input on_progress is about: overall = (current + fraction) / n
+  if (options.on_progress)
+    ctx.on_progress = [&](const std::string& path, double fraction) {
+      options.on_progress((static_cast<double>(current) + fraction) / static_cast<double>(inputs.size()), path);
+    };
   // Several Kineto files (one per rank): read and parse them on worker threads, a few ahead of
   // the writer, which takes them in input order (so ranks are assigned as in a sequential
   // import). One file keeps the sequential path and its progress lines.
@@ -161,7 +174,10 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     }
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    current = i;
     parse_ahead();
+    ctx.check_cancel();
+    if (options.on_progress) options.on_progress(static_cast<double>(i) / static_cast<double>(inputs.size()), inputs[i]);
     switch (formats[i]) {
       case Format::KinetoJson:
         if (auto it = parsing.find(i); it != parsing.end()) {
@@ -180,6 +196,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     }
   }
   if (options.show_progress) std::fprintf(stderr, "\n");
+  ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
   writer.finish();
