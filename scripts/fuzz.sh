@@ -29,6 +29,13 @@ for t in "${targets[@]}"; do
   # Seeds: the hand-written fixtures of the matching importer.
   case "$t" in
     fuzz_kineto*) cp -n tests/import/fixtures/*.json "$corpus"/ 2>/dev/null || true ;;
+    fuzz_pickle*)
+      # Python's own pickles (plain data, refused globals, snapshot layouts) from the test generator.
+      py=.venv/bin/python; [ -x "$py" ] || py=python3
+      "$py" tests/import/fixtures/make_pickles.py "$BUILD/pickle-seeds" >/dev/null
+      for f in "$BUILD"/pickle-seeds/*.pickle; do
+        [ "$(stat -c %s "$f")" -le 65536 ] && cp -n "$f" "$corpus"/
+      done ;;
   esac
   dict=()
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")

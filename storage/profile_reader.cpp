@@ -271,7 +271,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
     }
 
     const std::int64_t n_strings = max_id(db, "strings") + 1;
-    const std::int64_t n_kernels = max_id(db, "kernels");
+    const std::int64_t n_kernels = options.kernel_id_limit > 0 ? std::min(max_id(db, "kernels"), options.kernel_id_limit)
+                                                                : max_id(db, "kernels");
     const std::int64_t n_ranges = options.ranges ? max_id(db, "ranges") : 0;
     const std::int64_t n_memory = options.memory ? max_id(db, "memory_events") : 0;
     Progress progress(options, n_strings + n_kernels + n_ranges + n_memory);
@@ -417,7 +418,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                       " WHERE id BETWEEN ? AND ?");
           // The last range is open-ended so rows with ids beyond max(id) estimates are never lost.
           s.bind(1, t == 0 ? std::numeric_limits<std::int64_t>::min() : lo);
-          s.bind(2, t == n_threads - 1 ? std::numeric_limits<std::int64_t>::max() : hi);
+          const std::int64_t last = options.kernel_id_limit > 0 ? options.kernel_id_limit : std::numeric_limits<std::int64_t>::max();
+          s.bind(2, t == n_threads - 1 ? last : hi);
           auto& mine = parts[static_cast<std::size_t>(t)];
           std::int64_t batch = 0;
           sqlite3_stmt* st = s.get();
@@ -522,10 +524,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       for (auto& t : p.range_tracks) finish_track(t);
     }
 
-    {
+    if (options.collectives) {
       sql::Stmt s(db.get(),
                   "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id"
-                  " FROM collectives ORDER BY rank, start_ns");
+                  " FROM collectives");
       while (s.step()) {
         check_times(s, 1, 2, path, "collectives", s.col_int(8));
         auto type = s.col_int(7);
@@ -535,6 +537,12 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                                  s.col_int_or(5, -1), static_cast<std::int32_t>(s.col_int(0)),
                                  static_cast<std::int32_t>(s.col_int_or(6, -1)), static_cast<CollectiveType>(type)});
       }
+      // By rank, then start: sorted here rather than by SQLite's ORDER BY (there is no index, so
+      // SQLite sorted whole rows through its external sorter: ~0.7 s of CPU at 1.4 M collectives,
+      // against ~0.1 s here); stable, so equal keys keep the file's order.
+      std::stable_sort(p.collectives.begin(), p.collectives.end(), [](const CollectiveEvent& a, const CollectiveEvent& b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
+      });
     }
 
     if (options.memory) {
@@ -618,6 +626,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       extend(t.events.front().start, last_end);
     }
   }
+  // Memory counters too: a profile of memory alone (an imported PyTorch memory snapshot) has no
+  // kernels or ranges, and its views still need the time the allocations span.
+  for (const auto& r : p.ranks)
+    if (!r.memory.empty()) extend(r.memory.front().time, r.memory.back().time);
   if (options.progress) options.progress(1.0, "done");
   return p;
 }

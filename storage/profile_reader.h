@@ -15,9 +15,14 @@ namespace ss {
 struct LoadOptions {
   bool ranges = true;
   bool memory = true;
+  bool collectives = true;
   // Called with a fraction in [0, 1] and a short stage name; keep it cheap.
   std::function<void(double, const char*)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set to true to abort with ProfileErrorKind::Cancelled
+  // Read only the kernels with row id <= this (0: all): a first part of a big profile to show
+  // while the rest loads. Kernel rows are written rank after rank (imports, the synthetic
+  // generator) or in time order (the collector), so a prefix is the first rank(s) or steps.
+  std::int64_t kernel_id_limit = 0;
 };
 
 // Validates `path` (magic, truncation, application id / meta, version, required tables and columns)

@@ -165,9 +165,10 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       auto inside = [](const std::string& inner, const std::string& outer) {
         return inner != outer && (outer.empty() || inner.rfind(outer + ".", 0) == 0);
       };
-      for (const auto& [fqn, n] : units)
-        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(fqn, u.first); }))
-          r.fsdp_unit_params += n;
+      // A plain loop variable, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+      for (const auto& unit : units)
+        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(unit.first, u.first); }))
+          r.fsdp_unit_params += unit.second;
     }
     {
       sql::Stmt s(db.get(), "SELECT reason, sum(count) FROM skipped_events GROUP BY reason ORDER BY 2 DESC");

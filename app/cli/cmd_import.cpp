@@ -3,20 +3,34 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "profiler/common/comm_kernels.h"
 #include "profiler/import/import.h"
 #include "storage/profile_summary.h"
 
 namespace ss::cli {
 
 int cmd_import(const std::vector<std::string>& args) {
-  ArgParser p("import", "Import PyTorch profiler (Kineto) JSON traces (.json, .json.gz) and Nsight Systems SQLite exports\n"
-                        "into one profile. Several files of one job (one per rank) merge onto one clock. The format\n"
-                        "is detected from each file's content. On bad input nothing is written (exit 2).");
+  ArgParser p("import", "Import PyTorch profiler (Kineto) JSON traces (.json, .json.gz), Nsight Systems SQLite exports\n"
+                        "and PyTorch memory snapshots (torch.cuda.memory._dump_snapshot pickles, read without executing\n"
+                        "anything; one rank per device) into one profile. Several files of one job (one per rank)\n"
+                        "merge onto one clock. The format is detected from each file's content. On bad input nothing\n"
+                        "is written (exit 2).");
   p.positional("FILE", "input traces", true, true)
       .option("output", "OUT", "profile to write (.ssdb)", "", 'o')
-      .flag("quiet", "no progress lines on stderr", 'q');
+      .flag("quiet", "no progress lines on stderr", 'q')
+      .option("comm-kernels", "RULES",
+              "more communication-kernel rules: a text file, one 'FAMILY NAME-SUBSTRING [TYPE]' per line\n"
+              "(also SHARDSCOPE_COMM_KERNELS; built-in: NCCL, DeepEP, NVSHMEM, MSCCL++, custom all-reduce)");
   if (!p.parse(args)) return kExitOk;
   if (p.get("output").empty()) throw UsageError("missing -o OUT.ssdb");
+  if (p.has("comm-kernels")) {
+    try {
+      add_user_comm_kernel_rules_file(p.get("comm-kernels"));
+    } catch (const std::runtime_error& e) {
+      std::cerr << "shardscope import: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+  }
   import::ImportOptions options;
   options.show_progress = !p.flag_set("quiet");
   const auto& inputs = p.positionals("FILE");

@@ -6,6 +6,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/comm_kernel_report.h"
 #include "storage/cpu_device.h"
 #include "storage/json_writer.h"
 #include "storage/profile_summary.h"
@@ -20,7 +21,7 @@ std::int64_t category_total(const ProfileSummary& s) {
   return t;
 }
 
-void print_text(const ProfileSummary& s) {
+void print_text(const ProfileSummary& s, const std::vector<CommKernelGroup>& comm) {
   auto& o = std::cout;
   o << "Profile      " << s.path << " (schema v" << s.schema_version << ")\n";
   o << "Origin       " << to_string(s.origin.kind);
@@ -69,6 +70,16 @@ void print_text(const ProfileSummary& s) {
       o << line;
     }
   }
+  if (!comm.empty()) {
+    o << "\nCommunication kernels by the rule that recognised them\n";
+    o << "  family             name contains                 kernels          total\n";
+    for (const auto& g : comm) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-18s %-28s %8lld  %13s\n", g.family.c_str(), g.rule.c_str(),
+                    static_cast<long long>(g.kernels), format_duration_ns(g.total_ns).c_str());
+      o << line;
+    }
+  }
   if (!s.collective_totals.empty()) {
     const std::int64_t steps = std::max<std::int64_t>(s.steps, 1);
     o << "\nCollectives by type and size" << (s.steps > 0 ? " (per rank per step: count / rank / steps)" : "") << "\n";
@@ -99,7 +110,7 @@ void print_text(const ProfileSummary& s) {
   }
 }
 
-void print_json(const ProfileSummary& s) {
+void print_json(const ProfileSummary& s, const std::vector<CommKernelGroup>& comm) {
   JsonWriter j(std::cout);
   j.begin_object();
   j.kv("path", s.path).kv("schema_version", s.schema_version);
@@ -164,6 +175,10 @@ void print_json(const ProfileSummary& s) {
         .kv("ran_as", c.ran_as)
         .end_object();
   j.end_array();
+  j.key("communication_kernels").begin_array();
+  for (const auto& g : comm)
+    j.begin_object().kv("family", g.family).kv("rule", g.rule).kv("kernels", g.kernels).kv("total_ns", g.total_ns).end_object();
+  j.end_array();
   j.key("memory_peaks").begin_array();
   for (const auto& m : s.memory_peaks) {
     j.begin_object().kv("rank", m.rank).kv("peak_bytes", m.peak_bytes).kv("time_ns", m.time);
@@ -193,10 +208,11 @@ int cmd_info(const std::vector<std::string>& args) {
   const long long top = p.get_int("top");
   if (top < 0 || top > 100000) throw UsageError("--top must be between 0 and 100000");
   ProfileSummary s = summarize_profile(p.positionals("FILE").front(), static_cast<int>(top));
+  const auto comm = comm_kernel_groups(p.positionals("FILE").front());
   if (p.get("format") == "json")
-    print_json(s);
+    print_json(s, comm);
   else
-    print_text(s);
+    print_text(s, comm);
   return kExitOk;
 }
 

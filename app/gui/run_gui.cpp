@@ -14,8 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 
 #include "app/gui/main_window.h"
+#include "app/gui/time_frames.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
@@ -102,14 +104,17 @@ bool save(const QImage& image, const QString& path) {
 
 namespace {
 constexpr const char* kGuiUsage =
-    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame]\n"
+    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame] [--time-frames N]\n"
     "       shardscope FILE [options]\n\n"
     "Opens the desktop app, on FILE when given.\n\n"
     "Options:\n"
     "  --compare B         compare FILE with profile B in the Compare view\n"
     "  --light             start with the light palette\n"
     "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit\n"
-    "  --time-first-frame  print the time from opening FILE to its first drawn frame and exit\n"
+    "  --time-first-frame  print when each load stage starts, the time from opening FILE to its\n"
+    "                      first drawn frame (a big profile's first part) and to the whole, and exit\n"
+    "  --time-frames N     draw N timeline frames per zoom level, print their times and exit (with\n"
+    "                      --screenshot DIR: also DIR/timeline-zoomed-out.png, nothing else)\n"
     "  -h, --help          this text\n\n"
     "Needs a display (DISPLAY or WAYLAND_DISPLAY; xvfb-run works; QT_QPA_PLATFORM picks another\n"
     "Qt platform). Without one, use the command line: shardscope info FILE, analyze, simulate ...\n";
@@ -118,6 +123,7 @@ constexpr const char* kGuiUsage =
 int run_gui(int argc, char** argv, int first_arg) {
   QString screenshot_dir;
   bool time_first_frame = false;
+  int time_frames_n = 0;  // --time-frames N
   bool light = false;  // --light: start with the light palette
   QString compare_path;  // --compare B: open the Compare view on the profile vs B
   std::string file;
@@ -131,6 +137,8 @@ int run_gui(int argc, char** argv, int first_arg) {
       screenshot_dir = QString::fromLocal8Bit(argv[++i]);
     } else if (a == "--compare" && has_value) {
       compare_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--time-frames" && has_value) {
+      time_frames_n = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--time-first-frame") {
       time_first_frame = true;
     } else if (a == "--light") {
@@ -152,6 +160,13 @@ int run_gui(int argc, char** argv, int first_arg) {
   QApplication app(qt_argc, argv);
   QApplication::setOrganizationName("ShardScope");
   QApplication::setApplicationName(screenshot_dir.isEmpty() ? "shardscope" : "shardscope-screenshot");
+  if (time_frames_n > 0) {
+    if (file.empty()) {
+      std::cerr << "shardscope gui: --time-frames needs a profile\n";
+      return 1;
+    }
+    return time_frames(file, time_frames_n, screenshot_dir);
+  }
   MainWindow window;
   if (!screenshot_dir.isEmpty()) {
     window.set_interactive(false);
@@ -163,9 +178,20 @@ int run_gui(int argc, char** argv, int first_arg) {
   QElapsedTimer since_open;
   if (time_first_frame) {
     window.set_interactive(false);
-    QObject::connect(window.timeline(), &timeline::TimelineWidget::profileFrameDrawn, &app, [&] {
-      std::cout << "first frame " << since_open.elapsed() << " ms after opening " << file << "\n";
-      app.exit(0);
+    // A big profile shows a first part before the whole: report the first frame, then wait for
+    // the whole profile.
+    auto frame_seen = std::make_shared<bool>(false);
+    auto loaded_seen = std::make_shared<bool>(false);
+    QObject::connect(window.timeline(), &timeline::TimelineWidget::profileFrameDrawn, &app, [&, frame_seen, loaded_seen] {
+      if (*frame_seen) return;
+      *frame_seen = true;
+      std::cout << "first frame " << since_open.elapsed() << " ms after opening " << file
+                << (window.showing_first_part() ? " (the first part)" : "") << "\n";
+      if (*loaded_seen) app.exit(0);
+    });
+    QObject::connect(&window, &MainWindow::profileLoaded, &app, [&, frame_seen, loaded_seen] {
+      *loaded_seen = true;
+      if (*frame_seen) QTimer::singleShot(0, &app, [&] { app.exit(0); });
     });
     QObject::connect(&window, &MainWindow::loadFailed, &app, [&](const QString& message) {
       std::cerr << "shardscope gui: " << message.toStdString() << "\n";
@@ -173,6 +199,13 @@ int run_gui(int argc, char** argv, int first_arg) {
     });
     QObject::connect(&window, &MainWindow::profileLoaded, &app,
                      [&] { std::cout << "loaded " << since_open.elapsed() << " ms after opening\n"; });
+    // Where the time goes: when each stage of the load (or import) starts.
+    auto last_stage = std::make_shared<QString>();
+    QObject::connect(&window, &MainWindow::loadProgress, &app, [&, last_stage](int, const QString& stage) {
+      if (stage == *last_stage) return;
+      *last_stage = stage;
+      std::cout << "  " << since_open.elapsed() << " ms: " << stage.toStdString() << "\n";
+    });
   }
   since_open.start();
   if (!compare_path.isEmpty())
@@ -183,6 +216,21 @@ int run_gui(int argc, char** argv, int first_arg) {
       if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
     }, Qt::SingleShotConnection);  // B goes with FILE only: a profile opened later starts without a B
   if (!file.empty()) window.open_file(QString::fromStdString(file));
+  if (!screenshot_dir.isEmpty() && !file.empty()) {
+    // A big profile: the loading page, and its first part while the rest loads.
+    QTimer::singleShot(200, &app, [&] {
+      if (!window.showing_loading()) return;
+      QDir().mkpath(screenshot_dir);
+      save(window.grab().toImage(), screenshot_dir + "/loading.png");
+    });
+    QObject::connect(&window, &MainWindow::firstPartShown, &app, [&] {
+      QTimer::singleShot(300, &app, [&] {
+        if (!window.showing_first_part()) return;
+        QDir().mkpath(screenshot_dir);
+        save(window.grab().toImage(), screenshot_dir + "/first-part.png");
+      });
+    });
+  }
   if (!screenshot_dir.isEmpty()) {
     if (file.empty()) {
       std::cerr << "shardscope gui: --screenshot needs a profile\n";
@@ -193,19 +241,19 @@ int run_gui(int argc, char** argv, int first_arg) {
       app.exit(2);
     });
     QObject::connect(&window, &MainWindow::profileLoaded, &app, [&] {
-      QTimer::singleShot(300, &app, [&] {
+      QTimer::singleShot(400, &app, [&] {
+        // The window as a user first sees it, with the default layout.
+        QDir().mkpath(screenshot_dir);
+        const bool opened_ok = save(window.grab().toImage(), screenshot_dir + "/sample-main-window.png");
         stage_demo(window);
-        QTimer::singleShot(500, &app, [&] {
-          QDir().mkpath(screenshot_dir);
-          bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png");
+        QTimer::singleShot(500, &app, [&, opened_ok] {
+          bool ok = save(window.grab().toImage(), screenshot_dir + "/main-window.png") && opened_ok;
           ok = save(window.timeline()->grabFramebuffer(), screenshot_dir + "/timeline.png") && ok;
-          // The Analyses dock with a result: the overlap analysis on the aggregated range, widened,
-          // and its first finding double-clicked (the timeline jumps to it).
+          // The Analyses dock with a result: the overlap analysis on the whole profile, in the
+          // default layout, and its first finding double-clicked (the timeline jumps to it).
           auto* analyses = window.analyses();
           analyses->selection_source = nullptr;  // the whole profile: more rows and findings to show
-          if (auto* details = window.findChild<QDockWidget*>("details_dock")) details->hide();
           window.analyses_dock()->raise();
-          window.resizeDocks({window.analyses_dock()}, {760}, Qt::Horizontal);
           const auto shoot_memory = [&, ok](bool analyses_ok) {
             // The memory view on its own, at a useful size.
             window.memory_dock()->setFloating(true);
@@ -217,22 +265,19 @@ int run_gui(int argc, char** argv, int first_arg) {
               auto* chart = window.memory_view()->chart();
               chart->hover_time(window.memory_view()->model()->stats().series.peak_time);
               const bool mem_ok = save(window.memory_dock()->widget()->grab().toImage(), screenshot_dir + "/memory.png") && ok && analyses_ok;
-              // The Unshard panel on its own, with a few layers kept unsharded as a user would.
+              // The Unshard tab in the window, with a few layers kept unsharded as a user would.
               window.memory_dock()->setFloating(false);
-              window.unshard_dock()->setFloating(true);
-              window.unshard_dock()->resize(1400, 820);
-              window.unshard_dock()->show();
-              window.unshard_dock()->raise();
+              window.show_unshard_tab();
+              window.memory_dock()->raise();
               stage_unshard(*window.unshard_panel());
-              QTimer::singleShot(300, &app, [&, mem_ok] {
-                const bool all = save(window.unshard_panel()->grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;
+              QTimer::singleShot(500, &app, [&, mem_ok] {
+                const bool all = save(window.grab().toImage(), screenshot_dir + "/unshard-panel.png") && mem_ok;
                 if (compare_path.isEmpty()) {
                   app.exit(all ? 0 : 3);
                   return;
                 }
                 // With --compare B: the Compare view with the largest discrepancy's row clicked, and
                 // the comparison saved in a scratch workspace so the Comparisons dock lists it.
-                window.unshard_dock()->setFloating(false);
                 window.analyses_dock()->hide();  // the Compare tab gets the window's width
                 if (auto* aggregate = window.findChild<QDockWidget*>("aggregate_dock")) aggregate->hide();
                 window.resizeDocks({window.comparisons_dock()}, {190}, Qt::Vertical);

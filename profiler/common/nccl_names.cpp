@@ -1,5 +1,7 @@
 #include "profiler/common/nccl_names.h"
 
+#include "profiler/common/comm_kernels.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -16,6 +18,25 @@ std::string lower(std::string_view s) {
 }
 
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+// A collective named inside a kernel name ("mscclpp::allreduce7", "AllGatherKernel"), checked
+// longest first so "allreduce" is not read as "reduce".
+CollectiveType collective_type_in_name(std::string_view name) {
+  std::string t;
+  for (char c : name)
+    if (std::isalpha(static_cast<unsigned char>(c))) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::array<std::pair<std::string_view, CollectiveType>, 6> kTokens{{
+      {"reducescatter", CollectiveType::ReduceScatter},
+      {"allreduce", CollectiveType::AllReduce},
+      {"allgather", CollectiveType::AllGather},
+      {"alltoall", CollectiveType::AllToAll},
+      {"broadcast", CollectiveType::Broadcast},
+      {"sendrecv", CollectiveType::SendRecv},
+  }};
+  for (const auto& [k, v] : kTokens)
+    if (t.find(k) != std::string::npos) return v;
+  return CollectiveType::Unknown;
+}
 
 }  // namespace
 
@@ -73,11 +94,21 @@ NcclKernelInfo classify_nccl_kernel(std::string_view name) {
     if (pos != std::string_view::npos) {
       body = pos + prefix.size();
       info.symmetric = sym;
+      info.rule = std::string(prefix);
       break;
     }
   }
-  if (body == std::string_view::npos) return info;
-  info.is_nccl = true;
+  if (body == std::string_view::npos) {
+    if (const CommKernelRule* r = match_comm_kernel(name)) {
+      info.is_comm = true;
+      info.family = r->family;
+      info.rule = r->contains;
+      info.type = r->type != CollectiveType::Unknown ? r->type : collective_type_in_name(name);
+    }
+    return info;
+  }
+  info.is_comm = true;
+  info.family = "nccl";
   std::size_t end = body;
   while (end < name.size() && is_ident(name[end])) ++end;
   std::string_view ident = name.substr(body, end - body);

@@ -14,8 +14,12 @@
 
 namespace ss {
 
+// A communication kernel: NCCL's, or another library's recognised by profiler/common/comm_kernels.h
+// (DeepEP, NVSHMEM, MSCCL++, custom all-reduce kernels, user rules).
 struct NcclKernelInfo {
-  bool is_nccl = false;
+  bool is_comm = false;
+  std::string family;  // "nccl", "deepep", ... when is_comm
+  std::string rule;    // what matched: the NCCL prefix or the rule's substring
   CollectiveType type = CollectiveType::Unknown;  // Unknown for Generic kernels
   std::string collective;  // the name token, e.g. "AllGather"
   std::string algorithm;   // "RING", "TREE", ... when the name carries one
@@ -25,7 +29,8 @@ struct NcclKernelInfo {
   bool symmetric = false;  // ncclSym(k)DevKernel
 };
 
-// Classifies a kernel name, mangled or demangled. Non-NCCL names give is_nccl == false.
+// Classifies a kernel name, mangled or demangled: NCCL's kernels by their prefixes, then the
+// communication-kernel rules. Other names give is_comm == false.
 NcclKernelInfo classify_nccl_kernel(std::string_view kernel_name);
 
 // Maps any collective label to a type: PyTorch's "Collective name" arg ("_allgather_base",

@@ -12,6 +12,7 @@
 //  - throw ImportError (file, position, what was expected) on bad input; never crash.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,10 +26,11 @@
 
 namespace ss::import {
 
-enum class Format { Unknown, KinetoJson, NsysSqlite };
+enum class Format { Unknown, KinetoJson, NsysSqlite, TorchMemorySnapshot };
 const char* to_string(Format f);
 
-// Detects the format from the file's content (gzip / JSON / SQLite header and tables), not its name.
+// Detects the format from the file's content (gzip / JSON / SQLite header and tables, pickle
+// protocol opcode), not its name.
 Format detect_format(const std::string& path);
 
 // Bad input. The message names the file and, where it applies, the byte offset or row.
@@ -56,7 +58,14 @@ class ImportContext {
   void flush_skipped();  // writes the counts to skipped_events (called once at the end)
 
   // Progress for large inputs: prints "importing FILE: 45% (900 MB of 2.0 GB)" at most ~10x/s.
+  // Also where a cancelled import stops (throws ProfileError Cancelled) and where on_progress
+  // hears of every input's progress, whatever its size.
   void progress(const std::string& path, std::uint64_t done, std::uint64_t total);
+
+  // For a caller that shows progress itself and can cancel (the desktop app); both optional.
+  std::function<void(const std::string& path, double fraction)> on_progress;
+  const std::atomic<bool>* cancel = nullptr;
+  void check_cancel() const;
 
   // Rows shared by every input of one import (the modules table and process groups are not per
   // rank), so that several ranks' files write each module / group once.
@@ -73,9 +82,15 @@ class ImportContext {
 
 void import_kineto(const std::string& path, ImportContext& ctx);  // .json and .json.gz
 void import_nsys(const std::string& path, ImportContext& ctx);    // nsys export --type sqlite
+// torch.cuda.memory._dump_snapshot pickles, read by a restricted reader that executes nothing.
+void import_torch_snapshot(const std::string& path, ImportContext& ctx);
 
 struct ImportOptions {
   bool show_progress = true;  // progress lines on stderr for inputs over 50 MB
+  // Overall progress in [0, 1] across all inputs, with the input being read (called often: keep
+  // it cheap). Setting `cancel` stops the import with ProfileErrorKind::Cancelled and no output.
+  std::function<void(double fraction, const std::string& path)> on_progress{};
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ImportSummary {

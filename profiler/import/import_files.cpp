@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -7,6 +8,16 @@
 #include <fstream>
 
 #include "profiler/import/import.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "profiler/import/kineto/kineto_import.h"
+
+#include "profiler/common/comm_kernels.h"
 #include "storage/sqlite_handle.h"
 #include "storage/units.h"
 
@@ -16,6 +27,7 @@ const char* to_string(Format f) {
   switch (f) {
     case Format::KinetoJson: return "kineto-json";
     case Format::NsysSqlite: return "nsys-sqlite";
+    case Format::TorchMemorySnapshot: return "torch-memory-snapshot";
     case Format::Unknown: break;
   }
   return "unknown";
@@ -28,6 +40,8 @@ Format detect_format(const std::string& path) {
   in.read(reinterpret_cast<char*>(head.data()), head.size());
   const auto n = static_cast<std::size_t>(in.gcount());
   if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Format::KinetoJson;  // gzip: Kineto .json.gz
+  // A pickle of protocol 2 to 5 starts with PROTO (0x80) and its number: torch.cuda.memory._dump_snapshot.
+  if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5) return Format::TorchMemorySnapshot;
   if (n >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0) {
     bool nsys = false, profile = false;
     try {
@@ -82,7 +96,13 @@ void ImportContext::flush_skipped() {
   skipped_.clear();
 }
 
+void ImportContext::check_cancel() const {
+  if (cancel && cancel->load(std::memory_order_relaxed)) throw ProfileError(ProfileErrorKind::Cancelled, "import cancelled");
+}
+
 void ImportContext::progress(const std::string& path, std::uint64_t done, std::uint64_t total) {
+  check_cancel();
+  if (on_progress && total > 0) on_progress(path, std::min(1.0, double(done) / double(total)));
   if (!progress_line_ || total < 50ull * 1000 * 1000) return;
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now().time_since_epoch())
@@ -105,7 +125,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     Format f = detect_format(in);
     if (f == Format::Unknown)
       throw ImportError("'" + in + "': unknown format (expected a PyTorch profiler / Kineto JSON trace, .json or"
-                        " .json.gz, or an Nsight Systems SQLite export)");
+                        " .json.gz, an Nsight Systems SQLite export, or a PyTorch memory snapshot pickle)");
     formats.push_back(f);
     summary.inputs.emplace_back(in, f);
   }
@@ -123,17 +143,60 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   // The writer builds OUT under a temporary name; if anything below throws, its destructor
   // removes the partial file, so no output is left behind.
   ProfileWriter writer(output, origin);
+  // The communication-kernel rules this import classified with, so `info` can name the rule
+  // that matched each kernel even if the user's rules change later.
+  writer.set_meta("comm_kernel_rules", format_comm_kernel_rules(comm_kernel_rules()));
   ImportContext ctx(writer, options.show_progress ? std::function<void(const std::string&)>(
                                                         [](const std::string& l) { std::fprintf(stderr, "%s\r", l.c_str()); })
                                                   : std::function<void(const std::string&)>());
+  ctx.cancel = options.cancel;
+  std::size_t current = 0;  // which input on_progress is about: overall = (current + fraction) / n
+  if (options.on_progress)
+    ctx.on_progress = [&](const std::string& path, double fraction) {
+      options.on_progress((static_cast<double>(current) + fraction) / static_cast<double>(inputs.size()), path);
+    };
+  // Several Kineto files (one per rank): read and parse them on worker threads, a few ahead of
+  // the writer, which takes them in input order (so ranks are assigned as in a sequential
+  // import). One file keeps the sequential path and its progress lines.
+  const std::size_t kineto_files = static_cast<std::size_t>(std::count(formats.begin(), formats.end(), Format::KinetoJson));
+  // SHARDSCOPE_IMPORT_THREADS caps the files in flight (each holds its JSON and parsed events).
+  std::size_t workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS"); env && std::atoi(env) > 0)
+    workers = static_cast<std::size_t>(std::atoi(env));
+  const std::size_t ahead = kineto_files > 1 && workers > 1 ? workers : 0;
+  std::map<std::size_t, std::future<kineto::ParsedKineto>> parsing;
+  std::size_t next_to_parse = 0;
+  auto parse_ahead = [&] {
+    while (next_to_parse < inputs.size() && parsing.size() < ahead) {
+      const std::size_t i = next_to_parse++;
+      if (formats[i] == Format::KinetoJson)
+        parsing.emplace(i, std::async(std::launch::async, [path = inputs[i]] { return kineto::read_and_parse(path); }));
+    }
+  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    current = i;
+    parse_ahead();
+    ctx.check_cancel();
+    if (options.on_progress) options.on_progress(static_cast<double>(i) / static_cast<double>(inputs.size()), inputs[i]);
     switch (formats[i]) {
-      case Format::KinetoJson: import_kineto(inputs[i], ctx); break;
+      case Format::KinetoJson:
+        if (auto it = parsing.find(i); it != parsing.end()) {
+          kineto::ParsedKineto parsed = it->second.get();  // rethrows the worker's ImportError
+          parsing.erase(it);
+          parse_ahead();  // keep the workers busy while this one is written
+          ctx.progress(inputs[i], 1, 1);
+          kineto::write_parsed(parsed, inputs[i], ctx);
+        } else {
+          import_kineto(inputs[i], ctx);
+        }
+        break;
       case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
+      case Format::TorchMemorySnapshot: import_torch_snapshot(inputs[i], ctx); break;
       case Format::Unknown: break;
     }
   }
   if (options.show_progress) std::fprintf(stderr, "\n");
+  ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
   writer.finish();

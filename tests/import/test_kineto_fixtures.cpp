@@ -1,6 +1,7 @@
 // Kineto JSON import rules, one hand-written fixture per concern (tests/import/fixtures/).
 #include <catch2/catch.hpp>
 
+#include "profiler/common/comm_kernels.h"
 #include "profiler/import/import.h"
 #include "tests/import/import_test_util.h"
 #include "tests/support/test_paths.h"
@@ -245,4 +246,50 @@ TEST_CASE("memory: the level before the trace and a free the profiler did not re
   CHECK(query_int(db, "SELECT max(level) FROM (SELECT sum(bytes) OVER (ORDER BY time_ns, bytes ROWS UNBOUNDED PRECEDING) AS level "
                       "FROM memory_events)") == 6500);
   CHECK(query_int(db, "SELECT sum(bytes) FROM memory_events") == 5800);
+}
+
+// Communication kernels that are not NCCL's (issue 14): DeepEP and a custom all-reduce by the
+// built-in rules, a user's rule from a file; each becomes a collective kernel with a collective
+// row, and the rules in effect are stored in the profile.
+TEST_CASE("non-NCCL communication kernels are recognised by name rules", "[kineto][comm]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("comm_kernels.json"));
+  CHECK(query_int(db, "SELECT count(*) FROM kernel_view WHERE category='collective'") == 2);  // dpsk::ep, vllm
+  CHECK(query_text(db, "SELECT type FROM collective_view c JOIN kernel_view k ON k.id = c.kernel_id"
+                       " WHERE k.name LIKE '%dpsk::ep::%'") == "all_to_all");
+  CHECK(query_text(db, "SELECT type FROM collective_view c JOIN kernel_view k ON k.id = c.kernel_id"
+                       " WHERE k.name LIKE '%cross_device_reduce%'") == "all_reduce");
+  CHECK(query_text(db, "SELECT category FROM kernel_view WHERE name = 'my_ep::combine_kernel'") == "compute");
+  CHECK(query_text(db, "SELECT category FROM kernel_view WHERE name LIKE 'sm90%'") == "compute");
+  CHECK(query_text(db, "SELECT value FROM meta WHERE key = 'comm_kernel_rules'").find("deepep dpsk::ep:: all_to_all") !=
+        std::string::npos);
+
+  // A user's rule names the third kernel.
+  const std::string rules = dir.file("rules.txt");
+  write_file(rules, "# family  contains  type\nmyep my_ep:: all_to_all\n");
+  add_user_comm_kernel_rules_file(rules);
+  TempDir dir2;
+  const auto db2 = import_one(dir2, fixture("comm_kernels.json"));
+  CHECK(query_text(db2, "SELECT category FROM kernel_view WHERE name = 'my_ep::combine_kernel'") == "collective");
+  CHECK(query_int(db2, "SELECT count(*) FROM collective_view WHERE type = 'all_to_all'") == 2);
+  CHECK(query_text(db2, "SELECT value FROM meta WHERE key = 'comm_kernel_rules'").find("myep my_ep:: all_to_all  # user") !=
+        std::string::npos);
+}
+
+TEST_CASE("communication-kernel rule files: format and errors", "[comm]") {
+  const auto r = parse_comm_kernel_rules("# comment\n\nfam sub all_gather\nother thing   # trailing comment\n");
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].family == "fam");
+  CHECK(r[0].contains == "sub");
+  CHECK(r[0].type == CollectiveType::AllGather);
+  CHECK(r[1].type == CollectiveType::Unknown);
+  CHECK_THROWS_WITH(parse_comm_kernel_rules("fam\n"), Catch::Contains("line 1"));
+  CHECK_THROWS_WITH(parse_comm_kernel_rules("ok fine\nfam sub sideways\n"), Catch::Contains("line 2: unknown collective type 'sideways'"));
+  CHECK_THROWS_WITH(parse_comm_kernel_rules("fam sub all_reduce extra\n"), Catch::Contains("cannot contain spaces"));
+  // The stored form reads back the same rules.
+  const auto again = parse_comm_kernel_rules(format_comm_kernel_rules(r));
+  REQUIRE(again.size() == 2);
+  CHECK(again[0].contains == "sub");
+  CHECK(again[0].type == CollectiveType::AllGather);
+  CHECK_THROWS(add_user_comm_kernel_rules_file("/nonexistent/rules.txt"));
 }

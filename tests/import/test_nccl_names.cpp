@@ -12,7 +12,7 @@ CollectiveType type_of(std::string_view n) { return classify_nccl_kernel(n).type
 
 TEST_CASE("NCCL <= 2.18 kernel names (ncclKernel_<Coll>_<ALGO>_LL_Sum_<type>)", "[nccl]") {
   const auto ar = classify_nccl_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)");
-  CHECK(ar.is_nccl);
+  CHECK(ar.is_comm);
   CHECK(ar.type == CollectiveType::AllReduce);
   CHECK(ar.algorithm == "RING");
   CHECK(ar.protocol == "LL");
@@ -43,16 +43,16 @@ TEST_CASE("NCCL 2.19-2.28 kernel names (ncclDevKernel_*)", "[nccl]") {
   CHECK(type_of("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)") == CollectiveType::SendRecv);
   // Mixed-function plans: an NCCL kernel whose collective the name does not tell.
   const auto g = classify_nccl_kernel("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)");
-  CHECK(g.is_nccl);
+  CHECK(g.is_comm);
   CHECK(g.type == CollectiveType::Unknown);
   // Mangled names (no demangling in some tools).
   CHECK(type_of("_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE") == CollectiveType::AllGather);
-  CHECK(classify_nccl_kernel("_Z24ncclDevKernel_Generic_424ncclDevKernelArgsStorageILm4096EE").is_nccl);
+  CHECK(classify_nccl_kernel("_Z24ncclDevKernel_Generic_424ncclDevKernelArgsStorageILm4096EE").is_comm);
 }
 
 TEST_CASE("NCCL 2.27 / 2.28 symmetric kernels", "[nccl]") {
   const auto s27 = classify_nccl_kernel("ncclSymDevKernel_AllReduce_RSxLD_AGxST_sum_bf16");
-  CHECK(s27.is_nccl);
+  CHECK(s27.is_comm);
   CHECK(s27.symmetric);
   CHECK(s27.type == CollectiveType::AllReduce);
   const auto s28 = classify_nccl_kernel("ncclSymkDevKernel_AllGather_LLMC");
@@ -64,10 +64,10 @@ TEST_CASE("NCCL 2.27 / 2.28 symmetric kernels", "[nccl]") {
 }
 
 TEST_CASE("non-NCCL kernels", "[nccl]") {
-  CHECK_FALSE(classify_nccl_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>").is_nccl);
-  CHECK_FALSE(classify_nccl_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64").is_nccl);
-  CHECK_FALSE(classify_nccl_kernel("").is_nccl);
-  CHECK_FALSE(classify_nccl_kernel("Memcpy HtoD (Pinned -> Device)").is_nccl);
+  CHECK_FALSE(classify_nccl_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>").is_comm);
+  CHECK_FALSE(classify_nccl_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64").is_comm);
+  CHECK_FALSE(classify_nccl_kernel("").is_comm);
+  CHECK_FALSE(classify_nccl_kernel("Memcpy HtoD (Pinned -> Device)").is_comm);
 }
 
 TEST_CASE("collective labels from PyTorch, NCCL and NVTX", "[nccl]") {

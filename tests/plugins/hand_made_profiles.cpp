@@ -89,4 +89,108 @@ void write_two_rank_profile(const std::string& path) {
   w.finish();
 }
 
+// Layout (times in us):
+// compute stream 7: K1 [0,100) launched at 0 | K2 [200,300) launched at 150 | K3 [400,500) launched
+//                   at 250 | K4 [600,700) launched at 450 | K5 [800,900) launched at 650
+// nccl stream 20:   N1 [300,380) launched at 290          (an NCCL kernel, no collectives rows)
+// copy stream 30:   C1 [500,580) launched at 100          (a memcpy)
+// Every launch call lasts 5 us, on thread 100.
+void write_launch_profile(const std::string& path) {
+  constexpr TimeNs us = 1000;
+  Origin o;
+  o.kind = OriginKind::Synthetic;
+  o.tool = "test_builtin_analyses";
+  o.source_format = "hand-made";
+  ProfileWriter w(path, o);
+  RankInfo ri;
+  ri.rank = 0;
+  ri.gpu_name = "test GPU";
+  ri.world_size = 1;
+  w.add_rank(ri);
+  const RowId compute = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+  const RowId nccl = w.add_stream({0, 0, 20, StreamKind::Nccl, "nccl"});
+  const RowId copy = w.add_stream({0, 0, 30, StreamKind::Copy, "copy"});
+  const RowId thread = w.add_thread({0, 100, "main"});
+  const auto launch_name = w.intern("cudaLaunchKernel");
+  auto kernel = [&](RowId stream, TimeNs a, TimeNs b, const char* name, KernelCategory cat, TimeNs launched) {
+    KernelRow k;
+    k.stream = stream;
+    k.start = a * us;
+    k.end = b * us;
+    k.name = w.intern(name);
+    k.category = cat;
+    const RowId id = w.add_kernel(k);
+    w.add_launch({id, 0, thread, launched * us, launched * us + 5 * us, launch_name});
+  };
+  kernel(compute, 0, 100, "K1", KernelCategory::Compute, 0);
+  kernel(compute, 200, 300, "K2", KernelCategory::Compute, 150);
+  kernel(compute, 400, 500, "K3", KernelCategory::Compute, 250);
+  kernel(compute, 600, 700, "K4", KernelCategory::Compute, 450);
+  kernel(compute, 800, 900, "K5", KernelCategory::Compute, 650);
+  kernel(nccl, 300, 380, "ncclDevKernel_AllReduce", KernelCategory::Collective, 290);
+  kernel(copy, 500, 580, "Memcpy HtoD", KernelCategory::Memcpy, 100);
+  w.finish();
+}
+
+// Layout (times in us; launch calls last 5 us unless said):
+// rank 0, step 1 [0,700): compute A [0,100) launched 0 | all-gather AG0 [150,400) on the NCCL
+//          stream, launched 140, module layers.0 | compute B [400,700) launched 120
+// rank 1, step 1 [0,600): compute C [0,300) launched 0 | all-gather AG1 [300,400) launched 290,
+//          module layers.0 | compute D [400,600) launched 150
+// AG0 and AG1 are one collective (group P, sequence 0).
+// rank 2, step 2 [1000,1400): K1 [1000,1100) launched 1000 | K2 [1300,1400) launch call [1250,1260)
+void write_critical_path_profile(const std::string& path) {
+  constexpr TimeNs us = 1000;
+  Origin o;
+  o.kind = OriginKind::Synthetic;
+  o.tool = "test_builtin_analyses";
+  o.source_format = "hand-made";
+  ProfileWriter w(path, o);
+  const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
+  const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
+  const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "nccl"});
+  const auto launch_name = w.intern("cudaLaunchKernel");
+  for (int r = 0; r < 3; ++r) {
+    RankInfo ri;
+    ri.rank = r;
+    ri.gpu_name = "test GPU";
+    ri.world_size = 3;
+    w.add_rank(ri);
+  }
+  auto kernel = [&](int rank, RowId stream, RowId thread, TimeNs a, TimeNs b, const char* name, KernelCategory cat,
+                    RowId module, TimeNs launch_a, TimeNs launch_b) {
+    KernelRow k;
+    k.rank = rank;
+    k.stream = stream;
+    k.start = a * us;
+    k.end = b * us;
+    k.name = w.intern(name);
+    k.category = cat;
+    k.module = module;
+    const RowId id = w.add_kernel(k);
+    w.add_launch({id, rank, thread, launch_a * us, launch_b * us, launch_name});
+    return id;
+  };
+  for (int r = 0; r < 2; ++r) {
+    const RowId c = w.add_stream({r, 0, 7, StreamKind::Compute, "compute"});
+    const RowId n = w.add_stream({r, 0, 20, StreamKind::Nccl, "nccl"});
+    const RowId t = w.add_thread({r, 100, "main"});
+    const bool r0 = r == 0;
+    kernel(r, c, t, 0, r0 ? 100 : 300, r0 ? "A" : "C", KernelCategory::Compute, kNoRow, 0, 5);
+    const TimeNs ag_a = r0 ? 150 : 300, ag_launch = r0 ? 140 : 290;
+    const RowId ag = kernel(r, n, t, ag_a, 400, "ncclDevKernel_AllGather_RING_LL", KernelCategory::Collective, l0,
+                            ag_launch, ag_launch + 5);
+    w.add_collective({r, ag, CollectiveType::AllGather, 1 << 20, 0, pg, 2, 0, ag_a * us, 400 * us});
+    kernel(r, c, t, 400, r0 ? 700 : 600, r0 ? "B" : "D", KernelCategory::Compute, kNoRow, r0 ? 120 : 150,
+           r0 ? 125 : 155);
+    w.add_step({r, 1, 0, (r0 ? 700 : 600) * us});
+  }
+  const RowId c2 = w.add_stream({2, 0, 7, StreamKind::Compute, "compute"});
+  const RowId t2 = w.add_thread({2, 100, "main"});
+  kernel(2, c2, t2, 1000, 1100, "K1", KernelCategory::Compute, kNoRow, 1000, 1005);
+  kernel(2, c2, t2, 1300, 1400, "K2", KernelCategory::Compute, kNoRow, 1250, 1260);
+  w.add_step({2, 2, 1000 * us, 1400 * us});
+  w.finish();
+}
+
 }  // namespace ss::test

@@ -9,4 +9,12 @@ namespace ss::test {
 // Two ranks, times in microseconds (x 1000 ns), see hand_made_profiles.cpp for the layout.
 void write_two_rank_profile(const std::string& path);
 
+// One rank whose kernels carry their launch calls (the `launches` table), for the idle-gap
+// causes that launch times decide; layout in hand_made_profiles.cpp.
+void write_launch_profile(const std::string& path);
+
+// Two ranks and one step whose critical path crosses ranks through an all-gather, plus a third
+// rank-free case bound by a late launch; layout and the path worked out in hand_made_profiles.cpp.
+void write_critical_path_profile(const std::string& path);
+
 }  // namespace ss::test

@@ -15,7 +15,8 @@ using namespace ss::test;
 TEST_CASE("analyze --list names the built-in analyses", "[plugins][cli]") {
   CliResult r = run_cli({"analyze", "--list"});
   REQUIRE(r.exit_code == 0);
-  for (const char* n : {"temporal", "overlap", "top-kernels", "idle-gaps", "stragglers", "memory-peak"}) {
+  for (const char* n : {"temporal", "overlap", "top-kernels", "idle-gaps", "stragglers", "memory-peak", "launch-stats",
+                        "copy-bandwidth", "annotations"}) {
     INFO(n);
     CHECK(r.out.find(std::string("  ") + n + " ") != std::string::npos);
   }

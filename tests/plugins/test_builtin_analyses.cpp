@@ -176,6 +176,10 @@ TEST_CASE("idle gaps and their causes on the hand-made profile", "[plugins][idle
   CHECK(cause_of(1, 400) == "waiting on collective");
   // rank 1 [700,800): nothing runs anywhere.
   CHECK(cause_of(1, 700) == "other");
+  // The hand-made profile has no launch records: every cause is a heuristic, and a finding says so.
+  for (const auto& row : g.rows) CHECK(text_at(g, row, "evidence") == "heuristic");
+  CHECK(std::any_of(r.findings.begin(), r.findings.end(),
+                    [](const Finding& f) { return f.message.find("no launch records") != std::string::npos; }));
   const auto& s = table_of(r, "summary");
   // rank 0 waiting on collectives: 50 + 150 = 200 in 2 gaps.
   for (const auto& row : s.rows)
@@ -188,6 +192,91 @@ TEST_CASE("idle gaps and their causes on the hand-made profile", "[plugins][idle
   REQUIRE(!r.findings.empty());
   CHECK(r.findings[0].rank == 1);
   CHECK(r.findings[0].range->second - r.findings[0].range->first == 200 * us);
+}
+
+// Layout in hand_made_profiles.cpp (write_launch_profile); the rank's window is [0,900).
+TEST_CASE("idle-gap causes from launch times", "[plugins][idle]") {
+  TempDir dir;
+  write_launch_profile(dir.file("l.ssdb"));
+  const Profile p = load_profile(dir.file("l.ssdb"));
+  AnalysisResult r = run_ok("idle-gaps", p);
+  const auto& g = table_of(r, "gaps");
+  REQUIRE(g.rows.size() == 4);  // compute stream: [100,200) [300,400) [500,600) [700,800)
+  auto gap_at = [&](std::int64_t start) -> const std::vector<SqlValue>& {
+    for (const auto& row : g.rows)
+      if (int_at(g, row, "start_ns") == start * us) return row;
+    FAIL("no gap at " << start);
+    return g.rows.front();
+  };
+  // [100,200): K2 launched at 150, after the stream went idle -> the GPU waited on the host.
+  CHECK(text_at(g, gap_at(100), "cause") == "launch-bound host");
+  CHECK(int_at(g, gap_at(100), "next_launch_time_ns") == 150 * us);
+  // [300,400): K3 queued at 250; N1 runs [300,380) = 80 of 100 -> waiting on the collective.
+  CHECK(text_at(g, gap_at(300), "cause") == "waiting on collective");
+  // [500,600): K4 queued at 450; the copy C1 runs [500,580) = 80 of 100 -> another stream.
+  CHECK(text_at(g, gap_at(500), "cause") == "waiting on another stream");
+  // [700,800): K5 queued at 650 and nothing runs -> a dependency (event / host sync).
+  CHECK(text_at(g, gap_at(700), "cause") == "waiting on dependency");
+  for (const auto& row : g.rows) CHECK(text_at(g, row, "evidence") == "launch");
+
+  // Every stream: the NCCL stream idles [0,300) before N1 (launched at 290 >= 0: launch-bound)
+  // and [380,900) after it (no next kernel: heuristic, no collective there -> other); the copy
+  // stream idles [0,500) (C1 launched at 100 >= 0: launch-bound) and [580,900) (other).
+  const auto& ps = table_of(r, "per_stream");
+  auto idle_of = [&](std::int64_t stream, const std::string& cause) {
+    std::int64_t total = 0;
+    for (const auto& row : ps.rows)
+      if (int_at(ps, row, "stream") == stream && text_at(ps, row, "cause") == cause) total += int_at(ps, row, "idle_ns");
+    return total;
+  };
+  CHECK(idle_of(20, "launch-bound host") == 300 * us);
+  CHECK(idle_of(20, "other") == 520 * us);
+  CHECK(idle_of(30, "launch-bound host") == 500 * us);
+  CHECK(idle_of(30, "other") == 320 * us);
+  CHECK(idle_of(7, "launch-bound host") == 100 * us);
+  // No "no launch records" finding on a profile that has them.
+  for (const auto& f : r.findings) CHECK(f.message.find("no launch records") == std::string::npos);
+}
+
+// Layout in hand_made_profiles.cpp (write_critical_path_profile).
+TEST_CASE("critical path across streams, ranks and launches", "[plugins][critical]") {
+  TempDir dir;
+  write_critical_path_profile(dir.file("c.ssdb"));
+  const Profile p = load_profile(dir.file("c.ssdb"));
+  AnalysisResult r = run_ok("critical-path", p);
+  const auto& st = table_of(r, "steps");
+  REQUIRE(st.rows.size() == 2);
+  // Step 1 = [0,700), ending on rank 0 with B [400,700). B waited for AG0 (ended 400, later than
+  // A at 100 and B's launch at 125). AG0's peer AG1 started on rank 1 at 300 > 150: [300,400) is
+  // communication, and the 150 us AG0 spent waiting are rank 1's work: AG1 waited for C (ended 300,
+  // later than its launch at 295), C covers [0,300). compute 300 + 300, communication 100.
+  const auto& s1 = row_where(st, "step", 1);
+  CHECK(int_at(st, s1, "duration_ns") == 700 * us);
+  CHECK(int_at(st, s1, "compute_ns") == 600 * us);
+  CHECK(int_at(st, s1, "communication_ns") == 100 * us);
+  CHECK(int_at(st, s1, "launch_ns") == 0);
+  CHECK(int_at(st, s1, "host_ns") == 0);
+  CHECK(int_at(st, s1, "idle_ns") == 0);
+  CHECK(int_at(st, s1, "peer_wait_ns") == 150 * us);
+  CHECK(int_at(st, s1, "ranks_on_path") == 2);
+  // Step 2 = [1000,1400) on rank 2: K2 [1300,1400); its launch call [1250,1260) ended after K1
+  // (1100): launch [1250,1300), host [1100,1250) (the CPU issued K2 late), K1 [1000,1100).
+  const auto& s2 = row_where(st, "step", 2);
+  CHECK(int_at(st, s2, "compute_ns") == 200 * us);
+  CHECK(int_at(st, s2, "launch_ns") == 50 * us);
+  CHECK(int_at(st, s2, "host_ns") == 150 * us);
+  CHECK(int_at(st, s2, "communication_ns") == 0);
+  // The all-gather of layers.0: 100 of its 250 + 100 us on the path.
+  const auto& ag = table_of(r, "all_gathers_on_path");
+  REQUIRE(ag.rows.size() == 1);
+  CHECK(text_at(ag, ag.rows[0], "unit") == "layers.0");
+  CHECK(int_at(ag, ag.rows[0], "on_path_ns") == 100 * us);
+  CHECK(int_at(ag, ag.rows[0], "all_gather_ns") == 350 * us);
+  // Every segment of the path is in one step, and they tile the steps exactly.
+  const auto& path = table_of(r, "path");
+  std::int64_t total = 0;
+  for (const auto& row : path.rows) total += int_at(path, row, "duration_ns");
+  CHECK(total == 700 * us + 400 * us);
 }
 
 TEST_CASE("stragglers on the hand-made profile", "[plugins][stragglers]") {

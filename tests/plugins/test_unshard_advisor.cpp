@@ -50,6 +50,21 @@ TEST_CASE("unshard advisor wires the planner", "[plugins][advisor]") {
   for (std::size_t i = 0; i < k.rows.size(); ++i) CHECK(std::get<std::string>(k.rows[i][0]) == o.unsharded[i]);
   REQUIRE(!r.findings.empty());
   CHECK(table_of(r, "apply").rows.size() == 1);
+
+  // The measured evidence is the critical-path analysis's all-gather ranking, unit by unit, with
+  // the planner's choice beside it.
+  plugins::AnalysisResult cp = host.run("critical-path", p);
+  REQUIRE(cp.ok);
+  const auto& ranking = table_of(cp, "all_gathers_on_path");
+  const auto& ev = table_of(r, "measured_evidence");
+  REQUIRE(ev.rows.size() == ranking.rows.size());
+  REQUIRE(!ev.rows.empty());  // the synthetic step has exposed all-gathers
+  for (std::size_t i = 0; i < ev.rows.size(); ++i) {
+    CHECK(text_at(ev, ev.rows[i], "unit") == text_at(ranking, ranking.rows[i], "unit"));
+    CHECK(int_at(ev, ev.rows[i], "all_gather_on_critical_path_ns") == int_at(ranking, ranking.rows[i], "on_path_ns"));
+    const bool kept = std::find(o.unsharded.begin(), o.unsharded.end(), text_at(ev, ev.rows[i], "unit")) != o.unsharded.end();
+    CHECK(text_at(ev, ev.rows[i], "kept_unsharded") == (kept ? "yes" : "no"));
+  }
 }
 
 TEST_CASE("unshard advisor on a profile without module ranges fails politely", "[plugins][advisor]") {

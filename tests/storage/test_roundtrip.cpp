@@ -257,6 +257,24 @@ TEST_CASE("every table round-trips into the in-memory model", "[storage][roundtr
   CHECK(p.time_end == 2100);
 }
 
+TEST_CASE("a profile of memory alone spans its memory events", "[storage][reader]") {
+  // An imported PyTorch memory snapshot has no kernels or ranges: its views still need a time span.
+  test::TempDir dir;
+  const auto path = dir.file("memory-only.ssdb");
+  {
+    ProfileWriter w(path, Origin{});
+    RankInfo ri;
+    w.add_rank(ri);
+    w.add_memory_event({0, 3000, 0x10, 512, MemoryCategory::Unknown, kNoRow, kNoRow});
+    w.add_memory_event({0, 9000, 0x10, -512, MemoryCategory::Unknown, kNoRow, kNoRow});
+    w.add_memory_event({0, 5000, 0x20, 64, MemoryCategory::Unknown, kNoRow, kNoRow});
+    w.finish();
+  }
+  Profile p = load_profile(path);
+  CHECK(p.time_begin == 3000);
+  CHECK(p.time_end == 9000);
+}
+
 TEST_CASE("a writer that is not finished leaves no file behind", "[storage][writer]") {
   test::TempDir dir;
   const auto path = dir.file("abandoned.ssdb");

@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "profiler/synthetic/synthetic_profile.h"
+
+#include <algorithm>
+#include <map>
 #include "storage/profile_reader.h"
 #include "storage/profile_summary.h"
 #include "tests/support/test_paths.h"
@@ -63,4 +66,43 @@ TEST_CASE("the same seed gives the same events", "[storage][synthetic]") {
   auto a = durations(load_profile(dir.file("a.ssdb")));
   CHECK(a == durations(load_profile(dir.file("b.ssdb"))));
   CHECK(a != durations(load_profile(dir.file("c.ssdb"))));
+}
+
+TEST_CASE("kernel_id_limit reads the kernel rows up to that id", "[storage][reader]") {
+  test::TempDir dir;
+  const auto path = dir.file("s.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 2;
+  spec.layers = 4;
+  write_synthetic_profile(path, spec);
+  const Profile whole = load_profile(path);
+  REQUIRE(whole.kernel_count > 100);
+  LoadOptions o;
+  o.kernel_id_limit = 100;
+  o.ranges = false;
+  o.memory = false;
+  o.collectives = false;
+  const Profile part = load_profile(path, o);
+  CHECK(part.kernel_count == 100);
+  CHECK(part.range_count == 0);
+  CHECK(part.collectives.empty());
+  CHECK(!whole.collectives.empty());
+  std::uint32_t max_id = 0;
+  std::size_t n = 0;
+  for (const auto& t : part.stream_tracks)
+    for (const auto& e : t.events) {
+      max_id = std::max(max_id, e.id);
+      ++n;
+    }
+  CHECK(n == 100);
+  CHECK(max_id == 100);
+  // Every kernel of the part is the whole profile's kernel of that id.
+  std::map<std::uint32_t, std::pair<TimeNs, TimeNs>> by_id;
+  for (const auto& t : whole.stream_tracks)
+    for (const auto& e : t.events) by_id[e.id] = {e.start, e.end};
+  for (const auto& t : part.stream_tracks)
+    for (const auto& e : t.events) CHECK(by_id.at(e.id) == std::make_pair(e.start, e.end));
+  // A limit beyond the table reads it all.
+  o.kernel_id_limit = whole.kernel_count * 10;
+  CHECK(load_profile(path, o).kernel_count == whole.kernel_count);
 }

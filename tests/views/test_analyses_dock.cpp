@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
+#include <QHeaderView>
 #include <QApplication>
 #include <QLabel>
 #include <QListWidget>
@@ -133,10 +134,10 @@ TEST_CASE("running a built-in analysis in the dock gives the tables of a direct 
     REQUIRE(model->columnCount() == static_cast<int>(want.columns.size()));
     REQUIRE(!want.rows.empty());
     for (int c = 0; c < model->columnCount(); ++c)
-      CHECK(model->headerData(c, Qt::Horizontal).toString().toStdString() == want.columns[static_cast<std::size_t>(c)]);
+      CHECK(model->table().columns[static_cast<std::size_t>(c)] == want.columns[static_cast<std::size_t>(c)]);
     for (int r = 0; r < model->rowCount(); ++r)
       for (int c = 0; c < model->columnCount(); ++c)
-        CHECK(model->data(model->index(r, c)) ==
+        CHECK(model->data(model->index(r, c), ResultTableModel::SortRole) ==
               ResultTableModel::to_variant(want.rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]));
     // The view shows the same rows and is sortable.
     auto* view = qobject_cast<QTableView*>(dock.table_tabs()->widget(static_cast<int>(t)));
@@ -266,7 +267,10 @@ TEST_CASE("a finished run's markers and counter tracks are drawn on the connecte
     const auto* c = timeline.controller();
     CHECK(c->markers().size() == r.markers.size());
     REQUIRE(c->overlay_counters().size() == r.counters.size());
-    CHECK(c->tracks().size() == rows + r.counters.size());  // the previous run's tracks replaced
+    // The previous run's tracks replaced: its counter rows, and one marker lane per rank with markers.
+    CHECK(c->marker_lanes().size() <= p->ranks.size());
+    CHECK(c->marker_lanes().empty() == r.markers.empty());
+    CHECK(c->tracks().size() == rows + r.counters.size() + c->marker_lanes().size());
     for (std::size_t i = 0; i < r.counters.size(); ++i) {
       const auto& oc = c->overlay_counters()[i];
       CHECK(oc.rank == r.counters[i].rank);
@@ -284,4 +288,95 @@ TEST_CASE("a finished run's markers and counter tracks are drawn on the connecte
   CHECK(timeline.controller()->overlay_counters().size() == p->ranks.size());
   run_and_wait(dock, "overlap");
   CHECK(!timeline.controller()->markers().empty());
+}
+
+TEST_CASE("result table: readable headers, cells with units, exact tooltips, sorting by value", "[views][gui]") {
+  app();
+  ResultTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  plugins::ResultTable t;
+  t.name = "gaps";
+  t.columns = {"name", "idle_ns", "peak_bytes", "start_ns", "share_pct", "count"};
+  const TimeNs origin = 1'000'000'000;  // the profile's start: timestamps count from here
+  t.rows = {{std::string("a"), std::int64_t{1'582'714}, std::int64_t{2'281'766'912}, origin + 2'500'000, 12.5, std::int64_t{3}},
+            {std::string("b"), std::int64_t{900'000}, std::int64_t{512}, origin + 40'000, 100.0, std::int64_t{10}},
+            {std::string("c"), std::int64_t{25'000'000}, SqlValue{}, origin, 0.25, std::int64_t{2}}};
+  model.set_table(t, origin);
+  REQUIRE(model.columnCount() == 6);
+  // Headers without the unit suffix; the raw name (and what it counts) in the tooltip.
+  CHECK(model.headerData(0, Qt::Horizontal).toString() == "name");
+  CHECK(model.headerData(1, Qt::Horizontal).toString() == "idle");
+  CHECK(model.headerData(2, Qt::Horizontal).toString() == "peak");
+  CHECK(model.headerData(3, Qt::Horizontal).toString() == "start");
+  CHECK(model.headerData(4, Qt::Horizontal).toString() == "share %");
+  CHECK(model.headerData(1, Qt::Horizontal, Qt::ToolTipRole).toString().startsWith("idle_ns"));
+  CHECK(model.headerData(3, Qt::Horizontal, Qt::ToolTipRole).toString().contains("since the profile's start"));
+  // Cells read with units; a timestamp is time since the profile's start.
+  CHECK(model.data(model.index(0, 1)).toString() == "1.583 ms");
+  CHECK(model.data(model.index(0, 2)).toString() == "2.13 GiB");
+  CHECK(model.data(model.index(0, 3)).toString() == "2.500 ms");
+  CHECK(model.data(model.index(1, 1)).toString() == "900 us");
+  CHECK(model.data(model.index(0, 4)).toString() == "12.5 %");
+  CHECK(model.data(model.index(0, 5)).toLongLong() == 3);
+  CHECK(model.data(model.index(2, 2)).isNull());
+  // The exact value in the tooltip (and ExactRole).
+  CHECK(model.data(model.index(0, 1), Qt::ToolTipRole).toString() == "1582714 ns");
+  CHECK(model.data(model.index(0, 2), Qt::ToolTipRole).toString() == "2281766912 bytes");
+  CHECK(model.data(model.index(0, 3), ResultTableModel::ExactRole).toString() == "2500000 ns since the profile's start");
+  // Sorting by value: 900 us < 1.583 ms < 25.000 ms (as text "1.583 ms" < "25.000 ms" < "900 us").
+  QSortFilterProxyModel proxy;
+  proxy.setSourceModel(&model);
+  proxy.setSortRole(ResultTableModel::SortRole);
+  proxy.sort(1, Qt::AscendingOrder);
+  CHECK(proxy.data(proxy.index(0, 0)).toString() == "b");
+  CHECK(proxy.data(proxy.index(1, 0)).toString() == "a");
+  CHECK(proxy.data(proxy.index(2, 0)).toString() == "c");
+  proxy.sort(3, Qt::AscendingOrder);  // start: c (0) < b (40 us) < a (2.5 ms)
+  CHECK(proxy.data(proxy.index(0, 0)).toString() == "c");
+  CHECK(proxy.data(proxy.index(2, 0)).toString() == "a");
+  // The copy keeps exact, raw values (absolute ns, bytes), as `analyze --format json` has them.
+  const QStringList lines = model.to_tsv().split('\n', Qt::SkipEmptyParts);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "name\tidle_ns\tpeak_bytes\tstart_ns\tshare_pct\tcount");
+  CHECK(lines[1] == "a\t1582714\t2281766912\t1002500000\t12.5\t3");
+  CHECK(model.to_tsv({2}).split('\n', Qt::SkipEmptyParts).value(1) == "c\t25000000\t\t1000000000\t0.25\t2");
+}
+
+TEST_CASE("the dock shows formatted results sorted by value, table tall and headers visible", "[views][gui]") {
+  app();
+  const auto p = profile();
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(p);
+  dock.resize(480, 800);
+  dock.show();
+  run_and_wait(dock, "top-kernels");
+  REQUIRE(dock.result().ok);
+  auto* view = qobject_cast<QTableView*>(dock.table_tabs()->widget(0));
+  REQUIRE(view);
+  ResultTableModel* model = dock.table_model(0);
+  REQUIRE(model);
+  const int total = model->table().columns.size() > 3 ? 3 : -1;  // "total_ns"
+  REQUIRE(total == 3);
+  CHECK(view->model()->headerData(total, Qt::Horizontal).toString() == "total");
+  // Every column's header text fits in its section (top-kernels' header looked blank when a long
+  // kernel name made column 0 thousands of pixels wide) and no column is wider than the cap.
+  for (int c = 0; c < model->columnCount(); ++c) CHECK(view->horizontalHeader()->sectionSize(c) <= 400);
+  // The view sorts by value: clicking "total" twice gives descending totals.
+  view->sortByColumn(total, Qt::DescendingOrder);
+  for (int r = 1; r < view->model()->rowCount(); ++r)
+    CHECK(view->model()->data(view->model()->index(r - 1, total), ResultTableModel::SortRole).toLongLong() >=
+          view->model()->data(view->model()->index(r, total), ResultTableModel::SortRole).toLongLong());
+  CHECK(view->model()->data(view->model()->index(0, total)).toString().endsWith("s"));  // "... us" / "... ms"
+  // The results take most of the dock: the table shows at least 8 rows, the list all plugins.
+  QApplication::processEvents();
+  CHECK(view->height() >= 8 * view->verticalHeader()->defaultSectionSize());
+  CHECK(view->height() > dock.plugin_list()->height());
+  CHECK(dock.plugin_list()->height() >= std::min(dock.plugin_list()->count(), 9) * dock.plugin_list()->sizeHintForRow(0));
+  // Copy table: exact values, rows in the view's order.
+  REQUIRE(dock.copy_button()->isEnabled());
+  const QStringList lines = dock.table_text(0).split('\n', Qt::SkipEmptyParts);
+  REQUIRE(lines.size() == view->model()->rowCount() + 1);
+  CHECK(lines[1].section('\t', 3, 3).toLongLong() ==
+        view->model()->data(view->model()->index(0, total), ResultTableModel::SortRole).toLongLong());
 }

@@ -14,6 +14,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -83,9 +84,8 @@ TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen
   w.show();
   open_and_wait(w, a);
 
-  // 1. Unshard dock: keep layers.2 unsharded with its check box.
-  w.unshard_dock()->show();
-  w.unshard_dock()->raise();
+  // 1. Unshard tab: keep layers.2 unsharded with its check box.
+  w.show_unshard_tab();
   QApplication::processEvents();
   auto* panel = w.unshard_panel();
   REQUIRE(panel->session());
@@ -160,6 +160,7 @@ TEST_CASE("main window: unshard toggle equals simulate; compare, save and reopen
   CHECK(cv->alignment() == saved_alignment);
   CHECK(cv->comparison()->alignment.a.rank == 1);
   // The plan came back: layers.2 kept unsharded, the same prediction as before.
+  INFO("main window: " << w.last_error().toStdString() << "; panel: " << panel->last_error().toStdString() << "; status: " << w.statusBar()->currentMessage().toStdString());
   REQUIRE(panel->session());
   CHECK(panel->session()->state().keep[static_cast<std::size_t>(unit)]);
   CHECK(panel->step_text() == QString::number(cli["step_time_ms"].toDouble(), 'f', 3) + " ms");

@@ -3,6 +3,7 @@
 // context, so ctest runs it under xvfb-run (tests/views/CMakeLists.txt).
 #include <catch2/catch.hpp>
 
+#include <QAction>
 #include <QApplication>
 #include <QFileInfo>
 #include <QKeyEvent>
@@ -238,6 +239,88 @@ TEST_CASE("main window: open, zoom, pan, box-select, find and select with synthe
   QApplication::sendEvent(&window, &drop);
   REQUIRE(loaded.wait(20000));
   CHECK(window.profile().get() != &p);  // a fresh load
+}
+
+TEST_CASE("timeline: marker lanes toggled from the View menu and M, hover gone on leave, tracks clipped below the ruler", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = dir.file("p.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 4;
+  spec.layers = 6;
+  write_synthetic_profile(path, spec);
+  gui::MainWindow window;
+  window.set_interactive(false);
+  window.resize(1500, 950);
+  window.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&window));
+  QSignalSpy loaded(&window, &gui::MainWindow::profileLoaded);
+  window.open_file(QString::fromStdString(path));
+  REQUIRE(loaded.wait(20000));
+  const Profile& p = *window.profile();
+  TimelineWidget* tw = window.timeline();
+  settle(tw);
+  TimelineController& c = *tw->controller();
+  const std::size_t rows = c.tracks().size();
+  auto lanes = [&] {
+    return std::count_if(c.tracks().begin(), c.tracks().end(), [](const Track& t) { return t.kind == TrackKind::Markers; });
+  };
+
+  // An analysis result's markers: one lane per rank.
+  std::vector<OverlayMarker> markers;
+  for (int i = 0; i < 80; ++i)
+    markers.push_back({p.time_begin + i * 1000000, p.time_begin + i * 1000000 + 500000 + i, i % 4, "gap " + std::to_string(i)});
+  tw->set_overlay(markers, {});
+  CHECK(lanes() == static_cast<long>(p.ranks.size()));
+  CHECK(c.shown_markers().size() == kDefaultMarkerLimit);
+  auto* toggle = window.findChild<QAction*>("view_markers");
+  REQUIRE(toggle);
+  CHECK(toggle->isChecked());
+  toggle->trigger();  // View > Analysis markers off
+  CHECK_FALSE(c.markers_visible());
+  CHECK(lanes() == 0);
+  CHECK(c.tracks().size() == rows);
+  send_mouse(tw, QEvent::MouseMove, QPointF(kLabelWidth + 300, 200), Qt::NoButton, Qt::NoButton);
+  send_key(tw, Qt::Key_M, Qt::NoModifier, "m");  // M in the timeline: back on, and the menu follows
+  CHECK(c.markers_visible());
+  CHECK(toggle->isChecked());
+  CHECK(lanes() == static_cast<long>(p.ranks.size()));
+  auto* clear = window.findChild<QAction*>("clear_markers");
+  REQUIRE(clear);
+  clear->trigger();
+  CHECK(c.markers().empty());
+  CHECK(lanes() == 0);
+
+  // Hover an event, then leave the widget: no hover, so no tooltip.
+  c.fit_all();
+  std::int32_t track = -1;
+  for (std::size_t i = 0; i < c.tracks().size() && track < 0; ++i)
+    if (c.tracks()[i].kind == TrackKind::Stream) track = static_cast<std::int32_t>(i);
+  REQUIRE(track >= 0);
+  const auto& events = p.stream_tracks[static_cast<std::size_t>(c.tracks()[static_cast<std::size_t>(track)].index)].events;
+  const auto& e = events[events.size() / 2];
+  c.viewport().fit(static_cast<double>(e.start) - 2000, static_cast<double>(e.end) + 2000);
+  const QPointF over(c.x_of(static_cast<double>(e.start + e.end) / 2), c.track_y(track) + kRowHeight / 2);
+  send_mouse(tw, QEvent::MouseMove, over, Qt::NoButton, Qt::NoButton);
+  REQUIRE(c.hovered().valid());
+  QEvent leave(QEvent::Leave);
+  QApplication::sendEvent(tw, &leave);
+  CHECK_FALSE(c.hovered().valid());
+
+  // Scroll half way down, draw: the ruler's top row is the ruler's colour everywhere (no track
+  // drawn over it); the scrollbar's thumb is off the top.
+  c.fit_all();
+  const Scrollbar sb = c.scrollbar();
+  REQUIRE(sb.visible);
+  c.set_scroll_y(sb.max_scroll / 2);
+  CHECK(c.scrollbar().thumb_y0 > sb.y0);
+  const QImage img = tw->grabFramebuffer();
+  REQUIRE(!img.isNull());
+  const double dpr = img.width() / static_cast<double>(tw->width());
+  const QRgb ruler = img.pixel(2, 0);
+  int other = 0;
+  for (int x = static_cast<int>(kLabelWidth * dpr); x < img.width(); ++x) other += img.pixel(x, 0) != ruler;
+  CHECK(other == 0);
 }
 
 TEST_CASE("profile loader: cancel from the progress callback ends in a cancelled failure", "[views][gui]") {

@@ -11,7 +11,10 @@
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
 #include "views/timeline/analysis.h"
+#include "views/timeline/density.h"
 #include "views/timeline/draw_items.h"
+#include "views/timeline/label_layout.h"
+#include "views/timeline/time_format.h"
 #include "views/timeline/timeline_controller.h"
 
 using namespace ss;
@@ -120,9 +123,8 @@ TEST_CASE("folding matches the brute-force reference on random tracks", "[views]
     const Viewport vp = random_viewport(rng, ev.front().start, ev.back().end);
     std::vector<SpanItem> fast, indexed;
     build_span_items(ev, max_dur(ev), ends_sorted(ev), vp, fast);
-    const auto block_ends = build_span_index(ev);
-    if (ends_sorted(ev)) build_span_items(ev, max_dur(ev), true, vp, indexed, kMinVisiblePx, &block_ends);
-    else indexed = fast;
+    const auto block_ends = ends_sorted(ev) ? build_span_index(ev) : build_block_max_index(ev);
+    build_span_items(ev, max_dur(ev), ends_sorted(ev), vp, indexed, kMinVisiblePx, &block_ends);
     const auto slow = reference_fold(ev, vp, kMinVisiblePx);
     REQUIRE(indexed.size() == slow.size());
     for (std::size_t i = 0; i < indexed.size(); ++i) {
@@ -402,7 +404,8 @@ TEST_CASE("an analysis overlay adds counter tracks after their rank's rows and r
   OverlayCounter util{"temporal: utilisation", 1, "%", {{t0, 250}, {mid, 1000}, {t1, 500}}, 10};
   OverlayCounter all{"global", -1, "", {{t0, 7}}, 1};
   c.set_overlay({{t0, mid, 1, "slow"}, {mid, t1, -1, ""}}, {util, all});
-  REQUIRE(c.tracks().size() == rows + 2);
+  // Two counter rows, and a marker lane on every rank (the rank -1 marker goes on each).
+  REQUIRE(c.tracks().size() == rows + 2 + p.ranks.size());
   CHECK(c.markers().size() == 2);
   CHECK(c.tracks()[0].collapsed);
   // Rank 1's counter right after rank 1's last row; the rank-less one at the end.
@@ -411,6 +414,7 @@ TEST_CASE("an analysis overlay adds counter tracks after their rank's rows and r
     if (c.tracks()[i].kind == TrackKind::Counter && c.tracks()[i].index == 0) at = i;
   REQUIRE(at > 0);
   CHECK(c.tracks()[at - 1].rank == 1);
+  CHECK(c.tracks()[at - 1].kind != TrackKind::Markers);
   CHECK(c.tracks()[at - 1].kind != TrackKind::Counter);
   CHECK((at + 1 == c.tracks().size() || c.tracks()[at + 1].rank != 1 || c.tracks()[at + 1].kind == TrackKind::Counter));
   CHECK(c.tracks().back().kind == TrackKind::Counter);
@@ -434,4 +438,317 @@ TEST_CASE("an analysis overlay adds counter tracks after their rank's rows and r
   c.set_overlay({}, {});
   CHECK(c.tracks().size() == rows);
   CHECK(c.tracks()[0].collapsed);
+}
+
+namespace {
+std::size_t count_kind(const TimelineController& c, TrackKind kind) {
+  return static_cast<std::size_t>(
+      std::count_if(c.tracks().begin(), c.tracks().end(), [&](const Track& t) { return t.kind == kind; }));
+}
+}  // namespace
+
+TEST_CASE("analysis markers go on one lane per rank, without growing the other tracks", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  TimelineController c(p);
+  c.set_size(1400, 900);
+  std::vector<std::pair<std::string, float>> before;
+  for (const Track& t : c.tracks()) before.emplace_back(t.label, t.height());
+  // 120 markers on rank 0 (durations 1..120 us, shuffled so the longest are not simply the
+  // last ones), 5 on every rank.
+  std::vector<OverlayMarker> markers;
+  std::mt19937_64 rng(3);
+  std::vector<TimeNs> durations;
+  for (int i = 1; i <= 120; ++i) durations.push_back(i * 1000);
+  std::shuffle(durations.begin(), durations.end(), rng);
+  const TimeNs span = p.time_end - p.time_begin;
+  for (int i = 0; i < 120; ++i) {
+    const TimeNs s = p.time_begin + span * i / 130;
+    markers.push_back({s, s + durations[static_cast<std::size_t>(i)], 0, "m" + std::to_string(i)});
+  }
+  // Longer than all of rank 0's, so they are among the longest 50 whatever the limit.
+  for (int i = 0; i < 5; ++i) markers.push_back({p.time_begin + span * i / 6, p.time_begin + span * i / 6 + 500000, -1, ""});
+  c.set_overlay(markers, {});
+
+  // One lane per rank, right after its steps row; every other track as before, same height.
+  REQUIRE(count_kind(c, TrackKind::Markers) == p.ranks.size());
+  std::vector<std::pair<std::string, float>> after;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i) {
+    const Track& t = c.tracks()[i];
+    if (t.kind != TrackKind::Markers) {
+      after.emplace_back(t.label, t.height());
+      continue;
+    }
+    REQUIRE(i > 0);
+    CHECK(c.tracks()[i - 1].kind == TrackKind::Steps);
+    CHECK(c.tracks()[i - 1].rank == t.rank);
+    CHECK(t.height() == Approx(kRowHeight));
+  }
+  CHECK(after == before);
+
+  // Top N by duration over all markers: the 5 everywhere-markers and rank 0's 45 longest.
+  REQUIRE(c.shown_markers().size() == kDefaultMarkerLimit);
+  TimeNs shortest_shown = std::numeric_limits<TimeNs>::max(), longest_hidden = 0;
+  std::set<std::uint32_t> shown(c.shown_markers().begin(), c.shown_markers().end());
+  for (std::uint32_t i = 0; i < markers.size(); ++i) {
+    const TimeNs d = markers[i].end - markers[i].start;
+    if (shown.count(i))
+      shortest_shown = std::min(shortest_shown, d);
+    else
+      longest_hidden = std::max(longest_hidden, d);
+  }
+  CHECK(shortest_shown >= longest_hidden);
+  CHECK(shortest_shown == 76000);  // 120 - 45 + 1 us
+  CHECK(c.marker_lanes().front().spans.size() == kDefaultMarkerLimit);
+  CHECK(c.marker_lanes().back().spans.empty() == false);
+
+  // Show all: every marker, the rank -1 ones on every lane.
+  c.set_show_all_markers(true);
+  CHECK(c.shown_markers().size() == markers.size());
+  for (const MarkerLane& lane : c.marker_lanes()) CHECK(lane.spans.size() == (lane.rank == p.ranks.front().info.rank ? 125u : 5u));
+
+  // Hide (markers kept, lanes gone), show again, with the M key; then clear.
+  c.set_markers_visible(false);
+  CHECK(count_kind(c, TrackKind::Markers) == 0);
+  CHECK(c.tracks().size() == before.size());
+  CHECK(c.markers().size() == markers.size());
+  CHECK(c.key('M', false, false));
+  CHECK(c.markers_visible());
+  CHECK(count_kind(c, TrackKind::Markers) == p.ranks.size());
+  CHECK(c.key('M', false, false));
+  CHECK(count_kind(c, TrackKind::Markers) == 0);
+  c.set_markers_visible(true);
+  CHECK(count_kind(c, TrackKind::Markers) == p.ranks.size());
+
+  // The buttons on a lane's label: "all"/"top" toggles the limit, "x" hides.
+  std::int32_t lane = -1;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i)
+    if (c.tracks()[i].kind == TrackKind::Markers) {
+      lane = static_cast<std::int32_t>(i);
+      break;
+    }
+  REQUIRE(lane >= 0);
+  const float ly = c.track_y(lane) + 5;
+  CHECK(c.mouse_press(kLabelWidth - kMarkerHideButton - kMarkerAllButton / 2, ly, MouseButton::Left, false));
+  CHECK_FALSE(c.show_all_markers());
+  CHECK(c.shown_markers().size() == kDefaultMarkerLimit);
+  CHECK(c.mouse_press(kLabelWidth - kMarkerHideButton / 2, ly, MouseButton::Left, false));
+  CHECK_FALSE(c.markers_visible());
+  CHECK(count_kind(c, TrackKind::Markers) == 0);
+
+  // Hovering a marker names it; a new overlay shows its markers again; clearing drops them.
+  c.set_overlay({{p.time_begin, p.time_end, 0, "whole"}}, {});
+  REQUIRE(c.markers_visible());
+  for (std::size_t i = 0; i < c.tracks().size(); ++i)
+    if (c.tracks()[i].kind == TrackKind::Markers) lane = static_cast<std::int32_t>(i);
+  c.fit_all();
+  c.mouse_move(kLabelWidth + 300, c.track_y(lane) + 5);
+  CHECK(c.hovered_marker() == 0);
+  c.clear_markers();
+  CHECK(c.markers().empty());
+  CHECK(count_kind(c, TrackKind::Markers) == 0);
+  CHECK(c.hovered_marker() == -1);
+}
+
+TEST_CASE("ruler labels keep enough digits to differ at every zoom, and never read negative", "[views][timeline]") {
+  CHECK(format_tick(65095123.0, 100) == "65.0951 ms");
+  CHECK(format_tick(65095200.0, 100) == "65.0952 ms");
+  CHECK(format_tick(2e9, 5e8) == "2.0 s");
+  CHECK(format_tick(0, 1e6) == "0 ms");
+  // Around 65.095 ms from the origin, at scales from 1 s per pixel to 0.01 ns per pixel: ten
+  // consecutive ticks, all different.
+  for (double nspp = 1e9; nspp >= 0.01; nspp /= 3) {
+    const double step = nice_step(nspp * 110);
+    CHECK(step >= 1.0);
+    const double first = std::ceil(65095123.0 / step) * step;
+    std::set<std::string> seen;
+    for (int i = 0; i < 10; ++i) seen.insert(format_tick(first + i * step, step));
+    CHECK(seen.size() == 10);
+  }
+  // Times are counted from the profile's start; before it (the view's margin) they read 0.
+  CHECK(format_since(1000, 1000) == "0 ns");
+  CHECK(format_since(400, 1000) == "0 ns");
+  CHECK(format_since(2'501'000, 1000) == "2.500 ms");
+}
+
+TEST_CASE("pan and zoom-out stop at the profile's span plus a margin", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  TimelineController c(p);
+  c.set_size(1400, 900);
+  c.fit_all();
+  const double span = static_cast<double>(p.time_end - p.time_begin);
+  const double lo = static_cast<double>(p.time_begin) - span * kViewMargin, hi = static_cast<double>(p.time_end) + span * kViewMargin;
+  for (int i = 0; i < 50; ++i) c.key('S', false, false);  // zoom out far
+  CHECK(c.viewport().end_ns() - c.viewport().start_ns <= hi - lo + 1);
+  CHECK(c.viewport().start_ns >= lo - 1);
+  for (int i = 0; i < 10; ++i) c.key('W', false, false);
+  for (int i = 0; i < 200; ++i) c.key('D', false, false);  // pan far right
+  CHECK(c.viewport().end_ns() == Approx(hi));
+  for (int i = 0; i < 200; ++i) c.key('A', false, false);
+  CHECK(c.viewport().start_ns == Approx(lo));
+  // A drag far to the right (content moves right, the window back in time) and Shift+wheel.
+  c.mouse_press(kLabelWidth + 100, 200, MouseButton::Left, false);
+  c.mouse_move(kLabelWidth + 1100, 200);
+  c.mouse_release(kLabelWidth + 1100, 200, MouseButton::Left);
+  CHECK(c.viewport().start_ns >= lo - 1);
+  for (int i = 0; i < 100; ++i) c.wheel(kLabelWidth + 100, 200, -3, false, true);
+  CHECK(c.viewport().end_ns() <= hi + 1);
+  CHECK(c.viewport().end_ns() == Approx(hi));
+  for (int i = 0; i < 100; ++i) c.wheel(kLabelWidth + 100, 200, -3, true, false);  // Ctrl+wheel out
+  CHECK(c.viewport().end_ns() - c.viewport().start_ns <= hi - lo + 1);
+}
+
+TEST_CASE("leaving the widget clears the hover", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  TimelineController c(p);
+  c.set_size(1400, 900);
+  const StreamTrack& st = p.stream_tracks.front();
+  const KernelEvent& e = st.events[st.events.size() / 2];
+  c.show_range(e.start, e.end);
+  std::int32_t track = -1;
+  for (std::size_t i = 0; i < c.tracks().size(); ++i)
+    if (c.tracks()[i].kind == TrackKind::Stream && c.tracks()[i].index == 0) track = static_cast<std::int32_t>(i);
+  REQUIRE(track >= 0);
+  c.set_scroll_y(c.track_y(track) - kRulerHeight - 100);
+  c.mouse_move(static_cast<float>(c.x_of(static_cast<double>(e.start + e.end) / 2)), c.track_y(track) + 5);
+  REQUIRE(c.hovered().valid());
+  CHECK(c.mouse_leave());
+  CHECK_FALSE(c.hovered().valid());
+  CHECK_FALSE(c.mouse_leave());  // nothing left to clear
+}
+
+TEST_CASE("the vertical scrollbar's range and thumb follow the content and drive the scroll", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  TimelineController c(p);
+  const float content = total_tracks_height(c.tracks());
+  c.set_size(1400, kRulerHeight + content + 50);  // everything fits: no scrollbar
+  CHECK_FALSE(c.scrollbar().visible);
+  const float visible = 300;
+  c.set_size(1400, kRulerHeight + visible);
+  Scrollbar sb = c.scrollbar();
+  REQUIRE(sb.visible);
+  CHECK(sb.max_scroll == Approx(content - visible));
+  CHECK(sb.x1 == Approx(1400));
+  CHECK(sb.y0 == Approx(kRulerHeight));
+  CHECK(sb.thumb_y1 - sb.thumb_y0 == Approx(std::max(20.0f, visible * visible / content)));
+  CHECK(sb.thumb_y0 == Approx(kRulerHeight));
+  // The wheel moves the thumb in proportion.
+  c.wheel(kLabelWidth + 10, 100, -2, false, false);
+  sb = c.scrollbar();
+  const float free = (sb.y1 - sb.y0) - (sb.thumb_y1 - sb.thumb_y0);
+  CHECK(sb.thumb_y0 - sb.y0 == Approx(free * c.scroll_y() / sb.max_scroll));
+  CHECK(c.scroll_y() > 0);
+  // Dragging the thumb to the bottom scrolls to the end; a click high in the trough goes back.
+  const float grab_y = (sb.thumb_y0 + sb.thumb_y1) / 2;
+  c.mouse_press(sb.x0 + 3, grab_y, MouseButton::Left, false);
+  c.mouse_move(sb.x0 + 3, grab_y + 5000);
+  c.mouse_release(sb.x0 + 3, grab_y + 5000, MouseButton::Left);
+  CHECK(c.scroll_y() == Approx(sb.max_scroll));
+  CHECK(c.scrollbar().thumb_y1 == Approx(sb.y1));
+  c.mouse_press(sb.x0 + 3, sb.y0 + 1, MouseButton::Left, false);
+  c.mouse_release(sb.x0 + 3, sb.y0 + 1, MouseButton::Left);
+  CHECK(c.scroll_y() == Approx(0));
+  CHECK_FALSE(c.aggregate());  // the scrollbar is not part of the event area
+}
+
+TEST_CASE("density: busy fraction per pixel column of folded runs", "[views][timeline]") {
+  struct E {
+    TimeNs start, end;
+  };
+  // Hand-made: at 100 ns per pixel, column 0 holds [0,50) (half busy), column 1 [100,200) (all),
+  // column 2 [250,260) (a tenth), column 3 nothing, column 4 [420,430) + [470,490) (0.3).
+  const std::vector<E> ev{{0, 50}, {100, 200}, {250, 260}, {420, 430}, {470, 490}};
+  Viewport vp;
+  vp.width_px = 6;
+  vp.start_ns = 0;
+  vp.ns_per_px = 100;
+  std::vector<SpanItem> items;
+  build_span_items(ev, 100, true, vp, items, 1000.0);  // fold everything into one run
+  REQUIRE(items.size() == 1);
+  REQUIRE(items[0].count == ev.size());
+  const CoverIndex index = build_cover_index(ev);
+  std::vector<DensityColumn> cols;
+  build_density(ev, index, items, vp, cols);
+  REQUIRE(cols.size() == 4);
+  CHECK(cols[0].x == 0);
+  CHECK(cols[0].busy == Approx(0.5));
+  CHECK(cols[1].x == 1);
+  CHECK(cols[1].busy == Approx(1.0));
+  CHECK(cols[2].x == 2);
+  CHECK(cols[2].busy == Approx(0.1));
+  CHECK(cols[3].x == 4);
+  CHECK(cols[3].busy == Approx(0.3));
+
+  // Overlapping events count once: [0,80) and [40,120) cover column 0 fully and 20 % of column 1.
+  const std::vector<E> overlap{{0, 80}, {40, 120}, {50, 60}};
+  items.clear();
+  build_span_items(overlap, 80, false, vp, items, 1000.0);
+  cols.clear();
+  build_density(overlap, build_cover_index(overlap), items, vp, cols);
+  REQUIRE(cols.size() == 2);
+  CHECK(cols[0].busy == Approx(1.0));
+  CHECK(cols[1].busy == Approx(0.2));
+
+  // Random tracks (many blocks of kSpanBlock; a third with overlapping events) against a
+  // per-column brute force: the measure of the union of the events inside the column.
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 60; ++trial) {
+    const bool overlapping = trial % 3 == 0;
+    const auto track = random_track(rng, 200 + rng() % 5000, overlapping);
+    const Viewport v = random_viewport(rng, track.front().start, track.back().end);
+    std::vector<SpanItem> its;
+    build_span_items(track, max_dur(track), !overlapping, v, its);
+    std::vector<DensityColumn> got;
+    build_density(track, build_cover_index(track), its, v, got);
+    std::size_t folds = 0;
+    for (const SpanItem& s : its) folds += s.count > 1;
+    for (const DensityColumn& col : got) {
+      const double a = v.time_at(col.x), b = v.time_at(col.x + 1);
+      double want = 0, until = a;  // union measure inside [a, b): events are in start order
+      for (const Ev& e : track) {
+        const double s0 = std::max({a, static_cast<double>(e.start), until}), e0 = std::min(b, static_cast<double>(e.end));
+        if (e0 > s0) want += e0 - s0;
+        until = std::max(until, std::min(b, static_cast<double>(e.end)));
+      }
+      CHECK(col.busy == Approx(std::min(1.0, want / v.ns_per_px)).margin(1e-4));
+    }
+    CHECK((folds == 0 || !got.empty()));
+  }
+}
+
+TEST_CASE("density: columns holding thousands of events use the block states, within a few percent", "[views][timeline]") {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 4; ++trial) {
+    const bool overlapping = trial % 2 == 1;
+    const auto track = random_track(rng, 200000, overlapping);
+    Viewport v;
+    v.width_px = 100;  // ~2000 events per column: the coarse path
+    v.fit(static_cast<double>(track.front().start), static_cast<double>(track.back().end));
+    std::vector<SpanItem> its;
+    build_span_items(track, max_dur(track), !overlapping, v, its);
+    std::vector<DensityColumn> got;
+    build_density(track, build_cover_index(track), its, v, got);
+    REQUIRE(got.size() > 50);
+    for (const DensityColumn& col : got) {
+      const double a = v.time_at(col.x), b = v.time_at(col.x + 1);
+      double want = 0, until = a;
+      for (const Ev& e : track) {
+        if (static_cast<double>(e.start) >= b) break;
+        const double s0 = std::max({a, static_cast<double>(e.start), until}), e0 = std::min(b, static_cast<double>(e.end));
+        if (e0 > s0) want += e0 - s0;
+        until = std::max(until, std::min(b, static_cast<double>(e.end)));
+      }
+      CHECK(col.busy == Approx(std::min(1.0, want / v.ns_per_px)).margin(0.05));
+    }
+  }
+}
+
+TEST_CASE("labels are placed only where they do not overlap one on the same row", "[views][timeline]") {
+  LabelRows rows;
+  CHECK(rows.place(10, 0, 50));
+  CHECK_FALSE(rows.place(10, 40, 90));  // overlaps the first
+  CHECK(rows.place(10, 50, 90));        // touching is fine
+  CHECK(rows.place(30, 40, 90));        // another row
+  CHECK_FALSE(rows.place(30, 0, 45));
+  CHECK(label_fits(40, 0, 46));
+  CHECK_FALSE(label_fits(40, 0, 45));
 }

@@ -1,6 +1,9 @@
 #include "views/analyses/analyses_dock.h"
 
+#include <QAction>
 #include <QApplication>
+#include <QClipboard>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
@@ -12,6 +15,7 @@
 #include <QTableView>
 #include <QThread>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -23,6 +27,7 @@ namespace ss::analyses {
 namespace {
 constexpr int kPluginNameRole = Qt::UserRole;
 constexpr int kFindingRole = Qt::UserRole + 1;
+constexpr int kMaxColumnWidth = 360;
 
 QColor severity_colour(plugins::Severity s) {
   switch (s) {
@@ -52,7 +57,10 @@ QStyle::StandardPixmap severity_icon(plugins::Severity s) {
 AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_unique<plugins::PluginHost>()) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
+  // The plugin list is compact (sized to its entries, see fit_plugin_list); the results below
+  // take the rest of the dock's height, the tables most of it.
   auto* split = new QSplitter(Qt::Vertical);
+  split->setChildrenCollapsible(false);
 
   auto* top = new QWidget();
   auto* top_layout = new QVBoxLayout(top);
@@ -65,7 +73,13 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   top_layout->addWidget(description_);
   run_button_ = new QPushButton("Run on selection");
   run_button_->setToolTip("Runs the analysis on the timeline's selected time range (right drag), or the whole profile");
-  top_layout->addWidget(run_button_);
+  copy_button_ = new QPushButton("Copy table");
+  copy_button_->setToolTip("Copies the shown table (its selected rows, or all) as tab-separated text with exact values");
+  copy_button_->setEnabled(false);
+  auto* buttons = new QHBoxLayout();
+  buttons->addWidget(run_button_, 1);
+  buttons->addWidget(copy_button_);
+  top_layout->addLayout(buttons);
   split->addWidget(top);
 
   auto* bottom = new QWidget();
@@ -83,10 +97,15 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   findings_->setWordWrap(true);
   findings_->setToolTip("Double-click a finding to show its time range in the timeline");
   results->addWidget(findings_);
-  results->setSizes({300, 100});  // proportions: the tables get most of the height
+  results->setChildrenCollapsible(false);
+  results->setStretchFactor(0, 4);  // the tables get most of the height, the findings the rest
+  results->setStretchFactor(1, 1);
+  results->setSizes({400, 100});
   bottom_layout->addWidget(results, 1);
   split->addWidget(bottom);
-  split->setSizes({100, 300});
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({150, 600});
   layout->addWidget(split);
 
   connect(plugin_list_, &QListWidget::currentItemChanged, this, [this](QListWidgetItem* item) {
@@ -99,6 +118,12 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   connect(run_button_, &QPushButton::clicked, this, [this] {
     if (auto* item = plugin_list_->currentItem()) run(item->data(kPluginNameRole).toString());
   });
+  connect(copy_button_, &QPushButton::clicked, this, [this] { copy_table(); });
+  auto* copy = new QAction("Copy", this);
+  copy->setShortcut(QKeySequence::Copy);
+  copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  connect(copy, &QAction::triggered, this, [this] { copy_table(); });
+  table_tabs_->addAction(copy);
   connect(findings_, &QListWidget::itemActivated, this, [this](QListWidgetItem* item) { activate_finding(findings_->row(item)); });
   update_run_enabled();
 }
@@ -132,13 +157,58 @@ void AnalysesDock::discover(const std::vector<std::string>& dirs) {
     plugin_list_->addItem(item);
   }
   if (!host_->plugins().empty()) plugin_list_->setCurrentRow(0);
+  fit_plugin_list();
   if (host_->plugins().empty())
     status_->setText(QString("No analysis plugins found (searched %1 folders; set SHARDSCOPE_PLUGIN_PATH)").arg(host_->searched_dirs().size()));
   update_run_enabled();
 }
 
+void AnalysesDock::fit_plugin_list() {
+  // Every entry visible up to 9 rows (a scroll bar beyond), and no taller than that.
+  const int rows = std::clamp(plugin_list_->count(), 3, 9);
+  const int row_h = plugin_list_->count() > 0 ? plugin_list_->sizeHintForRow(0) : fontMetrics().height() + 4;
+  plugin_list_->setFixedHeight(rows * row_h + 2 * plugin_list_->frameWidth() + 6);
+}
+
+void AnalysesDock::changeEvent(QEvent* e) {
+  QWidget::changeEvent(e);
+  // The rows' height follows the style and font (the app sets its style after the dock exists).
+  if (e->type() == QEvent::StyleChange || e->type() == QEvent::FontChange) fit_plugin_list();
+}
+
+void AnalysesDock::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  fit_plugin_list();
+}
+
+QString AnalysesDock::table_text(int tab) const {
+  const ResultTableModel* model = table_model(tab);
+  auto* view = qobject_cast<QTableView*>(table_tabs_->widget(tab));
+  if (!model || !view) return {};
+  // The rows as the user sees them (sorted), only the selected ones when there is a selection.
+  std::vector<int> rows;
+  auto* proxy = qobject_cast<QSortFilterProxyModel*>(view->model());
+  const auto selected = view->selectionModel() ? view->selectionModel()->selectedRows() : QModelIndexList{};
+  for (int r = 0; r < view->model()->rowCount(); ++r) {
+    const QModelIndex i = view->model()->index(r, 0);
+    if (!selected.isEmpty() && !selected.contains(i)) continue;
+    rows.push_back(proxy ? proxy->mapToSource(i).row() : r);
+  }
+  return model->to_tsv(rows);
+}
+
+void AnalysesDock::copy_table() {
+  const QString text = table_text(table_tabs_->currentIndex());
+  if (text.isEmpty()) return;
+  QApplication::clipboard()->setText(text);
+  status_->setText(QString("Copied %1 rows with exact values").arg(text.count('\n') - 1));
+}
+
 void AnalysesDock::set_profile(std::shared_ptr<const Profile> profile) {
   profile_ = std::move(profile);
+  // A new profile: the earlier result was about another one (unless a run is still going).
+  if (profile_ && !busy() && !host_->plugins().empty())
+    status_->setText("Pick an analysis and press Run: it runs on the timeline's selected range (right drag), or the whole profile");
   update_run_enabled();
 }
 
@@ -221,6 +291,7 @@ void AnalysesDock::show_result(const plugins::AnalysisResult& result) {
   for (auto* m : models_) delete m;
   models_.clear();
   findings_->clear();
+  copy_button_->setEnabled(false);
 
   const QString name = QString::fromStdString(result_.analysis);
   if (!result_.ok) {
@@ -236,22 +307,35 @@ void AnalysesDock::show_result(const plugins::AnalysisResult& result) {
 
   for (const auto& table : result_.tables) {
     auto* model = new ResultTableModel(this);
-    model->set_table(table);
+    model->set_table(table, profile_ ? profile_->time_begin : 0);
     models_.push_back(model);
     auto* proxy = new QSortFilterProxyModel(model);
     proxy->setSourceModel(model);
+    proxy->setSortRole(ResultTableModel::SortRole);  // by value: "2 ms" after "900 us"
     auto* view = new QTableView();
     view->setModel(proxy);
     view->setSortingEnabled(true);
     view->sortByColumn(-1, Qt::AscendingOrder);  // plugin order until the user sorts
-    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    view->horizontalHeader()->setStretchLastSection(true);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
     view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
     view->setAlternatingRowColors(true);
     view->setWordWrap(false);
     view->setTextElideMode(Qt::ElideMiddle);
+    view->setMinimumHeight(8 * view->verticalHeader()->defaultSectionSize());
+    // Columns fit their content, but none wider than kMaxColumnWidth: a 300-character kernel
+    // name in a ResizeToContents column pushed every other column (and the header's text,
+    // centred in that huge section) out of sight. The user can still widen a column.
+    auto* header = view->horizontalHeader();
+    header->setSectionResizeMode(QHeaderView::Interactive);
+    header->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    header->setStretchLastSection(true);
+    view->resizeColumnsToContents();
+    for (int c = 0; c < model->columnCount(); ++c)
+      if (header->sectionSize(c) > kMaxColumnWidth) header->resizeSection(c, kMaxColumnWidth);
     table_tabs_->addTab(view, QString::fromStdString(table.name));
   }
+  copy_button_->setEnabled(table_tabs_->count() > 0);
 
   for (std::size_t i = 0; i < result_.findings.size(); ++i) {
     const auto& f = result_.findings[i];

@@ -58,10 +58,16 @@ class AnalysesDock : public QWidget {
   // The widgets, for tests and the screenshot staging.
   QListWidget* plugin_list() const { return plugin_list_; }
   QPushButton* run_button() const { return run_button_; }
+  QPushButton* copy_button() const { return copy_button_; }
   QTabWidget* table_tabs() const { return table_tabs_; }
   QListWidget* findings() const { return findings_; }
   QLabel* status() const { return status_; }
   ResultTableModel* table_model(int i) const;  // the model behind table tab i (unsorted order)
+
+  // Table tab `tab` as tab-separated text with exact values, in the view's (sorted) order and
+  // only its selected rows when some are selected; what Copy table / Ctrl+C put on the clipboard.
+  QString table_text(int tab) const;
+  void copy_table();
 
   // As a double-click on finding `row` does: emits jumpRequested when it has a time range.
   void activate_finding(int row);
@@ -70,9 +76,14 @@ class AnalysesDock : public QWidget {
   void finished();  // a run ended and its result is shown (ok or not)
   void jumpRequested(qint64 t0, qint64 t1, int rank);
 
+ protected:
+  void changeEvent(QEvent* e) override;
+  void showEvent(QShowEvent* e) override;
+
  private:
   void show_result(const plugins::AnalysisResult& result);
   void update_run_enabled();
+  void fit_plugin_list();
   QString describe(const plugins::Selection& s) const;
 
   std::unique_ptr<plugins::PluginHost> host_;
@@ -84,6 +95,7 @@ class AnalysesDock : public QWidget {
   QListWidget* plugin_list_ = nullptr;
   QLabel* description_ = nullptr;
   QPushButton* run_button_ = nullptr;
+  QPushButton* copy_button_ = nullptr;
   QLabel* status_ = nullptr;
   QTabWidget* table_tabs_ = nullptr;
   QListWidget* findings_ = nullptr;

@@ -27,12 +27,20 @@ void TimelineController::index_tracks() {
   counter_max_.assign(tracks_.size(), 0);
   counter_index_.assign(tracks_.size(), {});
   span_index_.assign(tracks_.size(), {});
+  cover_index_.assign(tracks_.size(), {});
   for (std::size_t i = 0; i < tracks_.size(); ++i) {
     const Track& t = tracks_[i];
-    if (t.ends_sorted && t.kind == TrackKind::Stream)
-      span_index_[i] = build_span_index(profile_.stream_tracks[static_cast<std::size_t>(t.index)].events);
-    if (t.ends_sorted && t.kind == TrackKind::Ranges)
-      span_index_[i] = build_span_index(profile_.range_tracks[static_cast<std::size_t>(t.index)].events);
+    if (t.kind == TrackKind::Stream) {
+      const auto& ev = profile_.stream_tracks[static_cast<std::size_t>(t.index)].events;
+      span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
+      cover_index_[i] = build_cover_index(ev);
+    }
+    if (t.kind == TrackKind::Ranges) {
+      const auto& ev = profile_.range_tracks[static_cast<std::size_t>(t.index)].events;
+      span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
+      cover_index_[i] = build_cover_index(ev);
+    }
+    if (t.kind == TrackKind::Steps) cover_index_[i] = build_cover_index(profile_.ranks[static_cast<std::size_t>(t.index)].steps);
     const std::vector<CounterPoint>* points = nullptr;
     if (t.kind == TrackKind::Memory) points = &profile_.ranks[static_cast<std::size_t>(t.index)].memory;
     if (t.kind == TrackKind::Counter) points = &overlay_counters_[static_cast<std::size_t>(t.index)].points;
@@ -44,6 +52,7 @@ void TimelineController::index_tracks() {
 
 void TimelineController::set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters) {
   markers_ = std::move(markers);
+  markers_visible_ = true;  // a new result is meant to be seen
   overlay_counters_ = std::move(counters);
   for (auto& c : overlay_counters_)  // build_counter_bars needs time order
     std::stable_sort(c.points.begin(), c.points.end(), [](const CounterPoint& a, const CounterPoint& b) { return a.time < b.time; });
@@ -63,8 +72,59 @@ void TimelineController::set_overlay(std::vector<OverlayMarker> markers, std::ve
     t.label = (c.rank >= 0 ? "rank " + std::to_string(c.rank) + " " : std::string()) + c.label;
     tracks_.insert(at, std::move(t));
   }
+  rebuild_marker_lanes();
+}
+
+void TimelineController::rebuild_marker_lanes() {
+  std::vector<int> collapsed;  // the user's folded lanes stay folded
+  for (const Track& t : tracks_)
+    if (t.kind == TrackKind::Markers && t.collapsed) collapsed.push_back(t.rank);
+  std::erase_if(tracks_, [](const Track& t) { return t.kind == TrackKind::Markers; });
+  shown_markers_ = markers_visible_ ? top_markers(markers_, marker_limit_, show_all_markers_) : std::vector<std::uint32_t>{};
+  std::vector<int> ranks;
+  for (const RankModel& r : profile_.ranks) ranks.push_back(r.info.rank);
+  marker_lanes_ = build_marker_lanes(markers_, shown_markers_, ranks);
+  for (std::size_t li = 0; li < marker_lanes_.size(); ++li) {
+    const int rank = marker_lanes_[li].rank;
+    // At the top of the rank, after its steps row (the two read together); at the end when the
+    // rank has no rows.
+    auto at = std::find_if(tracks_.begin(), tracks_.end(), [&](const Track& t) { return t.rank == rank; });
+    if (at != tracks_.end() && at->kind == TrackKind::Steps) ++at;
+    Track t;
+    t.kind = TrackKind::Markers;
+    t.rank = rank;
+    t.index = static_cast<std::int32_t>(li);
+    t.label = "rank " + std::to_string(rank) + " markers";
+    t.ends_sorted = false;
+    t.collapsed = std::find(collapsed.begin(), collapsed.end(), rank) != collapsed.end();
+    tracks_.insert(at, std::move(t));
+  }
+  hovered_marker_ = -1;
   index_tracks();
   clamp_scroll();
+  if (on_markers_changed) on_markers_changed();
+}
+
+void TimelineController::set_markers_visible(bool visible) {
+  if (visible == markers_visible_) return;
+  markers_visible_ = visible;
+  rebuild_marker_lanes();
+}
+
+void TimelineController::clear_markers() {
+  markers_.clear();
+  rebuild_marker_lanes();
+}
+
+void TimelineController::set_show_all_markers(bool all) {
+  if (all == show_all_markers_) return;
+  show_all_markers_ = all;
+  rebuild_marker_lanes();
+}
+
+void TimelineController::set_marker_limit(std::size_t limit) {
+  marker_limit_ = std::max<std::size_t>(1, limit);
+  rebuild_marker_lanes();
 }
 
 std::size_t TimelineController::memory_bytes() const {
@@ -72,6 +132,7 @@ std::size_t TimelineController::memory_bytes() const {
   for (const auto& t : tracks_) b += t.label.capacity();
   for (const auto& ix : counter_index_) b += sizeof(ix) + ix.memory_bytes();
   for (const auto& ix : span_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
+  for (const auto& ix : cover_index_) b += sizeof(ix) + ix.memory_bytes();
   return b;
 }
 
@@ -85,6 +146,40 @@ void TimelineController::set_size(float width, float height) {
 void TimelineController::fit_all() {
   const double span = static_cast<double>(profile_.time_end - profile_.time_begin);
   viewport_.fit(static_cast<double>(profile_.time_begin) - span * 0.01, static_cast<double>(profile_.time_end) + span * 0.01);
+}
+
+void TimelineController::clamp_view() {
+  const double b = static_cast<double>(profile_.time_begin);
+  const double e = std::max(static_cast<double>(profile_.time_end), b + 1);
+  const double margin = (e - b) * kViewMargin;
+  const double lo = b - margin, hi = e + margin;
+  viewport_.ns_per_px = std::min(viewport_.ns_per_px, std::max(Viewport::kMinNsPerPx, (hi - lo) / std::max(1.0, viewport_.width_px)));
+  const double visible = viewport_.width_px * viewport_.ns_per_px;
+  viewport_.start_ns = std::clamp(viewport_.start_ns, lo, std::max(lo, hi - visible));
+}
+
+Scrollbar TimelineController::scrollbar() const {
+  Scrollbar s;
+  const float content = total_tracks_height(tracks_);
+  const float visible = height_ - kRulerHeight;
+  s.max_scroll = std::max(0.0f, content - visible);
+  s.visible = s.max_scroll > 0;
+  s.x0 = width_ - kScrollbarWidth;
+  s.x1 = width_;
+  s.y0 = kRulerHeight;
+  s.y1 = height_;
+  const float trough = s.y1 - s.y0;
+  const float len = s.visible ? std::min(trough, std::max(20.0f, trough * visible / content)) : trough;
+  s.thumb_y0 = s.y0 + (s.visible ? (trough - len) * std::clamp(scroll_y_ / s.max_scroll, 0.0f, 1.0f) : 0.0f);
+  s.thumb_y1 = s.thumb_y0 + len;
+  return s;
+}
+
+void TimelineController::scroll_to_thumb(float thumb_top) {
+  const Scrollbar s = scrollbar();
+  const float free = (s.y1 - s.y0) - (s.thumb_y1 - s.thumb_y0);
+  scroll_y_ = free > 0 ? (thumb_top - s.y0) / free * s.max_scroll : 0.0f;
+  clamp_scroll();
 }
 
 void TimelineController::clamp_scroll() {
@@ -118,22 +213,31 @@ float TimelineController::track_y(std::int32_t track) const {
 void TimelineController::build_track(const Track& t, TrackDraw& d) const {
   d.spans.clear();
   d.bars.clear();
+  d.density.clear();
   const auto ti = static_cast<std::size_t>(&t - tracks_.data());
   const std::vector<TimeNs>* block_ends = ti < span_index_.size() && !span_index_[ti].empty() ? &span_index_[ti] : nullptr;
   switch (t.kind) {
     case TrackKind::Stream: {
       const StreamTrack& st = profile_.stream_tracks[static_cast<std::size_t>(t.index)];
       build_span_items(st.events, st.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
+      build_density(st.events, cover_index_[ti], d.spans, viewport_, d.density);
       break;
     }
     case TrackKind::Ranges: {
       const RangeTrack& rt = profile_.range_tracks[static_cast<std::size_t>(t.index)];
       build_span_items(rt.events, rt.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
+      build_density(rt.events, cover_index_[ti], d.spans, viewport_, d.density);
+      break;
+    }
+    case TrackKind::Markers: {
+      const MarkerLane& lane = marker_lanes_[static_cast<std::size_t>(t.index)];
+      build_span_items(lane.spans, lane.max_duration, false, viewport_, d.spans);
       break;
     }
     case TrackKind::Steps: {
       const auto& steps = profile_.ranks[static_cast<std::size_t>(t.index)].steps;
       build_span_items(steps, max_duration_of(steps), false, viewport_, d.spans);
+      build_density(steps, cover_index_[ti], d.spans, viewport_, d.density);
       break;
     }
     case TrackKind::Memory:
@@ -165,7 +269,7 @@ void TimelineController::build_frame(Frame& frame) const {
       d.height = r.height;
       d.bar_max = counter_max_[static_cast<std::size_t>(r.track)];
       build_track(t, d);
-      frame.items += d.spans.size() + d.bars.size();
+      frame.items += d.spans.size() + d.bars.size() + d.density.size();
     }
   frame.tracks.resize(n);
 }
@@ -189,6 +293,11 @@ bool TimelineController::mouse_move(float x, float y) {
   mouse_x_ = x;
   mouse_y_ = y;
   bool changed = false;
+  if (drag_.active && drag_.scrollbar) {
+    const float before = scroll_y_;
+    scroll_to_thumb(y - drag_.grab);
+    return scroll_y_ != before;
+  }
   if (drag_.active) {
     if (std::abs(x - drag_.x) > kClickSlop || std::abs(y - drag_.y) > kClickSlop) drag_.moved = true;
     if (drag_.moved) {
@@ -200,6 +309,7 @@ bool TimelineController::mouse_move(float x, float y) {
         box_.y1 = y;
       } else {
         viewport_.pan_px(x - drag_.last_x);
+        clamp_view();
         scroll_y_ -= y - drag_.last_y;
         clamp_scroll();
       }
@@ -213,16 +323,58 @@ bool TimelineController::mouse_move(float x, float y) {
     hovered_ = h;
     changed = true;
   }
+  const int m = drag_.active ? -1 : marker_at(x, y);
+  if (m != hovered_marker_) {
+    hovered_marker_ = m;
+    changed = true;
+  }
   return changed;
+}
+
+bool TimelineController::mouse_leave() {
+  mouse_x_ = mouse_y_ = -1;
+  const bool changed = hovered_.valid() || hovered_marker_ >= 0;
+  hovered_ = {};
+  hovered_marker_ = -1;
+  return changed;
+}
+
+int TimelineController::marker_at(float x, float y) const {
+  if (!in_event_area(x, y)) return -1;
+  const std::int32_t ti = track_at(y);
+  if (ti < 0 || tracks_[static_cast<std::size_t>(ti)].kind != TrackKind::Markers) return -1;
+  TrackDraw d;
+  build_track(tracks_[static_cast<std::size_t>(ti)], d);
+  const int hit = hit_test(d.spans, x - kLabelWidth, 2.0f, max_item_width(d.spans));
+  if (hit < 0 || d.spans[static_cast<std::size_t>(hit)].count != 1) return -1;
+  const MarkerLane& lane = marker_lanes_[static_cast<std::size_t>(tracks_[static_cast<std::size_t>(ti)].index)];
+  return static_cast<int>(lane.spans[d.spans[static_cast<std::size_t>(hit)].first].marker);
 }
 
 bool TimelineController::mouse_press(float x, float y, MouseButton button, bool shift) {
   mouse_x_ = x;
   mouse_y_ = y;
+  if (const Scrollbar sb = scrollbar(); sb.visible && x >= sb.x0 && y >= sb.y0 && button == MouseButton::Left) {
+    drag_ = {};
+    drag_.active = drag_.scrollbar = true;
+    drag_.button = button;
+    const bool on_thumb = y >= sb.thumb_y0 && y < sb.thumb_y1;
+    drag_.grab = on_thumb ? y - sb.thumb_y0 : (sb.thumb_y1 - sb.thumb_y0) / 2;  // trough: centre the thumb there
+    if (!on_thumb) scroll_to_thumb(y - drag_.grab);
+    return !on_thumb;
+  }
   if (x < kLabelWidth && y >= kRulerHeight && button == MouseButton::Left) {
     const std::int32_t ti = track_at(y);
     if (ti < 0) return false;
     Track& t = tracks_[static_cast<std::size_t>(ti)];
+    if (t.kind == TrackKind::Markers && !shift && x >= kLabelWidth - kMarkerHideButton) {
+      set_markers_visible(false);
+      return true;
+    }
+    if (t.kind == TrackKind::Markers && !shift && x >= kLabelWidth - kMarkerHideButton - kMarkerAllButton) {
+      set_show_all_markers(!show_all_markers_);
+      return true;
+    }
     if (shift)
       t.pinned = !t.pinned;
     else
@@ -262,6 +414,7 @@ bool TimelineController::mouse_release(float x, float y, MouseButton button) {
   if (!drag_.active || drag_.button != button) return false;
   const Drag d = drag_;
   drag_.active = false;
+  if (d.scrollbar) return false;
   if (d.moved) {
     if (d.box && box_.active) finish_box(x, y);
     return true;
@@ -284,6 +437,7 @@ bool TimelineController::mouse_release(float x, float y, MouseButton button) {
           const EventInfo b = event_info(profile_, {t.kind, t.index, s.first + s.count - 1});
           const double pad = static_cast<double>(b.end - a.start) * 0.05 + 1;
           viewport_.fit(static_cast<double>(a.start) - pad, static_cast<double>(std::max(a.end, b.end)) + pad);
+          clamp_view();
         }
         return true;
       }
@@ -306,6 +460,7 @@ bool TimelineController::wheel(float x, float y, float steps, bool ctrl, bool sh
     scroll_y_ -= steps * 3 * kRowHeight;
     clamp_scroll();
   }
+  clamp_view();
   mouse_move(x, y);
   return true;
 }
@@ -316,10 +471,14 @@ bool TimelineController::key(char k, bool ctrl, bool shift) {
   const bool mouse_in = mouse_x_ >= kLabelWidth && mouse_x_ <= width_;
   const float ax = mouse_in ? mouse_x_ - kLabelWidth : static_cast<float>(viewport_.width_px / 2);
   switch (k) {
-    case 'W': viewport_.zoom_around(ax, kZoomStep); return true;
-    case 'S': viewport_.zoom_around(ax, 1 / kZoomStep); return true;
-    case 'A': viewport_.pan_px(kPanFraction * viewport_.width_px); return true;
-    case 'D': viewport_.pan_px(-kPanFraction * viewport_.width_px); return true;
+    case 'W': viewport_.zoom_around(ax, kZoomStep); clamp_view(); return true;
+    case 'S': viewport_.zoom_around(ax, 1 / kZoomStep); clamp_view(); return true;
+    case 'A': viewport_.pan_px(kPanFraction * viewport_.width_px); clamp_view(); return true;
+    case 'D': viewport_.pan_px(-kPanFraction * viewport_.width_px); clamp_view(); return true;
+    case 'M':
+      if (markers_.empty()) return false;
+      set_markers_visible(!markers_visible_);
+      return true;
     case 27:
       box_ = {};
       range_.reset();
@@ -333,7 +492,10 @@ void TimelineController::reveal(const EventInfo& e) {
   const double dur = static_cast<double>(std::max<TimeNs>(1, e.end - e.start));
   const double x0 = viewport_.x_of(static_cast<double>(e.start)), x1 = viewport_.x_of(static_cast<double>(e.end));
   const bool visible = x0 >= 0 && x1 <= viewport_.width_px && x1 - x0 >= kMinVisiblePx;
-  if (!visible) viewport_.fit(static_cast<double>(e.start) - dur, static_cast<double>(e.end) + dur);
+  if (!visible) {
+    viewport_.fit(static_cast<double>(e.start) - dur, static_cast<double>(e.end) + dur);
+    clamp_view();
+  }
 }
 
 void TimelineController::show_range(TimeNs t0, TimeNs t1, int rank) {
@@ -343,6 +505,8 @@ void TimelineController::show_range(TimeNs t0, TimeNs t1, int rank) {
   const double width = static_cast<double>(t1 - t0);
   const double span = static_cast<double>(profile_.time_end - profile_.time_begin);
   const double margin = width < 1'000.0 ? std::max(10'000.0, span * 0.0025) - width / 2 : width * 0.05;
+  // Not clamped to the profile (clamp_view is for input): a jump keeps its time at the centre,
+  // which linked views (the memory chart's click) rely on.
   viewport_.fit(static_cast<double>(t0) - margin, static_cast<double>(t1) + margin);
   if (rank < 0) return;
   for (std::size_t i = 0; i < tracks_.size(); ++i)

@@ -8,7 +8,10 @@
 // Input: W/S or Ctrl+wheel zoom around the cursor; A/D, Shift+wheel or a left drag pan; wheel
 // scrolls the tracks; a left click selects (a folded box zooms into its run); a right drag or
 // Shift+left drag selects a time range over the tracks it covers and aggregates their kernels;
-// a click on a label collapses or expands the track, Shift+click pins it; Escape clears.
+// a click on a label collapses or expands the track, Shift+click pins it; Escape clears; M shows
+// or hides the analysis markers. The vertical scrollbar (kScrollbarWidth at the right edge, over
+// the event area, when the tracks do not fit) scrolls by dragging its thumb or clicking its trough.
+// Pan and zoom stay within the profile's span plus kViewMargin of it on either side.
 #pragma once
 
 #include <functional>
@@ -18,7 +21,9 @@
 
 #include "storage/profile_model.h"
 #include "views/timeline/analysis.h"
+#include "views/timeline/density.h"
 #include "views/timeline/draw_items.h"
+#include "views/timeline/marker_lanes.h"
 #include "views/timeline/tracks.h"
 #include "views/timeline/viewport.h"
 
@@ -26,6 +31,11 @@ namespace ss::timeline {
 
 inline constexpr float kLabelWidth = 190.0f;
 inline constexpr float kRulerHeight = 22.0f;
+inline constexpr float kScrollbarWidth = 10.0f;
+inline constexpr double kViewMargin = 0.05;  // of the profile's span, beyond either end
+// Buttons at the right of a marker lane's label: show all / top N, and hide.
+inline constexpr float kMarkerHideButton = 16.0f;     // [kLabelWidth - 16, kLabelWidth)
+inline constexpr float kMarkerAllButton = 30.0f;      // [kLabelWidth - 46, kLabelWidth - 16)
 
 struct TrackDraw {
   std::int32_t track = -1;
@@ -33,6 +43,7 @@ struct TrackDraw {
   float height = 0;
   std::vector<SpanItem> spans;
   std::vector<CounterBar> bars;
+  std::vector<DensityColumn> density;  // shading under folded spans (stream and range tracks)
   std::int64_t bar_max = 0;  // scale of the counter track (its maximum over the whole profile)
 };
 
@@ -44,19 +55,23 @@ struct Frame {
 enum class MouseButton { Left, Right, Middle };
 
 // What an analysis adds on top of the profile (the Analyses dock sets it from a plugin's result):
-// time ranges marked on one rank's rows (or every rank's), and extra counter tracks.
-struct OverlayMarker {
-  TimeNs start = 0;
-  TimeNs end = 0;
-  int rank = -1;  // -1: every rank
-  std::string label;
-};
+// time ranges marked on one rank's marker lane (or every rank's; OverlayMarker in
+// marker_lanes.h), and extra counter tracks.
 struct OverlayCounter {
   std::string label;  // shown as the track's name
   int rank = -1;      // drawn after that rank's tracks; -1: after all ranks
   std::string unit;
   std::vector<CounterPoint> points;  // value = round(v * value_scale), sorted by time
   double value_scale = 1;            // so that fractional values keep their precision as integers
+};
+
+// The vertical scrollbar, in widget coordinates; `visible` is false when every track fits.
+struct Scrollbar {
+  bool visible = false;
+  float x0 = 0, x1 = 0;              // its column at the right edge
+  float y0 = 0, y1 = 0;              // the trough: below the ruler to the bottom
+  float thumb_y0 = 0, thumb_y1 = 0;  // thumb: its length is visible / content of the trough
+  float max_scroll = 0;              // scroll_y range is [0, max_scroll]
 };
 
 class TimelineController {
@@ -76,13 +91,18 @@ class TimelineController {
 
   void set_size(float width, float height);
   void fit_all();
+  // Keeps the view inside the profile's span plus kViewMargin of it on either side: the scale is
+  // at most that whole window over the width, and the start moves inside it.
+  void clamp_view();
+  Scrollbar scrollbar() const;
 
   // Input; each returns true when the view changed and needs a repaint.
   bool mouse_move(float x, float y);
   bool mouse_press(float x, float y, MouseButton button, bool shift);
   bool mouse_release(float x, float y, MouseButton button);
   bool wheel(float x, float y, float steps, bool ctrl, bool shift);
-  bool key(char key, bool ctrl, bool shift);  // 'W','A','S','D', 27 (Escape)
+  bool key(char key, bool ctrl, bool shift);  // 'W','A','S','D','M', 27 (Escape)
+  bool mouse_leave();  // the mouse left the widget: no hover (no tooltip)
 
   void build_frame(Frame& frame) const;
 
@@ -93,6 +113,7 @@ class TimelineController {
 
   // Hover, selection, time-range selection.
   const EventRef& hovered() const { return hovered_; }
+  int hovered_marker() const { return hovered_marker_; }  // index in markers(), -1 when none
   const EventRef& selected() const { return selected_; }
   void select(const EventRef& ref, bool reveal);
   void select_module(std::int32_t module);  // selects its first range on the first rank that has one
@@ -107,10 +128,27 @@ class TimelineController {
   const std::vector<EventRef>& peers() const { return peers_; }
 
   // Analysis overlay: replaces the previous one (markers and counter tracks); empty clears it.
-  // The counter tracks are inserted after their rank's rows; other rows keep their state.
+  // The counter tracks are inserted after their rank's rows, the marker lanes at the top of their
+  // rank (after its steps row); other rows keep their state. Markers are shown again.
   void set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters);
   const std::vector<OverlayMarker>& markers() const { return markers_; }
   const std::vector<OverlayCounter>& overlay_counters() const { return overlay_counters_; }
+  // Marker lanes: shown or hidden (the markers are kept), cleared (dropped), the top N longest
+  // or all of them.
+  void set_markers_visible(bool visible);
+  bool markers_visible() const { return markers_visible_; }
+  void clear_markers();
+  void set_show_all_markers(bool all);
+  bool show_all_markers() const { return show_all_markers_; }
+  void set_marker_limit(std::size_t limit);
+  std::size_t marker_limit() const { return marker_limit_; }
+  // Markers on the lanes (indices in markers()), in their original order.
+  const std::vector<std::uint32_t>& shown_markers() const { return shown_markers_; }
+  const std::vector<MarkerLane>& marker_lanes() const { return marker_lanes_; }
+  // True when the track's folds are drawn as density (it has a coverage index).
+  bool shaded(std::int32_t track) const {
+    return track >= 0 && static_cast<std::size_t>(track) < cover_index_.size() && !cover_index_[static_cast<std::size_t>(track)].empty();
+  }
 
   // Find (Ctrl+F in the widget).
   void set_find_query(const std::string& query);
@@ -123,31 +161,46 @@ class TimelineController {
   // Callbacks for the widget and the docks.
   std::function<void(const EventRef&)> on_selection_changed;
   std::function<void(const Aggregate&)> on_aggregate;
+  std::function<void()> on_markers_changed;  // visibility, show-all or the markers themselves
 
   double x_of(double t) const { return kLabelWidth + viewport_.x_of(t); }
   // Memory the controller adds to the profile (counter indexes, tracks).
   std::size_t memory_bytes() const;
 
  private:
-  bool in_event_area(float x, float y) const { return x >= kLabelWidth && y >= kRulerHeight; }
+  bool in_event_area(float x, float y) const {
+    if (x < kLabelWidth || y < kRulerHeight) return false;
+    const Scrollbar sb = scrollbar();
+    return !(sb.visible && x >= sb.x0);
+  }
+  int marker_at(float x, float y) const;  // index in markers_ of the marker under a point, or -1
   void build_track(const Track& t, TrackDraw& d) const;
   void reveal(const EventInfo& e);
   void clamp_scroll();
   void finish_box(float x, float y);
   void index_tracks();  // counter maxima and indexes, span indexes: per track, after tracks_ changes
+  void rebuild_marker_lanes();  // after the markers, their visibility or the limit change
+  void scroll_to_thumb(float thumb_top);
 
   const Profile& profile_;
   std::vector<Track> tracks_;
   std::vector<std::int64_t> counter_max_;  // per track (memory tracks)
   std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
-  std::vector<std::vector<TimeNs>> span_index_;  // per track with sorted ends (build_span_index)
+  std::vector<std::vector<TimeNs>> span_index_;  // per stream/range track: build_span_index, or build_block_max_index for unsorted ends
+  std::vector<CoverIndex> cover_index_;  // per stream, range and steps track (density.h)
   std::vector<OverlayMarker> markers_;
+  std::vector<std::uint32_t> shown_markers_;
+  std::vector<MarkerLane> marker_lanes_;
+  bool markers_visible_ = true;
+  bool show_all_markers_ = false;
+  std::size_t marker_limit_ = kDefaultMarkerLimit;
   std::vector<OverlayCounter> overlay_counters_;
   Viewport viewport_;
   float width_ = 1200, height_ = 800;
   float scroll_y_ = 0;
 
   EventRef hovered_, selected_;
+  int hovered_marker_ = -1;
   std::vector<EventRef> peers_;
   std::optional<Aggregate> aggregate_;
   std::optional<std::pair<TimeNs, TimeNs>> range_;
@@ -157,6 +210,8 @@ class TimelineController {
     bool moved = false;
     MouseButton button = MouseButton::Left;
     bool box = false;
+    bool scrollbar = false;  // dragging the scrollbar's thumb, grabbed `grab` below its top
+    float grab = 0;
     float x = 0, y = 0, last_x = 0, last_y = 0;
   } drag_;
   struct Box {

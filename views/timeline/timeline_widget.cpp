@@ -11,27 +11,16 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <cfloat>
 #include <cstdio>
 
 #include "views/timeline/imgui_qt_bridge.h"
+#include "views/timeline/label_layout.h"
+#include "views/timeline/time_format.h"
 
 namespace ss::timeline {
 
 namespace {
-
-std::string format_ns(double ns) {
-  char buf[64];
-  const double a = std::abs(ns);
-  if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
-  else if (a >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  return buf;
-}
 
 std::string format_bytes(double b) {
   char buf[64];
@@ -75,14 +64,6 @@ ImU32 range_colour(const RangeEvent& e) {
     case RangePhase::Optimizer: return IM_COL32(90, 180, 90, 255);
     default: return IM_COL32(130, 130, 140, 255);
   }
-}
-
-// A readable tick step: 1, 2 or 5 times a power of ten, about `target` ns.
-double nice_step(double target) {
-  const double p = std::pow(10.0, std::floor(std::log10(std::max(target, 1e-3))));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (p * m >= target) return p * m;
-  return p * 10;
 }
 
 // Colours that follow the application's palette (View > Dark palette); event colours are shared.
@@ -139,6 +120,10 @@ void TimelineWidget::set_profile(std::shared_ptr<const Profile> profile) {
       }
     };
     controller_->on_aggregate = [this](const Aggregate&) { emit aggregateReady(); };
+    controller_->on_markers_changed = [this] {
+      request_frames();
+      emit markersChanged();
+    };
   }
   find_open_ = false;
   find_buffer_[0] = 0;
@@ -181,6 +166,20 @@ void TimelineWidget::set_overlay(std::vector<OverlayMarker> markers, std::vector
   controller_->set_overlay(std::move(markers), std::move(counters));
   request_frames();
 }
+
+void TimelineWidget::setMarkersVisible(bool visible) {
+  if (controller_) controller_->set_markers_visible(visible);
+}
+
+void TimelineWidget::clearMarkers() {
+  if (controller_) controller_->clear_markers();
+}
+
+void TimelineWidget::setShowAllMarkers(bool all) {
+  if (controller_) controller_->set_show_all_markers(all);
+}
+
+bool TimelineWidget::markers_visible() const { return controller_ ? controller_->markers_visible() : true; }
 
 void TimelineWidget::set_time_origin(std::optional<TimeNs> origin) {
   time_origin_ = origin;
@@ -225,6 +224,9 @@ bool TimelineWidget::event(QEvent* e) {
       changed = controller_->mouse_move(static_cast<float>(m->position().x()), static_cast<float>(m->position().y()));
       break;
     }
+    case QEvent::Leave:  // no tooltip for an event the mouse is no longer over
+      changed = controller_->mouse_leave();
+      break;
     case QEvent::MouseButtonPress: {
       auto* m = static_cast<QMouseEvent*>(e);
       setFocus(Qt::MouseFocusReason);
@@ -292,6 +294,8 @@ bool TimelineWidget::event(QEvent* e) {
 
 void TimelineWidget::paintGL() {
   if (!imgui_) return;
+  QElapsedTimer paint_clock;
+  paint_clock.start();
   ImGui::SetCurrentContext(imgui_);
   const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e9;
   static thread_local double last = 0;
@@ -317,6 +321,7 @@ void TimelineWidget::paintGL() {
     dl->AddText(ImVec2(20, 20), IM_COL32(200, 200, 200, 255), "Open a profile (File > Open, or drop a .ssdb file here)");
   }
   ImGui::Render();
+  last_cpu_ms_ = static_cast<double>(paint_clock.nsecsElapsed()) / 1e6;
   bridge_->end_frame();
   QOpenGLFunctions* gl = context()->functions();
   const float dpr = static_cast<float>(devicePixelRatioF());
@@ -325,11 +330,69 @@ void TimelineWidget::paintGL() {
   gl->glClearColor(th.clear[0], th.clear[1], th.clear[2], 1.0f);
   gl->glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  if (finish_frames_) gl->glFinish();
+  last_paint_ms_ = static_cast<double>(paint_clock.nsecsElapsed()) / 1e6;
   ++frames_;
   if (controller_) emit profileFrameDrawn();
   // Trailing frames let ImGui settle (hover, focus) after input; then the widget sleeps.
   if (--pending_frames_ > 0) QTimer::singleShot(16, this, [this] { update(); });
 }
+
+namespace {
+
+// Density colours: the hue of what the track holds, its intensity the busy fraction.
+ImU32 density_colour(const Profile& p, const Track& t) {
+  if (t.kind == TrackKind::Ranges) return IM_COL32(110, 145, 220, 255);
+  if (t.kind == TrackKind::Steps) return IM_COL32(160, 160, 90, 255);
+  switch (p.stream_tracks[static_cast<std::size_t>(t.index)].kind) {
+    case StreamKind::Nccl: return IM_COL32(235, 125, 70, 255);
+    case StreamKind::Copy: return IM_COL32(170, 120, 210, 255);
+    default: return IM_COL32(70, 200, 170, 255);
+  }
+}
+
+// Shaded columns, adjacent ones of the same (quantised) intensity merged into one rectangle: a
+// zoomed-out 10M-event track is a few hundred rectangles, not one per column.
+void draw_density(ImDrawList* dl, const std::vector<DensityColumn>& cols, float y0, float y1, ImU32 rgb) {
+  static constexpr int kLevels = 16;
+  auto level_of = [](float busy) { return std::clamp(static_cast<int>(std::ceil(busy * kLevels)), 1, kLevels); };
+  for (std::size_t i = 0; i < cols.size();) {
+    const int level = level_of(cols[i].busy);
+    const float x0 = cols[i].x;
+    float x1 = x0 + 1;
+    std::size_t j = i + 1;
+    while (j < cols.size() && cols[j].x == x1 && level_of(cols[j].busy) == level) x1 += 1, ++j;
+    // A faint floor so that a column with one tiny kernel still shows.
+    const auto alpha = static_cast<ImU32>(50 + (255 - 50) * level / kLevels);
+    dl->AddRectFilled(ImVec2(kLabelWidth + x0, y0), ImVec2(kLabelWidth + x1, y1), (rgb & ~IM_COL32_A_MASK) | (alpha << IM_COL32_A_SHIFT));
+    i = j;
+  }
+}
+
+// Draws `text` at the left of the box [x0, x1] when it fits whole; else as much of it as fits
+// followed by "..", when at least a few characters do; else nothing. The label is also skipped
+// when it would overlap one already drawn on its row.
+void draw_box_label(ImDrawList* dl, LabelRows& rows, ImFont* font, float fs, float x0, float x1, float y, ImU32 col,
+                    std::string_view text) {
+  constexpr float kPad = 3;
+  if (text.empty() || x1 - x0 < 2 * kPad + fs) return;
+  const float avail = x1 - x0 - 2 * kPad;
+  const char* end = nullptr;
+  const ImVec2 full = font->CalcTextSizeA(fs, FLT_MAX, 0, text.data(), text.data() + text.size(), &end);
+  if (full.x <= avail) {
+    if (rows.place(y, x0 + kPad, x0 + kPad + full.x)) dl->AddText(font, fs, ImVec2(x0 + kPad, y), col, text.data(), text.data() + text.size());
+    return;
+  }
+  const float dots = font->CalcTextSizeA(fs, FLT_MAX, 0, "..").x;
+  const char* cut = nullptr;
+  const ImVec2 part = font->CalcTextSizeA(fs, avail - dots, 0, text.data(), text.data() + text.size(), &cut);
+  if (cut - text.data() < 3) return;
+  if (!rows.place(y, x0 + kPad, x0 + kPad + part.x + dots)) return;
+  dl->AddText(font, fs, ImVec2(x0 + kPad, y), col, text.data(), cut);
+  dl->AddText(font, fs, ImVec2(x0 + kPad + part.x, y), col, "..");
+}
+
+}  // namespace
 
 void TimelineWidget::draw_timeline() {
   TimelineController& c = *controller_;
@@ -341,20 +404,19 @@ void TimelineWidget::draw_timeline() {
   const float W = static_cast<float>(width()), H = static_cast<float>(height());
   const Viewport& vp = c.viewport();
   const Theme th = theme_for(dark_);
+  LabelRows labels;
 
-  // Ruler.
-  dl->AddRectFilled(ImVec2(0, 0), ImVec2(W, kRulerHeight), th.ruler);
   // Ticks at round times counted from the origin, so linked timelines share their tick marks.
   const double step = nice_step(vp.ns_per_px * 110);
   const double origin = static_cast<double>(time_origin_.value_or(p.time_begin));
   const double first = origin + std::ceil((vp.start_ns - origin) / step) * step;
+
+  // The track area, clipped below the ruler: scrolled tracks never draw over it.
+  dl->PushClipRect(ImVec2(0, kRulerHeight), ImVec2(W, H), false);
   for (double t = first; t < vp.end_ns(); t += step) {
     const float x = static_cast<float>(c.x_of(t));
-    dl->AddLine(ImVec2(x, kRulerHeight - 6), ImVec2(x, H), th.grid);
-    const std::string label = format_ns(t - origin);
-    dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
+    dl->AddLine(ImVec2(x, kRulerHeight), ImVec2(x, H), th.grid);
   }
-
   // Outside the profile's time span: dimmed.
   const float x_begin = static_cast<float>(c.x_of(static_cast<double>(p.time_begin)));
   const float x_end = static_cast<float>(c.x_of(static_cast<double>(p.time_end)));
@@ -365,11 +427,11 @@ void TimelineWidget::draw_timeline() {
   for (const TrackDraw& d : frame_.tracks) {
     const Track& t = c.tracks()[static_cast<std::size_t>(d.track)];
     const float y0 = d.y, y1 = d.y + d.height;
+    const float text_y = y0 + 3;
     if (t.pinned) dl->AddRectFilled(ImVec2(0, y0), ImVec2(W, y1), th.pinned_bg);
     if (t.rank % 2) dl->AddRectFilled(ImVec2(kLabelWidth, y0), ImVec2(W, y1), th.stripe);
     if (t.rank != last_rank) dl->AddLine(ImVec2(0, y0), ImVec2(W, y0), th.rank_line);
     last_rank = t.rank;
-    const ImVec4 clip(kLabelWidth, y0, W, y1);
     if (t.kind == TrackKind::Memory || t.kind == TrackKind::Counter) {
       const double scale = d.bar_max > 0 ? (d.height - 4) / static_cast<double>(d.bar_max) : 0;
       const float counter_end = static_cast<float>(c.x_of(static_cast<double>(p.time_end)));
@@ -390,21 +452,30 @@ void TimelineWidget::draw_timeline() {
         std::snprintf(buf, sizeof buf, "max %.4g %s", static_cast<double>(d.bar_max) / oc.value_scale, oc.unit.c_str());
         peak = buf;
       }
-      if (!t.collapsed) dl->AddText(ImVec2(W - 150, y0 + 2), th.ruler_text, peak.c_str());
+      if (!t.collapsed) {  // on a backing box: the bars under it may be any colour
+        const ImVec2 at(W - 150 - kScrollbarWidth, y0 + 2), size = ImGui::CalcTextSize(peak.c_str());
+        dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + size.x + 3, at.y + size.y), th.label_bg, 3);
+        dl->AddText(at, th.ruler_text, peak.c_str());
+      }
     } else {
+      const bool shaded = c.shaded(d.track);
+      if (shaded) draw_density(dl, d.density, y0 + 2, y1 - 1, density_colour(p, t));
       for (const SpanItem& s : d.spans) {
         const float x0 = kLabelWidth + s.x0, x1 = kLabelWidth + std::max(s.x1, s.x0 + 1.0f);
         const float bx0 = std::max(x0, kLabelWidth);
         if (s.count > 1) {
-          dl->AddRectFilled(ImVec2(bx0, y0 + 2), ImVec2(x1, y1 - 1), IM_COL32(95, 95, 105, 255));
-          if (x1 - bx0 > 24 && !t.collapsed) {
-            const std::string n = std::to_string(s.count);
-            dl->AddText(font, fs, ImVec2(bx0 + 3, y0 + 3), IM_COL32(230, 230, 230, 255), n.c_str(), nullptr, 0, &clip);
-          }
+          if (shaded) continue;  // drawn as density above
+          // Tracks without a coverage index (marker lanes) keep the folded box with its count.
+          const ImU32 fold = t.kind == TrackKind::Markers ? IM_COL32(200, 110, 50, 200) : IM_COL32(95, 95, 105, 255);
+          dl->AddRectFilled(ImVec2(bx0, y0 + 2), ImVec2(x1, y1 - 1), fold);
+          if (!t.collapsed)
+            draw_box_label(dl, labels, font, fs, bx0, std::min(x1, W), text_y, IM_COL32(230, 230, 230, 255), std::to_string(s.count));
           continue;
         }
         std::string_view name;
         ImU32 col;
+        ImU32 text_col = IM_COL32(15, 15, 15, 255);
+        static thread_local std::string scratch;
         if (t.kind == TrackKind::Stream) {
           const KernelEvent& e = p.stream_tracks[static_cast<std::size_t>(t.index)].events[s.first];
           col = kernel_colour(e);
@@ -413,47 +484,66 @@ void TimelineWidget::draw_timeline() {
           const RangeEvent& e = p.range_tracks[static_cast<std::size_t>(t.index)].events[s.first];
           col = range_colour(e);
           name = p.strings[e.name];
+        } else if (t.kind == TrackKind::Markers) {
+          const MarkerSpan& ms = c.marker_lanes()[static_cast<std::size_t>(t.index)].spans[s.first];
+          const OverlayMarker& m = c.markers()[ms.marker];
+          col = static_cast<int>(ms.marker) == c.hovered_marker() ? IM_COL32(255, 170, 90, 255) : IM_COL32(235, 135, 55, 255);
+          scratch = m.label.empty() ? format_ns(static_cast<double>(m.end - m.start)) : m.label;
+          name = scratch;
         } else {
           col = s.first % 2 ? IM_COL32(110, 110, 70, 255) : IM_COL32(140, 140, 80, 255);
-          static thread_local std::string step_name;
-          step_name = "step " + std::to_string(p.ranks[static_cast<std::size_t>(t.index)].steps[s.first].number);
-          name = step_name;
+          scratch = "step " + std::to_string(p.ranks[static_cast<std::size_t>(t.index)].steps[s.first].number);
+          name = scratch;
+          text_col = IM_COL32(240, 240, 220, 255);
         }
         dl->AddRectFilled(ImVec2(bx0, y0 + 2), ImVec2(x1, y1 - 1), col);
-        if (x1 - bx0 > 30 && !t.collapsed) {
-          const ImVec4 box_clip(bx0, y0, std::min(x1 - 2, W), y1);
-          dl->AddText(font, fs, ImVec2(bx0 + 3, y0 + 3), IM_COL32(15, 15, 15, 255), name.data(), name.data() + name.size(), 0,
-                      &box_clip);
-        }
+        if (!t.collapsed) draw_box_label(dl, labels, font, fs, bx0, std::min(x1, W), text_y, text_col, name);
       }
     }
     // Label column.
     dl->AddRectFilled(ImVec2(0, y0), ImVec2(kLabelWidth, y1), t.pinned ? th.label_pinned_bg : th.label_bg);
     if (!t.collapsed) {
-      const std::string label = std::string(t.pinned ? "* " : "") + "- " + t.label;
-      const ImVec4 label_clip(0, y0, kLabelWidth - 2, y1);
-      dl->AddText(font, fs, ImVec2(4, y0 + 3), th.label_text, label.c_str(), nullptr, 0, &label_clip);
+      std::string label = std::string(t.pinned ? "* " : "") + "- " + t.label;
+      float right = kLabelWidth - 2;
+      if (t.kind == TrackKind::Markers) {
+        // "top"/"all" toggles the top-N limit, "x" hides the lanes (M or View > Analysis markers
+        // brings them back).
+        const std::size_t shown = c.marker_lanes()[static_cast<std::size_t>(t.index)].spans.size();
+        label += " " + std::to_string(shown);
+        const float all_x = kLabelWidth - kMarkerHideButton - kMarkerAllButton, hide_x = kLabelWidth - kMarkerHideButton;
+        const bool limited = c.shown_markers().size() < c.markers().size();
+        const char* all_text = c.show_all_markers() ? "top" : (limited ? "all" : "");
+        if (*all_text) {
+          dl->AddRectFilled(ImVec2(all_x + 2, y0 + 2), ImVec2(hide_x - 2, y1 - 2), th.pinned_bg, 3);
+          dl->AddText(ImVec2(all_x + 5, text_y), th.label_text, all_text);
+        }
+        dl->AddRectFilled(ImVec2(hide_x + 1, y0 + 2), ImVec2(kLabelWidth - 2, y1 - 2), th.pinned_bg, 3);
+        dl->AddText(ImVec2(hide_x + 4, text_y), th.label_text, "x");
+        right = all_x;
+      }
+      const ImVec4 label_clip(0, y0, right, y1);
+      dl->AddText(font, fs, ImVec2(4, text_y), th.label_text, label.c_str(), nullptr, 0, &label_clip);
     }
   }
 
-  draw_markers(frame_);
-
-  // Range selection band and the live box.
-  auto band = [&](double ta, double tb, ImU32 fill) {
-    const float xa = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(std::min(ta, tb))));
-    const float xb = static_cast<float>(std::min<double>(W, c.x_of(std::max(ta, tb))));
-    if (xb > xa) dl->AddRectFilled(ImVec2(xa, kRulerHeight), ImVec2(xb, H), fill);
-    const std::string label = format_ns(std::abs(tb - ta));
-    dl->AddText(ImVec2(xa + 4, kRulerHeight + 2), th.band_text, label.c_str());
-  };
+  // Range selection band (its duration goes in the ruler, below).
+  std::optional<std::pair<double, double>> band;
   if (c.box_active() && !c.range_selection()) {
-    auto [a, b] = c.box_times();
-    band(a, b, IM_COL32(255, 255, 120, 40));
+    band = c.box_times();
+    auto [a, b] = *band;
+    const float xa = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(std::min(a, b))));
+    const float xb = static_cast<float>(std::min<double>(W, c.x_of(std::max(a, b))));
+    if (xb > xa) dl->AddRectFilled(ImVec2(xa, kRulerHeight), ImVec2(xb, H), IM_COL32(255, 255, 120, 40));
   } else if (auto r = c.range_selection()) {
-    band(static_cast<double>(r->first), static_cast<double>(r->second), IM_COL32(255, 255, 120, 30));
+    band = std::make_pair(static_cast<double>(r->first), static_cast<double>(r->second));
+    const float xa = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(band->first)));
+    const float xb = static_cast<float>(std::min<double>(W, c.x_of(band->second)));
+    if (xb > xa) dl->AddRectFilled(ImVec2(xa, kRulerHeight), ImVec2(xb, H), IM_COL32(255, 255, 120, 30));
   }
+  dl->PopClipRect();
 
-  // Selection outline and collective arrows.
+  // Selection outline and collective arrows, clipped to the event area (not over the labels).
+  dl->PushClipRect(ImVec2(kLabelWidth, kRulerHeight), ImVec2(W, H), false);
   if (c.selected().valid()) {
     const EventInfo e = event_info(p, c.selected());
     auto centre_of = [&](const EventRef& ref, ImVec2& out) {
@@ -481,47 +571,56 @@ void TimelineWidget::draw_timeline() {
       }
     }
   }
+  dl->PopClipRect();
+
+  // Ruler, on top. The selection's duration first (the user's own label wins a collision), then
+  // the tick labels that fit beside it. Without an explicit origin the ruler's 0 is the profile's
+  // start and ticks in the margin before it carry no (negative) label.
+  dl->AddRectFilled(ImVec2(0, 0), ImVec2(W, kRulerHeight), th.ruler);
+  LabelRows ruler;
+  if (band) {
+    const std::string text = format_ns(std::abs(band->second - band->first));
+    const float x = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(std::min(band->first, band->second)))) + 3;
+    const float w = ImGui::CalcTextSize(text.c_str()).x;
+    ruler.place(0, x - 3, x + w + 6);
+    dl->AddRectFilled(ImVec2(x - 3, 1), ImVec2(x + w + 3, kRulerHeight - 1), IM_COL32(120, 110, 30, 255), 3);
+    dl->AddText(ImVec2(x, 3), th.band_text, text.c_str());
+  }
+  for (double t = first; t < vp.end_ns(); t += step) {
+    const float x = static_cast<float>(c.x_of(t));
+    if (x < kLabelWidth) continue;
+    dl->AddLine(ImVec2(x, kRulerHeight - 6), ImVec2(x, kRulerHeight), th.ruler_text);
+    if (!time_origin_ && t < origin - step * 1e-6) continue;
+    const std::string label = format_tick(t - origin, step);
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    if (x + w + 3 <= W && ruler.place(0, x, x + w + 6)) dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
+  }
+  dl->AddRectFilled(ImVec2(0, 0), ImVec2(kLabelWidth, kRulerHeight), th.ruler);
+
+  // Vertical scrollbar.
+  if (const Scrollbar sb = c.scrollbar(); sb.visible) {
+    dl->AddRectFilled(ImVec2(sb.x0, sb.y0), ImVec2(sb.x1, sb.y1), th.label_bg);
+    dl->AddRectFilled(ImVec2(sb.x0 + 2, sb.thumb_y0 + 1), ImVec2(sb.x1 - 2, sb.thumb_y1 - 1), IM_COL32(140, 140, 150, 220), 3);
+  }
 }
 
 void TimelineWidget::draw_tooltip() {
   const EventRef h = controller_->hovered();
-  if (!h.valid()) return;
-  ImGui::BeginTooltip();
-  ImGui::TextUnformatted(describe(*profile_, h).toUtf8().constData());
-  ImGui::EndTooltip();
-}
-
-// An analysis's markers: a translucent band over the rows of the marker's rank (every rank's
-// rows for -1) with its label at the top, so a finding stays visible while the user looks around.
-void TimelineWidget::draw_markers(const Frame& frame) {
-  const TimelineController& c = *controller_;
-  if (c.markers().empty()) return;
-  ImDrawList* dl = ImGui::GetBackgroundDrawList();
-  const float W = static_cast<float>(width());
-  const float line = ImGui::GetFontSize() + 1;
-  std::vector<std::pair<float, float>> labels;  // (y, x where the label ends) drawn so far
-  for (const OverlayMarker& m : c.markers()) {
-    const float xa = static_cast<float>(std::max<double>(kLabelWidth, c.x_of(static_cast<double>(m.start))));
-    const float xb = static_cast<float>(std::min<double>(W, c.x_of(static_cast<double>(std::max(m.end, m.start)))));
-    if (xb < kLabelWidth || xa > W) continue;
-    float top = -1, bottom = -1;
-    for (const TrackDraw& d : frame.tracks) {
-      if (m.rank >= 0 && c.tracks()[static_cast<std::size_t>(d.track)].rank != m.rank) continue;
-      top = top < 0 ? d.y : std::min(top, d.y);
-      bottom = std::max(bottom, d.y + d.height);
-    }
-    if (top < 0) continue;  // the rank's rows are scrolled out of view
-    const float right = std::max(xb, xa + 2.0f);
-    dl->AddRectFilled(ImVec2(xa, top), ImVec2(right, bottom), IM_COL32(255, 140, 60, 45));
-    dl->AddRect(ImVec2(xa, top), ImVec2(right, bottom), IM_COL32(255, 140, 60, 200));
-    if (m.label.empty()) continue;
-    // Overlapping markers: each label goes one line lower until it clears the labels before it.
-    float y = top + 1;
-    const float w = ImGui::CalcTextSize(m.label.c_str()).x;
-    while (std::any_of(labels.begin(), labels.end(), [&](const auto& l) { return l.first == y && l.second > xa; })) y += line;
-    labels.emplace_back(y, xa + 3 + w);
-    dl->AddText(ImVec2(xa + 3, y), IM_COL32(255, 190, 120, 255), m.label.c_str());
+  if (h.valid()) {
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(describe(*profile_, h).toUtf8().constData());
+    ImGui::EndTooltip();
+    return;
   }
+  const int m = controller_->hovered_marker();
+  if (m < 0) return;
+  const OverlayMarker& mk = controller_->markers()[static_cast<std::size_t>(m)];
+  ImGui::BeginTooltip();
+  if (!mk.label.empty()) ImGui::TextUnformatted(mk.label.c_str());
+  ImGui::Text("duration  %s", format_ns(static_cast<double>(mk.end - mk.start)).c_str());
+  ImGui::Text("start     %s", format_since(mk.start, profile_->time_begin).c_str());
+  ImGui::Text("rank      %s", mk.rank < 0 ? "all" : std::to_string(mk.rank).c_str());
+  ImGui::EndTooltip();
 }
 
 void TimelineWidget::draw_find_bar() {
@@ -549,6 +648,12 @@ void TimelineWidget::draw_find_bar() {
   if (ImGui::ArrowButton("##next", ImGuiDir_Down)) c.find_next();
   ImGui::SameLine();
   ImGui::Text("%d / %zu", c.find_cursor() + 1, c.find_results().size());
+  // Where the current match starts, counted like the ruler from the profile's start.
+  if (c.find_cursor() >= 0 && static_cast<std::size_t>(c.find_cursor()) < c.find_results().size()) {
+    const EventInfo e = event_info(*profile_, c.find_results()[static_cast<std::size_t>(c.find_cursor())]);
+    ImGui::SameLine();
+    ImGui::Text("at %s", format_since(e.start, profile_->time_begin).c_str());
+  }
   ImGui::End();
 }
 
@@ -558,7 +663,7 @@ QString TimelineWidget::describe(const Profile& p, const EventRef& ref) {
   QStringList lines;
   lines << QString::fromUtf8(p.strings[e.name].data(), static_cast<qsizetype>(p.strings[e.name].size()));
   lines << QString("duration  %1").arg(QString::fromStdString(format_ns(static_cast<double>(e.end - e.start))));
-  lines << QString("start     %1").arg(QString::fromStdString(format_ns(static_cast<double>(e.start - p.time_begin))));
+  lines << QString("start     %1").arg(QString::fromStdString(format_since(e.start, p.time_begin)));
   if (e.module >= 0) {
     const auto& m = p.modules[static_cast<std::size_t>(e.module)];
     QString module = QString::fromStdString(m.fqn.empty() ? "(root)" : m.fqn);

@@ -31,11 +31,17 @@ class TimelineWidget : public QOpenGLWidget {
   void open_find();
   // Frames drawn so far (tests check that input leads to a repaint).
   long frames() const { return frames_; }
+  // Frame timing (shardscope gui --time-frames): with `finish` set, each paintGL ends with
+  // glFinish, so last_paint_ms covers building the draw lists, ImGui and the GL rendering.
+  void set_finish_frames(bool finish) { finish_frames_ = finish; }
+  double last_paint_ms() const { return last_paint_ms_; }
+  // The CPU part of it: draw lists built and ImGui rendered to vertices, before any GL call.
+  double last_cpu_ms() const { return last_cpu_ms_; }
 
   // The visible window (start and scale), set without emitting viewportChanged: linked
   // timelines (the Compare view) mirror each other through this.
   void set_view(double start_ns, double ns_per_px);
-  // An analysis's markers and counter tracks drawn over the profile (TimelineController::set_overlay).
+  // An analysis's markers (on per-rank marker lanes) and counter tracks (TimelineController::set_overlay).
   void set_overlay(std::vector<OverlayMarker> markers, std::vector<OverlayCounter> counters);
   // Ruler labels count from this time (default: the profile's first event), so that two
   // timelines aligned at a step both read 0 at its start.
@@ -50,11 +56,21 @@ class TimelineWidget : public QOpenGLWidget {
   void aggregateReady();
   void profileFrameDrawn();  // after each frame that drew a profile
   void viewportChanged();    // zoom or pan by input or showRange (not set_view)
+  void markersChanged();     // markers set, shown, hidden, cleared or their limit toggled
 
  public slots:
   void selectModule(int module);
   // Moves the view to a time range (and a rank's tracks when rank >= 0); see TimelineController.
   void showRange(qint64 t0, qint64 t1, int rank = -1);
+  // The analysis marker lanes (View menu, the lane's "x" button, the M key): shown or hidden
+  // (the markers are kept), cleared (dropped until the next analysis), the longest
+  // kDefaultMarkerLimit or all.
+  void setMarkersVisible(bool visible);
+  void clearMarkers();
+  void setShowAllMarkers(bool all);
+
+ public:
+  bool markers_visible() const;
 
  protected:
   void initializeGL() override;
@@ -65,7 +81,6 @@ class TimelineWidget : public QOpenGLWidget {
  private:
   void draw_timeline();
   void draw_find_bar();
-  void draw_markers(const Frame& frame);
   void draw_tooltip();
   void request_frames(int n = 3);
 
@@ -77,6 +92,9 @@ class TimelineWidget : public QOpenGLWidget {
   QElapsedTimer clock_;
   int pending_frames_ = 0;
   long frames_ = 0;
+  bool finish_frames_ = false;
+  double last_paint_ms_ = 0;
+  double last_cpu_ms_ = 0;
   std::optional<TimeNs> time_origin_;
   bool find_open_ = false;
   bool dark_ = true;  // ImGui style follows the Qt palette

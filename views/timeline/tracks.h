@@ -12,13 +12,14 @@
 namespace ss::timeline {
 
 // Counter: an analysis plugin's counter track (TimelineController::set_overlay), not in the file.
-enum class TrackKind : std::uint8_t { Steps, Ranges, Stream, Memory, Counter };
+// Markers: a rank's lane of analysis markers (marker_lanes.h), not in the file either.
+enum class TrackKind : std::uint8_t { Steps, Ranges, Stream, Memory, Counter, Markers };
 
 struct Track {
   TrackKind kind = TrackKind::Stream;
   int rank = 0;
   std::int32_t index = -1;  // Profile::stream_tracks / range_tracks index; rank index for steps/memory;
-                            // the overlay counter's index for Counter
+                            // the overlay counter's index for Counter; the marker lane's for Markers
   std::string label;
   bool collapsed = false;
   bool pinned = false;

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
@@ -78,15 +79,22 @@ UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(tim
 UnshardPanel::~UnshardPanel() = default;
 
 void UnshardPanel::build() {
-  // Everything sits in a scroll area, so that the panel never forces its dock (tabbed with
-  // Memory under the main timeline) to be taller than the user makes it.
+  // Two columns: the settings, numbers and buttons on the left (in a scroll area, so a short
+  // window never cuts them off), and the unit tree over the simulated timeline on the right,
+  // taking the full height: they are what the user works in.
   auto* content = new QWidget;
   auto* scroll = new QScrollArea;
+  settings_ = content;
+  content->installEventFilter(this);
+  settings_scroll_ = scroll;
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidgetResizable(true);
   auto* root = new QVBoxLayout(this);
   root->setContentsMargins(0, 0, 0, 0);
-  root->addWidget(scroll);
+  columns_ = new QSplitter(Qt::Horizontal);
+  columns_->setChildrenCollapsible(false);
+  columns_->addWidget(scroll);
+  root->addWidget(columns_);
   auto* outer = new QVBoxLayout(content);
   unavailable_ = new QLabel(kNoProfile);
   unavailable_->setWordWrap(true);
@@ -147,6 +155,7 @@ void UnshardPanel::build() {
   auto* numbers = new QGridLayout;
   step_ = new QLabel;
   delta_ = new QLabel;
+  delta_->setWordWrap(true);  // "measured ... ; simulated as profiled ...": two lines in the settings column
   peak_ = new QLabel;
   exposed_ = new QLabel;
   memory_bar_ = new QProgressBar;
@@ -167,12 +176,12 @@ void UnshardPanel::build() {
   numbers->addWidget(peak_, 3, 1);
   numbers->addWidget(memory_bar_, 4, 0, 1, 2);
 
-  auto* top = new QHBoxLayout;
-  top->addLayout(controls, 1);
-  top->addLayout(numbers, 1);
-  outer->addLayout(top);
+  outer->addLayout(controls);
+  outer->addSpacing(8);
+  outer->addLayout(numbers);
+  outer->addSpacing(8);
 
-  auto* buttons = new QHBoxLayout;
+  auto* buttons = new QGridLayout;
   undo_button_ = new QPushButton(QStringLiteral("Undo"));
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
@@ -184,8 +193,11 @@ void UnshardPanel::build() {
   strategy_->addItem(QStringLiteral("exact"), static_cast<int>(sim::Strategy::Exact));
   strategy_->setToolTip(QStringLiteral("cost: exposed all-gather time saved per byte; greedy: reverse forward order, "
                                        "splitting what does not fit; exact: every subset (up to 20 candidate units)"));
-  for (QWidget* b : std::initializer_list<QWidget*>{undo_button_, redo_button_, plan_button_, strategy_, export_button_}) buttons->addWidget(b);
-  buttons->addStretch(1);
+  buttons->addWidget(undo_button_, 0, 0);
+  buttons->addWidget(redo_button_, 0, 1);
+  buttons->addWidget(export_button_, 0, 2);
+  buttons->addWidget(plan_button_, 1, 0, 1, 2);
+  buttons->addWidget(strategy_, 1, 2);
   outer->addLayout(buttons);
 
   tree_ = new QTreeView;
@@ -202,14 +214,19 @@ void UnshardPanel::build() {
   split_->setStretchFactor(1, 1);
   split_->setSizes({420, 300});  // in proportion: the tree a little taller than the timeline
   split_->hide();                // until a profile is simulated
-  outer->addWidget(split_, 1);
+  columns_->addWidget(split_);
+  columns_->setStretchFactor(0, 0);
+  columns_->setStretchFactor(1, 1);
+  columns_->setSizes({430, 1000});
   filler_ = new QWidget;
   filler_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Expanding);
   outer->addWidget(filler_, 1);
+  outer->addStretch(1);  // spare height goes below the buttons, not between the settings' rows
   status_ = new QLabel;
   status_->setWordWrap(true);
   outer->addWidget(status_);
   scroll->setWidget(content);
+
 
   auto* undo_action = new QAction(QStringLiteral("Undo"), this);
   undo_action->setShortcut(QKeySequence::Undo);
@@ -332,11 +349,20 @@ void UnshardPanel::set_profile_path(const QString& path) {
 
 void UnshardPanel::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
+  fit_settings_column();
   if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
     open_profile(path);
   }
+}
+
+void UnshardPanel::fit_settings_column() {
+  // The settings column at least as wide as its widgets want (polished by now, so their hints
+  // are right), up to 480 px (beyond that it scrolls); the tree and the simulated timeline get
+  // the rest of the width.
+  const int want = settings_->minimumSizeHint().width() + settings_scroll_->verticalScrollBar()->sizeHint().width() + 4;
+  settings_scroll_->setMinimumWidth(std::min(want, 480));
 }
 
 void UnshardPanel::run_change(const std::function<void()>& change) {
@@ -414,6 +440,7 @@ void UnshardPanel::refresh_timeline() {
 }
 
 bool UnshardPanel::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == settings_ && e->type() == QEvent::LayoutRequest) fit_settings_column();  // its texts changed
   // The timeline keeps its scale when resized; a view of the whole step (the usual one, and the
   // first, set while the panel is still hidden and small) is fitted to the new width instead.
   if (watched == timeline_ && e->type() == QEvent::Resize && timeline_->controller() && timeline_profile_) {
@@ -443,7 +470,9 @@ void UnshardPanel::plan_automatically() {
 }
 
 bool UnshardPanel::apply_plan_json(const QString& json) {
-  if (!session_ && !pending_path_.isEmpty()) {
+  // A profile set while the panel was hidden (a tab not shown) is opened now: the plan is for
+  // it, not for the session of the profile before.
+  if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
     open_profile(path);

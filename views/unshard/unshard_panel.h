@@ -17,6 +17,7 @@
 
 #include "storage/profile_model.h"
 
+class QScrollArea;
 class QAction;
 class QComboBox;
 class QDoubleSpinBox;
@@ -106,6 +107,10 @@ class UnshardPanel : public QWidget {
   std::unique_ptr<UnshardSession> session_;
   std::unique_ptr<UnshardUnitModel> model_;
   QTreeView* tree_ = nullptr;
+  QSplitter* columns_ = nullptr;  // settings on the left, tree and timeline on the right
+  QWidget* settings_ = nullptr;
+  QScrollArea* settings_scroll_ = nullptr;
+  void fit_settings_column();
   QSplitter* split_ = nullptr;  // tree and timeline: hidden while there is nothing to simulate
   QWidget* filler_ = nullptr;   // takes the splitter's height while it is hidden
   QSpinBox* world_ = nullptr;

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "plugins/api/plugin_sdk.h"
+#include "plugins/builtin/common/critical_path_walk.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
@@ -62,6 +63,23 @@ void run(const ss::plugin::Host& host) {
   for (const auto& n : o.unsharded) host.row({n});
   host.table("apply", {"fsdp2_python"});
   host.row({ss::sim::plan_to_python(plan)});
+
+  // Measured evidence beside the model's answer: each unit's all-gather time on the profile's
+  // critical path (plugins/builtin/common/critical_path_walk.h). A unit the planner keeps
+  // unsharded saves only what of its all-gathers the step really waited for.
+  ss::analysis::ProfileAccess access(host);
+  const ss::analysis::CriticalPath cp = ss::analysis::compute_critical_path(host, access);
+  host.table("measured_evidence", {"unit", "all_gather_on_critical_path_ns", "all_gather_ns", "kept_unsharded"});
+  for (const auto& u : cp.all_gathers) {
+    const bool kept = std::find(o.unsharded.begin(), o.unsharded.end(), u.unit) != o.unsharded.end();
+    host.row({u.unit, u.on_path_ns, u.all_gather_ns, kept ? "yes" : "no"});
+  }
+  for (const auto& n : o.unsharded) {
+    const auto it = std::find_if(cp.all_gathers.begin(), cp.all_gathers.end(), [&](const auto& u) { return u.unit == n; });
+    if (it == cp.all_gathers.end() || it->on_path_ns == 0)
+      host.finding(SS_SEVERITY_INFO, "the planner keeps " + n + " unsharded, but none of its all-gathers is on the "
+                                     "measured critical path: the measured gain may be smaller than predicted");
+  }
 
   char msg[400];
   if (o.unsharded.empty()) {

@@ -211,7 +211,7 @@ void Attributor::resolve(TimeNs cutoff, bool all, AttributionSink& sink) {
     out.module = module_at(k.correlation, &api);
     if (!api) ++stats_.kernels_without_launch;
     const NcclKernelInfo nccl = classify_nccl_kernel(k.name);
-    if (nccl.is_nccl) {
+    if (nccl.is_comm) {
       out.category = KernelCategory::Collective;
       if (api) out.collectives = take_nccl_calls(*api, nccl.dtype, nccl.type, k.start, k.end);
       if (out.collectives.empty()) {

@@ -586,7 +586,7 @@ class Builder {
       if (e.cat == Cat::Kernel) {
         nccl[j] = classify_nccl_kernel(e.name);
         ++kernels;
-        if (nccl[j].is_nccl) ++nccl_kernels;
+        if (nccl[j].is_comm) ++nccl_kernels;
       }
     }
     for (const auto& [key, u] : use) stream_id(key.first, key.second, stream_kind_of(u.first, u.second));
@@ -604,7 +604,7 @@ class Builder {
       if (e.launch >= 0) k.launch_config = w_.launch_config(t_.launches[static_cast<std::size_t>(e.launch)]);
       k.category = e.cat == Cat::Memcpy   ? KernelCategory::Memcpy
                    : e.cat == Cat::Memset ? KernelCategory::Memset
-                   : nccl[j].is_nccl      ? KernelCategory::Collective
+                   : nccl[j].is_comm      ? KernelCategory::Collective
                                           : KernelCategory::Compute;
       if (e.cat != Cat::Kernel && e.bytes != kAbsent) k.bytes = e.bytes;
       const RawEvent* launch = launch_of(e);
@@ -620,7 +620,7 @@ class Builder {
         l.name = w_.intern(launch->name);
         w_.add_launch(l);
       }
-      if (nccl[j].is_nccl) {
+      if (nccl[j].is_comm) {
         PendingCollective p = describe_collective(e, nccl[j], launch);
         p.kernel = id;
         p.start = k.start;

@@ -29,6 +29,19 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
 
 namespace kineto {
 
+ParsedKineto read_and_parse(const std::string& path) {
+  bool gz = false;
+  ParsedKineto out;
+  out.json = std::make_unique<std::string>(read_input_file(path, {}, &gz));
+  out.parser = std::make_unique<KinetoParser>();
+  out.trace = out.parser->parse(*out.json, path, gz);
+  return out;
+}
+
+void write_parsed(const ParsedKineto& parsed, const std::string& path, ImportContext& ctx) {
+  write_trace(parsed.trace, path, ctx);
+}
+
 void import_kineto_bytes(std::string bytes, const std::string& label, ImportContext& ctx) {
   const bool gz = is_gzip(bytes);
   std::string json = inflate_if_gzip(std::move(bytes), label);

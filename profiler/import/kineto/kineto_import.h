@@ -1,6 +1,11 @@
 // Kineto import from bytes already in memory (fuzzing, tests); import_kineto (import.h) reads a file.
 #pragma once
 
+#include "profiler/import/kineto/kineto_parse.h"
+#include "profiler/import/kineto/kineto_trace.h"
+
+#include <memory>
+
 #include <string>
 
 #include "profiler/import/import.h"
@@ -9,5 +14,16 @@ namespace ss::import::kineto {
 
 // `bytes` may be gzip-compressed; `label` names the input in error messages.
 void import_kineto_bytes(std::string bytes, const std::string& label, ImportContext& ctx);
+
+// A file read and parsed, not yet written: several rank files of one job are read and parsed on
+// worker threads while the profile is written in input order (import_files). The trace's names
+// point into `json` and into the parser's string buffer, so all three travel together.
+struct ParsedKineto {
+  std::unique_ptr<std::string> json;
+  std::unique_ptr<KinetoParser> parser;
+  KinetoTrace trace;
+};
+ParsedKineto read_and_parse(const std::string& path);  // no progress reports (any thread)
+void write_parsed(const ParsedKineto& parsed, const std::string& path, ImportContext& ctx);
 
 }  // namespace ss::import::kineto

@@ -378,7 +378,7 @@ class Importer {
         continue;
       }
       u.kernels += s.col_int(4);
-      if (kernel_info(s.col_int_or(3, 0)).nccl.is_nccl) u.nccl += s.col_int(4);
+      if (kernel_info(s.col_int_or(3, 0)).nccl.is_comm) u.nccl += s.col_int(4);
     }
   }
 
@@ -416,7 +416,7 @@ class Importer {
     const std::string& name = db_.string_by_id(string_id);
     k.id = w_.intern(name);
     k.nccl = classify_nccl_kernel(name);
-    if (k.nccl.is_nccl && k.nccl.type == CollectiveType::Unknown && k.nccl.collective == "SendRecv")
+    if (k.nccl.is_comm && k.nccl.type == CollectiveType::Unknown && k.nccl.collective == "SendRecv")
       k.nccl.type = CollectiveType::SendRecv;
     if (!k.nccl.dtype.empty()) k.dtype = w_.intern(k.nccl.dtype);
     return kernel_names_.emplace(string_id, k).first->second;
@@ -458,12 +458,12 @@ class Importer {
       lc.shared_mem_bytes = static_cast<std::int32_t>(shared);
       lc.registers_per_thread = static_cast<std::int32_t>(s.col_int_or(15, 0));
       k.launch_config = w_.launch_config(lc);
-      k.category = kn.nccl.is_nccl ? KernelCategory::Collective : KernelCategory::Compute;
+      k.category = kn.nccl.is_comm ? KernelCategory::Collective : KernelCategory::Compute;
       const Launch* launch = launch_of(rank, k.correlation);
       if (launch) k.module = lanes_.module_at(launch->global_tid, launch->start);
       const RowId kernel = w_.add_kernel(k);
       if (launch) write_launch(kernel, rank, *launch);
-      if (!kn.nccl.is_nccl) continue;
+      if (!kn.nccl.is_comm) continue;
 
       CollectiveRow c;
       c.rank = rank;
