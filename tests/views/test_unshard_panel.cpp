@@ -8,6 +8,8 @@
 // timeline's profile and view are checked, not pixels.
 #include <catch2/catch.hpp>
 
+#include <QThread>
+
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QComboBox>
@@ -339,6 +341,30 @@ TEST_CASE("the panel applies a saved plan's text and refuses one for another mod
   CHECK_FALSE(panel.apply_plan_json(R"({"unsharded": ["encoder.blocks.0"]})"));
   CHECK(panel.last_error().contains("encoder.blocks.0"));
   CHECK(panel.session()->state() == s->state());
+}
+
+// Reading a big profile for the simulator takes seconds: a visible panel reads it on a worker
+// thread, says so, and installs the session when it arrives (issue 13, big profiles).
+TEST_CASE("the panel reads a profile in the background when shown", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;  // not shown: its timeline needs OpenGL, which the offscreen platform lacks
+  panel.open_profile_in_background(QString::fromStdString(sample()));  // what showing it does
+  CHECK(panel.loading());
+  CHECK(panel.unavailable_text().startsWith("Reading "));
+  for (int i = 0; i < 2000 && panel.loading(); ++i) {  // the poll timer installs it
+    QApplication::processEvents();
+    QThread::msleep(5);
+  }
+  CHECK_FALSE(panel.loading());
+  REQUIRE(panel.session());
+  CHECK(panel.unavailable_text().isEmpty());
+  CHECK(panel.model()->rowCount() > 0);
+
+  // session() waits for a read still in flight (the callers that need it at once).
+  panel.open_profile_in_background(QString::fromStdString(sample()));
+  REQUIRE(panel.session());
+  CHECK_FALSE(panel.loading());
+  CHECK(panel.step_text() == ms_text(panel.session()->prediction().step_ns));
 }
 
 TEST_CASE("plan automatically uses the planner chosen in the strategy box", "[unshard][gui]") {

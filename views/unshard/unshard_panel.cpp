@@ -19,10 +19,13 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <optional>
 
 #include "profiler/sim/fsdp_plan.h"
@@ -293,8 +296,40 @@ void UnshardPanel::show_unavailable(const QString& why) {
 }
 
 bool UnshardPanel::open_profile(const QString& path) {
+  if (loading_.valid()) finish_loading();  // a background read of an older profile gives way
+  return install_session(path, [&] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+  });
+}
+
+void UnshardPanel::open_profile_in_background(const QString& path) {
+  if (loading_.valid()) finish_loading();
+  show_unavailable(QStringLiteral("Reading %1 for re-simulation…").arg(QFileInfo(path).fileName()));
+  status_->setText(QStringLiteral("Reading %1 for re-simulation…").arg(path));
+  loading_path_ = path;
+  loading_ = std::async(std::launch::async, [p = path.toStdString()] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR));
+  });
+  if (!loading_poll_) {
+    loading_poll_ = new QTimer(this);
+    loading_poll_->setInterval(30);
+    connect(loading_poll_, &QTimer::timeout, this, [this] {
+      if (loading_.valid() && loading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) finish_loading();
+    });
+  }
+  loading_poll_->start();
+}
+
+void UnshardPanel::finish_loading() {
+  if (!loading_.valid()) return;
+  if (loading_poll_) loading_poll_->stop();
+  auto future = std::move(loading_);
+  install_session(loading_path_, [&] { return future.get(); });  // get() rethrows the worker's error
+}
+
+bool UnshardPanel::install_session(const QString& path, const std::function<std::unique_ptr<UnshardSession>()>& make) {
   try {
-    auto s = std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+    auto s = make();
     tree_->setModel(nullptr);
     model_.reset();
     session_ = std::move(s);
@@ -307,7 +342,7 @@ bool UnshardPanel::open_profile(const QString& path) {
                          .arg(QFileInfo(path).fileName()));
     status_->setText(QStringLiteral("Cannot simulate this profile: ") + error_);
     return false;
-  } catch (const ProfileError& e) {
+  } catch (const std::exception& e) {  // ProfileError, or anything else the reading threw
     error_ = QString::fromStdString(e.what());
     show_unavailable(QStringLiteral("Unshard is not available for %1: the profile cannot be simulated.\n\n%2")
                          .arg(QFileInfo(path).fileName(), error_));
@@ -343,7 +378,7 @@ void UnshardPanel::set_profile_path(const QString& path) {
   pending_path_ = path;
   if (isVisible()) {
     pending_path_.clear();
-    open_profile(path);
+    open_profile_in_background(path);
   }
 }
 
@@ -353,7 +388,7 @@ void UnshardPanel::showEvent(QShowEvent* e) {
   if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
-    open_profile(path);
+    open_profile_in_background(path);
   }
 }
 
@@ -477,6 +512,7 @@ bool UnshardPanel::apply_plan_json(const QString& json) {
     pending_path_.clear();
     open_profile(path);
   }
+  finish_loading();
   if (!session_) {
     if (error_.isEmpty()) error_ = QStringLiteral("no profile is open in the Unshard panel");
     return false;

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +29,7 @@ class QPushButton;
 class QSpinBox;
 class QSplitter;
 class QTableWidget;
+class QTimer;
 class QTreeView;
 
 namespace ss::timeline {
@@ -46,12 +49,21 @@ class UnshardPanel : public QWidget {
 
   // Loads the profile into a new session; false (and last_error()) when it cannot be simulated.
   bool open_profile(const QString& path);
-  // The main window's profile: loaded at once when the panel is visible, else when it is shown
-  // (re-reading the file for the simulator is not free on large profiles).
+  // The main window's profile: read on a worker thread when the panel is shown (at once if it is
+  // visible), since re-reading a large profile for the simulator takes seconds; the panel says
+  // so meanwhile and stays responsive.
   void set_profile_path(const QString& path);
-  // The session of the profile last set; nullptr while that profile waits to be loaded (the
-  // session still held is the previous profile's and must not be used for this one).
-  UnshardSession* session() { return pending_path_.isEmpty() ? session_.get() : nullptr; }
+  // The session of the profile last set; nullptr while that profile waits to be shown (the
+  // session still held is the previous profile's and must not be used for this one). While it
+  // is being read in the background, this waits for it.
+  UnshardSession* session() {
+    finish_loading();
+    return pending_path_.isEmpty() ? session_.get() : nullptr;
+  }
+  bool loading() const { return loading_.valid(); }
+  // Reads the profile for the simulator on a worker thread; the session is installed when it
+  // arrives (a timer polls), or at once by session() / apply_plan_json().
+  void open_profile_in_background(const QString& path);
   UnshardUnitModel* model() { return model_.get(); }
   QTreeView* tree() { return tree_; }
   // The timeline of the current prediction, and the simulated profile it shows.
@@ -141,6 +153,11 @@ class UnshardPanel : public QWidget {
   QPushButton* export_button_ = nullptr;
   QString error_;
   QString pending_path_;  // set but not loaded yet
+  void finish_loading();  // installs the session being read, waiting for it if need be
+  bool install_session(const QString& path, const std::function<std::unique_ptr<UnshardSession>()>& make);
+  std::future<std::unique_ptr<UnshardSession>> loading_;
+  QString loading_path_;
+  QTimer* loading_poll_ = nullptr;
 };
 
 }  // namespace ss::unshard
