@@ -164,10 +164,15 @@ void AnalysesDock::discover(const std::vector<std::string>& dirs) {
 }
 
 void AnalysesDock::fit_plugin_list() {
-  // Every entry visible up to 9 rows (a scroll bar beyond), and no taller than that.
-  const int rows = std::clamp(plugin_list_->count(), 3, 9);
+  // Every entry visible up to 6 rows (a scroll bar beyond), and no taller: the description,
+  // the buttons and the results below need the rest of the dock.
+  const int rows = std::clamp(plugin_list_->count(), 3, 6);
   const int row_h = plugin_list_->count() > 0 ? plugin_list_->sizeHintForRow(0) : fontMetrics().height() + 4;
   plugin_list_->setFixedHeight(rows * row_h + 2 * plugin_list_->frameWidth() + 6);
+  // The splitter above the results must not squeeze this part below the list, a four-line
+  // description and the buttons: a squeezed layout draws the description over the list.
+  if (QWidget* top = plugin_list_->parentWidget())
+    top->setMinimumHeight(plugin_list_->height() + 4 * fontMetrics().lineSpacing() + run_button_->sizeHint().height() + 16);
 }
 
 void AnalysesDock::changeEvent(QEvent* e) {
