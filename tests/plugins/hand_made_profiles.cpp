@@ -4,6 +4,14 @@
 
 namespace ss::test {
 
+Origin hand_made_origin(const std::string& tool) {
+  Origin o;
+  o.kind = OriginKind::Synthetic;
+  o.tool = tool;
+  o.source_format = "hand-made";
+  return o;
+}
+
 // Layout (times in us; every value below is multiplied by 1000 to get ns):
 //
 // modules: "" (root, unit) > layers.0 (unit) > layers.0.mlp ; "" > layers.1 (unit)
@@ -21,11 +29,7 @@ namespace ss::test {
 //          no CPU ranges, no memory events
 void write_two_rank_profile(const std::string& path) {
   constexpr TimeNs us = 1000;
-  Origin o;
-  o.kind = OriginKind::Synthetic;
-  o.tool = "test_builtin_analyses";
-  o.source_format = "hand-made";
-  ProfileWriter w(path, o);
+  ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
   const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
   const RowId mlp = w.add_module({l0, "layers.0.mlp", "MLP", 0, 0, false, l0, ""});
@@ -97,11 +101,7 @@ void write_two_rank_profile(const std::string& path) {
 // Every launch call lasts 5 us, on thread 100.
 void write_launch_profile(const std::string& path) {
   constexpr TimeNs us = 1000;
-  Origin o;
-  o.kind = OriginKind::Synthetic;
-  o.tool = "test_builtin_analyses";
-  o.source_format = "hand-made";
-  ProfileWriter w(path, o);
+  ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   RankInfo ri;
   ri.rank = 0;
   ri.gpu_name = "test GPU";
@@ -141,11 +141,7 @@ void write_launch_profile(const std::string& path) {
 // rank 2, step 2 [1000,1400): K1 [1000,1100) launched 1000 | K2 [1300,1400) launch call [1250,1260)
 void write_critical_path_profile(const std::string& path) {
   constexpr TimeNs us = 1000;
-  Origin o;
-  o.kind = OriginKind::Synthetic;
-  o.tool = "test_builtin_analyses";
-  o.source_format = "hand-made";
-  ProfileWriter w(path, o);
+  ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
   const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
   const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "nccl"});

@@ -4,7 +4,12 @@
 
 #include <string>
 
+#include "storage/types.h"
+
 namespace ss::test {
+
+// The origin every hand-made profile carries: synthetic, "hand-made", written by `tool`.
+Origin hand_made_origin(const std::string& tool);
 
 // Two ranks, times in microseconds (x 1000 ns), see hand_made_profiles.cpp for the layout.
 void write_two_rank_profile(const std::string& path);

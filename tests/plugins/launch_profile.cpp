@@ -2,6 +2,7 @@
 
 #include "storage/profile_writer.h"
 #include "storage/sqlite_handle.h"
+#include "tests/plugins/hand_made_profiles.h"
 
 namespace ss::test {
 
@@ -30,10 +31,7 @@ namespace ss::test {
 //     d4 "Memcpy Device-to-Host"   size unknown [2700,2710)
 void write_launch_profile(const std::string& path, bool with_launches) {
   constexpr TimeNs us = 1000;
-  Origin o;
-  o.kind = OriginKind::Synthetic;
-  o.tool = "test_launch_analyses";
-  o.source_format = "hand-made";
+  const Origin o = hand_made_origin("test_launch_analyses");
   {
     ProfileWriter w(path, o);
     const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});

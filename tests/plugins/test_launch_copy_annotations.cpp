@@ -8,6 +8,7 @@
 #include "storage/profile_reader.h"
 #include "storage/sqlite_handle.h"
 #include "tests/plugins/launch_profile.h"
+#include "tests/plugins/builtin_runner.h"
 #include "tests/plugins/result_access.h"
 #include "tests/support/test_paths.h"
 
@@ -18,22 +19,6 @@ using namespace ss::test;
 namespace {
 
 constexpr std::int64_t us = 1000;
-
-PluginHost& builtins() {
-  static PluginHost* h = [] {
-    auto* host = new PluginHost;
-    host->discover({SS_BUILTIN_PLUGIN_DIR});
-    return host;
-  }();
-  return *h;
-}
-
-AnalysisResult run_ok(const std::string& name, const Profile& p, const Selection& sel = {}) {
-  AnalysisResult r = builtins().run(name, p, sel);
-  INFO(r.error);
-  REQUIRE(r.ok);
-  return r;
-}
 
 struct Hand {
   TempDir dir;
