@@ -159,8 +159,11 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   // the writer, which takes them in input order (so ranks are assigned as in a sequential
   // import). One file keeps the sequential path and its progress lines.
   const std::size_t kineto_files = static_cast<std::size_t>(std::count(formats.begin(), formats.end(), Format::KinetoJson));
-  // SHARDSCOPE_IMPORT_THREADS caps the files in flight (each holds its JSON and parsed events).
-  std::size_t workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+  // SHARDSCOPE_IMPORT_THREADS sets the files in flight (each holds its JSON and parsed events).
+  // By default only with cores to spare beside the writer: on 2 cores it measured no gain
+  // (docs/benchmarks.md).
+  const unsigned cores = std::thread::hardware_concurrency();
+  std::size_t workers = cores >= 4 ? std::min(4u, cores - 1) : 1;
   if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS"); env && std::atoi(env) > 0)
     workers = static_cast<std::size_t>(std::atoi(env));
   const std::size_t ahead = kineto_files > 1 && workers > 1 ? workers : 0;

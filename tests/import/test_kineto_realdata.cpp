@@ -3,6 +3,8 @@
 // ../shared/data/traces). T = "import json,gzip,glob,collections".
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "profiler/import/import.h"
 #include "storage/profile_summary.h"
 #include "tests/import/import_test_util.h"
@@ -170,4 +172,25 @@ TEST_CASE("every Kineto trace together", "[kineto][realdata]") {
                                        out, o),
                   import::ImportError);
   CHECK(list_dir(dir.path()).empty());
+}
+
+// Rank files parsed on worker threads (SHARDSCOPE_IMPORT_THREADS) give the same profile as the
+// sequential import, row for row.
+TEST_CASE("kineto-v100-dlrm-8ranks: parallel parsing gives the sequential profile", "[kineto][realdata]") {
+  TempDir seq_dir, par_dir;
+  ::setenv("SHARDSCOPE_IMPORT_THREADS", "1", 1);
+  const auto seq = import_traces(seq_dir, v100_files());
+  ::setenv("SHARDSCOPE_IMPORT_THREADS", "3", 1);
+  const auto par = import_traces(par_dir, v100_files());
+  ::unsetenv("SHARDSCOPE_IMPORT_THREADS");
+  for (const char* q : {"SELECT group_concat(rank || ':' || stream_id || ':' || start_ns || ':' || duration_ns || ':' || name_id, ',')"
+                        " FROM (SELECT * FROM kernels ORDER BY id)",
+                        "SELECT group_concat(rank || ':' || start_ns || ':' || name_id || ':' || depth, ',') FROM (SELECT * FROM ranges ORDER BY id)",
+                        "SELECT group_concat(rank || ':' || type || ':' || sequence || ':' || start_ns, ',') FROM (SELECT * FROM collectives ORDER BY id)",
+                        "SELECT group_concat(rank || ':' || host || ':' || pid, ',') FROM ranks",
+                        "SELECT group_concat(kernel_id || ':' || start_ns, ',') FROM (SELECT * FROM launches ORDER BY id)"}) {
+    INFO(q);
+    CHECK(query_text(par, q) == query_text(seq, q));
+  }
+  CHECK(query_int(par, "SELECT count(*) FROM kernels") == query_int(seq, "SELECT count(*) FROM kernels"));
 }
