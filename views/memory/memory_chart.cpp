@@ -296,18 +296,20 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
     line->setPen(pen);
     module_series_.push_back(line);
   }
-  legend_->setText(legend_html_ + QStringLiteral("&nbsp;&nbsp; <span style='color:%1'>&#9473;</span>&nbsp;%2&nbsp;(bytes&nbsp;attributed) "
-                                                 "&nbsp;<span style='color:%1'>&#9646;</span>&nbsp;%2&nbsp;running")
-                                      .arg(accent.name(), fqn.toHtmlEscaped()));
+  // The module's two entries go in the readout line above the chart, not the legend: a third
+  // legend line would be drawn over the time axis' title.
+  legend_->setText(legend_html_);
   for (QAbstractSeries* s : module_series_) {
     c->addSeries(s);
     s->attachAxis(ax_);
     s->attachAxis(ay_);
   }
-  readout_->setText(QStringLiteral("<b>%1</b>: peak %2 attributed at %3; running %4 time%5 on this rank (bands)")
+  readout_->setText(QStringLiteral("<span style='color:%6'>&#9473;</span> <b>%1</b>: peak %2 attributed at %3; "
+                                   "<span style='color:%6'>&#9646;</span> running %4 time%5 on this rank")
                         .arg(fqn.toHtmlEscaped(), format_bytes(m.peak_bytes), ms_text(ms_since(m.peak_time, t_begin_)))
                         .arg(m.running.size())
-                        .arg(m.running.size() == 1 ? "" : "s"));
+                        .arg(m.running.size() == 1 ? "" : "s")
+                        .arg(accent.name()));
 }
 
 std::optional<TimeNs> MemoryChart::time_at(QPoint pos) const {
