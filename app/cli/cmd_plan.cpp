@@ -7,6 +7,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/critical_path_evidence.h"
 #include "app/cli/sim_input_args.h"
 #include "profiler/sim/plan_file.h"
 #include "profiler/sim/planner.h"
@@ -56,7 +57,10 @@ int cmd_plan(const std::vector<std::string>& args) {
       .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
       .flag("checkpoint", "plan activation checkpointing (full, per unit) jointly with unsharding, under the same budget\n"
                           "(cost: one queue of moves ranked by time saved per byte; exact: every combination)")
-      .flag("offload-if-needed", "when no plan fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy)");
+      .flag("offload-if-needed", "when no plan fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy)")
+      .option("evidence", "KIND",
+              "critical-path: only units whose all-gathers are on the profile's measured critical path are\n"
+              "candidates (shardscope analyze critical-path IN); needs a profile IN", "", 0, {"critical-path"});
   add_plan_knob_options(p);
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
@@ -87,6 +91,24 @@ int cmd_plan(const std::vector<std::string>& args) {
     pr.budget_bytes = *b;
   }
 
+  // Measured evidence: keep unsharded only what the recorded step really waited for.
+  std::vector<UnitEvidence> evidence;
+  if (p.has("evidence")) {
+    if (p.positionals("IN").empty()) throw UsageError("--evidence critical-path needs a profile IN, not --model");
+    if (pr.strategy == sim::Strategy::Manual) throw UsageError("--evidence restricts a planner's candidates: not with manual planning");
+    evidence = critical_path_evidence(p.positionals("IN").front());
+    std::vector<std::string> on_path;
+    for (const auto& e : evidence)
+      if (pr.modules.empty() || std::find(pr.modules.begin(), pr.modules.end(), e.unit) != pr.modules.end())
+        on_path.push_back(e.unit);
+    if (on_path.empty()) {
+      std::cout << "No FSDP unit's all-gather is on the measured critical path of " << p.positionals("IN").front()
+                << ": keeping units unsharded would not shorten the measured step. Nothing planned.\n";
+      return kExitOk;
+    }
+    pr.modules = on_path;
+  }
+
   sim::SimInputs in = sim::load_sim_inputs(req);
   apply_plan_knobs(p, in.plan);
   sim::CompiledStep base = sim::compile_step(in.model, in.plan, in.cluster);
@@ -112,6 +134,12 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     if (plan.offload != "none") j.kv("offload", plan.offload);
     j.kv("fits_budget", o.fits).kv("simulations", o.simulations);
+    if (!evidence.empty()) {
+      j.key("critical_path_evidence").begin_array();
+      for (const auto& e : evidence)
+        j.begin_object().kv("unit", e.unit).kv("all_gather_on_path_ns", e.on_path_ns).kv("all_gather_ns", e.all_gather_ns).end_object();
+      j.end_array();
+    }
     sim::write_result_fields(j, chosen, o.result, false);
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
     j.kv("fsdp2_python", sim::plan_to_python(plan));
@@ -122,6 +150,11 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::cout << "Input        " << in.source << "\nStrategy     " << strategy << ", budget "
               << (p.has("budget") ? format_bytes(pr.budget_bytes) : std::string("none")) << " per rank, " << o.simulations
               << " simulations\n";
+    if (!evidence.empty()) {
+      std::cout << "Evidence     all-gather time on the measured critical path:";
+      for (const auto& e : evidence) std::cout << " " << e.unit << " " << format_duration_ns(e.on_path_ns);
+      std::cout << "\n";
+    }
     std::cout << "Baseline     " << sim::to_ms(o.baseline.step_ns) << " ms, peak " << format_bytes(o.baseline.peak_bytes) << "\n";
     std::cout << "Unsharded    " << plan.unsharded.size() << " module(s):";
     for (const auto& n : plan.unsharded) std::cout << " " << (n.empty() ? "(root)" : n);

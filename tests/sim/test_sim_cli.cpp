@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "app/cli/command.h"
@@ -447,4 +448,49 @@ TEST_CASE("plan --checkpoint / --offload-if-needed write the knobs; simulate rep
   sql::Stmt st(db.get(), "SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE s.value LIKE 'ss:rcp:layers.%'");
   REQUIRE(st.step());
   CHECK(sqlite3_column_int64(st.get(), 0) == 32);
+}
+
+// Issue 14: the measured critical path as the planner's evidence. On the real CPU recording the
+// candidates are exactly the units whose all-gathers are on the critical path, with the times the
+// critical-path analysis reports.
+TEST_CASE("plan --evidence critical-path plans from the units the measured step waited for", "[sim][cli]") {
+  const std::string real = ss::test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  Run a = run("analyze", {"critical-path", real, "--format", "json"});
+  REQUIRE(a.code == 0);
+  simdjson::dom::parser pa;
+  simdjson::dom::element ad = pa.parse(a.out);
+  std::map<std::string, std::int64_t> on_path;
+  for (simdjson::dom::element t : ad["tables"].get_array())
+    if (std::string_view(t["name"]) == "all_gathers_on_path")
+      for (simdjson::dom::element row : t["rows"].get_array()) {
+        const std::string unit(std::string_view(row.at(0)));
+        if (unit != "(root)" && unit != "(unattributed)" && int64_t(row.at(1)) > 0) on_path[unit] = int64_t(row.at(1));
+      }
+  REQUIRE(on_path.size() == 4);  // layers.0-3; the root never is a candidate
+
+  Run r = run("plan", {real, "--budget", "150MiB", "--strategy", "cost", "--evidence", "critical-path", "--format", "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::parser pr;
+  simdjson::dom::element doc = pr.parse(r.out);
+  std::map<std::string, std::int64_t> evidence;
+  for (simdjson::dom::element e : doc["critical_path_evidence"].get_array())
+    evidence[std::string(std::string_view(e["unit"]))] = int64_t(e["all_gather_on_path_ns"]);
+  CHECK(evidence == on_path);
+  for (simdjson::dom::element u : doc["unsharded"].get_array()) CHECK(on_path.count(std::string(std::string_view(u))) == 1);
+
+  // With --modules, only the named units that are also on the path.
+  Run one = run("plan", {real, "--budget", "150MiB", "--strategy", "cost", "--evidence", "critical-path", "--modules",
+                         "layers.2", "--format", "json"});
+  REQUIRE(one.code == 0);
+  simdjson::dom::parser p1;
+  for (simdjson::dom::element u : p1.parse(one.out)["unsharded"].get_array()) CHECK(std::string_view(u) == "layers.2");
+
+  // The synthetic sample's all-gathers carry no module: nothing is on the path to plan from.
+  Run none = run("plan", {sample(), "--budget", "80GiB", "--strategy", "cost", "--evidence", "critical-path"});
+  CHECK(none.code == 0);
+  CHECK(none.out.find("Nothing planned") != std::string::npos);
+  // Evidence needs a measured profile, and a planner to restrict.
+  CHECK(run("plan", {"--model", model("llama3-8b.json"), "--world", "8", "--budget", "40GiB", "--strategy", "cost",
+                     "--evidence", "critical-path"}).code == 1);
+  CHECK(run("plan", {real, "--modules", "layers.2", "--evidence", "critical-path"}).code == 1);
 }
