@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 namespace ss {
 
@@ -39,15 +40,27 @@ std::string format_bytes(std::int64_t bytes) {
   return buf;
 }
 
-std::optional<std::int64_t> parse_bytes(std::string_view text) {
+namespace {
+
+// "12.5 ms" -> (12.5, "ms"): a non-negative finite number and its unit, lower-cased, spaces dropped.
+std::optional<std::pair<double, std::string>> number_and_unit(std::string_view text) {
   std::string s(text);
   const char* begin = s.c_str();
   char* end = nullptr;
-  double v = std::strtod(begin, &end);
+  const double v = std::strtod(begin, &end);
   if (end == begin || !std::isfinite(v) || v < 0) return std::nullopt;
   std::string unit;
   for (const char* p = end; *p; ++p)
     if (!std::isspace(static_cast<unsigned char>(*p))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return std::make_pair(v, unit);
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_bytes(std::string_view text) {
+  const auto nu = number_and_unit(text);
+  if (!nu) return std::nullopt;
+  const auto& [v, unit] = *nu;
   double mult = 1;
   if (unit.empty() || unit == "b") mult = 1;
   else if (unit == "k" || unit == "kb") mult = 1e3;
@@ -65,14 +78,9 @@ std::optional<std::int64_t> parse_bytes(std::string_view text) {
 }
 
 std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
-  std::string s(text);
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin || !std::isfinite(v) || v < 0) return std::nullopt;
-  std::string unit;
-  for (const char* p = end; *p; ++p)
-    if (!std::isspace(static_cast<unsigned char>(*p))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  const auto nu = number_and_unit(text);
+  if (!nu) return std::nullopt;
+  const auto& [v, unit] = *nu;
   double mult = 1;
   if (unit.empty() || unit == "ns") mult = 1;
   else if (unit == "us" || unit == "\xc2\xb5s") mult = 1e3;

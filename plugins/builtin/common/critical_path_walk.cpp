@@ -30,10 +30,6 @@ struct RankKernels {
   }
 };
 
-struct Launch {
-  std::int64_t start, end;
-};
-
 struct Coll {
   int rank;
   std::int64_t start;
@@ -44,7 +40,7 @@ struct Coll {
 
 struct Walker {
   std::map<int, RankKernels> ranks;
-  std::unordered_map<std::uint32_t, Launch> launches;
+  std::unordered_map<std::uint32_t, LaunchCall> launches;
   std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> coll_of_kernel;  // -> (group, seq)
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Coll>> peers;
   std::unordered_map<std::uint32_t, const Kernel*> kernel_by_id;
@@ -147,12 +143,8 @@ CriticalPath compute_critical_path(const ss::plugin::Host& host, ProfileAccess& 
     std::sort(rk.by_end.begin(), rk.by_end.end(), [](const Kernel* a, const Kernel* b) { return a->end < b->end; });
   }
   CriticalPath out;
-  host.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'launches'",
-             [&](std::span<const ss_value> row) { out.have_launches = row[0].i > 0; });
-  if (out.have_launches)
-    host.query("SELECT kernel_id, start_ns, start_ns + duration_ns FROM launches", [&](std::span<const ss_value> row) {
-      w.launches[static_cast<std::uint32_t>(row[0].i)] = {row[1].i, row[2].i};
-    });
+  out.launch_records = launch_records(host);
+  w.launches = launch_calls(host, out.launch_records);
   for (const auto& c : host.collectives()) {
     // Group -1 (unknown) is one unnamed group, as the stragglers analysis matches them.
     if (c.kernel_id < 0 || c.sequence < 0 || !host.rank_selected(c.rank)) continue;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/builtin/common/launch_records.h"
 #include "plugins/builtin/common/profile_access.h"
 
 namespace ss::analysis {
@@ -40,7 +41,7 @@ struct UnitOnPath {
 };
 
 struct CriticalPath {
-  bool have_launches = false;
+  LaunchRecords launch_records = LaunchRecords::NoTable;
   std::vector<StepPath> steps;
   std::vector<UnitOnPath> all_gathers;  // by on_path_ns, largest first
 };

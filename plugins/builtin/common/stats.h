@@ -1,5 +1,4 @@
-// Order statistics the analyses report (count, mean, nearest-rank percentiles, max), and the
-// check for the optional `launches` table, shared by launch-stats, copy-bandwidth and annotations.
+// Order statistics the analyses report (count, mean, nearest-rank percentiles, max).
 #pragma once
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "plugins/api/plugin_sdk.h"
+#include "plugins/builtin/common/launch_records.h"  // the analyses that use stats read launches too
 
 namespace ss::analysis {
 
@@ -41,29 +41,6 @@ inline Summary summarize(std::vector<std::int64_t>& v) {
   s.p99 = percentile_sorted(v, 99);
   s.max = v.back();
   return s;
-}
-
-// Profiles written before launch records were kept have no `launches` table (nor launch_view);
-// profiles whose source had no launch calls (synthetic ones, traces without cuda_runtime events)
-// have an empty one.
-enum class LaunchRecords { NoTable, Empty, Present };
-
-inline LaunchRecords launch_records(const ss::plugin::Host& host) {
-  std::int64_t n = 0;
-  host.query("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='launches'",
-             [&](std::span<const ss_value> row) { n = row[0].i; });
-  if (n == 0) return LaunchRecords::NoTable;
-  std::int64_t rows = 0;
-  host.query("SELECT EXISTS (SELECT 1 FROM launches)", [&](std::span<const ss_value> row) { rows = row[0].i; });
-  return rows ? LaunchRecords::Present : LaunchRecords::Empty;
-}
-
-inline const char* no_launches_message(LaunchRecords r) {
-  return r == LaunchRecords::NoTable
-             ? "the profile has no launch records (no 'launches' table: it was written before ShardScope kept the "
-               "host launch calls); re-import the trace to get them"
-             : "the profile has no launch records (its 'launches' table is empty: the source had no host launch "
-               "calls, e.g. a synthetic profile or a trace without cuda_runtime events)";
 }
 
 }  // namespace ss::analysis

@@ -53,8 +53,9 @@ void run(const ss::plugin::Host& host) {
     host.row({seg->rank, seg->start, seg->end, seg->end - seg->start, path_kind_name(seg->kind), seg->kernel_name});
     host.marker(seg->start, seg->end, seg->rank, std::string("critical: ") + path_kind_name(seg->kind));
   }
-  if (!cp.have_launches)
-    host.finding(SS_SEVERITY_INFO, "the profile has no launch records: host launch time cannot be on the path");
+  if (cp.launch_records != LaunchRecords::Present)
+    host.finding(SS_SEVERITY_INFO, std::string(no_launches_message(cp.launch_records)) +
+                                       ": host launch time cannot be on the path");
   if (!cp.all_gathers.empty() && cp.all_gathers.front().on_path_ns > 0) {
     char msg[300];
     std::snprintf(msg, sizeof msg, "the all-gathers of %s are the most exposed: %.1f us on the critical path",

@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "plugins/api/plugin_sdk.h"
+#include "plugins/builtin/common/launch_records.h"
 #include "plugins/builtin/common/profile_access.h"
 
 namespace {
@@ -61,19 +62,6 @@ const char* stream_kind_name(std::uint8_t k) {
   }
 }
 
-// kernels.id -> launch call start, for the selected ranks; empty when the profile has no table.
-std::unordered_map<std::uint32_t, std::int64_t> launch_starts(const ss::plugin::Host& host, bool& present) {
-  std::unordered_map<std::uint32_t, std::int64_t> out;
-  present = false;
-  host.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'launches'",
-             [&](std::span<const ss_value> row) { present = row[0].i > 0; });
-  if (!present) return out;
-  host.query("SELECT kernel_id, rank, start_ns FROM launches", [&](std::span<const ss_value> row) {
-    if (host.rank_selected(static_cast<int>(row[1].i))) out[static_cast<std::uint32_t>(row[0].i)] = row[2].i;
-  });
-  return out;
-}
-
 // Busy intervals of one stream's kernels inside [lo, hi) and, for each, the id of the kernel that
 // opens it (the earliest-starting kernel of the merged run).
 struct StreamRuns {
@@ -99,8 +87,8 @@ StreamRuns stream_runs(const ss_stream_info& s, std::int64_t lo, std::int64_t hi
 
 void run(const ss::plugin::Host& host) {
   ProfileAccess p(host);
-  bool have_launch_table = false;
-  const auto launches = launch_starts(host, have_launch_table);
+  const LaunchRecords records = launch_records(host);
+  const auto launches = launch_calls(host, records);
   std::vector<Gap> all;
   for (const auto& r : p.ranks) {
     const bool have_cpu = p.has_cpu_ranges(r.rank, kCpuOps);
@@ -130,7 +118,7 @@ void run(const ss::plugin::Host& host) {
         const std::int64_t other = covered_length(others, g);
         const std::int64_t cpu = have_cpu ? p.cpu_busy_length(r.rank, g, kCpuOps) : 0;
         std::int64_t next_launch = kNoLaunch;
-        if (auto it = launches.find(runs.opener[ri]); it != launches.end()) next_launch = it->second;
+        if (auto it = launches.find(runs.opener[ri]); it != launches.end()) next_launch = it->second.start;
         const char* cause = "other";
         const char* evidence = "launch";
         if (next_launch != kNoLaunch) {
@@ -204,12 +192,8 @@ void run(const ss::plugin::Host& host) {
                   g.rank, g.cause, g.evidence);
     host.finding(i == 0 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg, g.time.start, g.time.end, g.rank);
   }
-  if (launches.empty())
-    host.finding(SS_SEVERITY_INFO,
-                 have_launch_table ? "the profile has no launch records (a source without launch calls or "
-                                     "correlation ids): causes are heuristic"
-                                   : "the profile has no launch records (written before ShardScope kept them): "
-                                     "causes are heuristic");
+  if (records != LaunchRecords::Present)
+    host.finding(SS_SEVERITY_INFO, std::string(no_launches_message(records)) + ": causes are heuristic");
   for (const Gap* g : longest) host.marker(g->time.start, g->time.end, g->rank, std::string("idle: ") + g->cause);
 }
 
