@@ -1,5 +1,6 @@
 // shardscope plan (IN | --model M.json) --budget 70GiB [--world N] [--cluster C.json] [--plan BASE.json]
 //                 [--strategy greedy|cost|exact] [--modules A,B,...] [-o plan.json] [--format text|json]
+//        shardscope plan (IN | --model M.json) --search [--budget B] [--world N] [--global-batch G] [--top N] [--json]
 #include <algorithm>
 #include <iostream>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
 #include "app/cli/critical_path_evidence.h"
+#include "app/cli/plan_search.h"
 #include "app/cli/sim_input_args.h"
 #include "profiler/sim/plan_file.h"
 #include "profiler/sim/planner.h"
@@ -41,7 +43,8 @@ int cmd_plan(const std::vector<std::string>& args) {
                       "budget, judging every choice by simulating the step. Strategies: manual (--modules lists the units\n"
                       "to keep), greedy (reverse forward order, splitting a module that does not fit into its units,\n"
                       "stopping at the budget), cost (most exposed all-gather time saved per byte), exact (all subsets;\n"
-                      "small models or --modules).");
+                      "small models or --modules). --search: the whole space of meshes (dp, tp, pp, cp, ep), checkpointing,\n"
+                      "offload, micro-batches and unshard sets, ranked.");
   p.positional("IN", "a profile (omit with --model)", false)
       .option("model", "M.json", "model description instead of a profile")
       .option("budget", "BYTES", "per-rank memory budget, e.g. 70GiB")
@@ -62,6 +65,7 @@ int cmd_plan(const std::vector<std::string>& args) {
               "critical-path: only units whose all-gathers are on the profile's measured critical path are\n"
               "candidates (shardscope analyze critical-path IN); needs a profile IN", "", 0, {"critical-path"});
   add_plan_knob_options(p);
+  add_search_options(p);
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
   // As `simulate`: a profile's own collectives calibrate the cluster unless told otherwise, so
@@ -69,6 +73,10 @@ int cmd_plan(const std::vector<std::string>& args) {
   const bool no_fit = p.flag_set("no-fit");
   if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
   req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
+  if (p.flag_set("search")) return run_plan_search(p, req);
+  for (const char* o : {"global-batch", "max-tp", "top", "threads"})
+    if (p.has(o)) throw UsageError(std::string("--") + o + " is an option of --search");
+  if (p.flag_set("json")) throw UsageError("--json is an option of --search (use --format json)");
 
   sim::PlanRequest pr;
   const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") ? "manual" : "greedy";
