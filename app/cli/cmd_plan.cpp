@@ -74,7 +74,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
   req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
   if (p.flag_set("search")) return run_plan_search(p, req);
-  for (const char* o : {"global-batch", "max-tp", "top", "threads"})
+  for (const char* o : {"global-batch", "max-tp", "top", "threads", "plan-top"})
     if (p.has(o)) throw UsageError(std::string("--") + o + " is an option of --search");
   if (p.flag_set("json")) throw UsageError("--json is an option of --search (use --format json)");
 

@@ -100,6 +100,7 @@ void add_search_options(ArgParser& p) {
                                    "without it the micro-batch count is free ({1, pp, 2pp, 4pp}; 1 without a pipeline) and the ranking is by throughput")
       .option("top", "N", "with --search: configurations to list", "10")
       .option("threads", "N", "with --search: threads simulating configurations", "1")
+      .option("plan-top", "K", "with --search: the first K configurations are candidates for an unshard set (default 2 x --top)")
       .option("max-tp", "N", "with --search: largest tensor-parallel degree (default: GPUs per node)")
       .flag("json", "with --search: the ranked configurations as a JSON array, each with its plan (for simulate --plan)");
 }
@@ -144,6 +145,11 @@ int run_plan_search(const ArgParser& p, sim::SimInputRequest req) {
   if (threads < 1 || threads > 256) throw UsageError("--threads must be between 1 and 256");
   sr.top = static_cast<int>(top);
   sr.threads = static_cast<int>(threads);
+  if (p.has("plan-top")) {
+    const long long k = p.get_int("plan-top");
+    if (k < 0 || k > 100000) throw UsageError("--plan-top must be between 0 and 100000");
+    sr.unshard_top_k = static_cast<int>(k);
+  }
   if (p.has("max-tp")) {
     const long long t = p.get_int("max-tp");
     if (t < 1 || t > 1'000'000) throw UsageError("--max-tp must be at least 1");
@@ -167,8 +173,10 @@ int run_plan_search(const ArgParser& p, sim::SimInputRequest req) {
   std::ostringstream counts;
   counts << res.enumerated << " configurations: " << res.invalid << " invalid, " << res.pruned_static << " over the budget on static memory, "
          << res.pruned_bound << " slower than the best by their lower bound, " << res.dominated
-         << " not checkpointed further (a lighter level fits), " << res.simulated << " simulated (" << res.fitting << " fit); unshard set planned for "
+         << " not tried (less checkpointing or offload fits), " << res.simulated << " simulated (" << res.fitting << " fit); unshard set planned for "
          << res.planned << " (" << res.planner_simulations << " simulations); " << res.seconds << " s";
+  if (res.unplanned_contenders > 0)
+    counts << "; " << res.unplanned_contenders << " further down might have made the list with an unshard set (--plan-top K plans more)";
   if (!p.get("output").empty() && !res.configs.empty())
     sim::write_file_atomically(p.get("output"), best_plan_file(res.configs.front(), sr.budget_bytes));
 

@@ -26,13 +26,16 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-// One configuration family: everything but the checkpointing level, which is tried in order of
-// increasing memory savings (none, selective, full) and stops at the first that fits.
+// One configuration family: a mesh and a micro-batch count. Its options, checkpointing level x
+// offload, are tried from the lightest on; an option is skipped once a lighter one in either
+// direction fits (checkpointing never shortens the step; offload is chosen only when needed).
 struct Group {
   Parallelism par;
   int dp = 1, micro = 1;
-  std::string offload = "none";
+  int offloads = 1;       // 1: none only; 3: none, optimizer, cpu
+  std::size_t first = 0;  // its first option's index (level-major)
 };
+const char* const kOffloads[] = {"none", "optimizer", "cpu"};
 
 struct Counters {
   int invalid = 0, pruned_static = 0, pruned_bound = 0, dominated = 0, simulated = 0, fitting = 0;
@@ -271,14 +274,13 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
           if (moe && shaped)
             for (int ep : divisors(shard))
               if (ep > 1 && shape.num_experts % ep == 0) eps.push_back(ep);
-          std::vector<std::string> offloads{"none"};
-          if (req.offload && pp == 1 && !model.forward_only) offloads = {"none", "optimizer", "cpu"};
+          const int offloads = req.offload && pp == 1 && !model.forward_only ? 3 : 1;
           std::vector<int> micros;
           if (req.global_batch > 0) {
             // Fixed tokens per step: the micro-batch count follows from dp.
             const std::int64_t per = std::int64_t(dp) * b;
             if (req.global_batch % per != 0 || req.global_batch / per > 4096) {
-              total.invalid += static_cast<int>(levels.size() * eps.size() * offloads.size());
+              total.invalid += static_cast<int>(levels.size() * eps.size()) * offloads;
               continue;
             }
             micros.push_back(static_cast<int>(req.global_batch / per));
@@ -289,62 +291,66 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
               if (m <= 4096 && (pp > 1 || m == 1) && std::find(micros.begin(), micros.end(), m) == micros.end()) micros.push_back(m);
           }
           for (int ep : eps)
-            for (int m : micros)
-              for (const auto& off : offloads) {
-                Group g;
-                g.par.tp = tp, g.par.sequence_parallel = tp > 1, g.par.cp = cp, g.par.cp_kind = kind, g.par.pp = pp, g.par.ep = ep;
-                g.dp = dp, g.micro = m, g.offload = off;
-                groups.push_back(g);
-              }
+            for (int m : micros) {
+              Group g;
+              g.par.tp = tp, g.par.sequence_parallel = tp > 1, g.par.cp = cp, g.par.cp_kind = kind, g.par.pp = pp, g.par.ep = ep;
+              g.dp = dp, g.micro = m, g.offloads = offloads;
+              groups.push_back(g);
+            }
         }
     }
   }
-  out.enumerated = static_cast<int>(groups.size() * levels.size()) + total.invalid;
+  const std::size_t nl = levels.size();
+  std::size_t options = 0;
+  for (auto& g : groups) g.first = options, options += nl * static_cast<std::size_t>(g.offloads);
+  out.enumerated = static_cast<int>(options) + total.invalid;
 
-  // The plan of one family at one checkpointing level.
-  auto plan_of = [&](const Group& g, std::size_t li) {
+  // The plan of one family's option (checkpointing level li, offload oi).
+  auto plan_of = [&](const Group& g, std::size_t li, int oi) {
     FsdpPlan plan = base;
     plan.world_size = world;
     plan.parallel = g.par;
     plan.gradient_accumulation = g.micro;
-    plan.offload = g.offload;
+    plan.offload = kOffloads[oi];
     plan.unsharded.clear();
     plan.checkpoint = {{"*", levels[li]}};
     return plan;
   };
   const int threads = std::max(1, req.threads);
-  const std::size_t nl = levels.size();
 
-  // Pass 1 (compile only): each candidate's static memory and step-time lower bound.
+  // Pass 1 (compile only): each option's static memory and step-time lower bound.
   struct Bound {
     bool valid = false;
     std::int64_t static_bytes = 0;
     double lb_per_seq = 0;  // ns per sequence
   };
-  std::vector<Bound> bounds(groups.size() * nl);
+  std::vector<Bound> bounds(options);
+  std::vector<double> family_bound(groups.size(), 1e300);  // the least bound of a family's options
   parallel_for(static_cast<int>(groups.size()), threads, [&](int gi, int) {
     const Group& g = groups[static_cast<std::size_t>(gi)];
     const double seqs = double(g.dp) * g.micro * b;
-    for (std::size_t li = 0; li < nl; ++li) {
-      Bound& bd = bounds[static_cast<std::size_t>(gi) * nl + li];
-      try {
-        const CompiledStep step = compile_step(model, plan_of(g, li), cluster);
-        bd.static_bytes = static_memory_bytes(step);
-        bd.lb_per_seq = double(step_lower_bound_ns(step)) / seqs;
-        bd.valid = true;
-      } catch (const ProfileError&) {
-        // Degrees this model cannot take (e.g. more stages than places to split).
+    for (std::size_t li = 0; li < nl; ++li)
+      for (int oi = 0; oi < g.offloads; ++oi) {
+        Bound& bd = bounds[g.first + li * static_cast<std::size_t>(g.offloads) + static_cast<std::size_t>(oi)];
+        try {
+          const CompiledStep step = compile_step(model, plan_of(g, li, oi), cluster);
+          bd.static_bytes = static_memory_bytes(step);
+          bd.lb_per_seq = double(step_lower_bound_ns(step)) / seqs;
+          bd.valid = true;
+          family_bound[static_cast<std::size_t>(gi)] = std::min(family_bound[static_cast<std::size_t>(gi)], bd.lb_per_seq);
+        } catch (const ProfileError&) {
+          // Degrees this model cannot take (e.g. more stages than places to split).
+        }
       }
-    }
   });
 
   // Pass 2: families in order of their bound (the likely best first, so that the bar rises early),
-  // checkpointing levels in order, each family stopping at the first level that fits. A candidate
-  // whose bound per sequence is over the top-th best time found so far cannot make the list.
+  // options from the lightest on. An option whose bound per sequence is over the top-th best time
+  // found so far cannot make the list.
   std::vector<int> order(groups.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int c) {
-    return bounds[static_cast<std::size_t>(a) * nl].lb_per_seq < bounds[static_cast<std::size_t>(c) * nl].lb_per_seq;
+    return family_bound[static_cast<std::size_t>(a)] < family_bound[static_cast<std::size_t>(c)];
   });
   const std::size_t top_n = static_cast<std::size_t>(std::max(1, req.top));
   std::vector<double> best;  // the top_n best times per sequence so far, ascending
@@ -356,48 +362,56 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   std::vector<std::vector<SearchConfig>> found(groups.size());
   std::vector<Counters> per_thread(static_cast<std::size_t>(threads));
   std::atomic<int> done{0}, sims{0};
-  parallel_for(static_cast<int>(order.size()), threads, [&](int oi, int t) {
-    const int gi = order[static_cast<std::size_t>(oi)];
+  parallel_for(static_cast<int>(order.size()), threads, [&](int oi_, int t) {
+    const int gi = order[static_cast<std::size_t>(oi_)];
     const Group& g = groups[static_cast<std::size_t>(gi)];
+    const std::size_t no = static_cast<std::size_t>(g.offloads);
     Counters& c = per_thread[static_cast<std::size_t>(t)];
-    for (std::size_t li = 0; li < nl; ++li) {
-      const Bound& bd = bounds[static_cast<std::size_t>(gi) * nl + li];
-      if (!bd.valid) {
-        ++c.invalid;
-        continue;
+    // covered: the option fits, or a lighter one does (so it need not be tried).
+    std::vector<char> covered(nl * no, 0);
+    for (std::size_t li = 0; li < nl; ++li)
+      for (std::size_t oi = 0; oi < no; ++oi) {
+        const std::size_t at = li * no + oi;
+        if ((li > 0 && covered[at - no]) || (oi > 0 && covered[at - 1])) {
+          covered[at] = 1;
+          ++c.dominated;
+          continue;
+        }
+        const Bound& bd = bounds[g.first + at];
+        if (!bd.valid) {
+          ++c.invalid;
+          continue;
+        }
+        if (bd.static_bytes > req.budget_bytes) {
+          ++c.pruned_static;  // parameters, gradients and optimizer states alone are over
+          continue;
+        }
+        if (bd.lb_per_seq > bar()) {
+          ++c.pruned_bound;
+          continue;
+        }
+        FsdpPlan plan = plan_of(g, li, static_cast<int>(oi));
+        SimResult r = simulate(compile_step(model, plan, cluster), false);
+        ++c.simulated;
+        ++sims;
+        if (r.peak_bytes > req.budget_bytes) continue;
+        ++c.fitting;
+        covered[at] = 1;
+        SearchConfig cfg;
+        cfg.plan = std::move(plan);
+        cfg.dp = g.dp;
+        cfg.checkpoint = levels[li];
+        cfg.result = summary(std::move(r));
+        cfg.sequences = std::int64_t(g.dp) * g.micro * b;
+        cfg.lower_bound_ns = bd.lb_per_seq * double(cfg.sequences);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          const double key = double(cfg.result.step_ns) / double(cfg.sequences);
+          best.insert(std::upper_bound(best.begin(), best.end(), key), key);
+          if (best.size() > top_n) best.pop_back();
+        }
+        found[static_cast<std::size_t>(gi)].push_back(std::move(cfg));
       }
-      if (bd.static_bytes > req.budget_bytes) {
-        // More checkpointing does not shrink parameters or optimizer states: the family is out.
-        c.pruned_static += static_cast<int>(nl - li);
-        break;
-      }
-      if (bd.lb_per_seq > bar()) {
-        ++c.pruned_bound;
-        continue;
-      }
-      FsdpPlan plan = plan_of(g, li);
-      SimResult r = simulate(compile_step(model, plan, cluster), false);
-      ++c.simulated;
-      ++sims;
-      if (r.peak_bytes > req.budget_bytes) continue;
-      ++c.fitting;
-      SearchConfig cfg;
-      cfg.plan = std::move(plan);
-      cfg.dp = g.dp;
-      cfg.checkpoint = levels[li];
-      cfg.result = summary(std::move(r));
-      cfg.sequences = std::int64_t(g.dp) * g.micro * b;
-      cfg.lower_bound_ns = bd.lb_per_seq * double(cfg.sequences);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        const double key = double(cfg.result.step_ns) / double(cfg.sequences);
-        best.insert(std::upper_bound(best.begin(), best.end(), key), key);
-        if (best.size() > top_n) best.pop_back();
-      }
-      found[static_cast<std::size_t>(gi)].push_back(std::move(cfg));
-      c.dominated += static_cast<int>(nl - li - 1);  // checkpointing more never shortens the step
-      break;
-    }
     const int d = ++done;
     if (req.progress && (d % std::max(1, req.progress_every) == 0 || d == static_cast<int>(groups.size()))) {
       std::lock_guard<std::mutex> lock(mu);

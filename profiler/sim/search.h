@@ -75,9 +75,10 @@ struct SearchResult {
   // Counts: configurations enumerated (mesh x micro-batches x checkpointing x offload), skipped as
   // invalid (degrees the model or the world do not allow), pruned by static memory alone (sharded
   // parameters + gradients + optimizer states over the budget), skipped because its step-time lower
-  // bound per sequence is over the `top`-th best simulated time (it cannot enter the list), skipped because a configuration
-  // with less checkpointing already fits (checkpointing never shortens the step), simulated, and
-  // fitting the budget; then the planner's runs.
+  // bound per sequence is over the `top`-th best simulated time (it cannot enter the list), skipped
+  // because the same mesh and micro-batches with less checkpointing or less offload already fits
+  // (checkpointing never shortens the step; offload is taken only when needed, as the planner's
+  // --offload-if-needed does), simulated, and fitting the budget; then the planner's runs.
   int enumerated = 0, invalid = 0, pruned_static = 0, pruned_bound = 0, dominated = 0, simulated = 0, fitting = 0;
   int planned = 0, planner_simulations = 0;  // configurations given the planner, its simulations
   int unplanned_contenders = 0;  // past unshard_top_k, not planned, whose bound is under the listed top-th time
