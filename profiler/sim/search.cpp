@@ -90,13 +90,62 @@ void fill_rates(SearchConfig& c, const SearchShape& shape, int world) {
     c.mfu = c.sequences_per_s * shape.flops_per_sequence / (double(world) * shape.peak_flops_per_gpu);
 }
 
-// No unshard set makes the step shorter than this. Without a pipeline (and without the overlap
-// slowdown, which unsharding could relieve) the compute stream's own work, its measured extras and
-// its model-parallel waits stay; the exposed FSDP communication and the backward copy-outs of the
-// units still gathered in backward are all that keeping units unsharded can remove. Otherwise the
-// step's lower bound.
+// What segments first..last put on the compute stream in series in one forward or backward pass,
+// whatever overlaps: compute, recompute, model-parallel collectives (each blocks the stream), ring
+// attention's excess over the score work, and measured extras.
+TimeNs serial_pass_ns(const CompiledStep& s, int first, int last, bool fwd) {
+  auto mp = [](const ExecSegment& sg, bool f) {
+    TimeNs t = 0;
+    for (const auto& p : sg.mp_ops)
+      if (f ? p.in_fwd : p.in_bwd) t += f ? p.ns : p.bwd_ns;
+    if (sg.ring_attentions > 0)
+      t += std::max<TimeNs>(0, (f ? sg.ring_fwd_ns - sg.ring_core_fwd_ns : sg.ring_bwd_ns - sg.ring_core_bwd_ns) * sg.ring_attentions);
+    return t;
+  };
+  TimeNs t = 0;
+  for (int i = first; i <= last; ++i) {
+    const ExecSegment& sg = s.segments[static_cast<std::size_t>(i)];
+    if (fwd) {
+      t += sg.fwd_ns + sg.fwd_other_ns + sg.fwd_idle_ns + mp(sg, true);
+    } else {
+      t += sg.recompute_ns + sg.bwd_ns + sg.bwd_other_ns + sg.bwd_idle_ns + mp(sg, false);
+      // A full rerun issues the forward's model-parallel collectives again.
+      if (sg.recompute_ns > 0 && s.units[static_cast<std::size_t>(sg.exec)].checkpoint == Checkpoint::Full) t += mp(sg, true);
+    }
+  }
+  return t;
+}
+
+// 1F1B / GPipe with one chunk per stage: stage j cannot start before the first micro-batch's
+// forward has crossed stages 0..j-1, and the step cannot end before the last micro-batch's
+// gradient has crossed them back after stage j's m forwards and backwards.
+TimeNs pipeline_bound_ns(const CompiledStep& s, const std::vector<TimeNs>& fwd, const std::vector<TimeNs>& bwd) {
+  const TimeNs m = s.micro_batches;
+  TimeNs before = 0, most = 0;
+  for (std::size_t j = 0; j < s.stages.size(); ++j) {
+    most = std::max(most, before + m * (fwd[j] + bwd[j]));
+    before += fwd[j] + bwd[j] + 2 * s.stages[j].send_ns;
+  }
+  return most;
+}
+
+// No unshard set makes the step shorter than this (without the overlap slowdown, which unsharding
+// could relieve; with it, the step's lower bound). Without a pipeline the compute stream's own
+// work, its measured extras and its model-parallel waits stay; the exposed FSDP communication and
+// the backward copy-outs of the units still gathered in backward are all that keeping units
+// unsharded can remove.
+// With a pipeline of one chunk per stage, a stage's forward for one micro-batch is what it was (the
+// reshard choice only changes memory there) and its backward is at least its serial work.
 double unshard_bound_ns(const CompiledStep& s, const SimResult& r, double lower_bound_ns) {
-  if (!s.stages.empty() || s.overlap_slowdown > 0) return lower_bound_ns;
+  if (s.overlap_slowdown > 0) return lower_bound_ns;
+  if (!s.stages.empty()) {
+    const std::size_t k = s.stages.size();
+    if (static_cast<int>(k) != std::max(1, s.par.pp) || r.stages.size() != k) return lower_bound_ns;
+    std::vector<TimeNs> f(k), b(k);
+    for (std::size_t j = 0; j < k; ++j)
+      f[j] = r.stages[j].fwd_ns, b[j] = serial_pass_ns(s, s.stages[j].first_seg, s.stages[j].last_seg, false);
+    return std::max(lower_bound_ns, double(pipeline_bound_ns(s, f, b)));
+  }
   TimeNs copies = 0;
   for (const auto& u : s.units)
     if (u.reshard != kKeepUnsharded) copies += u.copyout_ns + u.bwd_host_ns;
@@ -159,29 +208,7 @@ std::int64_t static_memory_bytes(const CompiledStep& s) {
 }
 
 TimeNs step_lower_bound_ns(const CompiledStep& s) {
-  // What one segment's forward and backward pass put on the compute stream in series.
-  auto mp = [](const ExecSegment& sg, bool fwd) {
-    TimeNs t = 0;
-    for (const auto& p : sg.mp_ops)
-      if (fwd ? p.in_fwd : p.in_bwd) t += fwd ? p.ns : p.bwd_ns;
-    if (sg.ring_attentions > 0)
-      t += std::max<TimeNs>(0, (fwd ? sg.ring_fwd_ns - sg.ring_core_fwd_ns : sg.ring_bwd_ns - sg.ring_core_bwd_ns) * sg.ring_attentions);
-    return t;
-  };
-  auto pass = [&](int first, int last, bool fwd) {
-    TimeNs t = 0;
-    for (int i = first; i <= last; ++i) {
-      const ExecSegment& sg = s.segments[static_cast<std::size_t>(i)];
-      if (fwd) {
-        t += sg.fwd_ns + sg.fwd_other_ns + sg.fwd_idle_ns + mp(sg, true);
-      } else {
-        t += sg.recompute_ns + sg.bwd_ns + sg.bwd_other_ns + sg.bwd_idle_ns + mp(sg, false);
-        // A full rerun issues the forward's model-parallel collectives again.
-        if (sg.recompute_ns > 0 && s.units[static_cast<std::size_t>(sg.exec)].checkpoint == Checkpoint::Full) t += mp(sg, true);
-      }
-    }
-    return t;
-  };
+  auto pass = [&](int first, int last, bool fwd) { return serial_pass_ns(s, first, last, fwd); };
   const TimeNs m = s.micro_batches;
   const int last = static_cast<int>(s.segments.size()) - 1;
   if (s.stages.empty()) {
@@ -189,9 +216,6 @@ TimeNs step_lower_bound_ns(const CompiledStep& s) {
     if (!s.forward_only) t += m * pass(0, last, false) + (s.offload == Offload::None ? s.optimizer_ns : 0);
     return t;
   }
-  // 1F1B / GPipe, one chunk per stage: stage j cannot start before the first micro-batch's
-  // forward has crossed stages 0..j-1, and the step cannot end before the last micro-batch's
-  // gradient has crossed them back after stage j's m forwards and backwards.
   const std::size_t k = s.stages.size();
   if (static_cast<int>(k) != std::max(1, s.par.pp)) {
     TimeNs t = 0;  // interleaved: the busiest rank stage's work alone
@@ -201,14 +225,10 @@ TimeNs step_lower_bound_ns(const CompiledStep& s) {
     for (TimeNs v : per) t = std::max(t, v);
     return t;
   }
-  TimeNs before = 0, most = 0;
-  for (std::size_t j = 0; j < k; ++j) {
-    const StageSpec& st = s.stages[j];
-    const TimeNs f = pass(st.first_seg, st.last_seg, true), bw = pass(st.first_seg, st.last_seg, false);
-    most = std::max(most, before + m * (f + bw));
-    before += f + bw + 2 * st.send_ns;
-  }
-  return most;
+  std::vector<TimeNs> f(k), b(k);
+  for (std::size_t j = 0; j < k; ++j)
+    f[j] = pass(s.stages[j].first_seg, s.stages[j].last_seg, true), b[j] = pass(s.stages[j].first_seg, s.stages[j].last_seg, false);
+  return pipeline_bound_ns(s, f, b);
 }
 
 SearchResult search_configs(const SimModel& model, const SearchShape& shape, const FsdpPlan& base, const ClusterModel& cluster,
@@ -465,15 +485,53 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
     PlanRequest pr;
     pr.strategy = Strategy::Cost;
     pr.budget_bytes = req.budget_bytes;
-    const PlanOutcome o = plan_unshard(model, step, cluster, pr);
-    plan_sims[static_cast<std::size_t>(i)] = o.simulations;
-    if (o.unsharded.empty() || !o.fits || o.result.step_ns >= c.result.step_ns) return;
-    FsdpPlan p = c.plan;
-    p.unsharded = o.unsharded;
-    SimResult r = simulate(compile_step(model, p, cluster), false);
-    if (r.peak_bytes > req.budget_bytes || r.step_ns >= c.result.step_ns) return;
+    // The planner simulates the step a few hundred times: it plans on the step with the fewest
+    // micro-batches that keeps its shape (pp for a pipeline: every stage reaches its steady state;
+    // one without), whose costs scale with the micro-batches and whose peak is the same or close.
+    // The set is then simulated with every micro-batch (dropping the last units taken while it is
+    // over the budget); should it still not fit or not gain, the planner runs on the full step.
+    const int few = std::max(1, c.plan.parallel.pp);
+    // The chosen units, with the last ones the planner took dropped while the full step is over
+    // the budget (a few micro-batches more can hold a little more memory at the peak).
+    int kept = 0;
+    auto try_set = [&](const PlanOutcome& o, SimResult& r, FsdpPlan& p, int max_drops) {
+      std::vector<int> keep = o.unsharded_exec;
+      for (int drop = 0; !keep.empty() && drop <= max_drops; ++drop, keep.pop_back()) {
+        p = c.plan;
+        p.unsharded.clear();
+        for (int e : keep)
+          for (int u : step.units[static_cast<std::size_t>(e)].members) p.unsharded.push_back(model.units[static_cast<std::size_t>(u)].name);
+        r = simulate(compile_step(model, p, cluster), false);
+        ++plan_sims[static_cast<std::size_t>(i)];
+        kept = static_cast<int>(keep.size());
+        if (r.peak_bytes <= req.budget_bytes) return r.step_ns < c.result.step_ns;
+      }
+      return false;
+    };
+    FsdpPlan p;
+    SimResult r;
+    bool ok = false;
+    PlanOutcome o;
+    if (c.plan.gradient_accumulation > few) {
+      FsdpPlan proxy = c.plan;
+      proxy.gradient_accumulation = few;
+      const CompiledStep ps = compile_step(model, proxy, cluster);
+      // The budget less what the full step's peak holds over the proxy's (without an unshard set).
+      PlanRequest pp = pr;
+      pp.budget_bytes -= std::max<std::int64_t>(0, c.result.peak_bytes - simulate(ps, false).peak_bytes);
+      ++plan_sims[static_cast<std::size_t>(i)];
+      o = plan_unshard(model, ps, cluster, pp);
+      plan_sims[static_cast<std::size_t>(i)] += o.simulations;
+      ok = try_set(o, r, p, 4);
+    }
+    if (!ok) {
+      o = plan_unshard(model, step, cluster, pr);
+      plan_sims[static_cast<std::size_t>(i)] += o.simulations;
+      ok = try_set(o, r, p, 0);
+    }
+    if (!ok) return;
     c.plan = std::move(p);
-    c.unsharded = static_cast<int>(o.unsharded_exec.size());
+    c.unsharded = kept;
     c.result = summary(std::move(r));
     fill_rates(c, shape, world);
     std::lock_guard<std::mutex> lock(mu);

@@ -142,6 +142,14 @@ TEST_CASE("search: static memory and the step bound never exceed a simulation", 
             const SimResult r = simulate(s);
             CHECK(static_memory_bytes(s) <= r.peak_bytes);
             CHECK(step_lower_bound_ns(s) <= r.step_ns);
+            if (pp > 1) {
+              // The planning bound's premise: unsharding leaves a stage's one-micro-batch forward as it is.
+              FsdpPlan u = p;
+              for (int l = 0; l < d.layers; ++l) u.unsharded.push_back("layers." + std::to_string(l));
+              const SimResult ru = simulate(compile_step(m, u, c));
+              REQUIRE(ru.stages.size() == r.stages.size());
+              for (std::size_t j = 0; j < r.stages.size(); ++j) CHECK(ru.stages[j].fwd_ns == r.stages[j].fwd_ns);
+            }
             ++checked;
           }
   }
