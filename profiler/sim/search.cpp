@@ -462,9 +462,16 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   // list and is not planned.
   const int top = std::max(1, req.top);
   const auto t_plan = std::chrono::steady_clock::now();
-  const int k = std::min<int>(static_cast<int>(all.size()), req.unshard_top_k >= 0 ? req.unshard_top_k : 2 * top);
   std::vector<double> now(all.size());  // current time per sequence of each configuration
   for (std::size_t i = 0; i < all.size(); ++i) now[i] = double(all[i].result.step_ns) / double(all[i].sequences);
+  // Candidates: configurations whose lower bound is under the top-th best time before planning
+  // (the others cannot make the list, and whether the bounds skipped them depends on the order
+  // the work was done in: leaving them out keeps the list the same on any number of threads).
+  const double pre_bar = all.size() >= top_n ? now[top_n - 1] : 1e300;
+  std::vector<std::size_t> cands;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].lower_bound_ns / double(all[i].sequences) <= pre_bar) cands.push_back(i);
+  const int k = std::min<int>(static_cast<int>(cands.size()), req.unshard_top_k >= 0 ? req.unshard_top_k : 2 * top);
   auto nth_best = [&] {  // under mu: the top-th best time per sequence now
     if (now.size() < top_n) return 1e300;
     std::vector<double> v = now;
@@ -474,8 +481,9 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   auto plan_bar = [&] { return req.prune ? nth_best() : 1e300; };
   std::vector<int> plan_sims(static_cast<std::size_t>(std::max(1, k)), 0);
   std::atomic<int> planned{0};
-  parallel_for(k, threads, [&](int i, int) {
-    SearchConfig& c = all[static_cast<std::size_t>(i)];
+  parallel_for(k, threads, [&](int ci, int) {
+    const std::size_t i = cands[static_cast<std::size_t>(ci)];
+    SearchConfig& c = all[i];
     const CompiledStep step = compile_step(model, c.plan, cluster);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -502,7 +510,7 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
         for (int e : keep)
           for (int u : step.units[static_cast<std::size_t>(e)].members) p.unsharded.push_back(model.units[static_cast<std::size_t>(u)].name);
         r = simulate(compile_step(model, p, cluster), false);
-        ++plan_sims[static_cast<std::size_t>(i)];
+        ++plan_sims[static_cast<std::size_t>(ci)];
         kept = static_cast<int>(keep.size());
         if (r.peak_bytes <= req.budget_bytes) return r.step_ns < c.result.step_ns;
       }
@@ -519,14 +527,14 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
       // The budget less what the full step's peak holds over the proxy's (without an unshard set).
       PlanRequest pp = pr;
       pp.budget_bytes -= std::max<std::int64_t>(0, c.result.peak_bytes - simulate(ps, false).peak_bytes);
-      ++plan_sims[static_cast<std::size_t>(i)];
+      ++plan_sims[static_cast<std::size_t>(ci)];
       o = plan_unshard(model, ps, cluster, pp);
-      plan_sims[static_cast<std::size_t>(i)] += o.simulations;
+      plan_sims[static_cast<std::size_t>(ci)] += o.simulations;
       ok = try_set(o, r, p, 4);
     }
     if (!ok) {
       o = plan_unshard(model, step, cluster, pr);
-      plan_sims[static_cast<std::size_t>(i)] += o.simulations;
+      plan_sims[static_cast<std::size_t>(ci)] += o.simulations;
       ok = try_set(o, r, p, 0);
     }
     if (!ok) return;
@@ -535,7 +543,7 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
     c.result = summary(std::move(r));
     fill_rates(c, shape, world);
     std::lock_guard<std::mutex> lock(mu);
-    now[static_cast<std::size_t>(i)] = double(c.result.step_ns) / double(c.sequences);
+    now[i] = double(c.result.step_ns) / double(c.sequences);
   });
   out.planned = planned.load();
   for (int n : plan_sims) out.planner_simulations += n;
@@ -543,8 +551,8 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   // list (their bound is under the final top-th time): the price of planning only k.
   {
     const double final_bar = nth_best();
-    for (std::size_t i = static_cast<std::size_t>(k); i < all.size(); ++i) {
-      const SearchConfig& c = all[i];
+    for (std::size_t ci = static_cast<std::size_t>(k); ci < cands.size(); ++ci) {
+      const SearchConfig& c = all[cands[ci]];
       if (c.lower_bound_ns / double(c.sequences) > final_bar) continue;
       if (unshard_bound_ns(compile_step(model, c.plan, cluster), c.result, c.lower_bound_ns) / double(c.sequences) <= final_bar)
         ++out.unplanned_contenders;

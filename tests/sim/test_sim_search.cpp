@@ -105,16 +105,21 @@ TEST_CASE("search: the 1-D FSDP configuration is a candidate, and the bounds do 
   CHECK(static_cast<int>(every.configs.size()) == every.simulated);
 
   for (int top : {1, 5}) {
-    SearchRequest pruned = request(10LL << 30, top), exhaustive = pruned;
+    SearchRequest pruned = request(10LL << 30, top), exhaustive = pruned, threaded = pruned;
     exhaustive.prune = false;
+    threaded.threads = 3;  // any order of work gives the same list
     const SearchResult a = search_configs(m, search_shape(d, m), FsdpPlan{}, c, pruned);
     const SearchResult b = search_configs(m, search_shape(d, m), FsdpPlan{}, c, exhaustive);
+    const SearchResult t = search_configs(m, search_shape(d, m), FsdpPlan{}, c, threaded);
     CHECK(a.pruned_bound > 0);
     CHECK(a.simulated < b.simulated);
     REQUIRE(a.configs.size() == b.configs.size());
+    REQUIRE(a.configs.size() == t.configs.size());
     for (std::size_t i = 0; i < a.configs.size(); ++i) {
       CHECK(a.configs[i].plan == b.configs[i].plan);
       CHECK(a.configs[i].result.step_ns == b.configs[i].result.step_ns);
+      CHECK(a.configs[i].plan == t.configs[i].plan);
+      CHECK(a.configs[i].result.step_ns == t.configs[i].result.step_ns);
     }
   }
 }
