@@ -100,7 +100,7 @@ void add_search_options(ArgParser& p) {
                                    "without it the micro-batch count is free ({1, pp, 2pp, 4pp}; 1 without a pipeline) and the ranking is by throughput")
       .option("top", "N", "with --search: configurations to list", "10")
       .option("threads", "N", "with --search: threads simulating configurations", "1")
-      .option("plan-top", "K", "with --search: the first K configurations are candidates for an unshard set (default 2 x --top)")
+      .option("plan-top", "K", "with --search: plan the unshard set of at most K configurations (default: every one that could make the list)")
       .option("max-tp", "N", "with --search: largest tensor-parallel degree (default: GPUs per node)")
       .flag("json", "with --search: the ranked configurations as a JSON array, each with its plan (for simulate --plan)");
 }
@@ -176,7 +176,7 @@ int run_plan_search(const ArgParser& p, sim::SimInputRequest req) {
          << " not tried (less checkpointing or offload fits), " << res.simulated << " simulated (" << res.fitting << " fit); unshard set planned for "
          << res.planned << " (" << res.planner_simulations << " simulations); " << res.seconds << " s";
   if (res.unplanned_contenders > 0)
-    counts << "; " << res.unplanned_contenders << " further down might have made the list with an unshard set (--plan-top K plans more)";
+    counts << "; " << res.unplanned_contenders << " further down might have made the list with an unshard set (a larger --plan-top plans them)";
   if (!p.get("output").empty() && !res.configs.empty())
     sim::write_file_atomically(p.get("output"), best_plan_file(res.configs.front(), sr.budget_bytes));
 

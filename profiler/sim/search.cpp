@@ -456,10 +456,10 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   }
 
   // The unshard set: the cost planner spends the memory left under the budget on keeping units
-  // unsharded where that shortens the step, and each final plan is re-simulated. The first k in
-  // rank order are candidates; one whose bound under any unshard set (unshard_bound_ns) is over
-  // the top-th best time so far -- planned or not, as planning only shortens -- cannot make the
-  // list and is not planned.
+  // unsharded where that shortens the step, and each final plan is re-simulated. Candidates go in
+  // rank order; one whose bound under any unshard set (unshard_bound_ns) is over the top-th best
+  // time so far -- planned or not, as planning only shortens -- cannot make the list and is not
+  // planned. So, uncapped, the list is what planning every fitting configuration would give.
   const int top = std::max(1, req.top);
   const auto t_plan = std::chrono::steady_clock::now();
   std::vector<double> now(all.size());  // current time per sequence of each configuration
@@ -471,7 +471,7 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   std::vector<std::size_t> cands;
   for (std::size_t i = 0; i < all.size(); ++i)
     if (all[i].lower_bound_ns / double(all[i].sequences) <= pre_bar) cands.push_back(i);
-  const int k = std::min<int>(static_cast<int>(cands.size()), req.unshard_top_k >= 0 ? req.unshard_top_k : 2 * top);
+  const int k = std::min<int>(static_cast<int>(cands.size()), req.unshard_top_k >= 0 ? req.unshard_top_k : static_cast<int>(cands.size()));
   auto nth_best = [&] {  // under mu: the top-th best time per sequence now
     if (now.size() < top_n) return 1e300;
     std::vector<double> v = now;

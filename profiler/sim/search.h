@@ -37,9 +37,9 @@ struct SearchRequest {
   // the ranking is by throughput either way (with a global batch, that is the step time's order).
   int global_batch = 0;
   int top = 10;
-  // The first this many configurations in rank order are candidates for the cost planner's unshard
-  // set (those that could still make the list); -1: 2 x top. SearchResult::unplanned_contenders
-  // says how many further down might have made it with one.
+  // At most this many configurations, in rank order, get the cost planner's unshard set (of those
+  // that could still make the list with one); -1: all of them. SearchResult::unplanned_contenders
+  // says how many further down a cap left out.
   int unshard_top_k = -1;
   int max_tp = 0;          // 0: the cluster's GPUs per node (TP stays inside a node)
   int max_cp = 32;
