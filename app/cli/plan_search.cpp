@@ -1,9 +1,11 @@
 #include "app/cli/plan_search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "app/cli/command.h"
 #include "app/cli/sim_input_args.h"
@@ -99,7 +101,7 @@ void add_search_options(ArgParser& p) {
       .option("global-batch", "G", "with --search: sequences per optimizer step, kept fixed (micro-batches = G / (dp x micro_batch));\n"
                                    "without it the micro-batch count is free ({1, pp, 2pp, 4pp}; 1 without a pipeline) and the ranking is by throughput")
       .option("top", "N", "with --search: configurations to list", "10")
-      .option("threads", "N", "with --search: threads simulating configurations", "1")
+      .option("threads", "N", "with --search: threads simulating configurations (0: one per core)", "0")
       .option("plan-top", "K", "with --search: plan the unshard set of at most K configurations (default: every one that could make the list)")
       .option("max-tp", "N", "with --search: largest tensor-parallel degree (default: GPUs per node)")
       .flag("json", "with --search: the ranked configurations as a JSON array, each with its plan (for simulate --plan)");
@@ -142,9 +144,11 @@ int run_plan_search(const ArgParser& p, sim::SimInputRequest req) {
   }
   const long long top = p.get_int("top"), threads = p.get_int("threads");
   if (top < 1 || top > 1000) throw UsageError("--top must be between 1 and 1000");
-  if (threads < 1 || threads > 256) throw UsageError("--threads must be between 1 and 256");
+  if (threads < 0 || threads > 256) throw UsageError("--threads must be between 0 (one per core) and 256");
   sr.top = static_cast<int>(top);
-  sr.threads = static_cast<int>(threads);
+  // Configurations are independent: on the 2-core build machine 2 threads take 0.6 s where 1 takes
+  // 1.2 s for Llama-3 70B on 1,024 GPUs (docs/benchmarks.md).
+  sr.threads = threads > 0 ? static_cast<int>(threads) : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   if (p.has("plan-top")) {
     const long long k = p.get_int("plan-top");
     if (k < 0 || k > 100000) throw UsageError("--plan-top must be between 0 and 100000");

@@ -34,9 +34,9 @@ void row(const char* file, int world, int global_batch, int threads, int runs) {
   std::sort(secs.begin(), secs.end());
   const SearchConfig* best = r.configs.empty() ? nullptr : &r.configs.front();
   std::printf("%-16s world %5d  global batch %5s  threads %d  median %7.3f s  max %7.3f s  enumerated %5d  invalid %4d  "
-              "pruned(static) %5d  pruned(bound) %5d  dominated %4d  simulated %5d  fitting %5d  planner sims %6d (%.3f s)",
+              "pruned(static) %5d  pruned(bound) %5d  not tried %4d  simulated %5d  fitting %5d  planned %3d  planner sims %6d (%.3f s)",
               d.name.c_str(), world, global_batch > 0 ? std::to_string(global_batch).c_str() : "free", threads, secs[secs.size() / 2],
-              secs.back(), r.enumerated, r.invalid, r.pruned_static, r.pruned_bound, r.dominated, r.simulated, r.fitting, r.planner_simulations, r.planner_seconds);
+              secs.back(), r.enumerated, r.invalid, r.pruned_static, r.pruned_bound, r.dominated, r.simulated, r.fitting, r.planned, r.planner_simulations, r.planner_seconds);
   if (best) {
     const auto& p = best->plan.parallel;
     std::printf("  best dp %d tp %d cp %d(%s) pp %d m %d ckpt %s offload %s unsharded %d: %.1f ms, %.0f tok/s, MFU %.1f %%",

@@ -67,6 +67,7 @@ TEST_CASE("search: every listed configuration is its plan's simulation, fits, an
     CHECK(res.reason.empty());
     CHECK(res.simulated > 0);
     CHECK(res.enumerated >= res.simulated + res.pruned_static + res.pruned_bound);
+    CHECK(res.unplanned_contenders == 0);  // uncapped, every configuration that could make the list was planned
     for (std::size_t i = 0; i < res.configs.size(); ++i) {
       const SearchConfig& cfg = res.configs[i];
       const SimResult again = simulate(compile_step(m, cfg.plan, c));
