@@ -1,5 +1,8 @@
 #include "app/cli/sim_input_args.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace ss::cli {
 
 sim::SimInputRequest sim_input_request(const ArgParser& p) {
@@ -26,7 +29,43 @@ void add_plan_knob_options(ArgParser& p) {
               "step on the CPU); optimizer = optimizer states only (grads down, CPU update, params up)",
               "", 0, {"none", "cpu", "optimizer"})
       .option("offload-prefetch", "K", "with --offload cpu: copy host-resident shards up to K units ahead (OOGC multi-layer prefetch)")
-      .flag("pipelined-optimizer", "offload: the CPU updates each unit as soon as its gradients are down, overlapping the rest of backward (OOGC)");
+      .flag("pipelined-optimizer", "offload: the CPU updates each unit as soon as its gradients are down, overlapping the rest of backward (OOGC)")
+      .option("parallel", "SPEC",
+              "parallelism around FSDP, e.g. tp=8,sp,pp=4,cp=2,ring,ep=8,v=2,interleaved (a model description is needed for\n"
+              "tp/cp/ep); micro-batches are --micro-batches / the plan's gradient_accumulation")
+      .option("micro-batches", "N", "micro-batches per optimizer step (gradient accumulation; the pipeline's micro-batches)");
+}
+
+namespace {
+
+int degree(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 1'000'000) throw UsageError("--parallel: " + key + " needs a degree >= 1, not '" + v + "'");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+void parse_parallel_spec(const std::string& spec, sim::Parallelism& par) {
+  std::size_t at = 0;
+  while (at <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string item = spec.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string k = item.substr(0, eq), v = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (k == "tp") par.tp = degree(k, v);
+    else if (k == "cp") par.cp = degree(k, v);
+    else if (k == "pp") par.pp = degree(k, v);
+    else if (k == "ep") par.ep = degree(k, v);
+    else if (k == "v" || k == "pp_virtual") par.pp_virtual = degree(k, v), par.pp_schedule = par.pp_virtual > 1 ? "interleaved" : par.pp_schedule;
+    else if (k == "sp") par.sequence_parallel = true;
+    else if (k == "ring" || k == "ulysses") par.cp_kind = k;
+    else if (k == "1f1b" || k == "gpipe" || k == "interleaved") par.pp_schedule = k;
+    else throw UsageError("--parallel: unknown item '" + item + "' (tp=N, sp, cp=N, ring, ulysses, pp=N, 1f1b, gpipe, interleaved, v=N, ep=N)");
+  }
 }
 
 bool apply_plan_knobs(const ArgParser& p, sim::FsdpPlan& plan) {
@@ -46,6 +85,13 @@ bool apply_plan_knobs(const ArgParser& p, sim::FsdpPlan& plan) {
     any = true;
   }
   if (p.flag_set("pipelined-optimizer")) plan.pipelined_optimizer = true, any = true;
+  if (p.has("parallel")) parse_parallel_spec(p.get("parallel"), plan.parallel), any = true;
+  if (p.has("micro-batches")) {
+    const long long n = p.get_int("micro-batches");
+    if (n < 1 || n > 4096) throw UsageError("--micro-batches must be between 1 and 4096");
+    plan.gradient_accumulation = static_cast<int>(n);
+    any = true;
+  }
   return any;
 }
 

@@ -32,6 +32,21 @@ ClusterModel::ClusterModel() {
 
 ClusterModel default_cluster() { return ClusterModel(); }
 
+TimeNs ClusterModel::all_to_all_ns(std::int64_t bytes, int n, int per_node) const {
+  if (n <= 1 || bytes <= 0) return 0;
+  ClusterModel flat = *this;
+  flat.hierarchical = false;  // no two-level form for all-to-all: every rank pair exchanges
+  return flat.collective_ns(Coll::AllGather, bytes, n, per_node);
+}
+
+TimeNs ClusterModel::p2p_ns(std::int64_t bytes, bool cross_node) const {
+  if (bytes <= 0) return 0;
+  const CollParams& p = params(Coll::AllGather);
+  const double bw = cross_node ? p.nic_GBps : p.intra.busbw_GBps;
+  const double alpha_us = p.intra.base_latency_us + (cross_node ? p.inter.hop_latency_us : p.intra.hop_latency_us);
+  return static_cast<TimeNs>(std::llround(alpha_us * 1000.0 + double(bytes) / bw));
+}
+
 namespace {
 
 double bus_factor(Coll c, int n) {

@@ -54,6 +54,13 @@ struct ClusterModel {
   // Time of one collective of `bytes` (the full gathered / input buffer) over `n` ranks, of which
   // `per_node` share a node (0: gpus_per_node; HSDP's replicate groups have one rank per node).
   TimeNs collective_ns(Coll c, std::int64_t bytes, int n, int per_node = 0) const;
+  // All-to-all of a `bytes` buffer per rank (TP/CP Ulysses, MoE dispatch): each rank sends (n-1)/n
+  // of it, so it costs what an all-gather of that buffer costs (nccl-tests' busBW definition is the
+  // same); across nodes every pair talks, so the flat inter-node bandwidth applies.
+  TimeNs all_to_all_ns(std::int64_t bytes, int n, int per_node = 0) const;
+  // One point-to-point send of `bytes` (pipeline activations, ring attention): one base latency,
+  // NVLink bandwidth inside a node, one NIC's across nodes.
+  TimeNs p2p_ns(std::int64_t bytes, bool cross_node) const;
 };
 
 ClusterModel default_cluster();

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "profiler/sim/compile_internal.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/errors.h"
 
@@ -26,12 +27,18 @@ int unit_index(const SimModel& m, const std::string& name, const char* field) {
   return i;
 }
 
-void compute_costs(CompiledStep& s, ExecUnit& e, const ClusterModel& c, double hbm_bytes_per_ns) {
-  e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, s.shard);
-  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.params * s.reduce_bytes, s.shard);
-  // HSDP replicate groups take one rank from each shard group: ranks `shard` apart.
-  const int per_node = s.shard >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / s.shard);
-  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.params * s.reduce_bytes / s.shard, s.replicate, per_node) : 0;
+}  // namespace
+
+void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& c, double hbm_bytes_per_ns) {
+  // TP is innermost: an FSDP group's ranks are tp apart, so fewer of them share a node.
+  const int tp = s.par.tp;
+  const int fsdp_per_node = std::max(1, s.gpus_per_node / tp);
+  e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, e.shard, fsdp_per_node);
+  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.params * s.reduce_bytes, e.shard, fsdp_per_node);
+  // HSDP replicate groups take one rank from each shard group: ranks `tp x shard` apart.
+  const int stride = tp * s.shard;
+  const int per_node = stride >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / stride);
+  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.params * s.reduce_bytes / e.shard, s.replicate, per_node) : 0;
   if (hbm_bytes_per_ns > 0) {
     // Copy-out reads the gathered buffer and writes the unsharded parameters; the RS copy-in reads
     // the unsharded gradients and writes the (wider) reduce buffer.
@@ -40,6 +47,8 @@ void compute_costs(CompiledStep& s, ExecUnit& e, const ClusterModel& c, double h
         std::llround(double(e.params) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
   }
 }
+
+namespace {
 
 // Non-FSDP collectives were measured at model.other_comm_world ranks. At another world size their
 // exposed time is scaled by the cluster model's ring cost of their mean size at the new and the
@@ -97,7 +106,7 @@ bool checkpointable(const CompiledStep& s, int exec) {
 
 void set_reshard(CompiledStep& s, int exec, int mode, const ClusterModel& c) {
   ExecUnit& e = s.units[static_cast<std::size_t>(exec)];
-  if (mode >= s.shard) mode = kReshard;  // a slice as large as the shard group is a full reshard
+  if (mode >= e.shard) mode = kReshard;  // a slice as large as the shard group is a full reshard
   e.reshard = mode;
   e.ag_bwd_ns = mode == kKeepUnsharded ? 0
                 : mode == kReshard     ? e.ag_ns
@@ -113,10 +122,21 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   CompiledStep s;
   s.world = plan.world_size > 0 ? plan.world_size : c.world_size;
   if (s.world < 1) plan_error("world size must be at least 1");
+  s.par = plan.parallel;
+  const Parallelism& par = s.par;
+  const int model_ranks = par.tp * par.cp * par.pp;
+  if (s.world % model_ranks != 0)
+    plan_error("tp x cp x pp = " + std::to_string(model_ranks) + " does not divide the world size " + std::to_string(s.world));
+  s.dp = s.world / model_ranks;
   s.replicate = plan.hsdp_replicate;
-  if (s.world % s.replicate != 0)
-    plan_error("hsdp_replicate " + std::to_string(s.replicate) + " does not divide the world size " + std::to_string(s.world));
-  s.shard = s.world / s.replicate;
+  if (s.dp % s.replicate != 0)
+    plan_error("hsdp_replicate " + std::to_string(s.replicate) + " does not divide the " +
+               (model_ranks > 1 ? "data-parallel size " : "world size ") + std::to_string(s.dp));
+  s.shard = s.dp / s.replicate * par.cp;  // FSDP shards over dp x cp (torchtitan's dp_shard_cp)
+  if (!m.has_parallel_shapes && (par.tp > 1 || par.cp > 1 || par.ep > 1))
+    plan_error("tensor, context and expert parallelism need a model description (--model): a profile has no layer shapes");
+  if (par.ep > 1 && s.shard % par.ep != 0)
+    plan_error("ep " + std::to_string(par.ep) + " must divide the FSDP group dp x cp = " + std::to_string(s.shard));
   s.micro_batches = plan.gradient_accumulation;
   s.forward_only = m.forward_only;
   s.sync_every_microbatch = plan.sync_every_microbatch;
@@ -130,8 +150,15 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.other_memory_bytes = m.other_memory_bytes;
   s.gpus_per_node = c.gpus_per_node;
   // Optimizer work is proportional to the parameters each rank owns.
+  double local_fraction = 1.0;  // of the model's parameters one TP / EP rank holds
+  if (!par.is_1d()) {
+    double local = 0;
+    // An expert rank holds 1/ep of the experts, sharded over 1/ep of the group: per rank the same.
+    for (const auto& u : m.units) local += double(u.expert ? u.param_count : parallel_params(s, u));
+    local_fraction = m.total_params() > 0 ? local / double(m.total_params()) : 1.0;
+  }
   s.optimizer_ns = static_cast<TimeNs>(std::llround(double(m.optimizer_ns) * double(std::max(1, m.optimizer_reference_world)) /
-                                                    double(s.shard)));
+                                                    double(s.shard) * local_fraction));
 
   s.optimizer_other_ns = other_comm_at(m.optimizer_extra, m.other_comm_world, s.world, c);
   s.optimizer_idle_ns = m.optimizer_extra.idle_ns;
@@ -159,11 +186,17 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       if (!e.name.empty() || !e.members.empty()) e.name += "+";
       e.name += m.units[static_cast<std::size_t>(u)].name;
       e.members.push_back(u);
-      e.params += m.units[static_cast<std::size_t>(u)].param_count;
+      e.params += parallel_params(s, m.units[static_cast<std::size_t>(u)]);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
     }
     e.ag_bytes = e.params * s.param_bytes;
+    // MoE experts are sharded over the FSDP group less the EP degree (a bucket mixing experts
+    // with other modules is refused: its members would need two different groups).
+    const auto experts = std::count_if(members.begin(), members.end(), [&](int u) { return m.units[static_cast<std::size_t>(u)].expert; });
+    if (experts > 0 && experts < static_cast<long>(members.size()) && par.ep > 1)
+      plan_error("buckets: '" + e.name + "' mixes expert and non-expert modules, which expert parallelism shards over different groups");
+    e.shard = experts > 0 ? s.shard / par.ep : s.shard;
     s.units.push_back(std::move(e));
   };
   for (const auto& b : plan.buckets) {
@@ -202,9 +235,11 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
 
   // Segments and hook orders.
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
-    const auto& sg = m.segments[i];
+    const SimSegment sg = par.tp > 1 || par.cp > 1 ? parallel_segment(m, s, m.segments[i]) : m.segments[i];
     const int e = s.exec_of_unit[static_cast<std::size_t>(sg.unit)];
-    ExecSegment es{e, sg.fwd_ns, sg.bwd_ns, sg.saved_activation_bytes, sg.recompute_activation_bytes};
+    ExecSegment es;
+    es.exec = e, es.fwd_ns = sg.fwd_ns, es.bwd_ns = sg.bwd_ns;
+    es.saved_bytes = sg.saved_activation_bytes, es.recompute_bytes = sg.recompute_activation_bytes;
     // Checkpointing modes. Full: only the input stays saved; backward reruns the forward first and
     // rebuilds the rest (saved - input) transiently. A model description already checkpointed
     // (recompute bytes > 0, rerun inside bwd_ns) and the root keep their own values.
@@ -221,6 +256,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     es.bwd_temp_bytes = sg.bwd_temp_bytes;
     es.fwd_idle_ns = sg.fwd_extra.idle_ns;  // host-bound time does not depend on the plan or the world
     es.bwd_idle_ns = sg.bwd_extra.idle_ns;
+    if (!par.is_1d()) parallel_comm(s, sg, c, es);
     s.segments.push_back(es);
     ExecUnit& eu = s.units[static_cast<std::size_t>(e)];
     if (eu.first_seg < 0) {
@@ -251,7 +287,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   }
   for (std::size_t e = 0; e < s.units.size(); ++e) {
     ExecUnit& eu = s.units[e];
-    compute_costs(s, eu, c, m.hbm_bytes_per_ns);
+    compute_unit_costs(s, eu, c, m.hbm_bytes_per_ns);
     int md = mode[static_cast<std::size_t>(eu.members.front())];
     for (int u : eu.members) {
       const int x = mode[static_cast<std::size_t>(u)];
@@ -302,7 +338,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     for (std::size_t i = 0; i < m.segments.size(); ++i) {
       ExecSegment& es = s.segments[i];
       if (es.exec != static_cast<int>(e) || m.units[static_cast<std::size_t>(m.segments[i].unit)].is_root) continue;
-      const SimSegment& sg = m.segments[i];
+      const SimSegment sg = par.tp > 1 || par.cp > 1 ? parallel_segment(m, s, m.segments[i]) : m.segments[i];
       CheckpointCost cost = es.by_mode[0];
       for (const auto& part : sg.parts) {
         known += (known.empty() ? "'" : ", '") + part.name + "'";
@@ -327,10 +363,11 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.offload_prefetch_depth = plan.offload_prefetch_depth;
   s.pipelined_optimizer = plan.pipelined_optimizer;
   for (auto& eu : s.units) {
-    const double shard_bytes = double(eu.params) * s.master_bytes / s.shard;
+    const double shard_bytes = double(eu.params) * s.master_bytes / eu.shard;
     eu.h2d_ns = eu.d2h_ns = static_cast<TimeNs>(std::llround(shard_bytes / c.host_link_GBps));  // GB/s = bytes/ns
-    eu.cpu_opt_ns = static_cast<TimeNs>(std::llround(double(eu.params) / s.shard / c.host_optimizer_params_per_s * 1e9));
+    eu.cpu_opt_ns = static_cast<TimeNs>(std::llround(double(eu.params) / eu.shard / c.host_optimizer_params_per_s * 1e9));
   }
+  if (par.pp > 1 || par.pp_virtual > 1) split_pipeline(s, m, c);
   return s;
 }
 

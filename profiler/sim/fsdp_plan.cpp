@@ -36,6 +36,41 @@ std::map<std::string, std::vector<std::string>> list_map(element e, const std::s
   return out;
 }
 
+Parallelism parse_parallelism(object o, const std::string& where) {
+  Parallelism par;
+  auto degree = [&](const char* k, int& out) {
+    if (auto v = get_int(o, k, where, "parallelism")) {
+      if (*v < 1 || *v > 1'000'000) json_fail(where, std::string("parallelism.") + k, "an integer in [1, 1000000]");
+      out = static_cast<int>(*v);
+    }
+  };
+  degree("tp", par.tp);
+  degree("cp", par.cp);
+  degree("pp", par.pp);
+  degree("pp_virtual", par.pp_virtual);
+  degree("ep", par.ep);
+  if (auto v = get_bool(o, "sequence_parallel", where, "parallelism")) par.sequence_parallel = *v;
+  if (auto v = get_string(o, "cp_kind", where, "parallelism")) {
+    if (*v != "ulysses" && *v != "ring") json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
+    par.cp_kind = *v;
+  }
+  if (auto v = get_string(o, "pp_schedule", where, "parallelism")) {
+    if (*v != "1f1b" && *v != "gpipe" && *v != "interleaved") json_fail(where, "parallelism.pp_schedule", "\"1f1b\", \"gpipe\" or \"interleaved\"");
+    par.pp_schedule = *v;
+  }
+  element e;
+  if (!o["pp_split"].get(e)) {
+    array a;
+    if (e.get_array().get(a)) json_fail(where, "parallelism.pp_split", "an array of unit indices (first unit of stages 1..pp-1)");
+    for (element x : a) {
+      std::int64_t i;
+      if (x.get_int64().get(i) || i < 1) json_fail(where, "parallelism.pp_split", "an array of positive unit indices");
+      par.pp_split.push_back(static_cast<int>(i));
+    }
+  }
+  return par;
+}
+
 }  // namespace
 
 FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
@@ -121,6 +156,7 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     p.offload_prefetch_depth = static_cast<int>(*v);
   }
   if (auto v = get_bool(root, "pipelined_optimizer", where, "")) p.pipelined_optimizer = *v;
+  if (!root["parallelism"].get(e)) p.parallel = parse_parallelism(as_object(e, where, "parallelism"), where);
   return p;
 }
 
@@ -180,6 +216,18 @@ std::string plan_to_json(const FsdpPlan& p) {
   if (p.offload != "none") j.kv("offload", p.offload);
   if (p.offload_prefetch_depth != 1) j.kv("offload_prefetch_depth", p.offload_prefetch_depth);
   if (p.pipelined_optimizer) j.kv("pipelined_optimizer", true);
+  if (!(p.parallel == Parallelism{})) {
+    const Parallelism& q = p.parallel;
+    j.key("parallelism").begin_object();
+    j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
+    j.kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep);
+    if (!q.pp_split.empty()) {
+      j.key("pp_split").begin_array();
+      for (int i : q.pp_split) j.value(i);
+      j.end_array();
+    }
+    j.end_object();
+  }
   j.end_object();
   return s.str();
 }
@@ -191,6 +239,20 @@ std::string plan_to_python(const FsdpPlan& p) {
        "from torch.distributed.fsdp import fully_shard\n\n"
        "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
   bool any = false;
+  if (!p.parallel.is_1d()) {
+    // The mesh and the model-parallel wrapping come before fully_shard and need the launcher's
+    // world; they are described, not generated (torchtitan's parallelize_llama does them).
+    const Parallelism& q = p.parallel;
+    s << "    # parallelism: mesh (pp=" << q.pp << ", dp_shard, cp=" << q.cp << ", tp=" << q.tp << "), tp innermost;\n"
+      << "    #   tensor parallel: parallelize_module(block, mesh[\"tp\"], Colwise q/k/v, w1/w3, Rowwise o, w2"
+      << (q.sequence_parallel ? ", SequenceParallel norms" : "") << ")\n";
+    if (q.cp > 1) s << "    #   context parallel (" << q.cp_kind << ") over mesh[\"cp\"]\n";
+    if (q.pp > 1)
+      s << "    #   pipeline: " << q.pp * q.pp_virtual << " stages, schedule " << q.pp_schedule << " (torch.distributed.pipelining), "
+        << p.gradient_accumulation << " micro-batches\n";
+    if (q.ep > 1) s << "    #   expert parallel: experts split over " << q.ep << " ranks of dp_shard x cp\n";
+    s << "    #   then fully_shard over mesh[\"dp_shard\", \"cp\"] (flattened) as below\n";
+  }
   if (std::any_of(p.checkpoint.begin(), p.checkpoint.end(), [](const auto& kv) { return kv.second != "none"; })) {
     // Checkpoint wrappers go in before fully_shard, so FSDP's hooks wrap the checkpointed module.
     // Whole named units are wrapped in place; "*" and selective globs need the model's structure,

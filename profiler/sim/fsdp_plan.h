@@ -10,6 +10,24 @@
 
 namespace ss::sim {
 
+// Parallelism around FSDP (docs/simulator.md §parallelism): the world is pp x dp x cp x tp, tp
+// innermost (inside a node when it fits), FSDP shards over dp x cp (torchtitan's dp_shard_cp mesh).
+// Micro-batches per step are FsdpPlan::gradient_accumulation (the pipeline's micro-batch count).
+struct Parallelism {
+  int tp = 1;                      // Megatron tensor parallel degree
+  bool sequence_parallel = false;  // TP's all-reduces become all-gather + reduce-scatter pairs
+  int cp = 1;                      // context parallel degree
+  std::string cp_kind = "ulysses"; // "ulysses" (all-to-all) or "ring" (K/V passed around a ring)
+  int pp = 1;                      // pipeline stages
+  std::string pp_schedule = "1f1b";  // "1f1b", "gpipe" or "interleaved"
+  int pp_virtual = 1;              // model chunks per stage (interleaved 1F1B)
+  std::vector<int> pp_split;       // optional: first unit index (forward order) of stages 1..pp-1
+  int ep = 1;                      // expert parallel degree (MoE expert units)
+
+  bool operator==(const Parallelism&) const = default;
+  bool is_1d() const { return tp == 1 && cp == 1 && pp == 1 && ep == 1; }
+};
+
 struct FsdpPlan {
   std::vector<std::string> unsharded;          // reshard_after_forward=False
   std::map<std::string, int> reshard_degree;   // reshard_after_forward=k (hpZ); k >= 2
@@ -34,6 +52,7 @@ struct FsdpPlan {
   std::string offload = "none";
   int offload_prefetch_depth = 1;    // host-resident shards copied up to k units ahead (OOGC); 1 = FSDP2
   bool pipelined_optimizer = false;  // CPU update of unit i overlaps the backward of the next units (OOGC)
+  Parallelism parallel;
 
   bool operator==(const FsdpPlan&) const = default;
 };

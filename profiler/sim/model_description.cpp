@@ -53,6 +53,15 @@ ModelDescription parse_model_json(const std::string& json, const std::string& wh
   d.param_dtype_bytes = static_cast<int>(opt_int("param_dtype_bytes", 2, 1, 8));
   d.reduce_dtype_bytes = static_cast<int>(opt_int("reduce_dtype_bytes", 4, 1, 8));
   if (d.hidden % d.heads != 0) json_fail(where, "num_heads", "a divisor of hidden_size");
+  d.num_experts = static_cast<int>(opt_int("num_experts", 0, 0, 1 << 16));
+  if (d.num_experts > 0) {
+    if (d.kind != "decoder") json_fail(where, "num_experts", "absent for a DiT (experts are modelled for decoders)");
+    d.experts_per_token = static_cast<int>(opt_int("experts_per_token", 2, 1, d.num_experts));
+    d.shared_experts = static_cast<int>(opt_int("shared_experts", 0, 0, 64));
+    d.moe_layer_interval = static_cast<int>(opt_int("moe_layer_interval", 1, 1, d.layers));
+    d.moe_ffn_hidden = opt_int("moe_ffn_hidden_size", d.ffn_hidden, 1, 1 << 22);
+    if (d.wrap != "layer") json_fail(where, "wrap", "\"layer\" for a mixture-of-experts model (experts are their own unit)");
+  }
   return d;
 }
 
@@ -85,8 +94,23 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   const double mlp_act = d.gated_mlp ? 2 * h + 6 * f : 2 * h + 4 * f;
   const double block_in = 2 * h;  // what full checkpointing keeps
 
+  // Parallelism shapes (docs/simulator.md §parallelism): activations in the parameter dtype; a TP
+  // collective carries tokens x hidden; TP without SP keeps the norm inputs and the fp32 residual
+  // whole (6h bytes per token before attention, 2h before the MLP).
+  const double act_b = d.param_dtype_bytes;
+  const std::int64_t tp_msg = static_cast<std::int64_t>(tokens * h * act_b);
+  const std::int64_t attn_repl = static_cast<std::int64_t>(tokens * 6 * h), mlp_repl = static_cast<std::int64_t>(tokens * 2 * h);
+  auto attention_shape = [&](ParallelShape& ps) {
+    ps.attentions = 1;
+    ps.cp_qkv_bytes = static_cast<std::int64_t>(tokens * (h + 2 * kvd) * act_b);
+    ps.cp_out_bytes = tp_msg;
+    ps.cp_kv_bytes = static_cast<std::int64_t>(tokens * 2 * kvd * act_b);
+    ps.attention_core_ns = static_cast<TimeNs>(std::llround(attn_score / flops_per_ns));
+  };
+
   SimModel m;
   m.name = d.name;
+  m.has_parallel_shapes = true;
   m.param_dtype_bytes = d.param_dtype_bytes;
   m.reduce_dtype_bytes = d.reduce_dtype_bytes;
   m.hbm_bytes_per_ns = dev->hbm_TBps * 1e3;
@@ -104,14 +128,22 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   const double embed_p = dit ? double(d.patch_dim) * h + 6 * h * h /* timestep MLP */ : double(d.vocab) * h;
   const double head_p = dit ? h * double(d.patch_dim) + 2 * h : (d.tied_embeddings ? 0 : double(d.vocab) * h) + h;
   SimUnit root{"", "", dit ? "DiT" : "Transformer", static_cast<std::int64_t>(embed_p + head_p), true};
+  // TP: a decoder's embedding is vocab-parallel and its output head column-parallel (torchtitan);
+  // a DiT's patch embedding, timestep MLP and head stay replicated. The final norm is replicated.
+  root.tp_replicated_params = dit ? root.param_count : static_cast<std::int64_t>(h);
+  root.tail_params = static_cast<std::int64_t>(head_p);
   m.units.push_back(root);
   const double head_f = 2 * tokens * (dit ? double(d.patch_dim) * h : double(d.vocab) * h);
   const double embed_f = dit ? 2 * tokens * double(d.patch_dim) * h : 0;
   m.segments.push_back({0, ns(embed_f), ns(2 * embed_f), static_cast<std::int64_t>(tokens * 2 * h), 0});
+  m.segments.back().input_bytes = static_cast<std::int64_t>(tokens * 2 * h);
+  m.segments.back().parallel.tp_replicated_saved = m.segments.back().saved_activation_bytes;
+  if (!dit) m.segments.back().parallel.tp_fwd_only = 1, m.segments.back().parallel.tp_bytes = tp_msg;
 
   auto add_unit = [&](const std::string& name, const std::string& group, const char* cls, double params, double fwd_flops,
-                      double act_per_token, std::vector<SimPart> parts) {
+                      double act_per_token, std::vector<SimPart> parts, double replicated_params, ParallelShape shape) {
     m.units.push_back({name, group, cls, static_cast<std::int64_t>(params), false});
+    m.units.back().tp_replicated_params = static_cast<std::int64_t>(replicated_params);
     SimSegment s;
     s.unit = static_cast<int>(m.units.size() - 1);
     s.fwd_ns = ns(fwd_flops);
@@ -121,23 +153,63 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
     s.recompute_activation_bytes = ac ? static_cast<std::int64_t>(full) : 0;
     s.input_bytes = static_cast<std::int64_t>(tokens * block_in);
     if (!ac) s.parts = std::move(parts);  // a checkpointed description has nothing left to select
+    s.parallel = shape;
     m.segments.push_back(s);
   };
+  // Mixture of experts: routed experts' parameters, compute (experts_per_token of them per
+  // token) and activations per routed token; shared experts are dense MLPs inside the layer unit.
+  const bool moe = d.num_experts > 0;
+  const double fe = double(d.moe_ffn_hidden);
+  const double expert_p = moe ? double(d.num_experts) * (d.gated_mlp ? 3 : 2) * h * fe : 0;
+  const double routed = tokens * d.experts_per_token;
+  const double expert_f = moe ? 2 * routed * (d.gated_mlp ? 3 : 2) * h * fe : 0;
+  const double expert_act_per_token = moe ? d.experts_per_token * (d.gated_mlp ? 2 * h + 6 * fe : 2 * h + 4 * fe) : 0;
+  const double shared_p = moe ? d.shared_experts * (d.gated_mlp ? 3 : 2) * h * fe + h * d.num_experts /* router */ : 0;
+  const double shared_f = 2 * tokens * shared_p;
+  const double shared_act = moe && d.shared_experts > 0 ? d.shared_experts * (d.gated_mlp ? 2 * h + 6 * fe : 2 * h + 4 * fe) : 0;
   for (int l = 0; l < d.layers; ++l) {
     const std::string base = "layers." + std::to_string(l);
+    ParallelShape attn_shape, mlp_shape;
+    attention_shape(attn_shape);
+    attn_shape.tp_pairs = cross_p > 0 ? 2 : 1;  // self-attention (+ cross-attention)
+    attn_shape.tp_bytes = mlp_shape.tp_bytes = tp_msg;
+    attn_shape.tp_replicated_saved = attn_repl;
+    mlp_shape.tp_pairs = 1;
+    mlp_shape.tp_replicated_saved = mlp_repl;
+    if (moe && l % d.moe_layer_interval == d.moe_layer_interval - 1) {
+      // The layer unit: attention, router and shared experts; then the routed experts' unit.
+      ParallelShape layer = attn_shape;
+      layer.tp_pairs += d.shared_experts > 0 ? 1 : 0;
+      layer.tp_replicated_saved += mlp_repl;
+      add_unit(base, base, "MoETransformerBlock", attn_p + extra_p + shared_p, attn_f + shared_f, attn_act + shared_act + 2 * h,
+               {{"attention", ns(attn_f), static_cast<std::int64_t>(tokens * attn_act)}}, extra_p + h * d.num_experts, layer);
+      ParallelShape ex;
+      ex.moe_layers = 1;
+      ex.ep_bytes = static_cast<std::int64_t>(routed * h * act_b);
+      add_unit(base + ".moe.experts", base, "GroupedExperts", expert_p, expert_f, expert_act_per_token, {}, 0, ex);
+      m.units.back().expert = true;
+      continue;
+    }
     if (d.wrap == "layer") {
       std::vector<SimPart> parts{{"attention", ns(attn_f), static_cast<std::int64_t>(tokens * attn_act)}};
       if (cross_p > 0) parts.push_back({"cross_attention", ns(cross_f), static_cast<std::int64_t>(tokens * cross_act)});
       parts.push_back({"feed_forward", ns(mlp_f), static_cast<std::int64_t>(tokens * mlp_act)});
+      ParallelShape block = attn_shape;
+      block.tp_pairs += 1;
+      block.tp_replicated_saved += mlp_repl;
       add_unit(base, base, dit ? "DiTBlock" : "TransformerBlock", attn_p + cross_p + mlp_p + extra_p,
-               attn_f + cross_f + mlp_f, attn_act + cross_act + mlp_act, std::move(parts));
+               attn_f + cross_f + mlp_f, attn_act + cross_act + mlp_act, std::move(parts), extra_p, block);
     } else {
-      add_unit(base + ".attention", base, "Attention", attn_p + cross_p + extra_p, attn_f + cross_f, attn_act + cross_act, {});
-      add_unit(base + ".feed_forward", base, "FeedForward", mlp_p, mlp_f, mlp_act, {});
+      add_unit(base + ".attention", base, "Attention", attn_p + cross_p + extra_p, attn_f + cross_f, attn_act + cross_act, {}, extra_p,
+               attn_shape);
+      add_unit(base + ".feed_forward", base, "FeedForward", mlp_p, mlp_f, mlp_act, {}, 0, mlp_shape);
     }
   }
   m.segments.push_back({0, ns(head_f), ns(2 * head_f),
                         static_cast<std::int64_t>(tokens * (dit ? 2 * double(d.patch_dim) : 4 * double(d.vocab))), 0});
+  m.segments.back().input_bytes = static_cast<std::int64_t>(tokens * 2 * h);
+  if (dit) m.segments.back().parallel.tp_replicated_saved = m.segments.back().saved_activation_bytes;
+  else m.segments.back().parallel.tp_bwd_only = 1, m.segments.back().parallel.tp_bytes = tp_msg;
   // AdamW: reads and writes fp32 params, grads, exp_avg, exp_avg_sq (~28 B/param moved); here
   // expressed for the whole model on one rank (optimizer_reference_world = 1).
   m.optimizer_ns = static_cast<TimeNs>(std::llround(28.0 * double(m.total_params()) / m.hbm_bytes_per_ns));

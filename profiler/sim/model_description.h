@@ -27,6 +27,12 @@ struct ModelDescription {
   std::string device = "H100";
   double achievable_fraction = 0;  // 0: the device table's
   int param_dtype_bytes = 2, reduce_dtype_bytes = 4;
+  // Mixture of experts (decoder only; num_experts 0 = dense): every moe_layer_interval-th layer's
+  // MLP is num_experts routed experts of moe_ffn_hidden_size, experts_per_token of them per token,
+  // plus shared_experts always-on experts. The experts are their own FSDP unit
+  // ("layers.N.moe.experts"), split by expert parallelism.
+  int num_experts = 0, experts_per_token = 0, shared_experts = 0, moe_layer_interval = 1;
+  std::int64_t moe_ffn_hidden = 0;
 };
 
 ModelDescription parse_model_json(const std::string& json, const std::string& where);

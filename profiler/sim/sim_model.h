@@ -21,6 +21,15 @@ struct SimUnit {
   // Host work of the unit's backward unshard (copy-in, copy-out, hooks) measured on a CPU run;
   // spent on the compute lane only when the unit is gathered in backward.
   TimeNs bwd_unshard_host_ns = 0;
+  // Parallelism around FSDP (model descriptions only): parameters tensor parallelism does not
+  // split (norm weights, replicated on every TP rank), and MoE experts, which expert parallelism
+  // splits instead (each EP rank holds 1/ep of the experts; FSDP shards them over dp*cp/ep).
+  std::int64_t tp_replicated_params = 0;
+  bool expert = false;
+  // The root's parameters only its last segment uses (norm + output head): with pipeline
+  // parallelism the first stage holds the rest (embeddings), the last stage these. -1: unknown,
+  // split in proportion to the head's and tail's forward time.
+  std::int64_t tail_params = -1;
 };
 
 // What a measured profile shows on the GPU besides compute and FSDP's own collectives, replayed
@@ -45,6 +54,24 @@ struct SimPart {
 
 // One stretch of compute on the compute stream. A unit has one segment, except the root, which
 // usually has a head (embedding, before the first layer) and a tail (norm, output, loss).
+// What tensor, context and expert parallelism do to a segment (model descriptions fill it; sizes
+// are for the whole micro-batch at tp = cp = 1 and are divided by the degrees when compiled).
+struct ParallelShape {
+  int tp_pairs = 0;                // column -> row parallel pairs: one TP all-reduce each per pass
+  // The root's vocab-parallel embedding (forward all-reduce only) and column-parallel output head
+  // with loss parallelism (backward all-reduce of its input gradient only), as torchtitan does.
+  int tp_fwd_only = 0, tp_bwd_only = 0;
+  std::int64_t tp_bytes = 0;       // one TP collective's buffer: tokens x hidden x activation dtype
+  std::int64_t tp_replicated_saved = 0;  // saved activations TP without SP keeps whole (norm inputs)
+  int attentions = 0;              // self-attention layers (context parallelism acts on them)
+  std::int64_t cp_qkv_bytes = 0;   // Ulysses: q, k, v of the whole sequence and all heads
+  std::int64_t cp_out_bytes = 0;   // Ulysses: the attention output
+  std::int64_t cp_kv_bytes = 0;    // ring: k and v of the whole sequence
+  TimeNs attention_core_ns = 0;    // forward score/softmax/value work (ring hides its p2p behind it)
+  int moe_layers = 0;              // expert layers: dispatch + combine all-to-all each per pass
+  std::int64_t ep_bytes = 0;       // one dispatch buffer: routed tokens x hidden x activation dtype
+};
+
 struct SimSegment {
   int unit = 0;
   TimeNs fwd_ns = 0;
@@ -60,6 +87,7 @@ struct SimSegment {
   // activations > 0 means unknown: a profile's unit keeps nothing then (docs/simulator.md limits).
   std::int64_t input_bytes = 0;
   std::vector<SimPart> parts{};
+  ParallelShape parallel{};
 };
 
 struct SimModel {
@@ -77,6 +105,9 @@ struct SimModel {
   MeasuredExtra optimizer_extra{};      // between the last backward range and the end of the step
   bool forward_only = false;  // a measured window of forward passes only: no backward, no optimizer step
   int other_comm_world = 0;  // world size the non-FSDP collectives were measured at; 0 = keep them as measured
+  // Model descriptions know their shapes (ParallelShape); profiles do not, so tensor, context and
+  // expert parallelism are refused on them (pipeline parallelism works on either).
+  bool has_parallel_shapes = false;
 
   std::int64_t param_bytes(int unit) const { return units[static_cast<std::size_t>(unit)].param_count * param_dtype_bytes; }
   std::int64_t total_params() const {

@@ -38,6 +38,23 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
         .kv("host_copy_ms", to_ms(r.host_copy_ns))
         .kv("host_copy_bytes", r.host_copy_bytes)
         .kv("cpu_optimizer_ms", to_ms(r.cpu_optimizer_ns));
+  if (!s.par.is_1d()) {
+    const Parallelism& q = s.par;
+    j.key("parallelism").begin_object().kv("dp", s.dp).kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("cp", q.cp)
+        .kv("cp_kind", q.cp_kind).kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep).end_object();
+    j.kv("tp_collectives", r.tp_collectives).kv("tp_bytes", r.tp_bytes).kv("cp_collectives", r.cp_collectives).kv("cp_bytes", r.cp_bytes)
+        .kv("ep_collectives", r.ep_collectives).kv("ep_bytes", r.ep_bytes).kv("model_parallel_ms", to_ms(r.model_parallel_ns))
+        .kv("model_parallel_exposed_ms", to_ms(r.model_parallel_exposed_ns));
+  }
+  if (!r.stages.empty()) {
+    j.kv("p2p_sends", r.p2p_sends).kv("p2p_bytes", r.p2p_bytes).kv("bubble_ms", to_ms(r.bubble_ns)).kv("shown_stage", r.shown_stage);
+    j.key("stages").begin_array();
+    for (const auto& st : r.stages)
+      j.begin_object().kv("units", st.units).kv("forward_ms", to_ms(st.fwd_ns)).kv("backward_ms", to_ms(st.bwd_ns))
+          .kv("busy_ms", to_ms(st.busy_ns)).kv("end_ms", to_ms(st.end_ns)).kv("max_in_flight", st.max_in_flight)
+          .kv("peak_memory_bytes", st.peak_bytes).end_object();
+    j.end_array();
+  }
   j.key("peak_memory").begin_object().kv("time_ms", to_ms(r.peak_time)).kv("module", unit_label(s, r.peak_exec)).kv("phase", phase_name(r.peak_phase));
   j.key("by_category").begin_object();
   for (int c = 0; c < kMemCatCount; ++c) j.kv(mem_cat_key(static_cast<MemCat>(c)), r.peak_by_category[static_cast<std::size_t>(c)]);
@@ -89,6 +106,29 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
   }
   o << "Collectives  " << r.all_gathers << " all-gather, " << r.reduce_scatters << " reduce-scatter, " << r.all_reduces
     << " all-reduce\n";
+  if (!s.par.is_1d()) {
+    const Parallelism& q = s.par;
+    std::snprintf(line, sizeof line, "Parallelism  dp %d x tp %d%s x cp %d (%s) x pp %d (%s%s) ; ep %d\n", s.dp, q.tp,
+                  q.sequence_parallel ? " (SP)" : "", q.cp, q.cp_kind.c_str(), q.pp, q.pp_schedule.c_str(),
+                  q.pp_virtual > 1 ? (", " + std::to_string(q.pp_virtual) + " chunks").c_str() : "", q.ep);
+    o << line;
+    std::snprintf(line, sizeof line, "  TP %d collectives (%s), CP %d (%s), EP %d (%s); exposed %.3f ms\n", r.tp_collectives,
+                  format_bytes(r.tp_bytes).c_str(), r.cp_collectives, format_bytes(r.cp_bytes).c_str(), r.ep_collectives,
+                  format_bytes(r.ep_bytes).c_str(), to_ms(r.model_parallel_exposed_ns));
+    o << line;
+  }
+  if (!r.stages.empty()) {
+    std::snprintf(line, sizeof line, "Pipeline     %zu stages, bubble %.3f ms on the shown stage %d; %d sends (%s)\n", r.stages.size(),
+                  to_ms(r.bubble_ns), r.shown_stage, r.p2p_sends, format_bytes(r.p2p_bytes).c_str());
+    o << line;
+    for (std::size_t i = 0; i < r.stages.size(); ++i) {
+      const auto& st = r.stages[i];
+      std::snprintf(line, sizeof line, "  stage %zu: F %.3f ms, B %.3f ms per micro-batch, ends %.3f ms, %d in flight, peak %s  (%s)\n", i,
+                    to_ms(st.fwd_ns), to_ms(st.bwd_ns), to_ms(st.end_ns), st.max_in_flight, format_bytes(st.peak_bytes).c_str(),
+                    st.units.c_str());
+      o << line;
+    }
+  }
   o << "Peak memory  " << format_bytes(r.peak_bytes) << " at " << to_ms(r.peak_time) << " ms, in " << unit_label(s, r.peak_exec)
     << " (" << phase_name(r.peak_phase) << ")\n";
   for (int c = 0; c < kMemCatCount; ++c) {

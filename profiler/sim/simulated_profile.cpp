@@ -43,13 +43,21 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
   ri.world_size = step.world;
   w.add_rank(ri);
   const char* lane_names[kLaneCount] = {"compute", "nccl (all-gather + reduce-scatter)", "nccl reduce-scatter", "nccl all-reduce (HSDP)",
-                                       "host-to-device copies (offload)", "device-to-host copies (offload)", "CPU optimizer (offload)"};
-  // The offload lanes appear only when a plan offloads, so other profiles keep their four streams.
+                                       "host-to-device copies (offload)", "device-to-host copies (offload)", "CPU optimizer (offload)",
+                                       "nccl tensor / context / expert parallel", "nccl pipeline send/recv"};
+  // The offload and parallelism lanes appear only when a plan uses them, so other profiles keep
+  // their four streams.
+  const Parallelism& par = step.par;
   RowId streams[kLaneCount];
   for (int l = 0; l < kLaneCount; ++l) {
     streams[l] = kNoRow;
-    if (l > kNcclLaneCount && step.offload == Offload::None) continue;
-    const StreamKind kind = l == 0 ? StreamKind::Compute : l <= kNcclLaneCount ? StreamKind::Nccl : l == static_cast<int>(Lane::CpuOptimizer) ? StreamKind::Unknown : StreamKind::Copy;
+    const Lane lane = static_cast<Lane>(l);
+    if (l > kNcclLaneCount && lane <= Lane::CpuOptimizer && step.offload == Offload::None) continue;
+    if (lane == Lane::ModelParallel && par.tp == 1 && par.cp == 1 && par.ep == 1) continue;
+    if (lane == Lane::PipelineP2P && step.stages.empty()) continue;
+    const StreamKind kind = l == 0 || lane == Lane::CpuOptimizer ? (l == 0 ? StreamKind::Compute : StreamKind::Unknown)
+                            : l <= kNcclLaneCount || lane >= Lane::ModelParallel ? StreamKind::Nccl
+                                                                                 : StreamKind::Copy;
     streams[l] = w.add_stream({0, 0, l == 0 ? 7 : 20 + l, kind, lane_names[l]});
   }
   const RowId thread = w.add_thread({0, 1, "simulated"});
@@ -84,8 +92,13 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
 
   const RowId pg = w.add_process_group({"shard", "fsdp_shard", "", step.shard, "nccl"});
   const RowId rpg = step.replicate > 1 ? w.add_process_group({"replicate", "hsdp_replicate", "", step.replicate, "nccl"}) : kNoRow;
+  // Model-parallel groups, as torchtitan names its mesh dimensions.
+  const RowId tp_pg = par.tp > 1 ? w.add_process_group({"tp", "tensor_parallel", "", par.tp, "nccl"}) : kNoRow;
+  const RowId cp_pg = par.cp > 1 ? w.add_process_group({"cp", "context_parallel", "", par.cp, "nccl"}) : kNoRow;
+  const RowId ep_pg = par.ep > 1 ? w.add_process_group({"ep", "expert_parallel", "", par.ep, "nccl"}) : kNoRow;
+  const RowId pp_pg = !step.stages.empty() ? w.add_process_group({"pp", "pipeline_parallel", "", par.pp, "nccl"}) : kNoRow;
   const std::uint32_t bf16 = w.intern("BFloat16");
-  std::int64_t seq = 0, rseq = 0, corr = 1;
+  std::int64_t seq = 0, rseq = 0, mseq = 0, corr = 1;
   TimeNs recompute_start = -1;
   w.add_range({0, thread, kNoRow, 0, r.step_ns, w.intern("ProfilerStep#0"), RangeKind::Annotation,
                                         RangePhase::None, kNoRow, kNoRow, 0});
@@ -113,6 +126,15 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
       case OpKind::HostToDevice: name = "Memcpy HtoD offload (" + label + ")"; cat = KernelCategory::Memcpy; break;
       case OpKind::DeviceToHost: name = "Memcpy DtoH offload (" + label + ")"; cat = KernelCategory::Memcpy; break;
       case OpKind::CpuOptimizer: name = "CPU optimizer step (" + label + ")"; break;
+      case OpKind::TpAllReduce: name = "ncclDevKernel_AllReduce TP (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllReduce; break;
+      case OpKind::TpAllGather: name = "ncclDevKernel_AllGather SP (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllGather; break;
+      case OpKind::TpReduceScatter: name = "ncclDevKernel_ReduceScatter SP (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::ReduceScatter; break;
+      case OpKind::CpAllToAll: name = "ncclDevKernel_AllToAll CP Ulysses (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllToAll; break;
+      case OpKind::CpRing: name = "ncclDevKernel_SendRecv CP ring (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::SendRecv; break;
+      case OpKind::EpAllToAll: name = "ncclDevKernel_AllToAll EP (" + label + ")"; cat = KernelCategory::Collective; ct = CollectiveType::AllToAll; break;
+      case OpKind::PpSend: name = std::string("ncclDevKernel_SendRecv PP ") + (op.phase == Phase::Forward ? "activation" : "gradient") +
+                                  " (micro-batch " + std::to_string(op.micro) + ")";
+        cat = KernelCategory::Collective; ct = CollectiveType::SendRecv; break;
     }
     KernelRow k;
     k.rank = 0;
@@ -127,6 +149,11 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
     const RowId kid = w.add_kernel(k);
     if (op.kind == OpKind::OtherComm) {
       w.add_collective({0, kid, CollectiveType::Unknown, 0, 0, kNoRow, 0, -1, op.start, op.end});
+    } else if (is_model_parallel(op.kind) || op.kind == OpKind::PpSend) {
+      const bool tp = op.kind <= OpKind::TpReduceScatter, cp = op.kind == OpKind::CpAllToAll || op.kind == OpKind::CpRing;
+      const RowId g = op.kind == OpKind::PpSend ? pp_pg : tp ? tp_pg : cp ? cp_pg : ep_pg;
+      const int n = op.kind == OpKind::PpSend ? 2 : tp ? par.tp : cp ? par.cp : par.ep;
+      w.add_collective({0, kid, ct, op.bytes, bf16, g, n, mseq++, op.start, op.end});
     } else if (cat == KernelCategory::Collective) {
       const bool ar = ct == CollectiveType::AllReduce;
       w.add_collective({0, kid, ct, op.bytes, bf16, ar ? rpg : pg, ar ? step.replicate : step.shard, ar ? rseq++ : seq++,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "profiler/sim/compile_internal.h"
 #include "profiler/sim/step_simulator.h"
 
 namespace ss::sim {
@@ -41,12 +42,15 @@ class StepRun {
     for (int mb = 0; mb < s_.micro_batches; ++mb) {
       micro_ = mb;
       forward();
+      r_.forward_end_ns = lane_[0];
       if (!s_.forward_only) backward(mb == s_.micro_batches - 1);
+      r_.backward_end_ns = lane_[0];
     }
     if (s_.forward_only) {  // a measured window of forward passes: no backward, no optimizer step
       r_.step_ns = lane_[0];
       return;
     }
+    phase_ = Phase::Optimizer;
     if (s_.offload == Offload::None) {
       // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
       const TimeNs t0 = lane_[0];
@@ -74,7 +78,7 @@ class StepRun {
   };
 
   static constexpr int li(Lane l) { return static_cast<int>(l); }
-  std::int64_t shard_bytes(int e) const { return eu(e).params * s_.master_bytes / s_.shard; }
+  std::int64_t shard_bytes(int e) const { return eu(e).params * s_.master_bytes / eu(e).shard; }
 
   // Offload's step end. Cpu: the host updates its shards once every gradient is down (pipelined:
   // already done unit by unit in backward). Optimizer: gradients down, CPU update, parameters up,
@@ -119,10 +123,10 @@ class StepRun {
   }
 
   const ExecUnit& eu(int e) const { return s_.units[static_cast<std::size_t>(e)]; }
-  std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.shard; }
+  std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.units[e].shard; }
 
   void mem(TimeNs t, std::int64_t delta, int exec, MemCat c) {
-    if (delta != 0) r_.memory.push_back({t, delta, exec, c});
+    if (delta != 0) r_.memory.push_back({t, delta, exec, c, phase_, persistent_});
   }
 
   // A segment's temporaries: alive from its compute's start to its end (lane_[0] after the op).
@@ -133,11 +137,17 @@ class StepRun {
   }
 
   void persistent_state() {
+    persistent_ = true;
+    struct Reset {
+      bool& f;
+      ~Reset() { f = false; }
+    } reset{persistent_};
     // Offload: Cpu keeps sharded parameters and optimizer states on the host, Optimizer the states.
     for (std::size_t e = 0; e < unit_.size(); ++e) {
       const auto p = s_.units[e].params;
-      if (s_.offload != Offload::Cpu) mem(0, p * s_.master_bytes / s_.shard, static_cast<int>(e), MemCat::ShardedParam);
-      if (s_.offload == Offload::None) mem(0, p * s_.optimizer_bytes / s_.shard, static_cast<int>(e), MemCat::OptimizerState);
+      const int shard = s_.units[e].shard;
+      if (s_.offload != Offload::Cpu) mem(0, p * s_.master_bytes / shard, static_cast<int>(e), MemCat::ShardedParam);
+      if (s_.offload == Offload::None) mem(0, p * s_.optimizer_bytes / shard, static_cast<int>(e), MemCat::OptimizerState);
     }
     mem(0, s_.other_memory_bytes, -1, MemCat::Other);
   }
@@ -184,6 +194,9 @@ class StepRun {
       end = stretch(start, dur);
       r_.compute_busy_ns += end - start;
       if (kind == OpKind::Recompute) ++r_.recomputes, r_.recompute_ns += end - start;
+    } else if (lane == Lane::ModelParallel || lane == Lane::PipelineP2P) {
+      end = start + dur;
+      if (lane == Lane::ModelParallel) r_.model_parallel_ns += dur;
     } else if (!nccl) {  // offload's copy engines and host CPU: no NCCL interference
       end = start + dur;
       if (kind == OpKind::CpuOptimizer) r_.cpu_optimizer_ns += dur;
@@ -208,6 +221,36 @@ class StepRun {
   void measured(Phase ph, int exec, TimeNs other_ns, TimeNs idle_ns) {
     if (other_ns > 0) op(Lane::Compute, OpKind::OtherComm, ph, exec, 0, other_ns, 0);
     if (idle_ns > 0) op(Lane::Compute, OpKind::Idle, ph, exec, 0, idle_ns, 0);
+  }
+
+  // A segment's tensor / context / expert parallel collectives, after its compute (which started
+  // at `compute_start`): each blocks the compute stream (the next op consumes its result). Ring
+  // attention's K/V exchanges run beside the score work and only their excess is exposed.
+  void model_parallel(const ExecSegment& sg, int e, Phase ph, TimeNs compute_start) {
+    const bool fwd = ph == Phase::Forward;
+    if (sg.ring_attentions > 0) {
+      const TimeNs ring = (fwd ? sg.ring_fwd_ns : sg.ring_bwd_ns) * sg.ring_attentions;
+      const TimeNs core = (fwd ? sg.ring_core_fwd_ns : sg.ring_core_bwd_ns) * sg.ring_attentions;
+      const std::int64_t bytes = sg.ring_step_bytes * (fwd ? 1 : 2) * sg.ring_steps * sg.ring_attentions;
+      op(Lane::ModelParallel, OpKind::CpRing, ph, e, compute_start, ring, bytes);
+      r_.cp_collectives += sg.ring_steps * sg.ring_attentions;
+      r_.cp_bytes += bytes;
+      lane_[0] += std::max<TimeNs>(0, ring - core);
+      r_.model_parallel_exposed_ns += std::max<TimeNs>(0, ring - core);
+    }
+    const std::size_t n = sg.mp_ops.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const ParallelOp& p = sg.mp_ops[fwd ? k : n - 1 - k];
+      if (!(fwd ? p.in_fwd : p.in_bwd)) continue;
+      const OpKind kind = fwd ? p.kind : p.bwd_kind;
+      op(Lane::ModelParallel, kind, ph, e, lane_[0], fwd ? p.ns : p.bwd_ns, p.bytes);
+      r_.model_parallel_exposed_ns += lane_[li(Lane::ModelParallel)] - lane_[0];
+      lane_[0] = lane_[li(Lane::ModelParallel)];
+      int& count = kind == OpKind::EpAllToAll ? r_.ep_collectives : kind == OpKind::CpAllToAll ? r_.cp_collectives : r_.tp_collectives;
+      std::int64_t& bytes = kind == OpKind::EpAllToAll ? r_.ep_bytes : kind == OpKind::CpAllToAll ? r_.cp_bytes : r_.tp_bytes;
+      ++count;
+      bytes += p.bytes;
+    }
   }
 
   // An all-gather on the shared NCCL queue; its buffer lives until the copy-out frees it.
@@ -245,6 +288,7 @@ class StepRun {
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
 
   void forward() {
+    phase_ = Phase::Forward;
     for (auto& st : unit_) st.issued = st.h2d = false;
     // The first all-gather waits for the optimizer (or the previous micro-batch's backward).
     TimeNs prev_copyout_end = lane_[0];
@@ -286,6 +330,7 @@ class StepRun {
         }
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
+      model_parallel(sg, e, Phase::Forward, t);
       mem(t, sg.saved_bytes, e, MemCat::Activation);
       transient(t, sg.fwd_temp_bytes, e);
       measured(Phase::Forward, e, sg.fwd_other_ns, sg.fwd_idle_ns);
@@ -309,6 +354,7 @@ class StepRun {
   }
 
   void backward(bool last_micro) {
+    phase_ = Phase::Backward;
     for (auto& st : unit_) st.issued = st.h2d = false;
     const bool sync = s_.sync_every_microbatch || last_micro;
     const Lane rs_lane = s_.separate_rs ? Lane::ReduceScatter : Lane::Nccl;
@@ -346,8 +392,15 @@ class StepRun {
         }
       }
       // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
-      if (sg.recompute_ns > 0) mem(op(Lane::Compute, OpKind::Recompute, Phase::Backward, e, 0, sg.recompute_ns, 0), sg.recompute_bytes, e, MemCat::Activation);
+      if (sg.recompute_ns > 0) {
+        const TimeNs r = op(Lane::Compute, OpKind::Recompute, Phase::Backward, e, 0, sg.recompute_ns, 0);
+        mem(r, sg.recompute_bytes, e, MemCat::Activation);
+        // A full rerun of the forward issues its model-parallel collectives again (Megatron);
+        // selective checkpointing reruns part of the unit, whose share is not known here.
+        if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Forward, r);
+      }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
+      model_parallel(sg, e, Phase::Backward, t);
       if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
       transient(t, sg.bwd_temp_bytes, e);
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
@@ -373,7 +426,7 @@ class StepRun {
           TimeNs reduced = last_rs_end;
           if (s_.replicate > 1) {
             const TimeNs a0 = op(Lane::AllReduce, OpKind::AllReduce, Phase::Backward, e, last_rs_end, u.ar_ns,
-                                 rs_in / s_.shard);
+                                 rs_in / u.shard);
             last_ar_end = std::max(last_ar_end, a0 + u.ar_ns);
             reduced = a0 + u.ar_ns;
           }
@@ -412,7 +465,11 @@ class StepRun {
   std::vector<std::pair<TimeNs, TimeNs>> comm_[kNcclLaneCount];
   std::size_t ptr_[kNcclLaneCount] = {};
   int micro_ = 0;
+  Phase phase_ = Phase::Forward;
+  bool persistent_ = false;
 };
+
+}  // namespace
 
 void sweep_memory(const CompiledStep& s, SimResult& r, bool detail) {
   auto& ev = r.memory;
@@ -455,13 +512,15 @@ void sweep_memory(const CompiledStep& s, SimResult& r, bool detail) {
   }
 }
 
-}  // namespace
-
 SimResult simulate(const CompiledStep& step, bool detail) {
+  return step.stages.empty() ? simulate_flat(step, detail) : simulate_pipeline(step, detail);
+}
+
+SimResult simulate_flat(const CompiledStep& step, bool detail) {
   SimResult r;
   StepRun run(step, r);
   run.run();
-  r.exposed_comm_ns = std::max<TimeNs>(0, r.step_ns - r.compute_busy_ns - r.other_comm_ns - r.idle_ns);
+  r.exposed_comm_ns = std::max<TimeNs>(0, r.step_ns - r.compute_busy_ns - r.other_comm_ns - r.idle_ns - r.model_parallel_exposed_ns);
   sweep_memory(step, r, detail);
   return r;
 }

@@ -28,16 +28,27 @@ const char* mem_cat_key(MemCat c);  // "sharded_param", ...
 
 // Lanes 4-6 exist only with offload (FsdpPlan::offload): the two copy engines of the host link
 // (each direction has its own) and the host CPU running the optimizer step.
-enum class Lane : std::uint8_t { Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3, HostToDevice = 4, DeviceToHost = 5, CpuOptimizer = 6 };
-inline constexpr int kLaneCount = 7;
+// Lane 7 carries tensor / context / expert parallel collectives, which sit on the compute
+// stream's critical path (the next op needs their result); lane 8 the pipeline's sends and receives.
+enum class Lane : std::uint8_t {
+  Compute = 0, Nccl = 1, ReduceScatter = 2, AllReduce = 3, HostToDevice = 4, DeviceToHost = 5, CpuOptimizer = 6,
+  ModelParallel = 7, PipelineP2P = 8
+};
+inline constexpr int kLaneCount = 9;
 inline constexpr int kNcclLaneCount = 3;  // lanes 1..3
 // OtherComm and Idle: measured time replayed as-is on the compute stream (sim_model.h MeasuredExtra).
 // Recompute: activation checkpointing's forward rerun, on the compute stream before the backward.
 // HostToDevice / DeviceToHost / CpuOptimizer: offload's copies and host optimizer step.
 enum class OpKind : std::uint8_t {
   Compute, CopyOut, RsCopyIn, Optimizer, AllGather, ReduceScatter, AllReduce, OtherComm, Idle,
-  Recompute, HostToDevice, DeviceToHost, CpuOptimizer
+  Recompute, HostToDevice, DeviceToHost, CpuOptimizer,
+  TpAllReduce, TpAllGather, TpReduceScatter,  // Megatron TP (all-gather / reduce-scatter with SP)
+  CpAllToAll, CpRing,                         // context parallel: Ulysses all-to-all, ring K/V passing
+  EpAllToAll,                                 // MoE dispatch / combine
+  PpSend                                      // pipeline: activations forward, gradients backward
 };
+// True for the model-parallel collectives above (TP, CP, EP).
+inline bool is_model_parallel(OpKind k) { return k >= OpKind::TpAllReduce && k <= OpKind::EpAllToAll; }
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 
 inline constexpr int kKeepUnsharded = 0;  // reshard_after_forward=False
@@ -62,6 +73,18 @@ struct ExecUnit {
   Checkpoint checkpoint = Checkpoint::None;
   bool can_select = false;  // the plan gave this unit a selective pattern that matched sub-modules
   TimeNs h2d_ns = 0, d2h_ns = 0, cpu_opt_ns = 0;  // offload: shard up, sharded grads down, CPU update
+  int shard = 1;  // FSDP group size of this unit (dp x cp, or dp x cp / ep for MoE experts)
+};
+
+// One tensor / context / expert parallel collective (ExecSegment::mp_ops).
+struct ParallelOp {
+  OpKind kind;
+  TimeNs ns;
+  std::int64_t bytes;
+  // What the backward issues for it (the forward's adjoint): TP all-gather <-> reduce-scatter.
+  OpKind bwd_kind;
+  TimeNs bwd_ns;
+  bool in_fwd = true, in_bwd = true;  // e.g. a vocab-parallel embedding reduces only in forward
 };
 
 // What one segment saves and recomputes under one checkpointing mode.
@@ -79,6 +102,27 @@ struct ExecSegment {
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
   TimeNs recompute_ns = 0;  // activation checkpointing: forward rerun before the backward
   CheckpointCost by_mode[3]{};  // indexed by Checkpoint; [None] = the model's own values
+  // Model-parallel collectives of one forward pass, in issue order; the backward issues the same
+  // ops in reverse order (the gradient of an all-reduce is an all-reduce, of an all-gather a
+  // reduce-scatter, of an all-to-all the inverse all-to-all, each of the same size).
+  std::vector<ParallelOp> mp_ops;
+  // Ring attention: per attention and pass, (cp-1) K/V exchanges hidden behind the score work.
+  int ring_attentions = 0, ring_steps = 0;
+  TimeNs ring_fwd_ns = 0, ring_bwd_ns = 0, ring_core_fwd_ns = 0, ring_core_bwd_ns = 0;
+  std::int64_t ring_step_bytes = 0;
+};
+
+// One pipeline stage (or, interleaved, one model chunk: a virtual stage): the exec units and
+// segments it runs, simulated alone for one micro-batch (pipeline.cpp schedules the micro-batches).
+struct StageSpec {
+  int first_seg = 0, last_seg = 0;  // segment range of the parent CompiledStep
+  std::int64_t send_bytes = 0;      // activation sent to the next virtual stage per micro-batch
+  TimeNs send_ns = 0;
+  // The root is split between the first stage (embeddings) and the last (norm + head): this
+  // stage's part of it, costed for its own parameters (has_root_part false: no root here).
+  bool has_root_part = false;
+  ExecUnit root_part;
+  double root_share = 1.0;  // root_part's share of the root's parameters
 };
 
 struct CompiledStep {
@@ -101,6 +145,13 @@ struct CompiledStep {
   Offload offload = Offload::None;
   int offload_prefetch_depth = 1;
   bool pipelined_optimizer = false;
+  int root_exec = -1;  // the exec unit holding the root (split over the first and last pipeline stage)
+  // Parallelism around FSDP (FsdpPlan::parallel): world = pp x dp x cp x tp.
+  Parallelism par;
+  int dp = 1;
+  // Pipeline (par.pp > 1): virtual stages in order (pp x pp_virtual); virtual stage j runs on rank
+  // stage j % pp. Each sub-step is this step restricted to the stage's units, one micro-batch.
+  std::vector<StageSpec> stages;
 };
 
 // Throws ProfileError(MalformedTable) for plans that name unknown modules or impossible degrees.
@@ -130,6 +181,8 @@ struct MemEvent {
   std::int64_t delta;
   std::int32_t exec;  // owner; -1 = not a unit
   MemCat cat;
+  Phase phase = Phase::Forward;  // the pass that made it (a pipeline replays passes per micro-batch)
+  bool persistent = false;       // held for the whole step (sharded state, optimizer state, other)
 };
 
 struct UnitMemory {
@@ -139,6 +192,7 @@ struct UnitMemory {
 
 struct SimResult {
   TimeNs step_ns = 0;
+  TimeNs forward_end_ns = 0, backward_end_ns = 0;  // the last micro-batch's passes end (compute stream)
   TimeNs compute_busy_ns = 0;  // compute lane busy (kernels, copies, optimizer)
   TimeNs other_comm_ns = 0;    // measured non-FSDP collectives replayed on the compute lane
   TimeNs idle_ns = 0;          // measured GPU idle replayed on the compute lane
@@ -159,6 +213,23 @@ struct SimResult {
   std::vector<SimOp> ops;         // in issue order
   std::vector<MemEvent> memory;   // sorted by time
   std::vector<UnitMemory> unit_memory;  // per exec unit (detail only)
+  // Parallelism around FSDP: model-parallel collectives (count, bytes, lane busy time) and the
+  // pipeline's sends.
+  int tp_collectives = 0, cp_collectives = 0, ep_collectives = 0, p2p_sends = 0;
+  std::int64_t tp_bytes = 0, cp_bytes = 0, ep_bytes = 0, p2p_bytes = 0;
+  TimeNs model_parallel_ns = 0;          // their lane's busy time
+  TimeNs model_parallel_exposed_ns = 0;  // the compute stream's wait for them (not in exposed_comm_ns)
+  // Pipeline only: one entry per rank stage; the result's ops and memory are those of `shown_stage`
+  // (the one that finishes last), step_ns and peak_bytes the maxima over stages.
+  struct Stage {
+    std::string units;       // first .. last unit names
+    TimeNs fwd_ns = 0, bwd_ns = 0, busy_ns = 0, end_ns = 0;  // per micro-batch; busy over the step
+    int max_in_flight = 0;   // micro-batches whose activations it holds at once
+    std::int64_t peak_bytes = 0;
+  };
+  std::vector<Stage> stages;
+  int shown_stage = -1;
+  TimeNs bubble_ns = 0;  // the shown stage's idle time inside the schedule
 };
 
 // detail: also fill unit_memory (per-module breakdown); ops and memory are always filled.
