@@ -57,6 +57,9 @@ def parse_args(argv=None):
     ap.add_argument("--tp-root", choices=["parallel", "replicate"], default="parallel",
                     help="parallel: embedding rowwise and output head colwise (torchtitan); replicate: only the "
                          "blocks are split (not with --sequence-parallel)")
+    ap.add_argument("--loss-parallel", action="store_true",
+                    help="the output head keeps its vocab shards (Shard(-1)) and the loss runs under DTensor's "
+                         "loss_parallel(), as torchtitan trains: no all-gather of the logits")
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages (consecutive layers, embedding first, head last)")
     ap.add_argument("--pp-schedule", choices=["1f1b", "gpipe"], default="1f1b")
     ap.add_argument("--microbatches", type=int, default=2)
@@ -68,6 +71,8 @@ def parse_args(argv=None):
         args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 64, 2, 4, 128, 256, 32, 2
     if args.sequence_parallel and args.tp_root != "parallel":
         ap.error("--sequence-parallel needs --tp-root parallel (the embedding must hand the blocks a sequence shard)")
+    if args.loss_parallel and (args.tp == 1 or args.tp_root != "parallel"):
+        ap.error("--loss-parallel needs --tp > 1 and --tp-root parallel")
     if args.tp > 1 and args.pp > 1:
         ap.error("--tp with --pp is not wired up (one extra mesh dimension at a time)")
     for name, n in (("--heads", args.heads), ("--dim", args.dim), ("--hidden", args.hidden), ("--vocab", args.vocab)):
@@ -96,7 +101,7 @@ def build_mesh(device, world, tp, pp):
     return init_device_mesh(device, tuple(shape), mesh_dim_names=tuple(names)), dp
 
 
-def apply_tp(model, tp_mesh, sequence_parallel, root_parallel):
+def apply_tp(model, tp_mesh, sequence_parallel, root_parallel, loss_parallel=False):
     """torchtitan's parallelize_llama plan on the sample Llama (its own module names)."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
@@ -105,14 +110,15 @@ def apply_tp(model, tp_mesh, sequence_parallel, root_parallel):
     # The residual stream between blocks: sequence shards with SP, replicated without.
     stream = Shard(1) if sequence_parallel else Replicate()
     if root_parallel:
-        parallelize_module(model, tp_mesh, {
+        root = {
             "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=stream),
-            "norm": SequenceParallel(),
-            "output": ColwiseParallel(input_layouts=stream, output_layouts=Replicate()),
-        } if sequence_parallel else {
-            "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
-            "output": ColwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
-        })
+            # Loss parallel: the logits stay vocab shards, a DTensor for loss_parallel()'s cross-entropy.
+            "output": ColwiseParallel(input_layouts=stream, output_layouts=Shard(-1) if loss_parallel else Replicate(),
+                                      use_local_output=not loss_parallel),
+        }
+        if sequence_parallel:
+            root["norm"] = SequenceParallel()
+        parallelize_module(model, tp_mesh, root)
     for layer in model.layers:
         plan = {
             "attention": PrepareModuleInput(input_layouts=(stream,), desired_input_layouts=(Replicate(),)),
@@ -246,7 +252,7 @@ def main(argv=None):
     if args.pp > 1:
         keep_stage(model, args.pp, stage)
     if args.tp > 1:
-        apply_tp(model, mesh["tp"], args.sequence_parallel, args.tp_root == "parallel")
+        apply_tp(model, mesh["tp"], args.sequence_parallel, args.tp_root == "parallel", args.loss_parallel)
     from torch.distributed.fsdp import fully_shard
 
     for layer in model.layers:
@@ -284,8 +290,15 @@ def main(argv=None):
             counter.__enter__()
         if schedule is None:
             logits = model(inp)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1))
-            loss.backward()
+            if args.loss_parallel:
+                from torch.distributed.tensor.parallel import loss_parallel
+
+                with loss_parallel():  # the backward too: it runs inside the context, as documented
+                    loss = F.cross_entropy(logits.flatten(0, 1), target.reshape(-1))
+                    loss.backward()
+            else:
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1))
+                loss.backward()
         else:
             losses = []
             if stage == 0:
