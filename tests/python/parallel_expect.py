@@ -36,7 +36,7 @@ def fsdp(m, dp_group, root, layers, tp=1):
             ("reduce_scatter", dp_group): [1 + layers, F32 * (root + layers * lp)]}
 
 
-def tensor_parallel(m, rank, tp, sequence_parallel, world=4):
+def tensor_parallel(m, rank, tp, sequence_parallel, loss_parallel=False, world=4):
     """One rank's step of the 2D run (mesh dp x tp, tp innermost), torchtitan's plan with the root parallel.
 
     Without SP: forward all-reduces the embedding's partial output and each block's attention and MLP
@@ -45,7 +45,10 @@ def tensor_parallel(m, rank, tp, sequence_parallel, world=4):
     all-reduces of batch x seq x dim, plus the output head's all-gather of the logits.
     With SP each all-reduce becomes a reduce-scatter (to sequence shards) and its partner an
     all-gather (from them): 4L + 2 of each, plus the logits' all-gather; and the norms' weight
-    gradients (replicated weights over sequence shards: Partial) are all-reduced, 2L + 1 of dim."""
+    gradients (replicated weights over sequence shards: Partial) are all-reduced, 2L + 1 of dim.
+    Loss parallel: the logits stay vocab shards (no all-gather); loss_parallel()'s cross-entropy
+    all-reduces three fp32 values per token over the TP pair (the softmax's max and sum of
+    exponentials, the target's logit)."""
     b, s, d, v, L = m["batch"], m["seq"], m["dim"], m["vocab"], m["layers"]
     tp_group = group(range(rank - rank % tp, rank - rank % tp + tp))
     dp_group = group(range(rank % tp, world, tp))
@@ -53,13 +56,16 @@ def tensor_parallel(m, rank, tp, sequence_parallel, world=4):
     logits = F32 * b * s * v
     n = 4 * L + 2
     out = fsdp(m, dp_group, root_params(m, tp), L, tp)
+    gathered_logits = [0, 0] if loss_parallel else [1, logits]
+    small = [3, 3 * F32 * b * s] if loss_parallel else [0, 0]
     if sequence_parallel:
         out[("reduce_scatter", tp_group)] = [n, n * act]
-        out[("all_gather", tp_group)] = [n + 1, n * act + logits]
-        out[("all_reduce", tp_group)] = [2 * L + 1, (2 * L + 1) * F32 * d]
+        out[("all_gather", tp_group)] = [n + gathered_logits[0], n * act + gathered_logits[1]]
+        out[("all_reduce", tp_group)] = [2 * L + 1 + small[0], (2 * L + 1) * F32 * d + small[1]]
     else:
-        out[("all_reduce", tp_group)] = [n, n * act]
-        out[("all_gather", tp_group)] = [1, logits]
+        out[("all_reduce", tp_group)] = [n + small[0], n * act + small[1]]
+        if gathered_logits[0]:
+            out[("all_gather", tp_group)] = gathered_logits
     return out
 
 
