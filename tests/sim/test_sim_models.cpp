@@ -53,6 +53,7 @@ TEST_CASE("every shipped model description loads and matches its published param
       {"llama3-405b.json", {405e9, 0, 0.005}},
       {"mixtral-8x7b.json", {46.7e9, 12.9e9, 0.005}},
       {"qwen1.5-moe-a2.7b.json", {14.3e9, 2.7e9, 0.02}},
+      {"qwen3-30b-a3b.json", {30.5e9, 3.3e9, 0.02}},
       {"wan2.1-t2v-14b.json", {14e9, 0, 0.03}},
       {"wan2.1-t2v-14b-480p.json", {14e9, 0, 0.03}},
   };
@@ -146,4 +147,31 @@ TEST_CASE("Llama 3 405B on 8,192 H100s (TP 8, PP 16, DP 64): prediction stays at
   CHECK(error == Approx(0.242).margin(0.03));
   CHECK(r.shown_stage >= 0);
   CHECK(r.stages.size() == 16);
+}
+
+TEST_CASE("head_dim: attention wider than hidden (Qwen3), refused for a DiT", "[sim][models]") {
+  const ModelDescription d = load_model_file(models_dir() + "qwen3-30b-a3b.json");
+  REQUIRE(d.head_dim == 128);
+  const SimModel m = build_sim_model(d);
+  // q and o: 2048 x (32 x 128); k and v: 2048 x (4 x 128); two RMSNorms; the router 2048 x 128.
+  const double h = 2048;
+  CHECK(m.units[1].param_count == std::int64_t(2 * h * 4096 + 2 * h * 512 + 2 * h + 128 * h));
+  // head_dim equal to hidden / heads is the default: the same model, byte for byte.
+  ModelDescription same = load_model_file(models_dir() + "llama3-8b.json");
+  const SimModel a = build_sim_model(same);
+  same.head_dim = 128;
+  const SimModel b = build_sim_model(same);
+  REQUIRE(a.segments.size() == b.segments.size());
+  for (std::size_t i = 0; i < a.segments.size(); ++i) {
+    CHECK(a.segments[i].fwd_ns == b.segments[i].fwd_ns);
+    CHECK(a.segments[i].saved_activation_bytes == b.segments[i].saved_activation_bytes);
+    CHECK(a.segments[i].parallel.cp_qkv_bytes == b.segments[i].parallel.cp_qkv_bytes);
+  }
+  CHECK(a.total_params() == b.total_params());
+  CHECK_THROWS_WITH(parse_model_json(R"({"kind": "dit", "layers": 1, "hidden_size": 64, "ffn_hidden_size": 128, "num_heads": 4,
+                                         "head_dim": 32, "seq_len": 16})", "d.json"),
+                    Catch::Contains("d.json: head_dim"));
+  // Without head_dim, heads must still divide hidden.
+  CHECK_THROWS_WITH(parse_model_json(R"({"layers": 1, "hidden_size": 100, "ffn_hidden_size": 128, "num_heads": 3, "seq_len": 16})", "e.json"),
+                    Catch::Contains("e.json: num_heads"));
 }
