@@ -6,6 +6,7 @@
 // the first stage's extra in-flight micro-batches show as they happen.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "profiler/sim/compile_internal.h"
@@ -232,6 +233,34 @@ struct Chunk {
 
 int parent_of(const Chunk& c, int exec) { return exec < 0 ? -1 : c.parent_exec[static_cast<std::size_t>(exec)]; }
 
+// A unit's unsharded parameters are one buffer per rank, whichever micro-batch gathered them: a
+// unit kept unsharded from forward to backward (the root, reshard_after_forward=False) is held
+// from its first forward to its last backward, not once per micro-batch in flight. Each
+// micro-batch's replayed level is tracked apart and the rank holds the largest of them.
+struct HeldParam {
+  TimeNs time;
+  std::int64_t delta;
+  int exec, micro;
+  Phase phase;
+};
+
+void add_held_params(std::vector<HeldParam> ev, std::vector<MemEvent>& out) {
+  std::stable_sort(ev.begin(), ev.end(), [](const HeldParam& a, const HeldParam& b) {
+    return a.time != b.time ? a.time < b.time : a.delta < b.delta;  // frees first, as the sweep does
+  });
+  std::map<int, std::map<int, std::int64_t>> level;  // exec -> micro-batch -> bytes
+  std::map<int, std::int64_t> held;                  // exec -> bytes the rank holds (the max)
+  for (const auto& e : ev) {
+    auto& per = level[e.exec];
+    per[e.micro] += e.delta;
+    std::int64_t top = 0;
+    for (const auto& [m, b] : per) top = std::max(top, b);
+    std::int64_t& h = held[e.exec];
+    if (top != h) out.push_back({e.time, top - h, e.exec, MemCat::UnshardedParam, e.phase, false});
+    h = top;
+  }
+}
+
 }  // namespace
 
 SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
@@ -300,6 +329,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         if (e.persistent) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
     }
     SimResult::Stage info;
+    std::vector<HeldParam> params_held;
     for (std::size_t q = 0; q < ord.size(); ++q) {
       const Slot sl = ord[q];
       const int j = sl.chunk * p + s;
@@ -314,6 +344,10 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         if (e.persistent || e.phase != ph) continue;
         // Sharded gradients are allocated once (the first backward) and freed by the optimizer.
         if (e.cat == MemCat::ShardedGrad && e.delta > 0 && !first_bwd) continue;
+        if (e.cat == MemCat::UnshardedParam) {
+          params_held.push_back({e.time + shift, e.delta, parent_of(c, e.exec), sl.micro, e.phase});
+          continue;
+        }
         r.memory.push_back({e.time + shift, e.delta, parent_of(c, e.exec), e.cat, e.phase, false});
       }
       for (const auto& o : c.r.ops)
@@ -332,6 +366,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         r.p2p_bytes += link.send_bytes;
       }
     }
+    add_held_params(std::move(params_held), r.memory);
     // Each chunk's optimizer step after the stage's last backward.
     TimeNs t = free_at[static_cast<std::size_t>(s)];
     for (int cidx = 0; cidx < v; ++cidx) {

@@ -175,3 +175,24 @@ TEST_CASE("head_dim: attention wider than hidden (Qwen3), refused for a DiT", "[
   CHECK_THROWS_WITH(parse_model_json(R"({"layers": 1, "hidden_size": 100, "ffn_hidden_size": 128, "num_heads": 3, "seq_len": 16})", "e.json"),
                     Catch::Contains("e.json: num_heads"));
 }
+
+TEST_CASE("pipeline: a unit kept unsharded holds one buffer however many micro-batches are in flight", "[sim][models][pipeline]") {
+  // GPipe runs every forward before any backward, so each stage holds m micro-batches at once. The
+  // root (kept unsharded from forward to backward, FSDP2's default) is one buffer on the rank: its
+  // unsharded bytes at the peak do not grow with m, while the activations do. The shown stage
+  // (the highest peak) is the last one: it holds the output head and the logits.
+  const SimModel m = build_sim_model(load_model_file(models_dir() + "llama3-8b.json"));
+  Parallelism par;
+  par.pp = 2, par.pp_schedule = "gpipe";
+  const SimResult two = run(m, 16, par, 2), eight = run(m, 16, par, 8);
+  REQUIRE(two.shown_stage == eight.shown_stage);
+  CHECK(eight.stages[static_cast<std::size_t>(eight.shown_stage)].max_in_flight == 8);
+  const auto unsharded = static_cast<std::size_t>(MemCat::UnshardedParam), act = static_cast<std::size_t>(MemCat::Activation);
+  CHECK(eight.peak_by_category[unsharded] == two.peak_by_category[unsharded]);
+  CHECK(eight.peak_by_category[act] > 3 * two.peak_by_category[act]);
+  // At the peak the stage holds its part of the root (the output head, 128256 x 4096 bf16, the
+  // embedding's size) and at most the units being gathered, never one root per micro-batch.
+  const std::int64_t head = 128256LL * 4096 * 2;
+  CHECK(eight.peak_by_category[unsharded] >= head);
+  CHECK(eight.peak_by_category[unsharded] < 2 * head);
+}
