@@ -6,7 +6,6 @@
 // the first stage's extra in-flight micro-batches show as they happen.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <stdexcept>
 
 #include "profiler/sim/compile_internal.h"
@@ -233,34 +232,6 @@ struct Chunk {
 
 int parent_of(const Chunk& c, int exec) { return exec < 0 ? -1 : c.parent_exec[static_cast<std::size_t>(exec)]; }
 
-// A unit's unsharded parameters are one buffer per rank, whichever micro-batch gathered them: a
-// unit kept unsharded from forward to backward (the root, reshard_after_forward=False) is held
-// from its first forward to its last backward, not once per micro-batch in flight. Each
-// micro-batch's replayed level is tracked apart and the rank holds the largest of them.
-struct HeldParam {
-  TimeNs time;
-  std::int64_t delta;
-  int exec, micro;
-  Phase phase;
-};
-
-void add_held_params(std::vector<HeldParam> ev, std::vector<MemEvent>& out) {
-  std::stable_sort(ev.begin(), ev.end(), [](const HeldParam& a, const HeldParam& b) {
-    return a.time != b.time ? a.time < b.time : a.delta < b.delta;  // frees first, as the sweep does
-  });
-  std::map<int, std::map<int, std::int64_t>> level;  // exec -> micro-batch -> bytes
-  std::map<int, std::int64_t> held;                  // exec -> bytes the rank holds (the max)
-  for (const auto& e : ev) {
-    auto& per = level[e.exec];
-    per[e.micro] += e.delta;
-    std::int64_t top = 0;
-    for (const auto& [m, b] : per) top = std::max(top, b);
-    std::int64_t& h = held[e.exec];
-    if (top != h) out.push_back({e.time, top - h, e.exec, MemCat::UnshardedParam, e.phase, false});
-    h = top;
-  }
-}
-
 }  // namespace
 
 SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
@@ -325,11 +296,23 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
     std::vector<char> grads_down(static_cast<std::size_t>(v), 0);
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      for (const auto& e : c.r.memory)
-        if (e.persistent) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+      for (const auto& e : c.r.memory)  // a rank's context and workspace once, not per chunk
+        if (e.persistent && (cidx == 0 || e.cat != MemCat::Other)) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
     }
+    // Unsharded parameters are held at most once per unit: a unit kept unsharded after forward is
+    // not gathered twice for two micro-batches in flight (FSDP2 finds it unsharded), and its first
+    // backward reshards it. Replayed deltas are clamped to [0, the unit's gathered bytes].
+    std::vector<std::int64_t> held(step.units.size(), 0);
+    auto unsharded = [&](const MemEvent& e, const Chunk& c) {
+      if (e.cat != MemCat::UnshardedParam || e.exec < 0) return e.delta;
+      auto& h = held[static_cast<std::size_t>(parent_of(c, e.exec))];
+      const std::int64_t cap = c.step.units[static_cast<std::size_t>(e.exec)].ag_bytes;
+      const std::int64_t now = std::clamp<std::int64_t>(h + e.delta, 0, cap);
+      const std::int64_t d = now - h;
+      h = now;
+      return d;
+    };
     SimResult::Stage info;
-    std::vector<HeldParam> params_held;
     for (std::size_t q = 0; q < ord.size(); ++q) {
       const Slot sl = ord[q];
       const int j = sl.chunk * p + s;
@@ -344,11 +327,8 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         if (e.persistent || e.phase != ph) continue;
         // Sharded gradients are allocated once (the first backward) and freed by the optimizer.
         if (e.cat == MemCat::ShardedGrad && e.delta > 0 && !first_bwd) continue;
-        if (e.cat == MemCat::UnshardedParam) {
-          params_held.push_back({e.time + shift, e.delta, parent_of(c, e.exec), sl.micro, e.phase});
-          continue;
-        }
-        r.memory.push_back({e.time + shift, e.delta, parent_of(c, e.exec), e.cat, e.phase, false});
+        const std::int64_t d = unsharded(e, c);
+        if (d != 0) r.memory.push_back({e.time + shift, d, parent_of(c, e.exec), e.cat, e.phase, false});
       }
       for (const auto& o : c.r.ops)
         if (o.phase == ph) {
@@ -366,7 +346,6 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         r.p2p_bytes += link.send_bytes;
       }
     }
-    add_held_params(std::move(params_held), r.memory);
     // Each chunk's optimizer step after the stage's last backward.
     TimeNs t = free_at[static_cast<std::size_t>(s)];
     for (int cidx = 0; cidx < v; ++cidx) {
