@@ -168,5 +168,38 @@ class SequenceParallelRun(unittest.TestCase):
             self.assertEqual(real["all_reduce"], [2 * L + 1 + 3, expect.F32 * ((2 * L + 1) * M["dim"] + 3 * M["batch"] * M["seq"])])
 
 
+class TrainerArguments(unittest.TestCase):
+    """scripts/fsdp_tp_train.py refuses what it cannot run with a clear message, and splits layers evenly."""
+
+    def refused(self, argv, message):
+        import contextlib
+        import io
+
+        import fsdp_tp_train
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+            fsdp_tp_train.parse_args(argv)
+        self.assertIn(message, err.getvalue())
+
+    def test_refusals(self):
+        self.refused(["--tiny", "--tp", "2", "--sequence-parallel", "--tp-root", "replicate"], "--sequence-parallel needs")
+        self.refused(["--tiny", "--tp", "3"], "--heads 4 is not divisible by --tp 3")
+        self.refused(["--tiny", "--tp", "2", "--pp", "2"], "--tp with --pp")
+        self.refused(["--tiny", "--pp", "3"], "--pp 3 needs at least as many layers (2)")
+        self.refused(["--tiny", "--pp", "2", "--microbatches", "3"], "--batch 2 is not divisible by --microbatches 3")
+        self.refused(["--tiny", "--loss-parallel"], "--loss-parallel needs --tp > 1")
+
+    def test_stage_layers_and_kept_names(self):
+        import fsdp_tp_train
+        import fsdp_train_sample
+
+        self.assertEqual([list(fsdp_tp_train.stage_layers(5, 2, s)) for s in (0, 1)], [[0, 1, 2], [3, 4]])
+        self.assertEqual([list(fsdp_tp_train.stage_layers(4, 4, s)) for s in range(4)], [[0], [1], [2], [3]])
+        model = fsdp_tp_train.keep_stage(fsdp_train_sample.Llama(256, 64, 4, 4, 128), 2, 1)
+        names = {n.split(".")[0] + ("." + n.split(".")[1] if n.startswith("layers.") else "") for n, _ in model.named_parameters()}
+        self.assertEqual(names, {"layers.2", "layers.3", "norm", "output"})
+
+
 if __name__ == "__main__":
     unittest.main()
