@@ -59,8 +59,10 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
   for (std::size_t i = 1; i < s.segments.size(); ++i)
     if (s.segments[i].exec != s.segments[i - 1].exec) candidates.push_back(static_cast<int>(i));
   if (static_cast<int>(candidates.size()) < k - 1)
-    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model has only " + std::to_string(candidates.size() + 1) +
-               " places to split");
+    // (candidates are the places to split; n of them make at most n + 1 stages)
+    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model splits into at most " +
+               std::to_string(candidates.size() + 1) + " stages (it has " + std::to_string(candidates.size()) +
+               " FSDP unit boundaries to cut at)");
   std::vector<int> bounds;
   if (!par.pp_split.empty()) {
     if (static_cast<int>(par.pp_split.size()) != k - 1)
