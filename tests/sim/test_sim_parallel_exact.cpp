@@ -568,3 +568,61 @@ TEST_CASE("pp=2: the root's head stays with the first stage, its tail (tail_para
   CHECK(t.stages[0].root_part.params == 333);
   CHECK(t.stages[1].root_part.params == 667);
 }
+
+TEST_CASE("tp=2 with full checkpointing: the rerun issues the forward's all-reduces again, inside the backward", "[sim][exact][parallel][tp][checkpoint]") {
+  // As the tp=2 case, with u0 and u1 fully checkpointed: each keeps its input (1000 B, TP
+  // replicates it) and rebuilds 6000 − 1000 = 5000 B in backward by rerunning its forward (5000 ns)
+  // and, as Megatron does, the forward's two all-reduces. Forward unchanged (ends 16500). Backward:
+  // tail [16500,18500] + all-reduce [18500,19500]; u1: recompute [19500,24500], rerun all-reduces
+  // [24500,26500], bwd [26500,36500], all-reduces [36500,38500], RS(u1) [38500,38940]; u0:
+  // recompute [38500,43500], all-reduces [43500,45500], bwd [45500,55500], all-reduces
+  // [55500,57500], RS(u0) [57500,57940]; head bwd [57500,58500].
+  const SimModel m = tp_model();
+  const ClusterModel c = test::linear_cluster(4);
+  Parallelism par;
+  par.tp = 2;
+  FsdpPlan p = with(par);
+  p.checkpoint["*"] = "full";
+  const CompiledStep s = compile_step(m, p, c);
+  CHECK(s.segments[1].saved_bytes == 1000);
+  CHECK(s.segments[1].recompute_bytes == 5000);
+  const SimResult r = simulate(s);
+  CHECK(r.step_ns == 58500);
+  CHECK(r.tp_collectives == 14);  // 10 + the two blocks' reruns of 2
+  CHECK(r.recomputes == 2);
+  // The rerun's collectives run in the backward pass and are labelled so (a pipeline replays a
+  // backward slot's ops by phase): u1's four backward all-reduces start at 24500, 25500, 36500, 37500.
+  const auto u1_bwd = ops_of(r, OpKind::TpAllReduce, 2, Phase::Backward);
+  REQUIRE(u1_bwd.size() == 4);
+  CHECK(u1_bwd[0].start == 24500);
+  CHECK(u1_bwd[1].start == 25500);
+  CHECK(u1_bwd[2].start == 36500);
+  CHECK(u1_bwd[3].start == 37500);
+  CHECK(ops_of(r, OpKind::TpAllReduce, 2, Phase::Forward).size() == 2);
+  for (const auto& o : r.ops)
+    if (o.phase == Phase::Forward) CHECK(o.end <= r.forward_end_ns);
+  // Peak 10960 at 19500: 2640 + 2 x 1000 inputs + AG(u0) 440 + u1's parameters 440 and grads 440
+  // + u1's rebuilt 5000.
+  CHECK(r.peak_bytes == 10960);
+  CHECK(r.peak_time == 19500);
+
+  // Pipelined (pp = 2 on world 8, 2 micro-batches): the shown stage's forward ops all lie inside
+  // its forward slots, i.e. no rerun collective is replayed with a forward's shift.
+  Parallelism pipe = par;
+  pipe.pp = 2;
+  FsdpPlan pp = with(pipe, 2);
+  pp.checkpoint["*"] = "full";
+  const SimResult rp = simulate(compile_step(m, pp, test::linear_cluster(8)));
+  std::vector<TimeNs> fwd_end(2, 0);  // per micro-batch: the end of its forward compute on the stage
+  for (const auto& o : rp.ops)
+    if (o.lane == Lane::Compute && o.phase == Phase::Forward) fwd_end[static_cast<std::size_t>(o.micro)] = std::max(fwd_end[static_cast<std::size_t>(o.micro)], o.end);
+  int tp_fwd = 0;
+  for (const auto& o : rp.ops)
+    if (o.kind == OpKind::TpAllReduce && o.phase == Phase::Forward) {
+      ++tp_fwd;
+      CHECK(o.end <= fwd_end[static_cast<std::size_t>(o.micro)] + 1000 * 2);  // its own collectives follow the compute
+    }
+  // Per micro-batch the stage's forward issues one all-reduce per pair of its one block (+ the
+  // embedding on the first stage): 2 or 3, never the rerun's.
+  CHECK((tp_fwd == 2 * 2 || tp_fwd == 2 * 3));
+}
