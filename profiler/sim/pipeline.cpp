@@ -56,8 +56,16 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
   if (s.offload != Offload::None) pipe_error("offload together with pipeline parallelism is not modelled");
   // Segment indices where a new exec unit starts: the only places a stage can begin.
   std::vector<int> candidates;
-  for (std::size_t i = 1; i < s.segments.size(); ++i)
-    if (s.segments[i].exec != s.segments[i - 1].exec) candidates.push_back(static_cast<int>(i));
+  for (std::size_t i = 1; i < s.segments.size(); ++i) {
+    if (s.segments[i].exec == s.segments[i - 1].exec) continue;
+    // Only the root may be cut (head and tail, split by tail_params below); a non-root unit whose
+    // segments are not contiguous (a bucket of u0 and u2, a parent around a nested unit) would
+    // otherwise sit whole on two stages, its parameters and collectives counted twice.
+    const int at = static_cast<int>(i);
+    const bool cuts = std::any_of(s.units.begin(), s.units.end(),
+                                  [&](const ExecUnit& u) { return !u.is_root && u.first_seg >= 0 && u.first_seg < at && u.last_seg >= at; });
+    if (!cuts) candidates.push_back(at);
+  }
   if (static_cast<int>(candidates.size()) < k - 1)
     // (candidates are the places to split; n of them make at most n + 1 stages)
     pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model splits into at most " +

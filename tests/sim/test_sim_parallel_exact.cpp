@@ -626,3 +626,25 @@ TEST_CASE("tp=2 with full checkpointing: the rerun issues the forward's all-redu
   // embedding on the first stage): 2 or 3, never the rerun's.
   CHECK((tp_fwd == 2 * 2 || tp_fwd == 2 * 3));
 }
+
+TEST_CASE("pp: a stage boundary never cuts a non-root unit (a bucket of u0 and u2 stays on one stage)", "[sim][exact][parallel][pp]") {
+  // Four blocks, u0 and u2 bucketed: forward order b(u0) u1 b(u2) u3. Cutting after u0 or u1
+  // would put the bucket whole on both stages; only the cut before u3 keeps it on one.
+  SimModel m = pp_model(4);
+  FsdpPlan p = with(pipeline(2, "1f1b"), 2);
+  p.buckets = {{"u0", "u2"}};
+  const ClusterModel c = test::linear_cluster(4);
+  const CompiledStep s = compile_step(m, p, c);
+  REQUIRE(s.stages.size() == 2);
+  CHECK(s.stages[0].last_seg == 2);
+  CHECK(s.stages[1].first_seg == 3);
+  // Stage 0 holds the bucket (800 parameters) and u1, stage 1 u3: persistent 1200·12/2 = 7200 and
+  // 400·12/2 = 2400, each at most once.
+  const SimResult r = simulate(s);
+  CHECK(r.stages[0].units == "u0+u2 .. u1");  // the first and the last unit it starts
+  REQUIRE(r.shown_stage == 0);
+  CHECK(r.peak_by_category[static_cast<int>(MemCat::ShardedParam)] + r.peak_by_category[static_cast<int>(MemCat::OptimizerState)] == 7200);
+  // Three stages would need a second cut, and there is none.
+  p.parallel.pp = 3;
+  CHECK_THROWS_WITH(compile_step(m, p, test::linear_cluster(6)), Catch::Contains("splits into at most 2 stages"));
+}

@@ -229,18 +229,19 @@ TEST_CASE("pipeline: step >= m x the slowest stage's F + B; every stage's peak >
 }
 
 TEST_CASE("the pipeline schedules never deadlock and keep their in-flight bounds", "[sim][property][parallel][pp]") {
-  // 16 one-unit stages of equal cost: enough split points for pp = 8 with two chunks each.
+  // 16 one-unit stages of equal cost: enough split points for pp = 8 with two chunks each (and
+  // pp x v <= 16 for v = 3, 4).
   SimModel m = test::chain_model(16, 1000, 10000, 20000, 4096);
   for (auto& sg : m.segments) sg.input_bytes = 512;
   for (int pp = 2; pp <= 8; ++pp)
     for (int mb = 1; mb <= 16; ++mb)
-      for (const std::string kind : {"1f1b", "gpipe", "interleaved"}) {
-        if (kind == "interleaved" && mb % pp != 0) continue;
-        const int v = kind == "interleaved" ? 2 : 1;
+      for (const std::string kind : {"1f1b", "gpipe", "interleaved2", "interleaved3", "interleaved4"}) {
+        const int v = kind.rfind("interleaved", 0) == 0 ? kind.back() - '0' : 1;
+        if (v > 1 && (mb % pp != 0 || pp * v > 16)) continue;
         FsdpPlan p;
         p.gradient_accumulation = mb;
         p.parallel.pp = pp;
-        p.parallel.pp_schedule = kind;
+        p.parallel.pp_schedule = v > 1 ? "interleaved" : kind;
         p.parallel.pp_virtual = v;
         INFO("pp " << pp << " m " << mb << " " << kind);
         const CompiledStep st = compile_step(m, p, test::linear_cluster(2 * pp, 100));
