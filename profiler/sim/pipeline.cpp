@@ -306,9 +306,22 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
     std::vector<char> grads_down(static_cast<std::size_t>(v), 0);
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      for (const auto& e : c.r.memory)
-        if (e.persistent) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+      for (const auto& e : c.r.memory)  // a rank's context and workspace once, not per chunk
+        if (e.persistent && (cidx == 0 || e.cat != MemCat::Other)) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
     }
+    // Unsharded parameters are held at most once per unit: a unit kept unsharded after forward is
+    // not gathered twice for two micro-batches in flight (FSDP2 finds it unsharded), and its first
+    // backward reshards it. Replayed deltas are clamped to [0, the unit's gathered bytes].
+    std::vector<std::int64_t> held(step.units.size(), 0);
+    auto unsharded = [&](const MemEvent& e, const Chunk& c) {
+      if (e.cat != MemCat::UnshardedParam || e.exec < 0) return e.delta;
+      auto& h = held[static_cast<std::size_t>(parent_of(c, e.exec))];
+      const std::int64_t cap = c.step.units[static_cast<std::size_t>(e.exec)].ag_bytes;
+      const std::int64_t now = std::clamp<std::int64_t>(h + e.delta, 0, cap);
+      const std::int64_t d = now - h;
+      h = now;
+      return d;
+    };
     SimResult::Stage info;
     for (std::size_t q = 0; q < ord.size(); ++q) {
       const Slot sl = ord[q];
@@ -324,7 +337,8 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         if (e.persistent || e.phase != ph) continue;
         // Sharded gradients are allocated once (the first backward) and freed by the optimizer.
         if (e.cat == MemCat::ShardedGrad && e.delta > 0 && !first_bwd) continue;
-        r.memory.push_back({e.time + shift, e.delta, parent_of(c, e.exec), e.cat, e.phase, false});
+        const std::int64_t d = unsharded(e, c);
+        if (d != 0) r.memory.push_back({e.time + shift, d, parent_of(c, e.exec), e.cat, e.phase, false});
       }
       for (const auto& o : c.r.ops)
         if (o.phase == ph) {
