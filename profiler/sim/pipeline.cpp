@@ -379,12 +379,15 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       r.ep_collectives += m * c.r.ep_collectives, r.ep_bytes += m * c.r.ep_bytes;
       r.model_parallel_ns += m * c.r.model_parallel_ns, r.model_parallel_exposed_ns += m * c.r.model_parallel_exposed_ns;
       r.exposed_comm_ns += m * c.r.exposed_comm_ns;
-      r.other_comm_ns += c.r.other_comm_ns, r.idle_ns += c.r.idle_ns;
       info.busy_ns += c.opt;
     }
     r.step_ns = t;
     for (const auto& o : r.ops) {
       if (o.lane == Lane::Compute && o.kind != OpKind::OtherComm && o.kind != OpKind::Idle) r.compute_busy_ns += o.end - o.start;
+      // Replayed collectives and idle recur in every micro-batch's slots (a chunk's own result
+      // holds one micro-batch): count them from the replayed ops, as the compute above.
+      if (o.kind == OpKind::OtherComm) r.other_comm_ns += o.end - o.start;
+      if (o.kind == OpKind::Idle) r.idle_ns += o.end - o.start;
       if (o.lane >= Lane::Nccl && o.lane <= Lane::AllReduce) r.comm_busy_ns += o.end - o.start;
     }
     sweep_memory(step, r, detail);
