@@ -162,6 +162,27 @@ TEST_CASE("raising tp (fast TP link, same dp) never raises per-rank peak memory"
   }
 }
 
+TEST_CASE("raising cp (same dp) never raises per-rank peak memory", "[sim][property][parallel][cp]") {
+  // Each CP rank keeps 1/cp of the sequence's activations and FSDP shards over dp x cp.
+  std::mt19937_64 rng(157);
+  for (int iter = 0; iter < 100; ++iter) {
+    const SimModel m = random_shaped_model(rng);
+    const int dp = 1 << (rng() % 3);
+    FsdpPlan p;
+    p.parallel.cp_kind = (rng() & 1) ? "ring" : "ulysses";
+    p.parallel.tp = 1 + static_cast<int>(rng() % 2);
+    std::int64_t prev = -1;
+    for (int cp = 1; cp <= 8; cp *= 2) {
+      FsdpPlan q = p;
+      q.parallel.cp = cp;
+      const SimResult r = simulate(compile_step(m, q, fast_cluster(dp * cp * p.parallel.tp)));
+      INFO("iteration " << iter << " dp " << dp << " cp " << cp << " " << p.parallel.cp_kind << " tp " << p.parallel.tp);
+      if (prev >= 0) CHECK(r.peak_bytes <= prev);
+      prev = r.peak_bytes;
+    }
+  }
+}
+
 TEST_CASE("TP collectives: 2 per pair and micro-batch (4 with SP) per block, + embedding and head", "[sim][property][parallel][tp]") {
   std::mt19937_64 rng(153);
   for (int iter = 0; iter < 150; ++iter) {
@@ -304,6 +325,17 @@ TEST_CASE("parallelism errors: no shapes, world, split points, interleaved micro
     p.parallel.pp_schedule = "interleaved";
     p.gradient_accumulation = 2;
     CHECK_THROWS_WITH(compile_step(two, p, c), Catch::Contains("pp x pp_virtual = 4 stages"));
+  }
+  {  // a bucket of an expert unit and a dense one: the two are sharded over different groups
+    SimModel moe = test::chain_model(2, 100, 1000, 2000);
+    moe.has_parallel_shapes = true;
+    moe.units[2].expert = true;
+    FsdpPlan p;
+    p.parallel.ep = 2;
+    p.buckets = {{"u0", "u1"}};
+    CHECK_THROWS_WITH(compile_step(moe, p, c), Catch::Contains("buckets: 'u0+u1' mixes expert and non-expert modules"));
+    p.parallel.ep = 1;
+    CHECK_NOTHROW(compile_step(moe, p, c));  // without EP one group holds both
   }
   {  // interleaved needs m % pp == 0; v > 1 needs the interleaved schedule
     const SimModel many = test::chain_model(8, 100, 1000, 2000);
