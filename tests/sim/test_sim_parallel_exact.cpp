@@ -504,6 +504,12 @@ TEST_CASE("pp=2 GPipe and interleaved (v=2) schedules, 4 micro-batches", "[sim][
     CHECK(r.stages[1].max_in_flight == 3);
     CHECK(r.stages[0].units == "u0 .. u2");
     REQUIRE(r.shown_stage == 0);
+    // Rank 0's memory: persistent 2 x (800 + 1600) = 4800; five chunk micro-batches' activations
+    // at most. Highest when F(u2,3) has gathered (151600): u0's m1..m3 and u2's m2, m3 saved
+    // (5 x 10000), both chunks' sharded gradients (2 x 800, since B(u2,0) and B(u0,0)), AG buffer
+    // 800 and unsharded parameters 800 -> 58000.
+    CHECK(r.stages[0].peak_bytes == 58000);
+    CHECK(r.peak_time == 151600);
     // Rank 0's compute, in time order, as (unit, micro-batch, pass).
     std::vector<std::string> order;
     for (const auto& o : r.ops)
