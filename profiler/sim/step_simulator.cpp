@@ -400,6 +400,10 @@ class StepRun {
         // A full rerun of the forward issues its model-parallel collectives again (Megatron);
         // selective checkpointing reruns part of the unit, whose share is not known here.
         if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Backward, r, /*rerun=*/true);
+      } else if (sg.recompute_bytes > 0) {
+        // A description checkpointed in its own file ("activation_checkpointing": "full") folds
+        // the rerun into bwd_ns; the rerun still issues the forward's collectives, as above.
+        model_parallel(sg, e, Phase::Backward, lane_[0], /*rerun=*/true);
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
       model_parallel(sg, e, Phase::Backward, t);

@@ -106,12 +106,16 @@ std::int64_t stage_static_bytes(const CompiledStep& s, int rank_stage) {
   return total;
 }
 
-// TP collectives one pass-pair of the segments [first, last] issues per micro-batch.
+// TP collectives the segments [first, last] issue per micro-batch: forward and backward, and a
+// segment the description already checkpoints (recompute bytes, rerun inside bwd_ns) reruns its
+// forward's in backward.
 int tp_per_micro(const SimModel& m, int first, int last, bool sp) {
   int n = 0;
   for (int i = first; i <= last; ++i) {
-    const ParallelShape& ps = m.segments[static_cast<std::size_t>(i)].parallel;
-    n += 2 * ps.tp_pairs * (sp ? 2 : 1) + ps.tp_fwd_only + ps.tp_bwd_only;
+    const SimSegment& sg = m.segments[static_cast<std::size_t>(i)];
+    const ParallelShape& ps = sg.parallel;
+    const int fwd = ps.tp_pairs * (sp ? 2 : 1) + ps.tp_fwd_only;
+    n += fwd + ps.tp_pairs * (sp ? 2 : 1) + ps.tp_bwd_only + (sg.recompute_activation_bytes > 0 ? fwd : 0);
   }
   return n;
 }
@@ -192,13 +196,18 @@ TEST_CASE("TP collectives: 2 per pair and micro-batch (4 with SP) per block, + e
     p.parallel.tp = 2 << (rng() % 3);  // 2, 4, 8
     p.parallel.sequence_parallel = rng() & 1;
     const int last = static_cast<int>(m.segments.size()) - 1;
-    int blocks_pairs = 0;
-    for (const auto& sg : m.segments) blocks_pairs += sg.parallel.tp_pairs;
+    int blocks_pairs = 0, rerun_pairs = 0;
+    for (const auto& sg : m.segments) {
+      blocks_pairs += sg.parallel.tp_pairs;
+      if (sg.recompute_activation_bytes > 0) rerun_pairs += sg.parallel.tp_pairs;
+    }
     INFO("iteration " << iter);
     const SimResult r = simulate(compile_step(m, p, fast_cluster(p.parallel.tp * 2)));
     const int expected = tp_per_micro(m, 0, last, p.parallel.sequence_parallel) * p.gradient_accumulation;
-    // The same count spelled as the issue does: pairs x passes (x 2 with SP) + embedding + head.
-    CHECK(expected == ((p.parallel.sequence_parallel ? 4 : 2) * blocks_pairs + 2) * p.gradient_accumulation);
+    // The same count spelled as the issue does: pairs x passes (x 2 with SP) + embedding + head,
+    // + the reruns of blocks checkpointed in the description.
+    const int per_pair = p.parallel.sequence_parallel ? 2 : 1;
+    CHECK(expected == (2 * per_pair * blocks_pairs + 2 + per_pair * rerun_pairs) * p.gradient_accumulation);
     CHECK(r.tp_collectives == expected);
     CHECK(r.tp_bytes == std::int64_t(expected) * m.segments[0].parallel.tp_bytes);
 
