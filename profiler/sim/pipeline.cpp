@@ -56,11 +56,21 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
   if (s.offload != Offload::None) pipe_error("offload together with pipeline parallelism is not modelled");
   // Segment indices where a new exec unit starts: the only places a stage can begin.
   std::vector<int> candidates;
-  for (std::size_t i = 1; i < s.segments.size(); ++i)
-    if (s.segments[i].exec != s.segments[i - 1].exec) candidates.push_back(static_cast<int>(i));
+  for (std::size_t i = 1; i < s.segments.size(); ++i) {
+    if (s.segments[i].exec == s.segments[i - 1].exec) continue;
+    // Only the root may be cut (head and tail, split by tail_params below); a non-root unit whose
+    // segments are not contiguous (a bucket of u0 and u2, a parent around a nested unit) would
+    // otherwise sit whole on two stages, its parameters and collectives counted twice.
+    const int at = static_cast<int>(i);
+    const bool cuts = std::any_of(s.units.begin(), s.units.end(),
+                                  [&](const ExecUnit& u) { return !u.is_root && u.first_seg >= 0 && u.first_seg < at && u.last_seg >= at; });
+    if (!cuts) candidates.push_back(at);
+  }
   if (static_cast<int>(candidates.size()) < k - 1)
-    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model has only " + std::to_string(candidates.size() + 1) +
-               " places to split");
+    // (candidates are the places to split; n of them make at most n + 1 stages)
+    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model splits into at most " +
+               std::to_string(candidates.size() + 1) + " stages (it has " + std::to_string(candidates.size()) +
+               " FSDP unit boundaries to cut at)");
   std::vector<int> bounds;
   if (!par.pp_split.empty()) {
     if (static_cast<int>(par.pp_split.size()) != k - 1)
@@ -369,12 +379,15 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       r.ep_collectives += m * c.r.ep_collectives, r.ep_bytes += m * c.r.ep_bytes;
       r.model_parallel_ns += m * c.r.model_parallel_ns, r.model_parallel_exposed_ns += m * c.r.model_parallel_exposed_ns;
       r.exposed_comm_ns += m * c.r.exposed_comm_ns;
-      r.other_comm_ns += c.r.other_comm_ns, r.idle_ns += c.r.idle_ns;
       info.busy_ns += c.opt;
     }
     r.step_ns = t;
     for (const auto& o : r.ops) {
       if (o.lane == Lane::Compute && o.kind != OpKind::OtherComm && o.kind != OpKind::Idle) r.compute_busy_ns += o.end - o.start;
+      // Replayed collectives and idle recur in every micro-batch's slots (a chunk's own result
+      // holds one micro-batch): count them from the replayed ops, as the compute above.
+      if (o.kind == OpKind::OtherComm) r.other_comm_ns += o.end - o.start;
+      if (o.kind == OpKind::Idle) r.idle_ns += o.end - o.start;
       if (o.lane >= Lane::Nccl && o.lane <= Lane::AllReduce) r.comm_busy_ns += o.end - o.start;
     }
     sweep_memory(step, r, detail);
