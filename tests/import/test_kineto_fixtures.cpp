@@ -297,7 +297,8 @@ TEST_CASE("communication-kernel rule files: format and errors", "[comm]") {
 // A CPU (gloo) run on a 2D mesh (issue 15): gloo's events name no group, so the recorder notes the
 // worker threads each group's creation started ("shardscope_pg_threads") and every collective gets
 // its thread's group; c10d ops whose tensors are a TensorList give their bytes; send / recv run
-// inline on the training thread, which stays the compute lane (the p2p get a lane of their own).
+// inline on the training thread, which stays the compute lane (the p2p get a lane of their own),
+// and take their group from the recorder's "ss:pg:<name>" range around the issuing op.
 TEST_CASE("CPU gloo trace: process group per worker thread, TensorList sizes, inline send", "[kineto][cpu]") {
   TempDir dir;
   const std::string p = dir.file("gloo_2d.json");
@@ -319,6 +320,7 @@ TEST_CASE("CPU gloo trace: process group per worker thread, TensorList sizes, in
     {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 30, "ts": 22, "dur": 4,
      "args": {"Input type": ["float"], "Input Dims": [[6]]}},
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 5, "ts": 30, "dur": 5},
+    {"ph": "X", "cat": "user_annotation", "name": "ss:pg:1", "pid": 1, "tid": 5, "ts": 39, "dur": 5},
     {"ph": "X", "cat": "cpu_op", "name": "c10d::send", "pid": 1, "tid": 5, "ts": 40, "dur": 3,
      "args": {"Input type": ["TensorList", "", "Scalar", "Scalar"], "Input Dims": [[[4], [2, 2]], [], [], []]}},
     {"ph": "X", "cat": "user_annotation", "name": "gloo:send", "pid": 1, "tid": 5, "ts": 41, "dur": 1,
@@ -334,8 +336,10 @@ TEST_CASE("CPU gloo trace: process group per worker thread, TensorList sizes, in
   CHECK(of("all_gather", "v.group_size") == "2");
   CHECK(of("all_reduce", "g.ranks") == "[0,1]");
   CHECK(of("all_reduce", "v.bytes") == "24");  // the TensorList's 2 x 3 floats, float from gloo's event
-  // A thread named for a group that distributedInfo does not list gives no group.
-  CHECK(of("send", "g.ranks") == "<null>");
+  // The send ran on the training thread (which a group that distributedInfo does not list claims:
+  // ignored); its group is the recorder's "ss:pg:1" range around the c10d op that issued it.
+  CHECK(of("send", "g.ranks") == "[0,2]");
+  CHECK(query_int(out, "SELECT count(*) FROM ranges r JOIN strings n ON n.id = r.name_id WHERE n.value LIKE 'ss:pg:%'") == 0);
   CHECK(of("send", "v.bytes") == "32");  // the TensorList's two tensors: 4 + 2 x 2 floats
   CHECK(query_int(out, "SELECT count(*) FROM process_groups") == 2);
   // Thread 5 is the compute lane (both aten::mm) and has a p2p lane beside it.

@@ -80,14 +80,15 @@ def pipeline(m, rank, microbatches=2):
     b, s, d, L = m["batch"], m["seq"], m["dim"], m["layers"]
     stage = rank // 2
     dp_group = group(range(2 * stage, 2 * stage + 2))
+    pp_group = group((rank % 2, rank % 2 + 2))
     layers = L // 2
     root = root_params(m, embedding=stage == 0, head=stage == 1)
     lp = layer_params(m)
     msg = F32 * (b // microbatches) * s * d
     return {("all_gather", dp_group): [1 + (microbatches + 1) * layers, F32 * (root + (microbatches + 1) * layers * lp)],
             ("reduce_scatter", dp_group): [1 + layers, F32 * (root + layers * lp)],
-            ("send", None): [microbatches, microbatches * msg],
-            ("recv", None): [microbatches, microbatches * msg]}
+            ("send", pp_group): [microbatches, microbatches * msg],
+            ("recv", pp_group): [microbatches, microbatches * msg]}
 
 
 def tp_sharded_param_bytes(m, tp, dp):

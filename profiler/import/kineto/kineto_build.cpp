@@ -163,6 +163,10 @@ class Builder {
           cpu_.push_back(i);
           break;
         case Cat::UserAnnotation:
+          if (starts_with(e.name, "ss:pg:")) {  // the CPU recorder's process group of a send / recv: not a range
+            if (e.ts != kAbsent && e.dur != kAbsent) pg_ranges_[e.tid].push_back({e.ts, e.ts + e.dur, e.name.substr(6)});
+            break;
+          }
           if (starts_with(e.name, "ss:mem:")) {  // the hooks' tensor facts: not ranges
             if (e.ts != kAbsent)
               if (auto f = parse_tensor_fact(e.name, rel(e, e.ts))) facts_.push_back(*f);
@@ -913,6 +917,18 @@ class Builder {
 
   static bool gloo_inline(std::string_view name) { return name == "gloo:send" || name == "gloo:recv"; }
 
+  // The group of a c10d op issued inside the recorder's "ss:pg:<name>" range (send / recv, whose
+  // gloo events run on the calling thread): null when it is in none or the name is not a group.
+  const ProcessGroupConfig* group_of_issuer(const RawEvent& op) const {
+    auto it = pg_ranges_.find(op.tid);
+    if (it == pg_ranges_.end() || op.ts == kAbsent) return nullptr;
+    for (const PgRange& r : it->second)  // few: one per send / recv
+      if (r.start <= op.ts && op.ts < r.end)
+        for (const auto& g : t_.process_groups)
+          if (g.name == r.name) return &g;
+    return nullptr;
+  }
+
   // The process group of a gloo event: its thread's, as the recorder noted the threads each
   // group's creation started (KinetoTrace::pg_threads); null when the trace does not say.
   const ProcessGroupConfig* group_of_thread(std::int64_t tid) {
@@ -976,8 +992,9 @@ class Builder {
     // Each event's group: its worker thread's when the recorder noted them, else the only group
     // there is, else unknown (the world's size stands in, as before the threads were noted).
     const ProcessGroupConfig* only_group = t_.process_groups.size() == 1 ? &t_.process_groups.front() : nullptr;
-    auto group_config = [&](const RawEvent& e) {
+    auto group_config = [&](const RawEvent& e, const RawEvent* issuer = nullptr) {
       const ProcessGroupConfig* g = group_of_thread(e.tid);
+      if (!g && issuer) g = group_of_issuer(*issuer);
       return g ? g : only_group;
     };
     auto group_row = [&](const ProcessGroupConfig* g) {
@@ -1053,7 +1070,7 @@ class Builder {
       // The issuing op's element type, unless it names none (a TensorList argument): then gloo's.
       std::string_view dtype = ia && dtype_size_bytes(ia->input_type) > 0 ? ia->input_type : ra ? ra->input_type : std::string_view{};
       const int esize = dtype_size_bytes(dtype);
-      const ProcessGroupConfig* g = group_config(e);
+      const ProcessGroupConfig* g = group_config(e, issuer);
       const int group_size = size_of(g);
       std::int64_t numel = issuer ? issued_numel(*issuer) : kAbsent;
       if (numel == kAbsent) numel = ran_numel(e, group_size);
@@ -1116,6 +1133,11 @@ class Builder {
   std::vector<TensorFact> facts_;
   std::set<std::int64_t> gloo_tids_;
   std::map<std::int64_t, const ProcessGroupConfig*> pg_of_tid_;
+  struct PgRange {
+    std::int64_t start, end;
+    std::string_view name;
+  };
+  std::map<std::int64_t, std::vector<PgRange>> pg_ranges_;  // tid -> "ss:pg:" ranges, as the trace has them
   std::map<std::int64_t, InnermostRangeIndex> mem_context_index_;
 };
 

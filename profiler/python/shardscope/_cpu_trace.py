@@ -72,8 +72,31 @@ class CpuTrace:
 
             watched._shardscope_wrapped = True
             c10d._new_process_group_helper = watched
+            self._annotate_p2p(dist)
         except Exception as e:  # never break the job
             sys.stderr.write("[shardscope] process group threads not watched: %r\n" % (e,))
+
+    def _annotate_p2p(self, dist):
+        """gloo runs send / recv on the calling thread, not on a group's workers, so their thread
+        says nothing: ProcessGroup.send / recv are wrapped in an "ss:pg:<group name>" range, which
+        the importer gives to the c10d op inside it (and so to the send it issued)."""
+        pg_class = getattr(dist, "ProcessGroup", None)
+        record_function = self._torch.profiler.record_function
+        for name in ("send", "recv"):
+            original = getattr(pg_class, name, None)
+            if original is None or getattr(original, "_shardscope_wrapped", False):
+                continue
+
+            def wrapped(group, *args, _original=original, **kwargs):
+                try:
+                    label = "ss:pg:" + str(group.group_name)
+                except Exception:
+                    return _original(group, *args, **kwargs)
+                with record_function(label):
+                    return _original(group, *args, **kwargs)
+
+            wrapped._shardscope_wrapped = True
+            setattr(pg_class, name, wrapped)
 
     def capture_distributed(self):
         """Kineto writes `distributedInfo` (rank, backend, process groups) only while the default
