@@ -50,6 +50,7 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   degree("pp_virtual", par.pp_virtual);
   degree("ep", par.ep);
   if (auto v = get_bool(o, "sequence_parallel", where, "parallelism")) par.sequence_parallel = *v;
+  if (auto v = get_bool(o, "loss_parallel", where, "parallelism")) par.loss_parallel = *v;
   if (auto v = get_string(o, "cp_kind", where, "parallelism")) {
     if (*v != "ulysses" && *v != "ring") json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
     par.cp_kind = *v;
@@ -219,7 +220,7 @@ std::string plan_to_json(const FsdpPlan& p) {
   if (!(p.parallel == Parallelism{})) {
     const Parallelism& q = p.parallel;
     j.key("parallelism").begin_object();
-    j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
+    j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("loss_parallel", q.loss_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
     j.kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep);
     if (!q.pp_split.empty()) {
       j.key("pp_split").begin_array();

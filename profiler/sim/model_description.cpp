@@ -179,6 +179,10 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
     attn_shape.tp_pairs = cross_p > 0 ? 2 : 1;  // self-attention (+ cross-attention)
     attn_shape.tp_bytes = mlp_shape.tp_bytes = tp_msg;
     attn_shape.tp_replicated_saved = attn_repl;
+    // A decoder block's two RMSNorm weights (with SP their gradients are all-reduced); a DiT's
+    // adaLN norms have no weights of their own.
+    attn_shape.sp_norms = dit ? 0 : 2;
+    attn_shape.norm_grad_bytes = static_cast<std::int64_t>(h * act_b);
     mlp_shape.tp_pairs = 1;
     mlp_shape.tp_replicated_saved = mlp_repl;
     if (moe && l % d.moe_layer_interval == d.moe_layer_interval - 1) {
@@ -214,7 +218,13 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
                         static_cast<std::int64_t>(tokens * (dit ? 2 * double(d.patch_dim) : 4 * double(d.vocab))), 0});
   m.segments.back().input_bytes = static_cast<std::int64_t>(tokens * 2 * h);
   if (dit) m.segments.back().parallel.tp_replicated_saved = m.segments.back().saved_activation_bytes;
-  else m.segments.back().parallel.tp_bwd_only = 1, m.segments.back().parallel.tp_bytes = tp_msg;
+  else {
+    ParallelShape& tail = m.segments.back().parallel;
+    tail.tp_bwd_only = 1, tail.tp_bytes = tp_msg;
+    tail.sp_norms = 1, tail.norm_grad_bytes = static_cast<std::int64_t>(h * act_b);  // the final norm
+    tail.logits_bytes = static_cast<std::int64_t>(tokens * double(d.vocab) * act_b);
+    tail.loss_stat_bytes = static_cast<std::int64_t>(tokens * 4);
+  }
   // AdamW: reads and writes fp32 params, grads, exp_avg, exp_avg_sq (~28 B/param moved); here
   // expressed for the whole model on one rank (optimizer_reference_world = 1).
   m.optimizer_ns = static_cast<TimeNs>(std::llround(28.0 * double(m.total_params()) / m.hbm_bytes_per_ns));

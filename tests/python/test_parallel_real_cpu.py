@@ -7,10 +7,10 @@ Checked:
 - the recorded collectives of a step, per rank and per process group (the recorder notes each
   group's gloo threads), equal what the model's shapes give (parallel_expect.py) and, without SP,
   what a TorchDispatchMode counted in the same run;
-- the simulator's FSDP all-gathers and reduce-scatters equal the real ones per dp group, count and
-  bytes; its TP all-reduces equal the real ones without SP; every difference on the TP group is one
-  the simulator does not model, spelled out below (docs/accuracy.md, "Real 2D FSDP + TP and
-  pipeline runs on CPU/gloo");
+- the simulator's FSDP all-gathers and reduce-scatters equal the real ones per dp group, and its
+  TP collectives equal the real ones on every TP group, count and bytes, without SP (the head
+  gathers the logits: loss_parallel false) and with SP and loss parallel (docs/accuracy.md, "Real
+  2D FSDP + TP and pipeline runs on CPU/gloo");
 - FSDPMemTracker's sharded and unsharded parameters equal the simulator's exactly and its optimizer
   state is within 3 % (AdamW's 4-byte step counts). Activations are not asserted: the description
   counts bf16 activations of a FlashAttention block, the CPU run keeps fp32 tensors of the eager
@@ -55,7 +55,8 @@ class TensorParallelRun(unittest.TestCase):
         run.record(cls.profile, "--tiny", "--tp", "2", "--steps", str(STEPS), "--mem-tracker-step", "2",
                    "--mem-tracker-out", os.path.join(cls.dir, "mem_{rank}.json"),
                    "--counts-out", os.path.join(cls.dir, "counts_{rank}.json"), nproc=4, script=run.TRAIN_TP)
-        cls.sim, cls.sim_ops = run.simulate_model(cls.dir, "tp", {"parallelism": {"tp": 2}}, world=4)
+        # This run gathers the logits (Replicate output head): loss_parallel false.
+        cls.sim, cls.sim_ops = run.simulate_model(cls.dir, "tp", {"parallelism": {"tp": 2, "loss_parallel": False}}, world=4)
 
     @classmethod
     def tearDownClass(cls):
@@ -86,17 +87,16 @@ class TensorParallelRun(unittest.TestCase):
             self.assertEqual(on_group(run.collectives_by_group(self.profile, rank, COUNTED), dp_group), sim, "rank %d" % rank)
         self.assertEqual((self.sim["all_gathers"], self.sim["reduce_scatters"]), (sim["all_gather"][0], sim["reduce_scatter"][0]))
 
-    def test_simulated_tp_collectives_equal_the_real_all_reduces(self):
+    def test_simulated_tp_collectives_equal_the_real_ones(self):
         sim = on_group(self.sim_ops, "tp")
-        self.assertEqual(sim, {"all_reduce": [self.sim["tp_collectives"], self.sim["tp_bytes"]]})
+        self.assertEqual(sum(n for n, _ in sim.values()), self.sim["tp_collectives"])
+        self.assertEqual(sum(b for _, b in sim.values()), self.sim["tp_bytes"])
+        # 4L + 2 all-reduces of batch x seq x dim, and the head's all-gather of the logits.
+        self.assertEqual(sim["all_gather"], [1, expect.F32 * M["batch"] * M["seq"] * M["vocab"]])
         for rank in range(4):
             tp_group = "[%d,%d]" % (rank - rank % 2, rank - rank % 2 + 1)
             real = on_group(run.collectives_by_group(self.profile, rank, COUNTED), tp_group)
-            self.assertEqual(real["all_reduce"], sim["all_reduce"], "rank %d" % rank)
-            # Not modelled: the simulator assumes loss parallel (vocab-sharded logits); this run
-            # gathers the logits once (Replicate output head), batch x seq x vocab fp32.
-            self.assertEqual(real.pop("all_gather"), [1, expect.F32 * M["batch"] * M["seq"] * M["vocab"]])
-            self.assertEqual(sorted(real), ["all_reduce"])
+            self.assertEqual(real, sim, "rank %d" % rank)
 
     def test_memory_tracker_matches_the_shapes_and_the_simulator(self):
         sharded = expect.tp_sharded_param_bytes(M, tp=2, dp=2)
@@ -144,28 +144,23 @@ class SequenceParallelRun(unittest.TestCase):
             dp_group = "[%d,%d]" % (rank % 2, rank % 2 + 2)
             self.assertEqual(on_group(run.collectives_by_group(self.profile, rank, COUNTED), dp_group), sim, "rank %d" % rank)
 
-    def test_tp_collectives_differ_from_the_simulator_only_where_it_does_not_model_torch(self):
+    def test_simulated_tp_collectives_equal_the_real_ones(self):
         act = expect.F32 * M["batch"] * M["seq"] * M["dim"]
         sim = on_group(self.sim_ops, "tp")
         self.assertEqual(sum(n for n, _ in sim.values()), self.sim["tp_collectives"])
         self.assertEqual(sum(b for _, b in sim.values()), self.sim["tp_bytes"])
         L = M["layers"]
-        # The simulator: per block a reduce-scatter + all-gather pair per column->row pair and pass,
-        # and, as without SP, the embedding's forward and the head's backward all-reduce.
-        self.assertEqual(sim, {"all_gather": [4 * L, 4 * L * act], "reduce_scatter": [4 * L, 4 * L * act],
-                               "all_reduce": [2, 2 * act]})
+        # Per block an all-gather + reduce-scatter per column->row pair and pass; the embedding
+        # reduce-scatters into sequence shards (forward) and all-gathers the gradient (backward), the
+        # head all-gathers its input and reduce-scatters its gradient; the norms' weight gradients
+        # (2 per block + the final norm, dim each) and loss_parallel's three per-token fp32
+        # reductions are all-reduces.
+        self.assertEqual(sim, {"all_gather": [4 * L + 2, (4 * L + 2) * act], "reduce_scatter": [4 * L + 2, (4 * L + 2) * act],
+                               "all_reduce": [2 * L + 1 + 3, expect.F32 * ((2 * L + 1) * M["dim"] + 3 * M["batch"] * M["seq"])]})
         for rank in range(4):
             tp_group = "[%d,%d]" % (rank - rank % 2, rank - rank % 2 + 1)
             real = on_group(run.collectives_by_group(self.profile, rank, COUNTED), tp_group)
-            # torch with SP: the embedding reduce-scatters into sequence shards (forward) and
-            # all-gathers their gradient (backward); the head all-gathers its input (forward) and
-            # reduce-scatters its input gradient (backward): two pairs where the simulator has two
-            # all-reduces of the same buffer.
-            self.assertEqual(real["all_gather"], [sim["all_gather"][0] + 2, sim["all_gather"][1] + 2 * act])
-            self.assertEqual(real["reduce_scatter"], [sim["reduce_scatter"][0] + 2, sim["reduce_scatter"][1] + 2 * act])
-            # Not modelled: the norms' weight gradients (2 per block + the final norm, dim fp32 each:
-            # replicated weights over sequence shards) and loss_parallel's 3 per-token fp32 reductions.
-            self.assertEqual(real["all_reduce"], [2 * L + 1 + 3, expect.F32 * ((2 * L + 1) * M["dim"] + 3 * M["batch"] * M["seq"])])
+            self.assertEqual(real, sim, "rank %d" % rank)
 
 
 class TrainerArguments(unittest.TestCase):

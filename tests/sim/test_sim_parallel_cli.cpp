@@ -57,13 +57,15 @@ TEST_CASE("simulate --parallel tp=2: TP collectives as the model's shape implies
   CHECK(integer(par, "tp") == 2);
   CHECK(integer(par, "dp") == 8);  // 16 / tp
   // Llama-3-8B: 32 layers x 2 column->row pairs (attention, MLP) x 2 passes + the embedding's
-  // forward all-reduce + the output head's backward all-reduce, one micro-batch.
+  // forward all-reduce + the output head's backward all-reduce, one micro-batch; and loss
+  // parallelism's three fp32-per-token all-reduces (max, sum of exponentials, target logit).
   const sim::ModelDescription d = sim::load_model_file(llama8b());
   REQUIRE(d.layers == 32);
   const std::int64_t expected = d.layers * 2 * 2 + 1 + 1;
-  CHECK(integer(doc, "tp_collectives") == expected);
-  // Each carries the micro-batch's tokens x hidden in bf16: 8192 x 4096 x 2 bytes.
-  CHECK(integer(doc, "tp_bytes") == expected * d.seq_len * d.hidden * d.param_dtype_bytes);
+  CHECK(integer(doc, "tp_collectives") == expected + 3);
+  // Each carries the micro-batch's tokens x hidden in bf16: 8192 x 4096 x 2 bytes; the loss
+  // statistics 8192 x 4 bytes each.
+  CHECK(integer(doc, "tp_bytes") == expected * d.seq_len * d.hidden * d.param_dtype_bytes + 3 * d.seq_len * 4);
   CHECK(integer(doc, "cp_collectives") == 0);
   CHECK(integer(doc, "ep_collectives") == 0);
 
@@ -71,7 +73,9 @@ TEST_CASE("simulate --parallel tp=2: TP collectives as the model's shape implies
   const Run sp = simulate({"--model", llama8b(), "--world", "16", "--parallel", "tp=2,sp", "--format", "json"});
   REQUIRE(sp.code == 0);
   const simdjson::dom::element sdoc = parser.parse(sp.out);
-  CHECK(integer(sdoc, "tp_collectives") == d.layers * 4 * 2 + 2);
+  // ... and the embedding's and head's all-reduces become RS + AG pairs (4), the norms' weight
+  // gradients are all-reduced (2 per layer + the final norm), plus the 3 loss statistics.
+  CHECK(integer(sdoc, "tp_collectives") == d.layers * 4 * 2 + 4 + (2 * d.layers + 1) + 3);
   // Without --parallel the report has no parallelism fields (today's output).
   const Run plain = simulate({"--model", llama8b(), "--world", "16", "--format", "json"});
   REQUIRE(plain.code == 0);

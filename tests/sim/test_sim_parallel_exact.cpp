@@ -187,34 +187,42 @@ TEST_CASE("tp=2 with SP: all-gather + reduce-scatter pairs, reversed in backward
   const CompiledStep s = compile_step(m, with(par), c);
   CHECK(s.segments[1].saved_bytes == 5000);
   const SimResult r = simulate(s);
-  // u0 forward [1500,6500]: AG [6500,7000], RS [7000,7500], AG [7500,8000], RS [8000,8500].
+  // With SP the embedding reduce-scatters its output into sequence shards (1000 B: 500 ns, not the
+  // all-reduce's 1000): head [0,500], RS [500,1000]; so u0 forward is [1000,6000] and
+  // AG [6000,6500], RS [6500,7000], AG [7000,7500], RS [7500,8000].
   std::vector<SimOp> fwd, bwd;
   for (const auto& o : r.ops)
     if (o.exec == 1 && is_model_parallel(o.kind)) (o.phase == Phase::Forward ? fwd : bwd).push_back(o);
   REQUIRE(fwd.size() == 4);
   const OpKind ag = OpKind::TpAllGather, rs = OpKind::TpReduceScatter;
   CHECK((fwd[0].kind == ag && fwd[1].kind == rs && fwd[2].kind == ag && fwd[3].kind == rs));
-  CHECK(fwd[0].start == 6500);
-  CHECK(fwd[0].end == 7000);
-  CHECK(fwd[1].start == 7000);
-  CHECK(fwd[3].end == 8500);
+  CHECK(fwd[0].start == 6000);
+  CHECK(fwd[0].end == 6500);
+  CHECK(fwd[1].start == 6500);
+  CHECK(fwd[3].end == 8000);
   CHECK(fwd[0].bytes == 1000);
-  // Backward issues the adjoints in reverse order: the forward's last reduce-scatter becomes the
-  // backward's first all-gather. u0 bwd [31500,41500]: AG [41500,42000], RS [42000,42500], AG, RS.
+  // The head all-gathers its input in forward (+500 ns) and reduce-scatters its input gradient in
+  // backward (500 ns, not 1000): backward runs 500 ns earlier than without SP. Backward issues the
+  // adjoints in reverse order: u0 bwd [31000,41000]: AG [41000,41500], RS, AG, RS [42500,43000].
   REQUIRE(bwd.size() == 4);
   CHECK((bwd[0].kind == ag && bwd[1].kind == rs && bwd[2].kind == ag && bwd[3].kind == rs));
-  CHECK(bwd[0].start == 41500);
-  CHECK(bwd[3].end == 43500);
-  // The embedding and the head keep one all-reduce each.
-  CHECK(ops_of(r, OpKind::TpAllReduce, 0, Phase::Forward).size() == 1);
-  CHECK(ops_of(r, OpKind::TpAllReduce, 0, Phase::Backward).size() == 1);
+  CHECK(bwd[0].start == 41000);
+  CHECK(bwd[3].end == 43000);
+  // The root: embedding RS (forward) and AG (backward), head AG (forward) and RS (backward).
+  CHECK(ops_of(r, OpKind::TpAllReduce, 0, Phase::Forward).empty());
+  CHECK(ops_of(r, OpKind::TpReduceScatter, 0, Phase::Forward).size() == 1);
+  CHECK(ops_of(r, OpKind::TpAllGather, 0, Phase::Forward).size() == 1);
+  CHECK(ops_of(r, OpKind::TpReduceScatter, 0, Phase::Backward).size() == 1);
+  CHECK(ops_of(r, OpKind::TpAllGather, 0, Phase::Backward).size() == 1);
+  // Head backward [43000,44000], then the embedding's all-gather [44000,44500].
   CHECK(r.step_ns == 44500);
-  // 4 per block and pass x 2 blocks x 2 passes + 2 = 18 collectives of 1000 B.
-  CHECK(r.tp_collectives == 18);
-  CHECK(r.tp_bytes == 18000);
-  // Peak at 19500 as without SP, 2 x 1000 B of norm inputs fewer: 2640 + 2 x 5000 + 3 x 440.
+  // 4 per block and pass x 2 blocks x 2 passes + 2 (embedding) + 2 (head) = 20 of 1000 B.
+  CHECK(r.tp_collectives == 20);
+  CHECK(r.tp_bytes == 20000);
+  // Peak when u1's backward starts (500 ns earlier than without SP), 2 x 1000 B of norm inputs
+  // fewer: 2640 + 2 x 5000 + 3 x 440.
   CHECK(r.peak_bytes == 13960);
-  CHECK(r.peak_time == 19500);
+  CHECK(r.peak_time == 19000);
   CHECK(r.peak_by_category[kActivation] == 10000);
 }
 

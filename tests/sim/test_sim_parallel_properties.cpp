@@ -114,8 +114,10 @@ int tp_per_micro(const SimModel& m, int first, int last, bool sp) {
   for (int i = first; i <= last; ++i) {
     const SimSegment& sg = m.segments[static_cast<std::size_t>(i)];
     const ParallelShape& ps = sg.parallel;
-    const int fwd = ps.tp_pairs * (sp ? 2 : 1) + ps.tp_fwd_only;
-    n += fwd + ps.tp_pairs * (sp ? 2 : 1) + ps.tp_bwd_only + (sg.recompute_activation_bytes > 0 ? fwd : 0);
+    // With SP the embedding's and the head's collectives have adjoints in the other pass too.
+    const int fwd = ps.tp_pairs * (sp ? 2 : 1) + ps.tp_fwd_only + (sp ? ps.tp_bwd_only : 0);
+    const int bwd = ps.tp_pairs * (sp ? 2 : 1) + ps.tp_bwd_only + (sp ? ps.tp_fwd_only : 0);
+    n += fwd + bwd + (sg.recompute_activation_bytes > 0 ? fwd : 0);
   }
   return n;
 }
@@ -204,10 +206,10 @@ TEST_CASE("TP collectives: 2 per pair and micro-batch (4 with SP) per block, + e
     INFO("iteration " << iter);
     const SimResult r = simulate(compile_step(m, p, fast_cluster(p.parallel.tp * 2)));
     const int expected = tp_per_micro(m, 0, last, p.parallel.sequence_parallel) * p.gradient_accumulation;
-    // The same count spelled as the issue does: pairs x passes (x 2 with SP) + embedding + head,
-    // + the reruns of blocks checkpointed in the description.
+    // The same count spelled as the issue does: pairs x passes (x 2 with SP) + embedding + head
+    // (an RS + AG pair each with SP), + the reruns of blocks checkpointed in the description.
     const int per_pair = p.parallel.sequence_parallel ? 2 : 1;
-    CHECK(expected == (2 * per_pair * blocks_pairs + 2 + per_pair * rerun_pairs) * p.gradient_accumulation);
+    CHECK(expected == (2 * per_pair * blocks_pairs + 2 * per_pair + per_pair * rerun_pairs) * p.gradient_accumulation);
     CHECK(r.tp_collectives == expected);
     CHECK(r.tp_bytes == std::int64_t(expected) * m.segments[0].parallel.tp_bytes);
 
