@@ -62,9 +62,10 @@ void parse_parallel_spec(const std::string& spec, sim::Parallelism& par) {
     else if (k == "ep") par.ep = degree(k, v);
     else if (k == "v" || k == "pp_virtual") par.pp_virtual = degree(k, v), par.pp_schedule = par.pp_virtual > 1 ? "interleaved" : par.pp_schedule;
     else if (k == "sp") par.sequence_parallel = true;
+    else if (k == "no_loss_parallel") par.loss_parallel = false;
     else if (k == "ring" || k == "ulysses") par.cp_kind = k;
     else if (k == "1f1b" || k == "gpipe" || k == "interleaved") par.pp_schedule = k;
-    else throw UsageError("--parallel: unknown item '" + item + "' (tp=N, sp, cp=N, ring, ulysses, pp=N, 1f1b, gpipe, interleaved, v=N, ep=N)");
+    else throw UsageError("--parallel: unknown item '" + item + "' (tp=N, sp, no_loss_parallel, cp=N, ring, ulysses, pp=N, 1f1b, gpipe, interleaved, v=N, ep=N)");
   }
 }
 

@@ -50,6 +50,7 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   degree("pp_virtual", par.pp_virtual);
   degree("ep", par.ep);
   if (auto v = get_bool(o, "sequence_parallel", where, "parallelism")) par.sequence_parallel = *v;
+  if (auto v = get_bool(o, "loss_parallel", where, "parallelism")) par.loss_parallel = *v;
   if (auto v = get_string(o, "cp_kind", where, "parallelism")) {
     if (*v != "ulysses" && *v != "ring") json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
     par.cp_kind = *v;
@@ -219,7 +220,7 @@ std::string plan_to_json(const FsdpPlan& p) {
   if (!(p.parallel == Parallelism{})) {
     const Parallelism& q = p.parallel;
     j.key("parallelism").begin_object();
-    j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
+    j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("loss_parallel", q.loss_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
     j.kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep);
     if (!q.pp_split.empty()) {
       j.key("pp_split").begin_array();
@@ -239,6 +240,20 @@ std::string plan_to_python(const FsdpPlan& p) {
        "from torch.distributed.fsdp import fully_shard\n\n"
        "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
   bool any = false;
+  if (!p.parallel.is_1d()) {
+    // The mesh and the model-parallel wrapping come before fully_shard and need the launcher's
+    // world; they are described, not generated (torchtitan's parallelize_llama does them).
+    const Parallelism& q = p.parallel;
+    s << "    # parallelism: mesh (pp=" << q.pp << ", dp_shard, cp=" << q.cp << ", tp=" << q.tp << "), tp innermost;\n"
+      << "    #   tensor parallel: parallelize_module(block, mesh[\"tp\"], Colwise q/k/v, w1/w3, Rowwise o, w2"
+      << (q.sequence_parallel ? ", SequenceParallel norms" : "") << ")\n";
+    if (q.cp > 1) s << "    #   context parallel (" << q.cp_kind << ") over mesh[\"cp\"]\n";
+    if (q.pp > 1)
+      s << "    #   pipeline: " << q.pp * q.pp_virtual << " stages, schedule " << q.pp_schedule << " (torch.distributed.pipelining), "
+        << p.gradient_accumulation << " micro-batches\n";
+    if (q.ep > 1) s << "    #   expert parallel: experts split over " << q.ep << " ranks of dp_shard x cp\n";
+    s << "    #   then fully_shard over mesh[\"dp_shard\", \"cp\"] (flattened) as below\n";
+  }
   if (std::any_of(p.checkpoint.begin(), p.checkpoint.end(), [](const auto& kv) { return kv.second != "none"; })) {
     // Checkpoint wrappers go in before fully_shard, so FSDP's hooks wrap the checkpointed module.
     // Whole named units are wrapped in place; "*" and selective globs need the model's structure,

@@ -16,6 +16,7 @@ namespace ss::sim {
 struct Parallelism {
   int tp = 1;                      // Megatron tensor parallel degree
   bool sequence_parallel = false;  // TP's all-reduces become all-gather + reduce-scatter pairs
+  bool loss_parallel = true;       // vocab-sharded logits (torchtitan); false: the head gathers them
   int cp = 1;                      // context parallel degree
   std::string cp_kind = "ulysses"; // "ulysses" (all-to-all) or "ring" (K/V passed around a ring)
   int pp = 1;                      // pipeline stages

@@ -60,7 +60,7 @@ void parallel_comm(const CompiledStep& s, const SimSegment& sg, const ClusterMod
   const int tp_per_node = std::min(par.tp, g);
   const int strided_per_node = std::max(1, g / par.tp);
   es.mp_ops.clear();
-  if (par.tp > 1 && sh.tp_pairs + sh.tp_fwd_only + sh.tp_bwd_only > 0) {
+  if (par.tp > 1 && sh.tp_pairs + sh.tp_fwd_only + sh.tp_bwd_only + sh.sp_norms > 0) {
     // One collective per column -> row pair on the local tokens' activations (tokens / cp).
     const std::int64_t b = sh.tp_bytes / par.cp;
     if (par.sequence_parallel) {
@@ -75,11 +75,34 @@ void parallel_comm(const CompiledStep& s, const SimSegment& sg, const ClusterMod
       const TimeNs ar = c.collective_ns(Coll::AllReduce, b, par.tp, tp_per_node);
       for (int i = 0; i < sh.tp_pairs; ++i) es.mp_ops.push_back({OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar});
     }
-    // The embedding and the output head keep their all-reduces with or without SP (the head's
-    // SP variant gathers the sequence first; same bytes).
+    // The embedding (forward all-reduce) and the output head (backward all-reduce); with SP a
+    // reduce-scatter into sequence shards and its all-gather adjoint (embedding), an all-gather of
+    // the head's input and its reduce-scatter adjoint (head).
     const TimeNs ar = c.collective_ns(Coll::AllReduce, b, par.tp, tp_per_node);
-    for (int i = 0; i < sh.tp_fwd_only; ++i) es.mp_ops.push_back({OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar, true, false});
-    for (int i = 0; i < sh.tp_bwd_only; ++i) es.mp_ops.push_back({OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar, false, true});
+    const TimeNs ag = c.collective_ns(Coll::AllGather, b, par.tp, tp_per_node);
+    const TimeNs rs = c.collective_ns(Coll::ReduceScatter, b, par.tp, tp_per_node);
+    for (int i = 0; i < sh.tp_fwd_only; ++i)
+      es.mp_ops.push_back(par.sequence_parallel ? ParallelOp{OpKind::TpReduceScatter, rs, b, OpKind::TpAllGather, ag}
+                                                : ParallelOp{OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar, true, false});
+    for (int i = 0; i < sh.tp_bwd_only; ++i)
+      es.mp_ops.push_back(par.sequence_parallel ? ParallelOp{OpKind::TpAllGather, ag, b, OpKind::TpReduceScatter, rs}
+                                                : ParallelOp{OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar, false, true});
+    if (sh.tp_bwd_only > 0 && (sh.logits_bytes > 0 || sh.loss_stat_bytes > 0)) {
+      if (par.loss_parallel) {
+        const std::int64_t stat = sh.loss_stat_bytes / par.cp;
+        const TimeNs t = c.collective_ns(Coll::AllReduce, stat, par.tp, tp_per_node);
+        for (int i = 0; i < 3; ++i) es.mp_ops.push_back({OpKind::TpAllReduce, t, stat, OpKind::TpAllReduce, t, true, false});
+      } else {
+        const std::int64_t lg = sh.logits_bytes / par.cp;
+        const TimeNs t = c.collective_ns(Coll::AllGather, lg, par.tp, tp_per_node);
+        es.mp_ops.push_back({OpKind::TpAllGather, t, lg, OpKind::TpAllGather, t, true, false});
+      }
+    }
+    if (par.sequence_parallel && sh.sp_norms > 0) {
+      const TimeNs t = c.collective_ns(Coll::AllReduce, sh.norm_grad_bytes, par.tp, tp_per_node);
+      for (int i = 0; i < sh.sp_norms; ++i)
+        es.mp_ops.push_back({OpKind::TpAllReduce, t, sh.norm_grad_bytes, OpKind::TpAllReduce, t, false, true});
+    }
   }
   if (par.cp > 1 && sh.attentions > 0) {
     const int local = par.tp * par.cp;  // q, k, v are split by heads (TP) and sequence (CP)

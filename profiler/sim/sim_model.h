@@ -60,7 +60,17 @@ struct ParallelShape {
   int tp_pairs = 0;                // column -> row parallel pairs: one TP all-reduce each per pass
   // The root's vocab-parallel embedding (forward all-reduce only) and column-parallel output head
   // with loss parallelism (backward all-reduce of its input gradient only), as torchtitan does.
+  // With SP they become a reduce-scatter (embedding, forward) / all-gather (its backward) and an
+  // all-gather (head input, forward) / reduce-scatter (backward).
   int tp_fwd_only = 0, tp_bwd_only = 0;
+  // SP only: replicated norm weights see sequence shards, so their gradients are all-reduced over
+  // the TP group in backward (one per norm, norm_grad_bytes each).
+  int sp_norms = 0;
+  std::int64_t norm_grad_bytes = 0;
+  // The output head (tp > 1): with loss parallelism three all-reduces of loss_stat_bytes (the
+  // softmax max, the sum of exponentials, the target logit: fp32 per token) in forward; without,
+  // one all-gather of the logits (logits_bytes) in forward.
+  std::int64_t logits_bytes = 0, loss_stat_bytes = 0;
   std::int64_t tp_bytes = 0;       // one TP collective's buffer: tokens x hidden x activation dtype
   std::int64_t tp_replicated_saved = 0;  // saved activations TP without SP keeps whole (norm inputs)
   int attentions = 0;              // self-attention layers (context parallelism acts on them)
