@@ -1,13 +1,13 @@
-// The what-if search: enumerate meshes x micro-batches x offload x checkpointing, prune by static
-// memory and by dominance, simulate the rest (detail off), rank by throughput, then give the best
-// few the cost planner's unshard set and re-simulate their final plans (so a listed prediction is
-// exactly what `simulate --plan` of its plan gives).
+// The what-if search: enumerate meshes x micro-batches x checkpointing x offload, prune by static
+// memory, by dominance and by step-time lower bounds, simulate the rest (detail off), rank by
+// throughput, then give every configuration that could still make the list the cost planner's
+// unshard set and re-simulate its final plan (so a listed prediction is exactly what
+// `simulate --plan` of its plan gives).
 #include "profiler/sim/search.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -40,7 +40,8 @@ const char* const kOffloads[] = {"none", "optimizer", "cpu"};
 struct Counters {
   int invalid = 0, pruned_static = 0, pruned_bound = 0, dominated = 0, simulated = 0, fitting = 0;
   void add(const Counters& o) {
-    invalid += o.invalid, pruned_static += o.pruned_static, pruned_bound += o.pruned_bound, dominated += o.dominated, simulated += o.simulated, fitting += o.fitting;
+    invalid += o.invalid, pruned_static += o.pruned_static, pruned_bound += o.pruned_bound;
+    dominated += o.dominated, simulated += o.simulated, fitting += o.fitting;
   }
 };
 
