@@ -1,7 +1,11 @@
 #include "views/unshard/unshard_panel.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
+#include <QGroupBox>
+#include <QStyledItemDelegate>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -76,6 +80,34 @@ std::optional<timeline::Viewport> viewport_to_keep(const timeline::TimelineContr
   if (span <= 0 || next_span < span / 2 || next_span > span * 2 || shows_whole(v, now)) return std::nullopt;
   return v;
 }
+// The tree's Checkpoint column: a combo box of the values the unit can take (the model's
+// ChoicesRole), committed as soon as one is picked.
+class CheckpointDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    if (index.column() != UnshardUnitModel::ColCheckpoint) return QStyledItemDelegate::createEditor(parent, option, index);
+    auto* box = new QComboBox(parent);
+    for (const QString& v : index.data(UnshardUnitModel::ChoicesRole).toStringList()) box->addItem(UnshardUnitModel::checkpoint_label(v), v);
+    connect(box, &QComboBox::activated, this, [this, box] {
+      auto* self = const_cast<CheckpointDelegate*>(this);
+      emit self->commitData(box);
+      emit self->closeEditor(box);
+    });
+    return box;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    auto* box = qobject_cast<QComboBox*>(editor);
+    if (!box) return QStyledItemDelegate::setEditorData(editor, index);
+    box->setCurrentIndex(std::max(0, box->findData(index.data(Qt::EditRole))));
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    auto* box = qobject_cast<QComboBox*>(editor);
+    if (!box) return QStyledItemDelegate::setModelData(editor, model, index);
+    model->setData(index, box->currentData(), Qt::EditRole);
+  }
+};
+
 }  // namespace
 
 UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(timeline_scratch_path()) { build(); }
@@ -154,6 +186,7 @@ void UnshardPanel::build() {
   override_box->addLayout(override_buttons);
   controls->addRow(QStringLiteral("Per-bucket caps"), override_box);
   controls->addRow(QStringLiteral("Memory budget"), budget_);
+  build_whatif_controls(controls);
 
   auto* numbers = new QGridLayout;
   step_ = new QLabel;
@@ -178,6 +211,18 @@ void UnshardPanel::build() {
   numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 3, 0);
   numbers->addWidget(peak_, 3, 1);
   numbers->addWidget(memory_bar_, 4, 0, 1, 2);
+  recompute_ = new QLabel;
+  offload_sum_ = new QLabel;
+  model_parallel_ = new QLabel;
+  pipeline_ = new QLabel;
+  int row = 5;
+  for (auto [name, l] : {std::pair<const char*, QLabel*>{"Recompute", recompute_}, {"Offload", offload_sum_},
+                         {"TP / CP / EP", model_parallel_}, {"Pipeline", pipeline_}}) {
+    l->setWordWrap(true);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    numbers->addWidget(new QLabel(QString::fromLatin1(name)), row, 0, Qt::AlignTop);
+    numbers->addWidget(l, row++, 1);
+  }
 
   outer->addLayout(controls);
   outer->addSpacing(8);
@@ -189,6 +234,9 @@ void UnshardPanel::build() {
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
   export_button_ = new QPushButton(QStringLiteral("Export plan…"));
+  model_button_ = new QPushButton(QStringLiteral("Model description…"));
+  model_button_->setToolTip(QStringLiteral("Plan on a model description (resources/models/*.json) instead of the profile: "
+                                           "what tensor, context and expert parallelism need"));
   plan_button_->setToolTip(QStringLiteral("Choose the units to keep unsharded within the budget with the planner on the right"));
   strategy_ = new QComboBox;
   strategy_->addItem(QStringLiteral("cost"), static_cast<int>(sim::Strategy::Cost));
@@ -201,12 +249,14 @@ void UnshardPanel::build() {
   buttons->addWidget(export_button_, 0, 2);
   buttons->addWidget(plan_button_, 1, 0, 1, 2);
   buttons->addWidget(strategy_, 1, 2);
+  buttons->addWidget(model_button_, 2, 0, 1, 3);
   outer->addLayout(buttons);
 
   tree_ = new QTreeView;
   tree_->setUniformRowHeights(true);
   tree_->setAlternatingRowColors(true);
   tree_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+  tree_->setItemDelegateForColumn(UnshardUnitModel::ColCheckpoint, new CheckpointDelegate(tree_));
   timeline_ = new timeline::TimelineWidget;
   timeline_->setMinimumHeight(160);
   timeline_->installEventFilter(this);
@@ -265,6 +315,12 @@ void UnshardPanel::build() {
     run_change([&] { session_->set_bucket_cap_override(bucket, mb); });
   });
   connect(preset_, &QComboBox::currentIndexChanged, this, [this](int i) { run_change([&] { session_->set_preset(i); }); });
+  connect(model_button_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Model description"), QString(),
+                                                      QStringLiteral("Model description (*.json)"));
+    if (!path.isEmpty()) open_model_description(path, session_ ? session_->state().world_size : 0);
+  });
+  connect_whatif_controls();
   setEnabled(false);
 }
 
@@ -284,7 +340,9 @@ void UnshardPanel::show_unavailable(const QString& why) {
   }
   shown_overrides_.clear();
   shown_bucket_count_ = -1;
-  for (auto* l : {step_, delta_, peak_, exposed_}) l->clear();
+  for (auto* l : {step_, delta_, peak_, exposed_, recompute_, offload_sum_, model_parallel_, pipeline_}) l->clear();
+  error_line_->clear();
+  error_line_->hide();
   memory_bar_->setValue(0);
   warning_->clear();
   warning_->hide();
@@ -299,6 +357,14 @@ bool UnshardPanel::open_profile(const QString& path) {
   if (loading_.valid()) finish_loading();  // a background read of an older profile gives way
   return install_session(path, [&] {
     return std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+  });
+}
+
+bool UnshardPanel::open_model_description(const QString& path, int world) {
+  if (loading_.valid()) finish_loading();
+  pending_path_.clear();  // the description replaces whatever profile waited to be read
+  return install_session(path, [&] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_model(path.toStdString(), world, SS_CLUSTERS_DIR));
   });
 }
 
@@ -360,8 +426,16 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   tree_->header()->setStretchLastSection(false);
   for (int c = UnshardUnitModel::ColClass; c < UnshardUnitModel::ColCount; ++c)
     tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-  connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] { show_state(); });
-  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) { status_->setText(m); });
+  connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] {
+    error_line_->clear();
+    error_line_->hide();
+    show_state();
+  });
+  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) {
+    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + m);
+    error_line_->show();
+    status_->setText(m);
+  });
   {
     const QSignalBlocker block(preset_);
     preset_->clear();
@@ -402,13 +476,24 @@ void UnshardPanel::fit_settings_column() {
 
 void UnshardPanel::run_change(const std::function<void()>& change) {
   if (!session_) return;
+  QElapsedTimer t;
+  t.start();
   try {
     change();
+    error_line_->clear();
+    error_line_->hide();
   } catch (const ProfileError& e) {
-    status_->setText(QStringLiteral("Not simulated: ") + QString::fromStdString(e.what()));
+    // The session kept its state and prediction; the controls snap back to it in show_state.
+    const QString why = QString::fromStdString(e.what());
+    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + why);
+    error_line_->show();
+    status_->setText(QStringLiteral("Not simulated: ") + why);
   }
+  last_simulate_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  t.restart();
   model_->refresh();
   show_state();
+  last_refresh_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
 }
 
 void UnshardPanel::add_override() {
@@ -555,6 +640,10 @@ QString UnshardPanel::step_text() const { return step_->text(); }
 QString UnshardPanel::peak_text() const { return peak_->text(); }
 QString UnshardPanel::delta_text() const { return delta_->text(); }
 QString UnshardPanel::warning_text() const { return warning_->isHidden() ? QString() : warning_->text(); }
+QString UnshardPanel::error_text() const { return error_line_->isHidden() ? QString() : error_line_->text(); }
+QString UnshardPanel::whatif_text() const {
+  return QStringList{recompute_->text(), offload_sum_->text(), model_parallel_->text(), pipeline_->text()}.join(QLatin1Char('\n'));
+}
 QString UnshardPanel::unavailable_text() const { return unavailable_->isHidden() ? QString() : unavailable_->text(); }
 
 void UnshardPanel::show_state() {
@@ -617,6 +706,7 @@ void UnshardPanel::show_state() {
   undo_button_->setToolTip(QString::fromStdString(session_->undo_label()));
   redo_button_->setToolTip(QString::fromStdString(session_->redo_label()));
   show_overrides(false);
+  show_whatif_state();
   refresh_timeline();
   emit predictionUpdated();
 }
