@@ -172,6 +172,7 @@ int run_model_description(QApplication& app, MainWindow& window, const QString& 
   for (auto* dock : window.findChildren<QDockWidget*>()) dock->hide();
   stage_whatif(*panel);
   QTimer::singleShot(700, &app, [&app, &window, panel, screenshot_dir] {
+    panel->wait_for_timeline();  // a large step's timeline is built in the background
     QDir().mkpath(screenshot_dir);
     bool ok = save(window.grab().toImage(), screenshot_dir + "/whatif-panel.png");
     // The timeline alone, zoomed into the middle of the step (a few micro-batches of the steady

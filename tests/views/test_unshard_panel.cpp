@@ -706,3 +706,40 @@ TEST_CASE("on a model description the parallelism row drives tp, sp, cp, pp and 
   CHECK_FALSE(panel.open_model_description(QStringLiteral("/nonexistent/model.json")));
   CHECK_FALSE(panel.last_error().isEmpty());
 }
+
+TEST_CASE("a large step's timeline is built in the background: the numbers follow at once, the timeline the latest state",
+          "[unshard][gui][whatif]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_model_description(QString::fromStdString(model_path("llama3-70b.json")), 1024));
+  panel.resize(1200, 800);
+  auto* s = panel.session();
+  panel.tp_box()->setValue(8);
+  panel.micro_batches_box()->setValue(16);
+  panel.pp_box()->setValue(4);
+  const auto& r = s->prediction().result;
+  REQUIRE(r.ops.size() + r.memory.size() > UnshardPanel::kSyncTimelineRows);
+  CHECK(panel.step_text() == ms_text(r.step_ns));  // the numbers did not wait for the timeline
+  int updates = 0;
+  QObject::connect(&panel, &UnshardPanel::timelineUpdated, [&] { ++updates; });
+  // Two more changes while a build may still run: the timeline ends on the last state.
+  panel.sp_box()->setChecked(true);
+  panel.micro_batches_box()->setValue(8);
+  const TimeNs last = s->prediction().step_ns;
+  panel.wait_for_timeline();
+  CHECK_FALSE(panel.timeline_pending());
+  CHECK(updates >= 1);
+  REQUIRE(panel.timeline_profile());
+  const auto& tl = *panel.timeline_profile();
+  CHECK(tl.time_end - tl.time_begin == last);
+  CHECK(has_stream(tl, "nccl pipeline send/recv"));
+  CHECK(has_stream(tl, "nccl tensor / context / expert parallel"));
+  // Back to a small step: built at once, and no older background build lands over it.
+  panel.pp_box()->setValue(1);
+  panel.micro_batches_box()->setValue(1);
+  panel.tp_box()->setValue(1);
+  CHECK_FALSE(panel.timeline_pending());
+  for (int i = 0; i < 10; ++i) QApplication::processEvents();
+  CHECK(panel.timeline_profile()->time_end - panel.timeline_profile()->time_begin == s->prediction().step_ns);
+  CHECK_FALSE(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+}

@@ -111,7 +111,7 @@ class CheckpointDelegate : public QStyledItemDelegate {
 }  // namespace
 
 UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(timeline_scratch_path()) { build(); }
-UnshardPanel::~UnshardPanel() = default;
+UnshardPanel::~UnshardPanel() { drop_timeline_build(); }
 
 void UnshardPanel::build() {
   // Two columns: the settings, numbers and buttons on the left (in a scroll area, so a short
@@ -325,6 +325,7 @@ void UnshardPanel::build() {
 }
 
 void UnshardPanel::show_unavailable(const QString& why) {
+  drop_timeline_build();
   tree_->setModel(nullptr);
   model_.reset();
   session_.reset();
@@ -396,6 +397,7 @@ void UnshardPanel::finish_loading() {
 bool UnshardPanel::install_session(const QString& path, const std::function<std::unique_ptr<UnshardSession>()>& make) {
   try {
     auto s = make();
+    drop_timeline_build();  // a build for the previous session must not land on this one
     tree_->setModel(nullptr);
     model_.reset();
     session_ = std::move(s);
@@ -537,20 +539,81 @@ void UnshardPanel::show_overrides(bool force) {
 }
 
 void UnshardPanel::refresh_timeline() {
+  const Prediction& p = session_->prediction();
+  if (p.result.ops.size() + p.result.memory.size() > kSyncTimelineRows) {
+    if (timeline_build_.valid()) timeline_stale_ = true;  // the running build's state is an older one
+    else start_timeline_build();
+    return;
+  }
+  drop_timeline_build();  // a build for an earlier, larger step must not land over this one
   std::shared_ptr<const Profile> next;
   try {
-    const Prediction& p = session_->prediction();
     next = simulated_timeline_profile(session_->inputs(), p.step, p.result, scratch_path_);
   } catch (const ProfileError& e) {
     status_->setText(QStringLiteral("Timeline not updated: ") + QString::fromStdString(e.what()));
     return;
   }
+  show_timeline_profile(std::move(next));
+}
+
+void UnshardPanel::start_timeline_build() {
+  // The worker gets its own copies: the session may move on (and its prediction be replaced)
+  // while it writes and reads the profile.
+  struct Job {
+    sim::SimInputs in;
+    sim::CompiledStep step;
+    sim::SimResult result;
+  };
+  auto job = std::make_shared<Job>(Job{session_->inputs(), session_->prediction().step, session_->prediction().result});
+  timeline_stale_ = false;
+  timeline_build_ = std::async(std::launch::async, [job, path = timeline_scratch_path()] {
+    return simulated_timeline_profile(job->in, job->step, job->result, path);
+  });
+  if (!timeline_poll_) {
+    timeline_poll_ = new QTimer(this);
+    timeline_poll_->setInterval(5);
+    connect(timeline_poll_, &QTimer::timeout, this, [this] {
+      if (timeline_build_.valid() && timeline_build_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) finish_timeline_build();
+    });
+  }
+  timeline_poll_->start();
+}
+
+void UnshardPanel::finish_timeline_build() {
+  if (!timeline_build_.valid()) return;
+  if (timeline_poll_) timeline_poll_->stop();
+  auto future = std::move(timeline_build_);
+  std::shared_ptr<const Profile> next;
+  try {
+    next = future.get();
+  } catch (const ProfileError& e) {
+    status_->setText(QStringLiteral("Timeline not updated: ") + QString::fromStdString(e.what()));
+  }
+  if (next && session_) show_timeline_profile(std::move(next));
+  if (timeline_stale_ && session_) start_timeline_build();  // the state moved on meanwhile
+}
+
+void UnshardPanel::wait_for_timeline() {
+  while (timeline_build_.valid()) {
+    timeline_build_.wait();
+    finish_timeline_build();
+  }
+}
+
+void UnshardPanel::drop_timeline_build() {
+  if (timeline_poll_) timeline_poll_->stop();
+  if (timeline_build_.valid()) timeline_build_.wait();  // its scratch file is removed by the worker
+  timeline_build_ = {};
+  timeline_stale_ = false;
+}
+
+void UnshardPanel::show_timeline_profile(std::shared_ptr<const Profile> next) {
   std::optional<timeline::Viewport> keep;
   const float scroll = timeline_->controller() ? timeline_->controller()->scroll_y() : 0.0f;
   if (timeline_->controller() && timeline_profile_) keep = viewport_to_keep(*timeline_->controller(), *timeline_profile_, *next);
-  timeline_profile_ = next;
+  timeline_profile_ = std::move(next);
   timeline_->set_profile(timeline_profile_);
-  timeline_->controller()->set_scroll_y(scroll);  // the simulated profile always has the same lanes
+  timeline_->controller()->set_scroll_y(scroll);  // lanes come and go only with offload and parallelism
   if (keep) {
     timeline::Viewport& v = timeline_->controller()->viewport();
     v.start_ns = keep->start_ns;

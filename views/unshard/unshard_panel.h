@@ -72,6 +72,14 @@ class UnshardPanel : public QWidget {
     return pending_path_.isEmpty() ? session_.get() : nullptr;
   }
   bool loading() const { return loading_.valid(); }
+  // A step with more simulated ops and memory events than this has its timeline profile (a SQLite
+  // round trip of ~5 us per row) built on a worker thread, so the numbers follow a change at once
+  // and the timeline a few tens of milliseconds later (docs/benchmarks.md).
+  static constexpr std::size_t kSyncTimelineRows = 3000;
+  // True while the timeline's profile is being built for a state (or an older one).
+  bool timeline_pending() const { return timeline_build_.valid(); }
+  // Waits for a background build and installs it (and the current state's, if it moved on).
+  void wait_for_timeline();
   // Reads the profile for the simulator on a worker thread; the session is installed when it
   // arrives (a timer polls), or at once by session() / apply_plan_json().
   void open_profile_in_background(const QString& path);
@@ -132,7 +140,9 @@ class UnshardPanel : public QWidget {
 
  signals:
   void predictionUpdated();  // the numbers and the timeline now match the session's state
-  void timelineUpdated();    // the timeline shows the current prediction (just before predictionUpdated)
+  // The timeline shows the current prediction: just before predictionUpdated, or, for a large
+  // step whose profile is built in the background, when that build lands.
+  void timelineUpdated();
 
  protected:
   void showEvent(QShowEvent* e) override;
@@ -145,6 +155,10 @@ class UnshardPanel : public QWidget {
   void run_change(const std::function<void()>& change);
   void on_export_clicked();
   void refresh_timeline();
+  void show_timeline_profile(std::shared_ptr<const Profile> next);
+  void start_timeline_build();   // a large step: the profile round trip on a worker thread
+  void finish_timeline_build();  // installs a landed build; starts the next if the state moved on
+  void drop_timeline_build();    // a new session or none: a build of the old one is not shown
   void show_overrides(bool force);
   void add_override();
   void remove_override();
@@ -215,6 +229,9 @@ class UnshardPanel : public QWidget {
   std::future<std::unique_ptr<UnshardSession>> loading_;
   QString loading_path_;
   QTimer* loading_poll_ = nullptr;
+  std::future<std::shared_ptr<const Profile>> timeline_build_;
+  bool timeline_stale_ = false;  // the state changed while a build ran: build again when it lands
+  QTimer* timeline_poll_ = nullptr;
 };
 
 }  // namespace ss::unshard
