@@ -224,9 +224,11 @@ void UnshardPanel::build() {
     numbers->addWidget(l, row++, 1);
   }
 
-  outer->addLayout(controls);
-  outer->addSpacing(8);
+  // The prediction first: with the what-if controls the column is taller than most windows, and
+  // the numbers a change moves must stay in view while the controls below are used.
   outer->addLayout(numbers);
+  outer->addSpacing(8);
+  outer->addLayout(controls);
   outer->addSpacing(8);
 
   auto* buttons = new QGridLayout;

@@ -86,22 +86,20 @@ void UnshardPanel::build_whatif_controls(QFormLayout* controls) {
   pp_chunks_ = degree_box(64, QStringLiteral("Model chunks per stage (interleaved 1F1B)"));
   ep_ = degree_box(1024, QStringLiteral("Expert parallel degree (MoE expert units)"));
   micro_batches_ = degree_box(4096, QStringLiteral("Micro-batches per optimizer step (gradient accumulation; the pipeline's micro-batches)"));
-  // Three narrow columns (name, degree, its option), so the settings column stays narrow.
+  // Two degrees per row (name, degree, its option), so the group stays short and narrow.
   auto label = [](const char* t) { return new QLabel(QString::fromLatin1(t)); };
-  int row = 0;
-  auto add = [&](const char* name, QWidget* degree, QWidget* option) {
-    g->addWidget(label(name), row, 0);
-    g->addWidget(degree, row, 1);
-    if (option) g->addWidget(option, row, 2);
-    ++row;
+  for (QSpinBox* b : {tp_, cp_, pp_, pp_chunks_, ep_, micro_batches_}) b->setMaximumWidth(72);
+  auto add = [&](int row, int col, const char* name, QWidget* degree, QWidget* option) {
+    g->addWidget(label(name), row, col);
+    g->addWidget(degree, row, col + 1);
+    if (option) g->addWidget(option, row, col + 2);
   };
-  add("tp", tp_, sp_);
-  add("cp", cp_, cp_kind_);
-  add("pp", pp_, pp_schedule_);
-  add("chunks", pp_chunks_, nullptr);
-  add("ep", ep_, nullptr);
-  add("micro-batches", micro_batches_, nullptr);
-  g->setColumnStretch(1, 1);
+  add(0, 0, "tp", tp_, sp_);
+  add(0, 3, "ep", ep_, nullptr);
+  add(1, 0, "cp", cp_, cp_kind_);
+  add(1, 3, "chunks", pp_chunks_, nullptr);
+  add(2, 0, "pp", pp_, pp_schedule_);
+  add(2, 3, "micro-b.", micro_batches_, nullptr);
   g->setColumnStretch(2, 1);
   controls->addRow(group);
   error_line_ = new QLabel;

@@ -212,7 +212,7 @@ QVariant UnshardUnitModel::headerData(int section, Qt::Orientation o, int role) 
     case ColClass: return QStringLiteral("Class");
     case ColParams: return QStringLiteral("Parameters");
     case ColCheckpoint: return QStringLiteral("Checkpoint");
-    case ColOffload: return QStringLiteral("Offload (host copies)");
+    case ColOffload: return QStringLiteral("Offload");
     case ColExposedAg: return QStringLiteral("Exposed AG (ms)");
     case ColBucket: return QStringLiteral("Bucket");
     case ColBucketCap: return QStringLiteral("Bucket cap (MB)");
