@@ -431,8 +431,7 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   for (int c = UnshardUnitModel::ColClass; c < UnshardUnitModel::ColCount; ++c)
     tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] {
-    error_line_->clear();
-    error_line_->hide();
+    hide_error_line();
     show_state();
   });
   connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) {
@@ -484,8 +483,7 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   t.start();
   try {
     change();
-    error_line_->clear();
-    error_line_->hide();
+    hide_error_line();
   } catch (const ProfileError& e) {
     // The session kept its state and prediction; the controls snap back to it in show_state.
     const QString why = QString::fromStdString(e.what());
@@ -498,6 +496,13 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   model_->refresh();
   show_state();
   last_refresh_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
+}
+
+void UnshardPanel::hide_error_line() {
+  // Only when shown: clearing a label re-lays out the whole settings column, on every change.
+  if (error_line_->isHidden()) return;
+  error_line_->clear();
+  error_line_->hide();
 }
 
 void UnshardPanel::add_override() {

@@ -164,7 +164,8 @@ class UnshardPanel : public QWidget {
   void remove_override();
   void build_whatif_controls(QFormLayout* controls);
   void connect_whatif_controls();
-  void show_whatif_state();  // the offload / parallelism controls and the what-if summary lines
+  void show_whatif_state();
+  void hide_error_line();  // the offload / parallelism controls and the what-if summary lines
   void change_parallelism(const std::function<void(sim::Parallelism&)>& edit);
 
   std::unique_ptr<UnshardSession> session_;
