@@ -614,3 +614,67 @@ TEST_CASE("tp, pp and micro-batches on a 70B description at 1024 GPUs: as simula
   REQUIRE(s.undo());
   CHECK(s.state().parallel == sim::Parallelism{});
 }
+
+TEST_CASE("every parallelism and offload combination either re-simulates or is refused with a ProfileError", "[unshard][whatif]") {
+  // The panel's boxes can reach any of these; none may crash or leave a half-made state.
+  for (const bool description : {true, false}) {
+    UnshardSession s = description ? UnshardSession::from_model(model("llama3-8b.json"), 64, clusters())
+                                   : UnshardSession::from_profile(sample(), clusters());
+    int accepted = 0, refused = 0;
+    for (int tp : {1, 2, 3, 8})
+      for (int cp : {1, 2})
+        for (int pp : {1, 2, 3, 4})
+          for (const char* schedule : {"1f1b", "gpipe", "interleaved"})
+            for (int v : {1, 2})
+              for (int mb : {1, 3, 8})
+                for (const char* offload : {"none", "cpu"}) {
+                  sim::Parallelism par;
+                  par.tp = tp;
+                  par.cp = cp;
+                  par.cp_kind = tp == 2 ? "ring" : "ulysses";
+                  par.sequence_parallel = tp == 8;
+                  par.pp = pp;
+                  par.pp_schedule = schedule;
+                  par.pp_virtual = v;
+                  par.ep = cp;  // ep divides the FSDP group whenever cp does
+                  UnshardState next = s.state();
+                  next.parallel = par;
+                  next.micro_batches = mb;
+                  next.offload = offload;
+                  const UnshardState before = s.state();
+                  const TimeNs step_before = s.prediction().step_ns;
+                  try {
+                    s.apply(next, "combination");
+                    ++accepted;
+                    CHECK(s.state() == next);
+                    CHECK(s.prediction().step_ns > 0);
+                  } catch (const ProfileError& e) {
+                    ++refused;
+                    CHECK(std::string(e.what()).size() > 10);  // says why
+                    CHECK(s.state() == before);
+                    CHECK(s.prediction().step_ns == step_before);
+                  }
+                }
+    CHECK(accepted > 0);
+    CHECK(refused > 0);
+  }
+}
+
+TEST_CASE("plan automatically on a pipeline with checkpointing plans or refuses, never leaves a half-made state", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_model(model("llama3-8b.json"), 64, clusters());
+  sim::Parallelism par;
+  par.tp = 4;
+  par.pp = 2;
+  s.set_parallelism(par);
+  s.set_micro_batches(4);
+  s.set_checkpoint(s.inputs().model.find_unit("layers.1"), "full");
+  const UnshardState before = s.state();
+  try {
+    s.plan_automatically();
+    CHECK(s.state().parallel == par);  // the planner chooses kept units, nothing else
+    CHECK(s.state().checkpoint == before.checkpoint);
+    CHECK(s.state().micro_batches == 4);
+  } catch (const ProfileError&) {
+    CHECK(s.state() == before);
+  }
+}

@@ -484,8 +484,9 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   try {
     change();
     hide_error_line();
-  } catch (const ProfileError& e) {
-    // The session kept its state and prediction; the controls snap back to it in show_state.
+  } catch (const std::exception& e) {
+    // A ProfileError from the simulator (or anything else a change threw: never a crash). The
+    // session kept its state and prediction; the controls snap back to it in show_state.
     const QString why = QString::fromStdString(e.what());
     error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + why);
     error_line_->show();

@@ -160,7 +160,7 @@ bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, 
 bool UnshardUnitModel::change(const std::function<void()>& apply) {
   try {
     apply();
-  } catch (const ProfileError& e) {  // the simulator refused it; the session kept its state
+  } catch (const std::exception& e) {  // the simulator refused it (ProfileError); the session kept its state
     emit changeFailed(QString::fromStdString(e.what()));
     return false;
   }
