@@ -28,6 +28,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <future>
 #include <optional>

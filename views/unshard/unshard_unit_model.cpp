@@ -4,6 +4,7 @@
 #include <QLocale>
 #include <QStringList>
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include "storage/errors.h"
