@@ -54,19 +54,21 @@ class Attention(nn.Module):
 
     def forward(self, x):
         b, s, d = x.shape
-        h = self.heads
-        q = self.wq(x).view(b, s, h, d // h).transpose(1, 2)
-        k = self.wk(x).view(b, s, h, d // h).transpose(1, 2)
-        v = self.wv(x).view(b, s, h, d // h).transpose(1, 2)
+        hd = d // self.heads
+        # -1 heads: under tensor parallelism (scripts/fsdp_tp_train.py) wq/wk/wv are column shards
+        # whose outputs hold this rank's heads only, as torchtitan's Attention does.
+        q = self.wq(x).view(b, s, -1, hd).transpose(1, 2)
+        k = self.wk(x).view(b, s, -1, hd).transpose(1, 2)
+        v = self.wv(x).view(b, s, -1, hd).transpose(1, 2)
         pos = torch.arange(s, device=x.device)
         q, k = rotary(q, pos), rotary(k, pos)
         if hasattr(F, "scaled_dot_product_attention"):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # torch < 2.0
-            scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // h)
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             mask = torch.ones(s, s, device=x.device, dtype=torch.bool).triu(1)
             o = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
-        return self.wo(o.transpose(1, 2).reshape(b, s, d))
+        return self.wo(o.transpose(1, 2).reshape(b, s, -1))
 
 
 class FeedForward(nn.Module):

@@ -118,6 +118,8 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (std::find(plan.unsharded.begin(), plan.unsharded.end(), n) == plan.unsharded.end()) plan.unsharded.push_back(n);
   for (const auto& n : o.checkpointed) plan.checkpoint[n] = "full";
   if (o.offload != base.offload) plan.offload = o.offload == sim::Offload::Cpu ? "cpu" : "optimizer";
+  // A parallel layout only means something at its world size: the plan file carries it.
+  if (!plan.parallel.is_1d() && plan.world_size == 0) plan.world_size = base.world;
   sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
 
   if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes));

@@ -239,6 +239,20 @@ std::string plan_to_python(const FsdpPlan& p) {
        "from torch.distributed.fsdp import fully_shard\n\n"
        "def apply_shardscope_plan(model, **fully_shard_kwargs):\n";
   bool any = false;
+  if (!p.parallel.is_1d()) {
+    // The mesh and the model-parallel wrapping come before fully_shard and need the launcher's
+    // world; they are described, not generated (torchtitan's parallelize_llama does them).
+    const Parallelism& q = p.parallel;
+    s << "    # parallelism: mesh (pp=" << q.pp << ", dp_shard, cp=" << q.cp << ", tp=" << q.tp << "), tp innermost;\n"
+      << "    #   tensor parallel: parallelize_module(block, mesh[\"tp\"], Colwise q/k/v, w1/w3, Rowwise o, w2"
+      << (q.sequence_parallel ? ", SequenceParallel norms" : "") << ")\n";
+    if (q.cp > 1) s << "    #   context parallel (" << q.cp_kind << ") over mesh[\"cp\"]\n";
+    if (q.pp > 1)
+      s << "    #   pipeline: " << q.pp * q.pp_virtual << " stages, schedule " << q.pp_schedule << " (torch.distributed.pipelining), "
+        << p.gradient_accumulation << " micro-batches\n";
+    if (q.ep > 1) s << "    #   expert parallel: experts split over " << q.ep << " ranks of dp_shard x cp\n";
+    s << "    #   then fully_shard over mesh[\"dp_shard\", \"cp\"] (flattened) as below\n";
+  }
   if (std::any_of(p.checkpoint.begin(), p.checkpoint.end(), [](const auto& kv) { return kv.second != "none"; })) {
     // Checkpoint wrappers go in before fully_shard, so FSDP's hooks wrap the checkpointed module.
     // Whole named units are wrapped in place; "*" and selective globs need the model's structure,

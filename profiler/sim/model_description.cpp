@@ -52,7 +52,9 @@ ModelDescription parse_model_json(const std::string& json, const std::string& wh
   }
   d.param_dtype_bytes = static_cast<int>(opt_int("param_dtype_bytes", 2, 1, 8));
   d.reduce_dtype_bytes = static_cast<int>(opt_int("reduce_dtype_bytes", 4, 1, 8));
-  if (d.hidden % d.heads != 0) json_fail(where, "num_heads", "a divisor of hidden_size");
+  d.head_dim = opt_int("head_dim", 0, 0, 1 << 16);
+  if (d.head_dim > 0 && d.kind != "decoder") json_fail(where, "head_dim", "absent for a DiT (hidden_size / num_heads)");
+  if (d.head_dim == 0 && d.hidden % d.heads != 0) json_fail(where, "num_heads", "a divisor of hidden_size (or set head_dim)");
   d.num_experts = static_cast<int>(opt_int("num_experts", 0, 0, 1 << 16));
   if (d.num_experts > 0) {
     if (d.kind != "decoder") json_fail(where, "num_experts", "absent for a DiT (experts are modelled for decoders)");
@@ -72,24 +74,27 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   if (!dev) throw ProfileError(ProfileErrorKind::MalformedTable, "unknown device '" + device_override + "'");
   const double flops_per_ns = dev->peak_bf16_tflops * (d.achievable_fraction > 0 ? d.achievable_fraction : dev->achievable_fraction) * 1e3;
   const double h = double(d.hidden), f = double(d.ffn_hidden);
-  const double kvd = h * d.kv_heads / d.heads;
+  // Query / output width and key / value width: heads x head_dim (hidden itself by default).
+  const double qd = d.head_dim > 0 ? double(d.heads) * double(d.head_dim) : h;
+  const double kvd = d.head_dim > 0 ? double(d.kv_heads) * double(d.head_dim) : h * d.kv_heads / d.heads;
   const double tokens = double(d.seq_len) * d.micro_batch;
   const bool dit = d.kind == "dit";
   const bool ac = d.activation_checkpointing == "full";
 
   // Parameters per block (biases and norms are a rounding error at these sizes; norms included).
-  const double attn_p = 2 * h * h + 2 * h * kvd;                  // q, o + k, v
+  const double attn_p = 2 * h * qd + 2 * h * kvd;                 // q, o + k, v
   const double cross_p = dit && d.text_len > 0 ? 4 * h * h : 0;   // DiT cross-attention to text
   const double mlp_p = (d.gated_mlp ? 3 : 2) * h * f;
   const double extra_p = dit ? 6 * h : 2 * h;                     // adaLN modulation / RMSNorm weights
   // Forward FLOPs per block: 2 per multiply-add over every token, plus attention scores.
-  const double attn_score = (dit ? 4.0 : 2.0) * d.micro_batch * double(d.seq_len) * double(d.seq_len) * h;  // causal halves
+  const double attn_score = (dit ? 4.0 : 2.0) * d.micro_batch * double(d.seq_len) * double(d.seq_len) * qd;  // causal halves
   const double cross_score = cross_p > 0 ? 4.0 * tokens * double(d.text_len) * h : 0;
   const double attn_f = 2 * tokens * attn_p + attn_score;
   const double cross_f = 2 * tokens * cross_p + cross_score;
   const double mlp_f = 2 * tokens * mlp_p;
   // Saved activation bytes per token (bf16, FlashAttention): docs/simulator.md §activations.
-  const double attn_act = 2 * (4 * h + 2 * kvd) + 4 * h;  // norm in, q, k, v, out, proj in
+  // norm in and the output projection (h), q and the attention output (qd), k, v; + 4h as before
+  const double attn_act = 2 * (2 * h + 2 * qd + 2 * kvd) + 4 * h;
   const double cross_act = cross_p > 0 ? 2 * (3 * h) : 0;
   const double mlp_act = d.gated_mlp ? 2 * h + 6 * f : 2 * h + 4 * f;
   const double block_in = 2 * h;  // what full checkpointing keeps
@@ -102,8 +107,8 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   const std::int64_t attn_repl = static_cast<std::int64_t>(tokens * 6 * h), mlp_repl = static_cast<std::int64_t>(tokens * 2 * h);
   auto attention_shape = [&](ParallelShape& ps) {
     ps.attentions = 1;
-    ps.cp_qkv_bytes = static_cast<std::int64_t>(tokens * (h + 2 * kvd) * act_b);
-    ps.cp_out_bytes = tp_msg;
+    ps.cp_qkv_bytes = static_cast<std::int64_t>(tokens * (qd + 2 * kvd) * act_b);
+    ps.cp_out_bytes = static_cast<std::int64_t>(tokens * qd * act_b);
     ps.cp_kv_bytes = static_cast<std::int64_t>(tokens * 2 * kvd * act_b);
     ps.attention_core_ns = static_cast<TimeNs>(std::llround(attn_score / flops_per_ns));
   };

@@ -15,6 +15,9 @@ struct ModelDescription {
   int layers = 0;
   std::int64_t hidden = 0, ffn_hidden = 0;
   int heads = 0, kv_heads = 0;
+  // Width of one attention head; 0 = hidden / heads. Qwen3 and Gemma set it wider (q and o then
+  // project hidden <-> heads x head_dim). Decoders only.
+  std::int64_t head_dim = 0;
   std::int64_t vocab = 0;
   std::int64_t seq_len = 0;
   int micro_batch = 1;

@@ -56,11 +56,21 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
   if (s.offload != Offload::None) pipe_error("offload together with pipeline parallelism is not modelled");
   // Segment indices where a new exec unit starts: the only places a stage can begin.
   std::vector<int> candidates;
-  for (std::size_t i = 1; i < s.segments.size(); ++i)
-    if (s.segments[i].exec != s.segments[i - 1].exec) candidates.push_back(static_cast<int>(i));
+  for (std::size_t i = 1; i < s.segments.size(); ++i) {
+    if (s.segments[i].exec == s.segments[i - 1].exec) continue;
+    // Only the root may be cut (head and tail, split by tail_params below); a non-root unit whose
+    // segments are not contiguous (a bucket of u0 and u2, a parent around a nested unit) would
+    // otherwise sit whole on two stages, its parameters and collectives counted twice.
+    const int at = static_cast<int>(i);
+    const bool cuts = std::any_of(s.units.begin(), s.units.end(),
+                                  [&](const ExecUnit& u) { return !u.is_root && u.first_seg >= 0 && u.first_seg < at && u.last_seg >= at; });
+    if (!cuts) candidates.push_back(at);
+  }
   if (static_cast<int>(candidates.size()) < k - 1)
-    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model has only " + std::to_string(candidates.size() + 1) +
-               " places to split");
+    // (candidates are the places to split; n of them make at most n + 1 stages)
+    pipe_error("pp x pp_virtual = " + std::to_string(k) + " stages, but the model splits into at most " +
+               std::to_string(candidates.size() + 1) + " stages (it has " + std::to_string(candidates.size()) +
+               " FSDP unit boundaries to cut at)");
   std::vector<int> bounds;
   if (!par.pp_split.empty()) {
     if (static_cast<int>(par.pp_split.size()) != k - 1)
@@ -296,9 +306,22 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
     std::vector<char> grads_down(static_cast<std::size_t>(v), 0);
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      for (const auto& e : c.r.memory)
-        if (e.persistent) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+      for (const auto& e : c.r.memory)  // a rank's context and workspace once, not per chunk
+        if (e.persistent && (cidx == 0 || e.cat != MemCat::Other)) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
     }
+    // Unsharded parameters are held at most once per unit: a unit kept unsharded after forward is
+    // not gathered twice for two micro-batches in flight (FSDP2 finds it unsharded), and its first
+    // backward reshards it. Replayed deltas are clamped to [0, the unit's gathered bytes].
+    std::vector<std::int64_t> held(step.units.size(), 0);
+    auto unsharded = [&](const MemEvent& e, const Chunk& c) {
+      if (e.cat != MemCat::UnshardedParam || e.exec < 0) return e.delta;
+      auto& h = held[static_cast<std::size_t>(parent_of(c, e.exec))];
+      const std::int64_t cap = c.step.units[static_cast<std::size_t>(e.exec)].ag_bytes;
+      const std::int64_t now = std::clamp<std::int64_t>(h + e.delta, 0, cap);
+      const std::int64_t d = now - h;
+      h = now;
+      return d;
+    };
     SimResult::Stage info;
     for (std::size_t q = 0; q < ord.size(); ++q) {
       const Slot sl = ord[q];
@@ -314,7 +337,8 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
         if (e.persistent || e.phase != ph) continue;
         // Sharded gradients are allocated once (the first backward) and freed by the optimizer.
         if (e.cat == MemCat::ShardedGrad && e.delta > 0 && !first_bwd) continue;
-        r.memory.push_back({e.time + shift, e.delta, parent_of(c, e.exec), e.cat, e.phase, false});
+        const std::int64_t d = unsharded(e, c);
+        if (d != 0) r.memory.push_back({e.time + shift, d, parent_of(c, e.exec), e.cat, e.phase, false});
       }
       for (const auto& o : c.r.ops)
         if (o.phase == ph) {
@@ -355,12 +379,15 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       r.ep_collectives += m * c.r.ep_collectives, r.ep_bytes += m * c.r.ep_bytes;
       r.model_parallel_ns += m * c.r.model_parallel_ns, r.model_parallel_exposed_ns += m * c.r.model_parallel_exposed_ns;
       r.exposed_comm_ns += m * c.r.exposed_comm_ns;
-      r.other_comm_ns += c.r.other_comm_ns, r.idle_ns += c.r.idle_ns;
       info.busy_ns += c.opt;
     }
     r.step_ns = t;
     for (const auto& o : r.ops) {
       if (o.lane == Lane::Compute && o.kind != OpKind::OtherComm && o.kind != OpKind::Idle) r.compute_busy_ns += o.end - o.start;
+      // Replayed collectives and idle recur in every micro-batch's slots (a chunk's own result
+      // holds one micro-batch): count them from the replayed ops, as the compute above.
+      if (o.kind == OpKind::OtherComm) r.other_comm_ns += o.end - o.start;
+      if (o.kind == OpKind::Idle) r.idle_ns += o.end - o.start;
       if (o.lane >= Lane::Nccl && o.lane <= Lane::AllReduce) r.comm_busy_ns += o.end - o.start;
     }
     sweep_memory(step, r, detail);

@@ -226,8 +226,10 @@ class StepRun {
   // A segment's tensor / context / expert parallel collectives, after its compute (which started
   // at `compute_start`): each blocks the compute stream (the next op consumes its result). Ring
   // attention's K/V exchanges run beside the score work and only their excess is exposed.
-  void model_parallel(const ExecSegment& sg, int e, Phase ph, TimeNs compute_start) {
-    const bool fwd = ph == Phase::Forward;
+  // `rerun`: a full checkpointing rerun in backward issues the forward's collectives, labelled
+  // with the backward phase it runs in (a pipeline replays a slot's ops by phase).
+  void model_parallel(const ExecSegment& sg, int e, Phase ph, TimeNs compute_start, bool rerun = false) {
+    const bool fwd = ph == Phase::Forward || rerun;
     if (sg.ring_attentions > 0) {
       const TimeNs ring = (fwd ? sg.ring_fwd_ns : sg.ring_bwd_ns) * sg.ring_attentions;
       const TimeNs core = (fwd ? sg.ring_core_fwd_ns : sg.ring_core_bwd_ns) * sg.ring_attentions;
@@ -397,7 +399,11 @@ class StepRun {
         mem(r, sg.recompute_bytes, e, MemCat::Activation);
         // A full rerun of the forward issues its model-parallel collectives again (Megatron);
         // selective checkpointing reruns part of the unit, whose share is not known here.
-        if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Forward, r);
+        if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Backward, r, /*rerun=*/true);
+      } else if (sg.recompute_bytes > 0) {
+        // A description checkpointed in its own file ("activation_checkpointing": "full") folds
+        // the rerun into bwd_ns; the rerun still issues the forward's collectives, as above.
+        model_parallel(sg, e, Phase::Backward, lane_[0], /*rerun=*/true);
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
       model_parallel(sg, e, Phase::Backward, t);

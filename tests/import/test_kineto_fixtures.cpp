@@ -293,3 +293,59 @@ TEST_CASE("communication-kernel rule files: format and errors", "[comm]") {
   CHECK(again[0].type == CollectiveType::AllGather);
   CHECK_THROWS(add_user_comm_kernel_rules_file("/nonexistent/rules.txt"));
 }
+
+// A CPU (gloo) run on a 2D mesh (issue 15): gloo's events name no group, so the recorder notes the
+// worker threads each group's creation started ("shardscope_pg_threads") and every collective gets
+// its thread's group; c10d ops whose tensors are a TensorList give their bytes; send / recv run
+// inline on the training thread, which stays the compute lane (the p2p get a lane of their own),
+// and take their group from the recorder's "ss:pg:<name>" range around the issuing op.
+TEST_CASE("CPU gloo trace: process group per worker thread, TensorList sizes, inline send", "[kineto][cpu]") {
+  TempDir dir;
+  const std::string p = dir.file("gloo_2d.json");
+  write_file(p, R"({
+  "shardscope_pg_threads": [{"pg_name": "1", "tids": [20, 21, 22]}, {"pg_name": "3", "tids": [30, 31]}, {"pg_name": "9", "tids": [5]}],
+  "distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 4, "pg_count": 3, "pg_config": [
+    {"pg_name": "0", "pg_desc": "default_pg", "backend_config": "gloo", "pg_size": 4, "ranks": [0, 1, 2, 3]},
+    {"pg_name": "1", "pg_desc": "mesh_dp", "backend_config": "gloo", "pg_size": 2, "ranks": [0, 2]},
+    {"pg_name": "3", "pg_desc": "mesh_tp", "backend_config": "gloo", "pg_size": 2, "ranks": [0, 1]}]},
+  "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 5, "ts": 0, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "c10d::_allgather_base_", "pid": 1, "tid": 5, "ts": 10, "dur": 2,
+     "args": {"Input type": ["float", "float", "", "Scalar", "Scalar"], "Input Dims": [[8], [4], [], [], []]}},
+    {"ph": "X", "cat": "user_annotation", "name": "gloo:all_gather", "pid": 1, "tid": 20, "ts": 11, "dur": 4,
+     "args": {"Input type": ["float"], "Input Dims": [[4]]}},
+    {"ph": "X", "cat": "cpu_op", "name": "_c10d_functional::all_reduce", "pid": 1, "tid": 5, "ts": 20, "dur": 3},
+    {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": 5, "ts": 21, "dur": 1,
+     "args": {"Input type": ["TensorList", "", "", "", "Scalar", "Scalar"], "Input Dims": [[[2, 3]], [], [], [], [], []]}},
+    {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 30, "ts": 22, "dur": 4,
+     "args": {"Input type": ["float"], "Input Dims": [[6]]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 5, "ts": 30, "dur": 5},
+    {"ph": "X", "cat": "user_annotation", "name": "ss:pg:1", "pid": 1, "tid": 5, "ts": 39, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "c10d::send", "pid": 1, "tid": 5, "ts": 40, "dur": 3,
+     "args": {"Input type": ["TensorList", "", "Scalar", "Scalar"], "Input Dims": [[[4], [2, 2]], [], [], []]}},
+    {"ph": "X", "cat": "user_annotation", "name": "gloo:send", "pid": 1, "tid": 5, "ts": 41, "dur": 1,
+     "args": {"Input type": ["float"], "Input Dims": [[4]]}}]})");
+  const std::string out = import_one(dir, p);
+  auto of = [&](const std::string& type, const std::string& what) {
+    return query_text(out, "SELECT " + what + " FROM collective_view v LEFT JOIN process_groups g ON g.id = "
+                           "(SELECT process_group_id FROM collectives WHERE id = v.id) WHERE v.type = '" + type + "'");
+  };
+  CHECK(query_int(out, "SELECT count(*) FROM collectives") == 3);
+  CHECK(of("all_gather", "g.ranks") == "[0,2]");
+  CHECK(of("all_gather", "v.bytes") == "32");  // the c10d op's output: 8 floats
+  CHECK(of("all_gather", "v.group_size") == "2");
+  CHECK(of("all_reduce", "g.ranks") == "[0,1]");
+  CHECK(of("all_reduce", "v.bytes") == "24");  // the TensorList's 2 x 3 floats, float from gloo's event
+  // The send ran on the training thread (which a group that distributedInfo does not list claims:
+  // ignored); its group is the recorder's "ss:pg:1" range around the c10d op that issued it.
+  CHECK(of("send", "g.ranks") == "[0,2]");
+  CHECK(query_int(out, "SELECT count(*) FROM ranges r JOIN strings n ON n.id = r.name_id WHERE n.value LIKE 'ss:pg:%'") == 0);
+  CHECK(of("send", "v.bytes") == "32");  // the TensorList's two tensors: 4 + 2 x 2 floats
+  CHECK(query_int(out, "SELECT count(*) FROM process_groups") == 2);
+  // Thread 5 is the compute lane (both aten::mm) and has a p2p lane beside it.
+  CHECK(query_int(out, "SELECT count(*) FROM streams WHERE kind = 1") == 1);
+  CHECK(query_int(out, "SELECT count(*) FROM kernels k JOIN streams s ON s.id = k.stream_id WHERE s.kind = 1 "
+                       "AND k.category = 0") >= 2);
+  CHECK(query_text(out, "SELECT s.name FROM kernels k JOIN streams s ON s.id = k.stream_id JOIN strings n ON n.id = k.name_id "
+                        "WHERE n.value = 'gloo:send'") == "gloo p2p on thread 5");
+}

@@ -11,13 +11,19 @@ TRAIN = os.path.join(SOURCE_DIR, "scripts", "fsdp_train_sample.py")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 
 
-def record(out, *train_args, nproc=2):
-    """Runs the sample trainer under `shardscope record` with torchrun on CPU; returns its output."""
+TRAIN_TP = os.path.join(SOURCE_DIR, "scripts", "fsdp_tp_train.py")
+
+
+def torchrun(nproc, script, *train_args):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % nproc,
+            "--master_port=%d" % random.randint(20000, 40000), script, "--device", "cpu"] + list(train_args)
+
+
+def record(out, *train_args, nproc=2, script=TRAIN):
+    """Runs a trainer (default: the sample trainer) under `shardscope record` with torchrun on CPU; returns its output."""
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
-    cmd = [SHARDSCOPE, "record", "-o", out, "--", sys.executable, "-m", "torch.distributed.run",
-           "--nproc_per_node=%d" % nproc, "--master_port=%d" % random.randint(20000, 40000), TRAIN,
-           "--device", "cpu"] + list(train_args)
+    cmd = [SHARDSCOPE, "record", "-o", out, "--"] + torchrun(nproc, script, *train_args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("record failed (%d):\n%s" % (p.returncode, p.stdout[-4000:]))
@@ -58,3 +64,37 @@ def tiny_unit_params():
     layers = {"layers.%d" % i: sum(p.numel() for p in l.parameters()) for i, l in enumerate(model.layers)}
     total = sum(p.numel() for p in model.parameters())
     return dict(layers, **{"": total - sum(layers.values())})
+
+
+def collectives_by_group(profile, rank, step):
+    """{(type label, group ranks as "[0,1]" or None): [count, bytes]} of one rank's step."""
+    out = {}
+    for label, ranks, n, b in query(
+            profile, "SELECT e.label, g.ranks, count(*), sum(c.bytes) FROM collectives c JOIN enums e ON e.type = "
+            "'collective_type' AND e.value = c.type LEFT JOIN process_groups g ON g.id = c.process_group_id JOIN steps s "
+            "ON s.rank = c.rank AND s.number = ? WHERE c.rank = ? AND c.start_ns >= s.start_ns AND c.start_ns < "
+            "s.start_ns + s.duration_ns GROUP BY 1, 2", step, rank):
+        out[(label, ranks)] = [n, b]
+    return out
+
+
+TINY_MODEL = os.path.join(SOURCE_DIR, "resources", "models", "fsdp-sample-tiny.json")
+
+
+def simulate_model(directory, name, plan, world):
+    """`shardscope simulate --model` of the trainers' --tiny model with a plan (a dict): (its JSON
+    report, {(type label, simulated group name): [count, bytes]} of the simulated rank's step)."""
+    import json
+
+    plan_path = os.path.join(directory, name + "_plan.json")
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    out = os.path.join(directory, name + "_sim.ssdb")
+    report = json.loads(shardscope("simulate", "--model", TINY_MODEL, "--plan", plan_path, "--world", str(world),
+                                   "--format", "json", "-o", out))
+    ops = {}
+    for label, g, n, b in query(out, "SELECT e.label, g.name, count(*), sum(c.bytes) FROM collectives c JOIN enums e ON "
+                                "e.type = 'collective_type' AND e.value = c.type LEFT JOIN process_groups g ON "
+                                "g.id = c.process_group_id GROUP BY 1, 2"):
+        ops[(label, g)] = [n, b]
+    return report, ops

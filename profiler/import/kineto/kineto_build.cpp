@@ -163,12 +163,18 @@ class Builder {
           cpu_.push_back(i);
           break;
         case Cat::UserAnnotation:
+          if (starts_with(e.name, "ss:pg:")) {  // the CPU recorder's process group of a send / recv: not a range
+            if (e.ts != kAbsent && e.dur != kAbsent) pg_ranges_[e.tid].push_back({e.ts, e.ts + e.dur, e.name.substr(6)});
+            break;
+          }
           if (starts_with(e.name, "ss:mem:")) {  // the hooks' tensor facts: not ranges
             if (e.ts != kAbsent)
               if (auto f = parse_tensor_fact(e.name, rel(e, e.ts))) facts_.push_back(*f);
             break;
           }
-          if (starts_with(e.name, "gloo:")) gloo_tids_.insert(e.tid);
+          // gloo runs collectives on its worker threads, but send and recv inline on the calling
+          // (training) thread: those do not make a thread a worker.
+          if (starts_with(e.name, "gloo:") && !gloo_inline(e.name)) gloo_tids_.insert(e.tid);
           cpu_.push_back(i);
           break;
         case Cat::PythonFunction: cpu_.push_back(i); break;
@@ -827,6 +833,7 @@ class Builder {
         if (e.cat == Cat::UserAnnotation && starts_with(e.name, "gloo:")) gloo_events.push_back(i);
         continue;
       }
+      if (e.cat == Cat::UserAnnotation && starts_with(e.name, "gloo:") && gloo_inline(e.name)) gloo_events.push_back(i);
       if (e.cat != Cat::CpuOp) continue;
       ops_by_tid[e.tid].push_back(i);
       if (starts_with(e.name, "c10d::") && collective_type_from_label(e.name) != CollectiveType::Unknown) issued.push_back(i);
@@ -908,6 +915,33 @@ class Builder {
     return out;
   }
 
+  static bool gloo_inline(std::string_view name) { return name == "gloo:send" || name == "gloo:recv"; }
+
+  // The group of a c10d op issued inside the recorder's "ss:pg:<name>" range (send / recv, whose
+  // gloo events run on the calling thread): null when it is in none or the name is not a group.
+  const ProcessGroupConfig* group_of_issuer(const RawEvent& op) const {
+    auto it = pg_ranges_.find(op.tid);
+    if (it == pg_ranges_.end() || op.ts == kAbsent) return nullptr;
+    for (const PgRange& r : it->second)  // few: one per send / recv
+      if (r.start <= op.ts && op.ts < r.end)
+        for (const auto& g : t_.process_groups)
+          if (g.name == r.name) return &g;
+    return nullptr;
+  }
+
+  // The process group of a gloo event: its thread's, as the recorder noted the threads each
+  // group's creation started (KinetoTrace::pg_threads); null when the trace does not say.
+  const ProcessGroupConfig* group_of_thread(std::int64_t tid) {
+    if (pg_of_tid_.empty() && !t_.pg_threads.empty()) {
+      std::map<std::string, const ProcessGroupConfig*> by_name;
+      for (const auto& g : t_.process_groups) by_name.emplace(g.name, &g);
+      for (const auto& [t, name] : t_.pg_threads)
+        if (auto it = by_name.find(name); it != by_name.end()) pg_of_tid_.emplace(t, it->second);
+    }
+    auto it = pg_of_tid_.find(tid);
+    return it == pg_of_tid_.end() ? nullptr : it->second;
+  }
+
   // Collectives of the same family pair up in order: gloo executes one PG's work in issue order.
   static int collective_family(CollectiveType t) {
     switch (t) {
@@ -955,16 +989,24 @@ class Builder {
       }
       issued.swap(outer);
     }
+    // Each event's group: its worker thread's when the recorder noted them, else the only group
+    // there is, else unknown (the world's size stands in, as before the threads were noted).
     const ProcessGroupConfig* only_group = t_.process_groups.size() == 1 ? &t_.process_groups.front() : nullptr;
-    RowId group = kNoRow;
-    if (only_group) {
+    auto group_config = [&](const RawEvent& e, const RawEvent* issuer = nullptr) {
+      const ProcessGroupConfig* g = group_of_thread(e.tid);
+      if (!g && issuer) g = group_of_issuer(*issuer);
+      return g ? g : only_group;
+    };
+    auto group_row = [&](const ProcessGroupConfig* g) {
+      if (!g) return kNoRow;
       CommArgs c;
-      c.pg_name = only_group->name;
-      c.pg_ranks = only_group->ranks;
-      group = process_group(c);
-    }
-    const int group_size = only_group ? static_cast<int>(std::clamp<std::int64_t>(only_group->size, 0, 1 << 24))
-                                      : (t_.world_size > 0 ? t_.world_size : 0);
+      c.pg_name = g->name;
+      c.pg_ranks = g->ranks;
+      return process_group(c);
+    };
+    auto size_of = [&](const ProcessGroupConfig* g) {
+      return g ? static_cast<int>(std::clamp<std::int64_t>(g->size, 0, 1 << 24)) : (t_.world_size > 0 ? t_.world_size : 0);
+    };
     std::vector<bool> used(issued.size(), false);
     std::map<int, std::vector<std::size_t>> by_family;  // positions in `issued`, in issue order
     for (std::size_t k = 0; k < issued.size(); ++k)
@@ -978,7 +1020,7 @@ class Builder {
     for (std::size_t i : ran) {
       const RawEvent& e = t_.events[i];
       const int family = collective_family(collective_type_from_label(e.name));
-      const std::int64_t size = ran_numel(e, group_size);
+      const std::int64_t size = ran_numel(e, size_of(group_config(e)));
       std::size_t pick = SIZE_MAX, fallback = SIZE_MAX;
       const auto& list = by_family[family];
       std::size_t& cur = first_unused[family];
@@ -1008,7 +1050,10 @@ class Builder {
       const RawEvent* issuer = pr.issuer;
       KernelRow k;
       k.rank = rank_;
-      k.stream = cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
+      // send / recv ran on the training thread: a p2p lane of their own beside its compute lane.
+      const bool inline_p2p = !gloo_tids_.count(e.tid);
+      k.stream = inline_p2p ? cpu_stream(e.tid, StreamKind::Nccl, "gloo p2p on thread ", -2)
+                            : cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
       k.start = start_of(e);
       k.end = end_of(e);
       k.name = w_.intern(e.name);
@@ -1022,13 +1067,16 @@ class Builder {
       c.type = issuer ? collective_type_from_label(issuer->name) : collective_type_from_label(e.name);
       const CommArgs* ia = issuer && issuer->comm >= 0 ? &t_.comms[static_cast<std::size_t>(issuer->comm)] : nullptr;
       const CommArgs* ra = e.comm >= 0 ? &t_.comms[static_cast<std::size_t>(e.comm)] : nullptr;
-      std::string_view dtype = ia && !ia->input_type.empty() ? ia->input_type : ra ? ra->input_type : std::string_view{};
+      // The issuing op's element type, unless it names none (a TensorList argument): then gloo's.
+      std::string_view dtype = ia && dtype_size_bytes(ia->input_type) > 0 ? ia->input_type : ra ? ra->input_type : std::string_view{};
       const int esize = dtype_size_bytes(dtype);
+      const ProcessGroupConfig* g = group_config(e, issuer);
+      const int group_size = size_of(g);
       std::int64_t numel = issuer ? issued_numel(*issuer) : kAbsent;
       if (numel == kAbsent) numel = ran_numel(e, group_size);
       if (numel != kAbsent && numel >= 0 && esize > 0 && numel < INT64_MAX / 16) c.bytes = numel * esize;
       c.dtype = dtype.empty() ? 0 : w_.intern(dtype);
-      c.process_group = group;
+      c.process_group = group_row(g);
       c.group_size = group_size;
       c.sequence = sequence++;
       c.start = k.start;
@@ -1037,13 +1085,13 @@ class Builder {
     }
   }
 
-  RowId cpu_stream(std::int64_t tid, StreamKind kind, const std::string& label) {
-    auto key = std::make_pair(std::int64_t{-1}, tid);
+  RowId cpu_stream(std::int64_t tid, StreamKind kind, const std::string& label, std::int64_t lane = -1) {
+    auto key = std::make_pair(lane, tid);
     if (auto it = streams_.find(key); it != streams_.end()) return it->second;
     StreamInfo s;
     s.rank = rank_;
     s.device = -1;  // the CPU
-    s.native_id = tid;
+    s.native_id = lane == -1 ? tid : -tid;  // a thread's second lane (its inline p2p) keeps ids distinct
     s.kind = kind;
     if (thread_names_.empty())
       for (const auto& [t, n] : t_.thread_names) thread_names_[t] = n;
@@ -1084,6 +1132,12 @@ class Builder {
   std::optional<TimeNs> first_module_start_;
   std::vector<TensorFact> facts_;
   std::set<std::int64_t> gloo_tids_;
+  std::map<std::int64_t, const ProcessGroupConfig*> pg_of_tid_;
+  struct PgRange {
+    std::int64_t start, end;
+    std::string_view name;
+  };
+  std::map<std::int64_t, std::vector<PgRange>> pg_ranges_;  // tid -> "ss:pg:" ranges, as the trace has them
   std::map<std::int64_t, InnermostRangeIndex> mem_context_index_;
 };
 

@@ -127,7 +127,8 @@ void read_triple(od::value v, std::int32_t& x, std::int32_t& y, std::int32_t& z)
 }
 
 // Elements of the first two tensors in "Input Dims": [[394241]] -> 394241; [[]] -> 1 (a scalar).
-// c10d ops list (output, input): [[262912], [131456], [], []]. `second` stays untouched when absent.
+// c10d ops list (output, input): [[262912], [131456], [], []]. A TensorList argument counts its
+// tensors' elements: [[[2, 32, 64]], ...] -> 4096. `second` stays untouched when absent.
 bool read_first_numels(od::value v, std::int64_t& first, std::int64_t& second) {
   od::array outer;
   if (v.get_array().get(outer)) return false;
@@ -136,14 +137,32 @@ bool read_first_numels(od::value v, std::int64_t& first, std::int64_t& second) {
     od::array dims;
     if (tensor.get_array().get(dims)) return i > 0;
     std::int64_t n = 1;
+    bool list = false;  // a TensorList argument ([[[2, 32, 64]], ...]: c10d::allreduce_, send, recv_): its tensors' sum
+    std::int64_t sum = 0;
     for (auto d : dims) {
       od::value dv;
       std::int64_t x = 0;
-      if (!unwrap(d, dv) || !read_int(dv, x) || x < 0) return i > 0;
+      if (!unwrap(d, dv)) return i > 0;
+      od::array inner;
+      if (!dv.get_array().get(inner)) {
+        if (!list && n != 1) return i > 0;  // dims then a tensor: not a shape
+        list = true;
+        std::int64_t m = 1;
+        for (auto id : inner) {
+          od::value iv;
+          if (!unwrap(id, iv) || !read_int(iv, x) || x < 0) return i > 0;
+          if (x != 0 && m > INT64_MAX / x) return i > 0;
+          m *= x;
+        }
+        if (sum > INT64_MAX - m) return i > 0;
+        sum += m;
+        continue;
+      }
+      if (list || !read_int(dv, x) || x < 0) return i > 0;
       if (x != 0 && n > INT64_MAX / x) return i > 0;
       n *= x;
     }
-    (i == 0 ? first : second) = n;
+    (i == 0 ? first : second) = list ? sum : n;
     if (++i == 2) break;
   }
   return i > 0;
@@ -279,6 +298,8 @@ class TraceReader {
           saw_events_ = true;
         } else if (k == "distributedInfo") {
           read_distributed(v);
+        } else if (k == "shardscope_pg_threads") {
+          read_pg_threads(v);
         } else if (k == "deviceProperties") {
           read_devices(v);
         } else if (k == "baseTimeNanoseconds") {
@@ -316,6 +337,35 @@ class TraceReader {
         read_pg_config(x);
       }
     });
+  }
+
+  // [{"pg_name": "1", "tids": [123, 124]}, ...]; entries that are not so are skipped.
+  void read_pg_threads(od::value v) {
+    od::array a;
+    if (v.get_array().get(a)) return;
+    for (auto el : a) {
+      od::object o;
+      if (el.get_object().get(o)) continue;
+      std::string name;
+      std::vector<std::int64_t> tids;
+      for_each_field(o, [&](std::string_view k, od::value x) {
+        std::string_view s;
+        std::int64_t n = 0;
+        if (k == "pg_name") {
+          if (read_string(x, s)) name = std::string(s);
+          else if (read_int(x, n)) name = std::to_string(n);
+        } else if (k == "tids") {
+          od::array ta;
+          if (x.get_array().get(ta)) return;
+          for (auto te : ta) {
+            od::value tv;
+            if (unwrap(te, tv) && read_int(tv, n)) tids.push_back(n);
+          }
+        }
+      });
+      if (name.empty()) continue;
+      for (std::int64_t t : tids) t_.pg_threads.emplace_back(t, name);
+    }
   }
 
   void read_pg_config(od::value v) {

@@ -85,6 +85,9 @@ struct KinetoTrace {
   int world_size = 0;
   std::string backend;
   std::vector<ProcessGroupConfig> process_groups;
+  // (thread id, process group name): the gloo worker threads each group started, as ShardScope's
+  // CPU recorder noted them ("shardscope_pg_threads"); gloo's own events name no group.
+  std::vector<std::pair<std::int64_t, std::string>> pg_threads;
   std::vector<DeviceProps> devices;
   TimeNs base_ns = 0;  // baseTimeNanoseconds, 0 when absent (ts then holds unix us)
   std::string display_time_unit;
