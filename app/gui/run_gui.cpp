@@ -1,6 +1,7 @@
 #include "app/gui/run_gui.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -16,9 +17,11 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "app/gui/main_window.h"
 #include "app/gui/time_frames.h"
+#include "profiler/sim/step_simulator.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
@@ -92,21 +95,34 @@ void stage_unshard(unshard::UnshardPanel& panel) {
   if (auto i = m->index_of_unit(s->unit_count() - 1); i.isValid()) panel.tree()->scrollTo(i);
 }
 
-// The what-if screenshot: the first four units that can be checkpointed, checkpointed through the
-// panel's model as a user would (the first two selective on their first sub-module where they have
-// one, the next two "full"): in a pipeline they run on the first stage, the one usually shown.
+// The what-if screenshot, staged as a user would: "Checkpoint all" set to the first sub-module
+// (selective, e.g. attention; full where the model has none), then the first two units of the
+// step shown (with a pipeline, the stage shown) checkpointed fully in the tree's column.
 void stage_whatif(unshard::UnshardPanel& panel) {
   auto* s = panel.session();
   auto* m = panel.model();
   if (!s || !m) return;
-  int done = 0;
-  for (int u = 0; u < s->unit_count() && done < 4; ++u) {
-    const auto choices = s->checkpoint_choices(u);
-    if (choices.size() < 2) continue;
-    const std::string mode = done >= 2 || choices.size() < 3 ? "full" : choices[2];
-    const QModelIndex i = m->index_of_unit(u);
-    if (m->setData(i.siblingAtColumn(unshard::UnshardUnitModel::ColCheckpoint), QString::fromStdString(mode), Qt::EditRole)) ++done;
+  auto* all = panel.checkpoint_all_box();
+  const int mode = all->count() > 3 ? 3 : all->findData(QStringLiteral("full"));  // prompt, none, full, first sub-module
+  if (mode > 0) {
+    all->setCurrentIndex(mode);
+    emit all->activated(mode);
   }
+  const auto& p = s->prediction();
+  std::vector<char> shown(p.step.units.size(), 0);
+  for (const auto& op : p.result.ops)
+    if (op.kind == sim::OpKind::Compute && op.exec >= 0 && static_cast<std::size_t>(op.exec) < shown.size()) shown[static_cast<std::size_t>(op.exec)] = 1;
+  int done = 0, first = -1;
+  for (int u = 0; u < s->unit_count() && done < 2; ++u) {
+    const int e = static_cast<std::size_t>(u) < p.step.exec_of_unit.size() ? p.step.exec_of_unit[static_cast<std::size_t>(u)] : -1;
+    if (e < 0 || !shown[static_cast<std::size_t>(e)] || s->checkpoint_choices(u).size() < 2) continue;
+    const QModelIndex i = m->index_of_unit(u);
+    if (m->setData(i.siblingAtColumn(unshard::UnshardUnitModel::ColCheckpoint), QStringLiteral("full"), Qt::EditRole)) {
+      ++done;
+      if (first < 0) first = u;
+    }
+  }
+  if (first >= 0) panel.tree()->scrollTo(m->index_of_unit(first), QAbstractItemView::PositionAtCenter);
 }
 
 bool save(const QImage& image, const QString& path) {
