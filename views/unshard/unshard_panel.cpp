@@ -427,9 +427,11 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   model_ = std::make_unique<UnshardUnitModel>(session_.get());
   tree_->setModel(model_.get());
   tree_->expandAll();
-  tree_->header()->setSectionResizeMode(UnshardUnitModel::ColModule, QHeaderView::Stretch);
-  tree_->header()->setStretchLastSection(false);
-  for (int c = UnshardUnitModel::ColClass; c < UnshardUnitModel::ColCount; ++c)
+  // Every column as wide as its contents, the module names included: with the what-if columns a
+  // stretched module column got only what the others left, often nothing, in a narrow tab. The
+  // last column takes any spare width; a narrow tree scrolls sideways instead.
+  tree_->header()->setStretchLastSection(true);
+  for (int c = UnshardUnitModel::ColModule; c < UnshardUnitModel::ColCount; ++c)
     tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] {
     hide_error_line();
