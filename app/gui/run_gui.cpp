@@ -1,9 +1,11 @@
 #include "app/gui/run_gui.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QImage>
 #include <QListWidget>
 #include <QTableView>
@@ -15,9 +17,11 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "app/gui/main_window.h"
 #include "app/gui/time_frames.h"
+#include "profiler/sim/step_simulator.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
@@ -91,6 +95,36 @@ void stage_unshard(unshard::UnshardPanel& panel) {
   if (auto i = m->index_of_unit(s->unit_count() - 1); i.isValid()) panel.tree()->scrollTo(i);
 }
 
+// The what-if screenshot, staged as a user would: "Checkpoint all" set to the first sub-module
+// (selective, e.g. attention; full where the model has none), then the first two units of the
+// step shown (with a pipeline, the stage shown) checkpointed fully in the tree's column.
+void stage_whatif(unshard::UnshardPanel& panel) {
+  auto* s = panel.session();
+  auto* m = panel.model();
+  if (!s || !m) return;
+  auto* all = panel.checkpoint_all_box();
+  const int mode = all->count() > 3 ? 3 : all->findData(QStringLiteral("full"));  // prompt, none, full, first sub-module
+  if (mode > 0) {
+    all->setCurrentIndex(mode);
+    emit all->activated(mode);
+  }
+  const auto& p = s->prediction();
+  std::vector<char> shown(p.step.units.size(), 0);
+  for (const auto& op : p.result.ops)
+    if (op.kind == sim::OpKind::Compute && op.exec >= 0 && static_cast<std::size_t>(op.exec) < shown.size()) shown[static_cast<std::size_t>(op.exec)] = 1;
+  int done = 0, first = -1;
+  for (int u = 0; u < s->unit_count() && done < 2; ++u) {
+    const int e = static_cast<std::size_t>(u) < p.step.exec_of_unit.size() ? p.step.exec_of_unit[static_cast<std::size_t>(u)] : -1;
+    if (e < 0 || !shown[static_cast<std::size_t>(e)] || s->checkpoint_choices(u).size() < 2) continue;
+    const QModelIndex i = m->index_of_unit(u);
+    if (m->setData(i.siblingAtColumn(unshard::UnshardUnitModel::ColCheckpoint), QStringLiteral("full"), Qt::EditRole)) {
+      ++done;
+      if (first < 0) first = u;
+    }
+  }
+  if (first >= 0) panel.tree()->scrollTo(m->index_of_unit(first), QAbstractItemView::PositionAtCenter);
+}
+
 bool save(const QImage& image, const QString& path) {
   if (image.isNull() || !image.save(path, "PNG")) {
     std::cerr << "shardscope gui: could not write " << path.toStdString() << "\n";
@@ -105,12 +139,19 @@ bool save(const QImage& image, const QString& path) {
 namespace {
 constexpr const char* kGuiUsage =
     "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame] [--time-frames N]\n"
+    "       shardscope gui --model M.json [--world N] [--plan P.json] [--light] [--screenshot DIR]\n"
     "       shardscope FILE [options]\n\n"
     "Opens the desktop app, on FILE when given.\n\n"
     "Options:\n"
     "  --compare B         compare FILE with profile B in the Compare view\n"
     "  --light             start with the light palette\n"
-    "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit\n"
+    "  --model M.json      open the Unshard (what-if) tab on a model description instead of a\n"
+    "                      profile (resources/models): tensor, context and expert parallelism need one\n"
+    "  --world N           --model's world size (default: the description's cluster)\n"
+    "  --plan P.json       --model: apply this plan file (parallelism, micro-batches, checkpointing,\n"
+    "                      offload, kept units) in the Unshard tab\n"
+    "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit (with\n"
+    "                      --model: DIR/whatif-panel.png and DIR/whatif-timeline-lanes.png)\n"
     "  --time-first-frame  print when each load stage starts, the time from opening FILE to its\n"
     "                      first drawn frame (a big profile's first part) and to the whole, and exit\n"
     "  --time-frames N     draw N timeline frames per zoom level, print their times and exit (with\n"
@@ -120,12 +161,63 @@ constexpr const char* kGuiUsage =
     "Qt platform). Without one, use the command line: shardscope info FILE, analyze, simulate ...\n";
 }  // namespace
 
+namespace {
+// `gui --model M.json`: the Unshard tab on a model description, with --plan's choices applied;
+// with --screenshot, the what-if panel and its timeline's lanes, then exit.
+int run_model_description(QApplication& app, MainWindow& window, const QString& model, int world, const QString& plan,
+                          const QString& screenshot_dir) {
+  window.show_unshard_tab();
+  auto* panel = window.unshard_panel();
+  if (!panel->open_model_description(model, world)) {
+    std::cerr << "shardscope gui: " << panel->last_error().toStdString() << "\n";
+    return 2;
+  }
+  if (!plan.isEmpty()) {
+    QFile f(plan);
+    if (!f.open(QIODevice::ReadOnly)) {
+      std::cerr << "shardscope gui: cannot read " << plan.toStdString() << ": " << f.errorString().toStdString() << "\n";
+      return 2;
+    }
+    if (!panel->apply_plan_json(QString::fromUtf8(f.readAll()))) {
+      std::cerr << "shardscope gui: " << plan.toStdString() << ": " << panel->last_error().toStdString() << "\n";
+      return 2;
+    }
+  }
+  if (screenshot_dir.isEmpty()) return app.exec();
+  // The docks are about a profile and there is none: the tab gets the window.
+  for (auto* dock : window.findChildren<QDockWidget*>()) dock->hide();
+  stage_whatif(*panel);
+  QTimer::singleShot(700, &app, [&app, &window, panel, screenshot_dir] {
+    panel->wait_for_timeline();  // a large step's timeline is built in the background
+    QDir().mkpath(screenshot_dir);
+    bool ok = save(window.grab().toImage(), screenshot_dir + "/whatif-panel.png");
+    // The timeline alone, zoomed into the middle of the step (a few micro-batches of the steady
+    // state), where single TP collectives and pipeline sends can be told apart.
+    if (auto* c = panel->timeline()->controller(); c && panel->timeline_profile()) {
+      const auto& p = *panel->timeline_profile();
+      const double span = static_cast<double>(p.time_end - p.time_begin);
+      timeline::Viewport& v = c->viewport();
+      v.start_ns = static_cast<double>(p.time_begin) + span * 0.45;
+      v.ns_per_px = span * 0.12 / std::max(1.0, static_cast<double>(v.width_px));
+    }
+    panel->timeline()->update();
+    QTimer::singleShot(500, &app, [&app, panel, screenshot_dir, ok] {
+      const bool lanes = save(panel->timeline()->grabFramebuffer(), screenshot_dir + "/whatif-timeline-lanes.png");
+      app.exit(ok && lanes ? 0 : 3);
+    });
+  });
+  return app.exec();
+}
+}  // namespace
+
 int run_gui(int argc, char** argv, int first_arg) {
   QString screenshot_dir;
   bool time_first_frame = false;
   int time_frames_n = 0;  // --time-frames N
   bool light = false;  // --light: start with the light palette
   QString compare_path;  // --compare B: open the Compare view on the profile vs B
+  QString model_path, plan_path;  // --model M.json, --plan P.json
+  int model_world = 0;            // --world N
   std::string file;
   for (int i = first_arg; i < argc; ++i) {
     const std::string a = argv[i];
@@ -139,6 +231,16 @@ int run_gui(int argc, char** argv, int first_arg) {
       compare_path = QString::fromLocal8Bit(argv[++i]);
     } else if (a == "--time-frames" && has_value) {
       time_frames_n = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--model" && has_value) {
+      model_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--plan" && has_value) {
+      plan_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--world" && has_value) {
+      model_world = std::atoi(argv[++i]);
+      if (model_world < 1) {
+        std::cerr << "shardscope gui: --world needs a positive number\n";
+        return 1;
+      }
     } else if (a == "--time-first-frame") {
       time_first_frame = true;
     } else if (a == "--light") {
@@ -149,6 +251,14 @@ int run_gui(int argc, char** argv, int first_arg) {
     } else {
       file = a;
     }
+  }
+  if (!model_path.isEmpty() && (!file.empty() || !compare_path.isEmpty() || time_first_frame || time_frames_n > 0)) {
+    std::cerr << "shardscope gui: --model opens the Unshard tab on a model description; it takes no FILE, --compare or timing options\n";
+    return 1;
+  }
+  if (model_path.isEmpty() && (model_world > 0 || !plan_path.isEmpty())) {
+    std::cerr << "shardscope gui: --world and --plan go with --model\n";
+    return 1;
   }
   // Qt aborts the process when it finds no display; say what to do instead.
   if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM")) {
@@ -208,6 +318,7 @@ int run_gui(int argc, char** argv, int first_arg) {
     });
   }
   since_open.start();
+  if (!model_path.isEmpty()) return run_model_description(app, window, model_path, model_world, plan_path, screenshot_dir);
   if (!compare_path.isEmpty())
     QObject::connect(&window, &MainWindow::profileLoaded, &app, [&] {
       if (!window.compare_view()->compare_with(compare_path))

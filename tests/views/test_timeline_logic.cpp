@@ -752,3 +752,29 @@ TEST_CASE("labels are placed only where they do not overlap one on the same row"
   CHECK(label_fits(40, 0, 46));
   CHECK_FALSE(label_fits(40, 0, 45));
 }
+
+TEST_CASE("stream rows are labelled by a stream's own name when it says what it carries", "[timeline]") {
+  Profile p;
+  RankModel r;
+  r.info.rank = 0;
+  auto add = [&](StreamKind kind, std::int64_t id, const std::string& name) {
+    StreamTrack t;
+    t.kind = kind;
+    t.native_id = id;
+    t.name = name;
+    r.stream_tracks.push_back(static_cast<std::int32_t>(p.stream_tracks.size()));
+    p.stream_tracks.push_back(std::move(t));
+  };
+  add(StreamKind::Compute, 7, "compute");                          // only the kind: kind and id
+  add(StreamKind::Nccl, 24, "NCCL stream 24");                     // the collector's: kind and id
+  add(StreamKind::Nccl, 13, "stream 13");                          // importers': kind and id
+  add(StreamKind::Nccl, 28, "nccl pipeline send/recv");            // a simulated lane: its name
+  add(StreamKind::Copy, 24 + 1, "host-to-device copies (offload)");
+  add(StreamKind::Nccl, 30, "");
+  p.ranks.push_back(r);
+  std::set<std::string> labels;
+  for (const auto& t : timeline::build_tracks(p)) labels.insert(t.label);
+  CHECK(labels == std::set<std::string>{"rank 0 compute stream 7", "rank 0 nccl stream 24", "rank 0 nccl stream 13",
+                                        "rank 0 nccl pipeline send/recv", "rank 0 host-to-device copies (offload)",
+                                        "rank 0 nccl stream 30"});
+}

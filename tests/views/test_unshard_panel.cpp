@@ -12,6 +12,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
+#include <QSignalSpy>
 #include <QComboBox>
 #include <QPushButton>
 #include <QResizeEvent>
@@ -539,4 +541,205 @@ TEST_CASE("a profile without FSDP units leaves the panel disabled and says why i
   CHECK(panel.step_text() == ms_text(panel.session()->prediction().step_ns));
   QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::Fatal);
   CHECK(panel.model()->rowCount() > 0);
+}
+
+// ---- The what-if panel (issue 15 item 7). ----
+
+namespace {
+std::string model_path(const char* name) { return test::source_dir() + "/resources/models/" + name; }
+
+bool has_stream(const Profile& p, const std::string& name) {
+  for (const auto& t : p.stream_tracks)
+    if (t.name == name && !t.events.empty()) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("the unit model's Checkpoint and Offload columns pass QAbstractItemModelTester through changes", "[unshard][gui][whatif]") {
+  app();
+  UnshardSession s = UnshardSession::from_model(model_path("llama3-8b.json"), 8);
+  UnshardUnitModel m(&s);
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const int layer = s.inputs().model.find_unit("layers.5");
+  const int root = s.inputs().model.find_unit("");
+  const QModelIndex ck = m.index_of_unit(layer).siblingAtColumn(UnshardUnitModel::ColCheckpoint);
+  const QModelIndex off = m.index_of_unit(layer).siblingAtColumn(UnshardUnitModel::ColOffload);
+  CHECK(m.headerData(UnshardUnitModel::ColCheckpoint, Qt::Horizontal).toString() == "Checkpoint");
+  CHECK(m.data(ck).toString() == "none");
+  CHECK(m.data(ck, UnshardUnitModel::ChoicesRole).toStringList() == QStringList{"none", "full", "attention", "feed_forward"});
+  CHECK(m.flags(ck).testFlag(Qt::ItemIsEditable));
+  const QModelIndex root_ck = m.index_of_unit(root).siblingAtColumn(UnshardUnitModel::ColCheckpoint);
+  CHECK_FALSE(m.flags(root_ck).testFlag(Qt::ItemIsEditable));
+  CHECK_FALSE(m.setData(root_ck, "full", Qt::EditRole));
+  CHECK_FALSE(m.flags(off).testFlag(Qt::ItemIsEditable));
+
+  QSignalSpy changed(&m, &UnshardUnitModel::sessionChanged);
+  REQUIRE(m.setData(ck, "attention", Qt::EditRole));
+  CHECK(changed.count() == 1);
+  CHECK(m.data(ck).toString() == "selective: attention");
+  CHECK(s.state().checkpoint[static_cast<std::size_t>(layer)] == "attention");
+  CHECK(s.prediction().result.recomputes == 1);
+  CHECK_FALSE(m.setData(ck, "no_such_part", Qt::EditRole));  // not one of the unit's choices
+  CHECK(changed.count() == 1);
+  REQUIRE(m.setData(ck, "full", Qt::EditRole));
+  CHECK(m.data(ck).toString() == "full");
+
+  // Offload is global: the column shows the mode and this unit's copies from the prediction.
+  CHECK(m.data(off).toString() == "none");
+  s.set_offload("cpu");
+  m.refresh();
+  const TimeNs copies = s.prediction().host_copy_ns[static_cast<std::size_t>(layer)];
+  CHECK(copies > 0);
+  CHECK(m.data(off).toString() == QStringLiteral("cpu · %1 ms").arg(static_cast<double>(copies) / 1e6, 0, 'f', 3));
+  s.undo();
+  s.undo();
+  m.refresh();
+  CHECK(m.data(ck).toString() == "selective: attention");
+  CHECK(m.data(off).toString() == "none");
+}
+
+TEST_CASE("on a profile the panel disables tp / cp / ep with the reason; pp re-simulates; a refused change keeps the prediction",
+          "[unshard][gui][whatif]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  panel.resize(1200, 800);
+  auto* s = panel.session();
+  for (QWidget* w : std::initializer_list<QWidget*>{panel.tp_box(), panel.sp_box(), panel.cp_box(), panel.cp_kind_box(), panel.ep_box()}) {
+    CHECK_FALSE(w->isEnabled());
+    CHECK(w->toolTip().contains("model description"));
+  }
+  CHECK(panel.pp_box()->isEnabled());
+  CHECK(panel.micro_batches_box()->isEnabled());
+  const QString step0 = panel.step_text();
+
+  // pp 3 does not divide the profile's world of 4: the error is shown, the numbers and the box stay.
+  panel.pp_box()->setValue(3);
+  CHECK(panel.error_text().contains("does not divide the world size 4"));
+  CHECK(panel.step_text() == step0);
+  CHECK(panel.pp_box()->value() == 1);
+  CHECK(s->state().parallel.pp == 1);
+
+  panel.pp_box()->setValue(2);
+  CHECK(panel.error_text().isEmpty());
+  panel.micro_batches_box()->setValue(4);
+  const sim::SimResult& r = s->prediction().result;
+  REQUIRE(r.stages.size() == 2);
+  CHECK(panel.step_text() == ms_text(r.step_ns));
+  CHECK(panel.whatif_text().contains(QStringLiteral("2 stages × 4 micro-batches (1f1b); bubble %1").arg(ms_text(r.bubble_ns))));
+  CHECK(panel.pp_schedule_box()->isEnabled());
+  REQUIRE(panel.timeline_profile());
+  CHECK(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+
+  // Offload: the summary's figures are the simulator's, and the timeline gains the host lanes.
+  panel.pp_box()->setValue(1);  // offload with a pipeline is not modelled
+  panel.offload_box()->setCurrentIndex(panel.offload_box()->findData("cpu"));
+  REQUIRE(s->state().offload == "cpu");
+  const sim::SimResult& o = s->prediction().result;
+  CHECK(panel.whatif_text().contains(QStringLiteral("cpu: host copies %1").arg(ms_text(o.host_copy_ns))));
+  CHECK(panel.whatif_text().contains(QStringLiteral("CPU optimizer %1").arg(ms_text(o.cpu_optimizer_ns))));
+  CHECK(has_stream(*panel.timeline_profile(), "host-to-device copies (offload)"));
+  CHECK(has_stream(*panel.timeline_profile(), "device-to-host copies (offload)"));
+  CHECK(has_stream(*panel.timeline_profile(), "CPU optimizer (offload)"));
+  CHECK(panel.pipelined_optimizer_box()->isEnabled());
+  panel.undo();
+  CHECK(s->state().offload == "none");
+  CHECK(panel.offload_box()->currentData().toString() == "none");
+  CHECK_FALSE(has_stream(*panel.timeline_profile(), "host-to-device copies (offload)"));
+}
+
+TEST_CASE("on a model description the parallelism row drives tp, sp, cp, pp and the timeline shows their lanes", "[unshard][gui][whatif]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_model_description(QString::fromStdString(model_path("llama3-8b.json")), 64));
+  panel.resize(1200, 800);
+  auto* s = panel.session();
+  REQUIRE(s);
+  CHECK(panel.world_box()->value() == 64);
+  CHECK(panel.tp_box()->isEnabled());
+  CHECK_FALSE(panel.sp_box()->isEnabled());  // SP needs tp > 1
+  CHECK(panel.whatif_text().contains("none"));
+
+  panel.tp_box()->setValue(8);
+  CHECK(panel.sp_box()->isEnabled());
+  panel.sp_box()->setChecked(true);
+  const sim::SimResult& r = s->prediction().result;
+  CHECK(s->state().parallel.tp == 8);
+  CHECK(s->state().parallel.sequence_parallel);
+  REQUIRE(r.tp_collectives > 0);
+  CHECK(panel.whatif_text().contains(QStringLiteral("TP %1 (%2)").arg(r.tp_collectives).arg(QString::fromStdString(format_bytes(r.tp_bytes)))));
+  CHECK(has_stream(*panel.timeline_profile(), "nccl tensor / context / expert parallel"));
+
+  panel.cp_box()->setValue(2);
+  panel.cp_kind_box()->setCurrentText("ring");
+  CHECK(s->state().parallel.cp_kind == "ring");
+  CHECK(s->prediction().result.cp_collectives > 0);
+  CHECK(panel.whatif_text().contains("CP "));
+
+  panel.pp_box()->setValue(2);
+  panel.micro_batches_box()->setValue(8);
+  CHECK(s->prediction().result.stages.size() == 2);
+  CHECK(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+  // interleaved needs micro-batches divisible by pp: 8 is; chunks then become editable.
+  panel.pp_schedule_box()->setCurrentText("interleaved");
+  CHECK(panel.pp_chunks_box()->isEnabled());
+  panel.pp_chunks_box()->setValue(2);
+  CHECK(s->state().parallel.pp_virtual == 2);
+  CHECK(panel.error_text().isEmpty());
+
+  // Undo walks back through the row, one change at a time, and the boxes follow.
+  for (int i = 0; i < 8; ++i) panel.undo();
+  CHECK(s->state().parallel == sim::Parallelism{});
+  CHECK(panel.tp_box()->value() == 1);
+  CHECK_FALSE(panel.sp_box()->isChecked());
+  CHECK(panel.micro_batches_box()->value() == 1);
+
+  // Checkpoint every unit from the settings column.
+  auto* all = panel.checkpoint_all_box();
+  const int full = all->findData("full");
+  REQUIRE(full > 0);
+  all->setCurrentIndex(full);
+  emit all->activated(full);
+  CHECK(s->prediction().result.recomputes == 32);
+  CHECK(panel.whatif_text().contains("32 unit(s) checkpointed; 32 forward reruns"));
+  CHECK(all->currentIndex() == 0);  // back to the prompt
+  CHECK_FALSE(panel.open_model_description(QStringLiteral("/nonexistent/model.json")));
+  CHECK_FALSE(panel.last_error().isEmpty());
+}
+
+TEST_CASE("a large step's timeline is built in the background: the numbers follow at once, the timeline the latest state",
+          "[unshard][gui][whatif]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_model_description(QString::fromStdString(model_path("llama3-70b.json")), 1024));
+  panel.resize(1200, 800);
+  auto* s = panel.session();
+  panel.tp_box()->setValue(8);
+  panel.micro_batches_box()->setValue(16);
+  panel.pp_box()->setValue(4);
+  const auto& r = s->prediction().result;
+  REQUIRE(r.ops.size() + r.memory.size() > UnshardPanel::kSyncTimelineRows);
+  CHECK(panel.step_text() == ms_text(r.step_ns));  // the numbers did not wait for the timeline
+  int updates = 0;
+  QObject::connect(&panel, &UnshardPanel::timelineUpdated, [&] { ++updates; });
+  // Two more changes while a build may still run: the timeline ends on the last state.
+  panel.sp_box()->setChecked(true);
+  panel.micro_batches_box()->setValue(8);
+  const TimeNs last = s->prediction().step_ns;
+  panel.wait_for_timeline();
+  CHECK_FALSE(panel.timeline_pending());
+  CHECK(updates >= 1);
+  REQUIRE(panel.timeline_profile());
+  const auto& tl = *panel.timeline_profile();
+  CHECK(tl.time_end - tl.time_begin == last);
+  CHECK(has_stream(tl, "nccl pipeline send/recv"));
+  CHECK(has_stream(tl, "nccl tensor / context / expert parallel"));
+  // Back to a small step: built at once, and no older background build lands over it.
+  panel.pp_box()->setValue(1);
+  panel.micro_batches_box()->setValue(1);
+  panel.tp_box()->setValue(1);
+  CHECK_FALSE(panel.timeline_pending());
+  for (int i = 0; i < 10; ++i) QApplication::processEvents();
+  CHECK(panel.timeline_profile()->time_end - panel.timeline_profile()->time_begin == s->prediction().step_ns);
+  CHECK_FALSE(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
 }

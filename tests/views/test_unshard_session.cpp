@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "profiler/sim/fsdp_plan.h"
@@ -417,5 +419,262 @@ TEST_CASE("a profile without FSDP units is refused with its own error", "[unshar
   } catch (const sim::NoFsdpUnitsError&) {
     FAIL("a missing file is not a profile without units");
   } catch (const ProfileError&) {
+  }
+}
+
+// ---- What-if knobs (issue 15 item 7): checkpointing, offload, parallelism, micro-batches. ----
+
+namespace {
+std::string model(const char* name) { return test::source_dir() + "/resources/models/" + name; }
+
+// What `shardscope simulate --model M --world N --plan P.json` computes (the same calls).
+sim::SimResult simulate_model_cli_way(const std::string& model_path, int world, const std::string& plan_path) {
+  sim::SimInputRequest req;
+  req.model_path = model_path;
+  req.plan_path = plan_path;
+  req.world_override = world;
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  return sim::simulate(sim::compile_step(in.model, in.plan, in.cluster));
+}
+}  // namespace
+
+TEST_CASE("checkpointing a unit predicts what simulate computes for the exported plan; undo is exact", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_model(model("llama3-8b.json"), 8, clusters());
+  const int layer = s.inputs().model.find_unit("layers.3");
+  REQUIRE(layer >= 0);
+  // A description's block has sub-modules: full and selective per sub-module; the root none.
+  const auto choices = s.checkpoint_choices(layer);
+  CHECK(choices == std::vector<std::string>{"none", "full", "attention", "feed_forward"});
+  CHECK(s.checkpoint_choices(s.inputs().model.find_unit("")).empty());
+  const Prediction before = s.prediction();
+  CHECK(before.result.recomputes == 0);
+
+  s.set_checkpoint(layer, "full");
+  const Prediction full = s.prediction();
+  CHECK(full.result.recomputes == 1);  // one micro-batch: one forward rerun of layers.3
+  CHECK(full.result.recompute_ns > 0);
+  CHECK(full.step_ns > before.step_ns);
+  CHECK(full.peak_bytes < before.peak_bytes);
+  CHECK(s.undo_label() == "checkpoint layers.3 full");
+
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
+  CHECK(written.checkpoint == std::map<std::string, std::string>{{"layers.3", "full"}});
+  const sim::SimResult cli = simulate_model_cli_way(model("llama3-8b.json"), 8, dir.file("plan.json"));
+  CHECK(cli.step_ns == full.step_ns);
+  CHECK(cli.peak_bytes == full.peak_bytes);
+
+  s.set_checkpoint(layer, "attention");
+  const Prediction selective = s.prediction();
+  CHECK(selective.result.recompute_ns > 0);
+  CHECK(selective.result.recompute_ns < full.result.recompute_ns);  // attention is part of the block
+  // Every layer at once, as one change.
+  s.set_checkpoint_all("full");
+  CHECK(s.prediction().result.recomputes == 32);
+  CHECK(std::count(s.state().checkpoint.begin(), s.state().checkpoint.end(), "full") == 32);
+  REQUIRE(s.undo());
+  REQUIRE(s.undo());
+  REQUIRE(s.undo());
+  CHECK(s.prediction().step_ns == before.step_ns);
+  CHECK(s.prediction().peak_bytes == before.peak_bytes);
+  REQUIRE(s.redo());
+  CHECK(s.prediction().step_ns == full.step_ns);
+
+  // A pattern the unit does not have is the simulator's error; nothing changes.
+  const UnshardState kept = s.state();
+  CHECK_THROWS_AS(s.set_checkpoint(layer, "no_such_part"), ProfileError);
+  CHECK(s.state() == kept);
+  CHECK(s.prediction().step_ns == full.step_ns);
+}
+
+TEST_CASE("a profile's units offer full checkpointing only; offload adds host copies and a CPU optimizer", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_profile(sample(), clusters());
+  const int layer = s.inputs().model.find_unit("layers.2");
+  REQUIRE(layer >= 0);
+  CHECK(s.checkpoint_choices(layer) == std::vector<std::string>{"none", "full"});
+  CHECK_FALSE(s.takes_model_parallelism());
+
+  s.set_offload("cpu");
+  const Prediction& p = s.prediction();
+  CHECK(p.result.host_copy_ns > 0);
+  CHECK(p.result.cpu_optimizer_ns > 0);
+  // Per unit: its copies, summed from the simulated ops of its exec unit.
+  TimeNs from_ops = 0;
+  const int e = p.step.exec_of_unit[static_cast<std::size_t>(layer)];
+  for (const auto& op : p.result.ops)
+    if (op.exec == e && (op.kind == sim::OpKind::HostToDevice || op.kind == sim::OpKind::DeviceToHost)) from_ops += op.end - op.start;
+  CHECK(from_ops > 0);
+  CHECK(p.host_copy_ns[static_cast<std::size_t>(layer)] == from_ops);
+  s.set_offload_prefetch_depth(3);
+  s.set_pipelined_optimizer(true);
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
+  CHECK(written.offload == "cpu");
+  CHECK(written.offload_prefetch_depth == 3);
+  CHECK(written.pipelined_optimizer);
+  CHECK(simulate_cli_way(sample(), dir.file("plan.json"), !s.prediction().preset_fitted).step_ns == s.prediction().step_ns);
+
+  const UnshardState kept = s.state();
+  CHECK_THROWS_AS(s.set_offload("nvme"), ProfileError);
+  CHECK_THROWS_AS(s.set_offload_prefetch_depth(0), ProfileError);
+  CHECK(s.state() == kept);
+}
+
+TEST_CASE("parallelism on a profile: pp works, tp / cp / ep are refused with the reason and nothing changes", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_profile(sample(), clusters());
+  REQUIRE(s.state().world_size == 4);
+  const Prediction before = s.prediction();
+  sim::Parallelism tp;
+  tp.tp = 2;
+  try {
+    s.set_parallelism(tp);
+    FAIL("tp on a profile was accepted");
+  } catch (const ProfileError& e) {
+    CHECK(std::string(e.what()).find("model description") != std::string::npos);
+  }
+  CHECK(s.state().parallel == sim::Parallelism{});
+  CHECK(s.prediction().step_ns == before.step_ns);
+  CHECK_FALSE(s.can_undo());
+
+  sim::Parallelism pp3;
+  pp3.pp = 3;  // 3 does not divide the world of 4
+  try {
+    s.set_parallelism(pp3);
+    FAIL("pp 3 at world 4 was accepted");
+  } catch (const ProfileError& e) {
+    CHECK(std::string(e.what()).find("does not divide the world size 4") != std::string::npos);
+  }
+  sim::Parallelism zero;
+  zero.cp = 0;
+  CHECK_THROWS_AS(s.set_parallelism(zero), ProfileError);
+  CHECK_THROWS_AS(s.set_micro_batches(0), ProfileError);
+  CHECK(s.prediction().step_ns == before.step_ns);
+
+  sim::Parallelism pp2;
+  pp2.pp = 2;
+  s.set_parallelism(pp2);
+  s.set_micro_batches(4);
+  const Prediction& p = s.prediction();
+  REQUIRE(p.result.stages.size() == 2);
+  CHECK(p.result.p2p_sends > 0);
+  CHECK(p.result.bubble_ns > 0);
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
+  CHECK(written.parallel.pp == 2);
+  CHECK(written.gradient_accumulation == 4);
+  const sim::SimResult cli = simulate_cli_way(sample(), dir.file("plan.json"), !p.preset_fitted);
+  CHECK(cli.step_ns == p.step_ns);
+  CHECK(cli.bubble_ns == p.result.bubble_ns);
+}
+
+TEST_CASE("tp, pp and micro-batches on a 70B description at 1024 GPUs: as simulate computes; a plan file restores them", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_model(model("llama3-70b.json"), 1024, clusters());
+  REQUIRE(s.takes_model_parallelism());
+  CHECK(s.state().world_size == 1024);
+  sim::Parallelism par;
+  par.tp = 8;
+  par.sequence_parallel = true;
+  par.pp = 4;
+  s.set_parallelism(par);
+  s.set_micro_batches(16);
+  const Prediction& p = s.prediction();
+  CHECK(p.result.tp_collectives > 0);
+  CHECK(p.result.model_parallel_ns > 0);
+  REQUIRE(p.result.stages.size() == 4);
+  CHECK(p.result.shown_stage >= 0);
+
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  const sim::SimResult cli = simulate_model_cli_way(model("llama3-70b.json"), 1024, dir.file("plan.json"));
+  CHECK(cli.step_ns == p.step_ns);
+  CHECK(cli.tp_collectives == p.result.tp_collectives);
+  CHECK(cli.peak_bytes == p.peak_bytes);
+
+  // A fresh session given the plan file's text ends in the same state and numbers.
+  UnshardSession t = UnshardSession::from_model(model("llama3-70b.json"), 1024, clusters());
+  std::ifstream in(dir.file("plan.json"));
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  t.apply_plan_file_json(json, "plan.json");
+  CHECK(t.state().parallel == s.state().parallel);
+  CHECK(t.state().micro_batches == 16);
+  CHECK(t.prediction().step_ns == p.step_ns);
+
+  // tp 3 does not divide 1024: refused, the last good prediction stays.
+  sim::Parallelism bad = par;
+  bad.tp = 3;
+  CHECK_THROWS_AS(s.set_parallelism(bad), ProfileError);
+  CHECK(s.state().parallel == par);
+  CHECK(s.prediction().step_ns == cli.step_ns);
+  // Undo goes back through micro-batches, then the parallelism.
+  REQUIRE(s.undo());
+  CHECK(s.state().micro_batches == 1);
+  REQUIRE(s.undo());
+  CHECK(s.state().parallel == sim::Parallelism{});
+}
+
+TEST_CASE("every parallelism and offload combination either re-simulates or is refused with a ProfileError", "[unshard][whatif]") {
+  // The panel's boxes can reach any of these; none may crash or leave a half-made state.
+  for (const bool description : {true, false}) {
+    UnshardSession s = description ? UnshardSession::from_model(model("llama3-8b.json"), 64, clusters())
+                                   : UnshardSession::from_profile(sample(), clusters());
+    int accepted = 0, refused = 0;
+    for (int tp : {1, 2, 3, 8})
+      for (int cp : {1, 2})
+        for (int pp : {1, 2, 3, 4})
+          for (const char* schedule : {"1f1b", "gpipe", "interleaved"})
+            for (int v : {1, 2})
+              for (int mb : {1, 3, 8})
+                for (const char* offload : {"none", "cpu"}) {
+                  sim::Parallelism par;
+                  par.tp = tp;
+                  par.cp = cp;
+                  par.cp_kind = tp == 2 ? "ring" : "ulysses";
+                  par.sequence_parallel = tp == 8;
+                  par.pp = pp;
+                  par.pp_schedule = schedule;
+                  par.pp_virtual = v;
+                  par.ep = cp;  // ep divides the FSDP group whenever cp does
+                  UnshardState next = s.state();
+                  next.parallel = par;
+                  next.micro_batches = mb;
+                  next.offload = offload;
+                  const UnshardState before = s.state();
+                  const TimeNs step_before = s.prediction().step_ns;
+                  try {
+                    s.apply(next, "combination");
+                    ++accepted;
+                    CHECK(s.state() == next);
+                    CHECK(s.prediction().step_ns > 0);
+                  } catch (const ProfileError& e) {
+                    ++refused;
+                    CHECK(std::string(e.what()).size() > 10);  // says why
+                    CHECK(s.state() == before);
+                    CHECK(s.prediction().step_ns == step_before);
+                  }
+                }
+    CHECK(accepted > 0);
+    CHECK(refused > 0);
+  }
+}
+
+TEST_CASE("plan automatically on a pipeline with checkpointing plans or refuses, never leaves a half-made state", "[unshard][whatif]") {
+  UnshardSession s = UnshardSession::from_model(model("llama3-8b.json"), 64, clusters());
+  sim::Parallelism par;
+  par.tp = 4;
+  par.pp = 2;
+  s.set_parallelism(par);
+  s.set_micro_batches(4);
+  s.set_checkpoint(s.inputs().model.find_unit("layers.1"), "full");
+  const UnshardState before = s.state();
+  try {
+    s.plan_automatically();
+    CHECK(s.state().parallel == par);  // the planner chooses kept units, nothing else
+    CHECK(s.state().checkpoint == before.checkpoint);
+    CHECK(s.state().micro_batches == 4);
+  } catch (const ProfileError&) {
+    CHECK(s.state() == before);
   }
 }

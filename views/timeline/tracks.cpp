@@ -39,7 +39,15 @@ std::vector<Track> build_tracks(const Profile& p) {
       for (std::int32_t t : r.stream_tracks) {
         const StreamTrack& st = p.stream_tracks[static_cast<std::size_t>(t)];
         if (stream_order(st.kind) != order) continue;
-        std::string label = prefix + std::string(to_string(st.kind)) + " stream " + std::to_string(st.native_id);
+        // A stream named for what it carries (a simulated profile's "nccl pipeline send/recv",
+        // "host-to-device copies (offload)") is labelled by that name; importers' and the
+        // collector's "stream 7" / "NCCL stream 7" and names that only repeat the kind keep the
+        // kind and id.
+        const std::string kind(to_string(st.kind));
+        const std::string id = "stream " + std::to_string(st.native_id);
+        const bool only_id = st.name.size() >= id.size() && st.name.compare(st.name.size() - id.size(), id.size(), id) == 0;
+        const bool named = !st.name.empty() && st.name != kind && !only_id;
+        std::string label = prefix + (named ? st.name : kind + " stream " + std::to_string(st.native_id));
         Track tr{TrackKind::Stream, rank, t, std::move(label)};
         tr.ends_sorted = ends_sorted(st.events);
         out.push_back(std::move(tr));

@@ -1,7 +1,11 @@
 #include "views/unshard/unshard_panel.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
+#include <QGroupBox>
+#include <QStyledItemDelegate>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,6 +28,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <future>
 #include <optional>
@@ -76,10 +81,38 @@ std::optional<timeline::Viewport> viewport_to_keep(const timeline::TimelineContr
   if (span <= 0 || next_span < span / 2 || next_span > span * 2 || shows_whole(v, now)) return std::nullopt;
   return v;
 }
+// The tree's Checkpoint column: a combo box of the values the unit can take (the model's
+// ChoicesRole), committed as soon as one is picked.
+class CheckpointDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    if (index.column() != UnshardUnitModel::ColCheckpoint) return QStyledItemDelegate::createEditor(parent, option, index);
+    auto* box = new QComboBox(parent);
+    for (const QString& v : index.data(UnshardUnitModel::ChoicesRole).toStringList()) box->addItem(UnshardUnitModel::checkpoint_label(v), v);
+    connect(box, &QComboBox::activated, this, [this, box] {
+      auto* self = const_cast<CheckpointDelegate*>(this);
+      emit self->commitData(box);
+      emit self->closeEditor(box);
+    });
+    return box;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    auto* box = qobject_cast<QComboBox*>(editor);
+    if (!box) return QStyledItemDelegate::setEditorData(editor, index);
+    box->setCurrentIndex(std::max(0, box->findData(index.data(Qt::EditRole))));
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    auto* box = qobject_cast<QComboBox*>(editor);
+    if (!box) return QStyledItemDelegate::setModelData(editor, model, index);
+    model->setData(index, box->currentData(), Qt::EditRole);
+  }
+};
+
 }  // namespace
 
 UnshardPanel::UnshardPanel(QWidget* parent) : QWidget(parent), scratch_path_(timeline_scratch_path()) { build(); }
-UnshardPanel::~UnshardPanel() = default;
+UnshardPanel::~UnshardPanel() { drop_timeline_build(); }
 
 void UnshardPanel::build() {
   // Two columns: the settings, numbers and buttons on the left (in a scroll area, so a short
@@ -154,6 +187,7 @@ void UnshardPanel::build() {
   override_box->addLayout(override_buttons);
   controls->addRow(QStringLiteral("Per-bucket caps"), override_box);
   controls->addRow(QStringLiteral("Memory budget"), budget_);
+  build_whatif_controls(controls);
 
   auto* numbers = new QGridLayout;
   step_ = new QLabel;
@@ -178,10 +212,24 @@ void UnshardPanel::build() {
   numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 3, 0);
   numbers->addWidget(peak_, 3, 1);
   numbers->addWidget(memory_bar_, 4, 0, 1, 2);
+  recompute_ = new QLabel;
+  offload_sum_ = new QLabel;
+  model_parallel_ = new QLabel;
+  pipeline_ = new QLabel;
+  int row = 5;
+  for (auto [name, l] : {std::pair<const char*, QLabel*>{"Recompute", recompute_}, {"Offload", offload_sum_},
+                         {"TP / CP / EP", model_parallel_}, {"Pipeline", pipeline_}}) {
+    l->setWordWrap(true);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    numbers->addWidget(new QLabel(QString::fromLatin1(name)), row, 0, Qt::AlignTop);
+    numbers->addWidget(l, row++, 1);
+  }
 
-  outer->addLayout(controls);
-  outer->addSpacing(8);
+  // The prediction first: with the what-if controls the column is taller than most windows, and
+  // the numbers a change moves must stay in view while the controls below are used.
   outer->addLayout(numbers);
+  outer->addSpacing(8);
+  outer->addLayout(controls);
   outer->addSpacing(8);
 
   auto* buttons = new QGridLayout;
@@ -189,6 +237,9 @@ void UnshardPanel::build() {
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
   export_button_ = new QPushButton(QStringLiteral("Export plan…"));
+  model_button_ = new QPushButton(QStringLiteral("Model description…"));
+  model_button_->setToolTip(QStringLiteral("Plan on a model description (resources/models/*.json) instead of the profile: "
+                                           "what tensor, context and expert parallelism need"));
   plan_button_->setToolTip(QStringLiteral("Choose the units to keep unsharded within the budget with the planner on the right"));
   strategy_ = new QComboBox;
   strategy_->addItem(QStringLiteral("cost"), static_cast<int>(sim::Strategy::Cost));
@@ -201,12 +252,14 @@ void UnshardPanel::build() {
   buttons->addWidget(export_button_, 0, 2);
   buttons->addWidget(plan_button_, 1, 0, 1, 2);
   buttons->addWidget(strategy_, 1, 2);
+  buttons->addWidget(model_button_, 2, 0, 1, 3);
   outer->addLayout(buttons);
 
   tree_ = new QTreeView;
   tree_->setUniformRowHeights(true);
   tree_->setAlternatingRowColors(true);
   tree_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+  tree_->setItemDelegateForColumn(UnshardUnitModel::ColCheckpoint, new CheckpointDelegate(tree_));
   timeline_ = new timeline::TimelineWidget;
   timeline_->setMinimumHeight(160);
   timeline_->installEventFilter(this);
@@ -265,10 +318,17 @@ void UnshardPanel::build() {
     run_change([&] { session_->set_bucket_cap_override(bucket, mb); });
   });
   connect(preset_, &QComboBox::currentIndexChanged, this, [this](int i) { run_change([&] { session_->set_preset(i); }); });
+  connect(model_button_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Model description"), QString(),
+                                                      QStringLiteral("Model description (*.json)"));
+    if (!path.isEmpty()) open_model_description(path, session_ ? session_->state().world_size : 0);
+  });
+  connect_whatif_controls();
   setEnabled(false);
 }
 
 void UnshardPanel::show_unavailable(const QString& why) {
+  drop_timeline_build();
   tree_->setModel(nullptr);
   model_.reset();
   session_.reset();
@@ -284,7 +344,9 @@ void UnshardPanel::show_unavailable(const QString& why) {
   }
   shown_overrides_.clear();
   shown_bucket_count_ = -1;
-  for (auto* l : {step_, delta_, peak_, exposed_}) l->clear();
+  for (auto* l : {step_, delta_, peak_, exposed_, recompute_, offload_sum_, model_parallel_, pipeline_}) l->clear();
+  error_line_->clear();
+  error_line_->hide();
   memory_bar_->setValue(0);
   warning_->clear();
   warning_->hide();
@@ -299,6 +361,14 @@ bool UnshardPanel::open_profile(const QString& path) {
   if (loading_.valid()) finish_loading();  // a background read of an older profile gives way
   return install_session(path, [&] {
     return std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+  });
+}
+
+bool UnshardPanel::open_model_description(const QString& path, int world) {
+  if (loading_.valid()) finish_loading();
+  pending_path_.clear();  // the description replaces whatever profile waited to be read
+  return install_session(path, [&] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_model(path.toStdString(), world, SS_CLUSTERS_DIR));
   });
 }
 
@@ -330,6 +400,7 @@ void UnshardPanel::finish_loading() {
 bool UnshardPanel::install_session(const QString& path, const std::function<std::unique_ptr<UnshardSession>()>& make) {
   try {
     auto s = make();
+    drop_timeline_build();  // a build for the previous session must not land on this one
     tree_->setModel(nullptr);
     model_.reset();
     session_ = std::move(s);
@@ -356,12 +427,21 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   model_ = std::make_unique<UnshardUnitModel>(session_.get());
   tree_->setModel(model_.get());
   tree_->expandAll();
-  tree_->header()->setSectionResizeMode(UnshardUnitModel::ColModule, QHeaderView::Stretch);
-  tree_->header()->setStretchLastSection(false);
-  for (int c = UnshardUnitModel::ColClass; c < UnshardUnitModel::ColCount; ++c)
+  // Every column as wide as its contents, the module names included: with the what-if columns a
+  // stretched module column got only what the others left, often nothing, in a narrow tab. The
+  // last column takes any spare width; a narrow tree scrolls sideways instead.
+  tree_->header()->setStretchLastSection(true);
+  for (int c = UnshardUnitModel::ColModule; c < UnshardUnitModel::ColCount; ++c)
     tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-  connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] { show_state(); });
-  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) { status_->setText(m); });
+  connect(model_.get(), &UnshardUnitModel::sessionChanged, this, [this] {
+    hide_error_line();
+    show_state();
+  });
+  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) {
+    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + m);
+    error_line_->show();
+    status_->setText(m);
+  });
   {
     const QSignalBlocker block(preset_);
     preset_->clear();
@@ -402,13 +482,31 @@ void UnshardPanel::fit_settings_column() {
 
 void UnshardPanel::run_change(const std::function<void()>& change) {
   if (!session_) return;
+  QElapsedTimer t;
+  t.start();
   try {
     change();
-  } catch (const ProfileError& e) {
-    status_->setText(QStringLiteral("Not simulated: ") + QString::fromStdString(e.what()));
+    hide_error_line();
+  } catch (const std::exception& e) {
+    // A ProfileError from the simulator (or anything else a change threw: never a crash). The
+    // session kept its state and prediction; the controls snap back to it in show_state.
+    const QString why = QString::fromStdString(e.what());
+    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + why);
+    error_line_->show();
+    status_->setText(QStringLiteral("Not simulated: ") + why);
   }
+  last_simulate_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  t.restart();
   model_->refresh();
   show_state();
+  last_refresh_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
+}
+
+void UnshardPanel::hide_error_line() {
+  // Only when shown: clearing a label re-lays out the whole settings column, on every change.
+  if (error_line_->isHidden()) return;
+  error_line_->clear();
+  error_line_->hide();
 }
 
 void UnshardPanel::add_override() {
@@ -452,20 +550,81 @@ void UnshardPanel::show_overrides(bool force) {
 }
 
 void UnshardPanel::refresh_timeline() {
+  const Prediction& p = session_->prediction();
+  if (p.result.ops.size() + p.result.memory.size() > kSyncTimelineRows) {
+    if (timeline_build_.valid()) timeline_stale_ = true;  // the running build's state is an older one
+    else start_timeline_build();
+    return;
+  }
+  drop_timeline_build();  // a build for an earlier, larger step must not land over this one
   std::shared_ptr<const Profile> next;
   try {
-    const Prediction& p = session_->prediction();
     next = simulated_timeline_profile(session_->inputs(), p.step, p.result, scratch_path_);
   } catch (const ProfileError& e) {
     status_->setText(QStringLiteral("Timeline not updated: ") + QString::fromStdString(e.what()));
     return;
   }
+  show_timeline_profile(std::move(next));
+}
+
+void UnshardPanel::start_timeline_build() {
+  // The worker gets its own copies: the session may move on (and its prediction be replaced)
+  // while it writes and reads the profile.
+  struct Job {
+    sim::SimInputs in;
+    sim::CompiledStep step;
+    sim::SimResult result;
+  };
+  auto job = std::make_shared<Job>(Job{session_->inputs(), session_->prediction().step, session_->prediction().result});
+  timeline_stale_ = false;
+  timeline_build_ = std::async(std::launch::async, [job, path = timeline_scratch_path()] {
+    return simulated_timeline_profile(job->in, job->step, job->result, path);
+  });
+  if (!timeline_poll_) {
+    timeline_poll_ = new QTimer(this);
+    timeline_poll_->setInterval(5);
+    connect(timeline_poll_, &QTimer::timeout, this, [this] {
+      if (timeline_build_.valid() && timeline_build_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) finish_timeline_build();
+    });
+  }
+  timeline_poll_->start();
+}
+
+void UnshardPanel::finish_timeline_build() {
+  if (!timeline_build_.valid()) return;
+  if (timeline_poll_) timeline_poll_->stop();
+  auto future = std::move(timeline_build_);
+  std::shared_ptr<const Profile> next;
+  try {
+    next = future.get();
+  } catch (const ProfileError& e) {
+    status_->setText(QStringLiteral("Timeline not updated: ") + QString::fromStdString(e.what()));
+  }
+  if (next && session_) show_timeline_profile(std::move(next));
+  if (timeline_stale_ && session_) start_timeline_build();  // the state moved on meanwhile
+}
+
+void UnshardPanel::wait_for_timeline() {
+  while (timeline_build_.valid()) {
+    timeline_build_.wait();
+    finish_timeline_build();
+  }
+}
+
+void UnshardPanel::drop_timeline_build() {
+  if (timeline_poll_) timeline_poll_->stop();
+  if (timeline_build_.valid()) timeline_build_.wait();  // its scratch file is removed by the worker
+  timeline_build_ = {};
+  timeline_stale_ = false;
+}
+
+void UnshardPanel::show_timeline_profile(std::shared_ptr<const Profile> next) {
   std::optional<timeline::Viewport> keep;
   const float scroll = timeline_->controller() ? timeline_->controller()->scroll_y() : 0.0f;
   if (timeline_->controller() && timeline_profile_) keep = viewport_to_keep(*timeline_->controller(), *timeline_profile_, *next);
-  timeline_profile_ = next;
+  timeline_profile_ = std::move(next);
   timeline_->set_profile(timeline_profile_);
-  timeline_->controller()->set_scroll_y(scroll);  // the simulated profile always has the same lanes
+  timeline_->controller()->set_scroll_y(scroll);  // lanes come and go only with offload and parallelism
   if (keep) {
     timeline::Viewport& v = timeline_->controller()->viewport();
     v.start_ns = keep->start_ns;
@@ -555,6 +714,10 @@ QString UnshardPanel::step_text() const { return step_->text(); }
 QString UnshardPanel::peak_text() const { return peak_->text(); }
 QString UnshardPanel::delta_text() const { return delta_->text(); }
 QString UnshardPanel::warning_text() const { return warning_->isHidden() ? QString() : warning_->text(); }
+QString UnshardPanel::error_text() const { return error_line_->isHidden() ? QString() : error_line_->text(); }
+QString UnshardPanel::whatif_text() const {
+  return QStringList{recompute_->text(), offload_sum_->text(), model_parallel_->text(), pipeline_->text()}.join(QLatin1Char('\n'));
+}
 QString UnshardPanel::unavailable_text() const { return unavailable_->isHidden() ? QString() : unavailable_->text(); }
 
 void UnshardPanel::show_state() {
@@ -617,6 +780,7 @@ void UnshardPanel::show_state() {
   undo_button_->setToolTip(QString::fromStdString(session_->undo_label()));
   redo_button_->setToolTip(QString::fromStdString(session_->redo_label()));
   show_overrides(false);
+  show_whatif_state();
   refresh_timeline();
   emit predictionUpdated();
 }

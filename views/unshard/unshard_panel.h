@@ -1,5 +1,8 @@
-// The Unshard panel (issue 7): the module tree with a "keep unsharded" box per FSDP unit, world
-// size, GPUs per node, bucket caps (a default, and per-bucket overrides edited in the tree's
+// The Unshard (what-if) panel (issues 7 and 15): the module tree with a "keep unsharded" box and an
+// activation-checkpointing choice per FSDP unit (and its offload copies), offload (mode, prefetch
+// depth, pipelined CPU optimizer), a parallelism row (tp, sequence parallel, cp and its kind, pp,
+// schedule and chunks, ep, micro-batches; tp/cp/ep disabled for a measured profile, which has no
+// layer shapes), world size, GPUs per node, bucket caps (a default, and per-bucket overrides edited in the tree's
 // "Bucket cap" column or the overrides table), memory budget and cluster preset. Every change
 // re-simulates synchronously and updates the predicted step time, peak memory against the budget
 // and the GPU's capacity, exposed all-gather per unit, the difference from the measured baseline
@@ -7,7 +10,9 @@
 // comparable). Undo/Redo (Ctrl+Z / Ctrl+Shift+Z), "Plan automatically" (cost planner) and
 // "Export plan". A warning label says when the replay of the profile as recorded, under the chosen
 // preset, is more than 10 % from the measured step, and why; a profile the panel cannot simulate
-// (no FSDP units, ...) leaves it disabled with the reason shown in it.
+// (no FSDP units, ...) leaves it disabled with the reason shown in it; a change the simulator
+// refuses (tp x pp not dividing the world ...) is shown in an error line and the last good
+// prediction stays. Besides a profile the panel opens a model description (resources/models).
 #pragma once
 
 #include <QWidget>
@@ -17,12 +22,15 @@
 #include <memory>
 #include <string>
 
+#include "profiler/sim/fsdp_plan.h"
 #include "storage/profile_model.h"
 
 class QScrollArea;
 class QAction;
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -49,6 +57,9 @@ class UnshardPanel : public QWidget {
 
   // Loads the profile into a new session; false (and last_error()) when it cannot be simulated.
   bool open_profile(const QString& path);
+  // Loads a model description (resources/models/*.json) at `world` GPUs (0: its default): the
+  // input tensor, context and expert parallelism need. False (and last_error()) when unreadable.
+  bool open_model_description(const QString& path, int world = 0);
   // The main window's profile: read on a worker thread when the panel is shown (at once if it is
   // visible), since re-reading a large profile for the simulator takes seconds; the panel says
   // so meanwhile and stays responsive.
@@ -61,6 +72,14 @@ class UnshardPanel : public QWidget {
     return pending_path_.isEmpty() ? session_.get() : nullptr;
   }
   bool loading() const { return loading_.valid(); }
+  // A step with more simulated ops and memory events than this has its timeline profile (a SQLite
+  // round trip of ~5 us per row) built on a worker thread, so the numbers follow a change at once
+  // and the timeline a few tens of milliseconds later (docs/benchmarks.md).
+  static constexpr std::size_t kSyncTimelineRows = 3000;
+  // True while the timeline's profile is being built for a state (or an older one).
+  bool timeline_pending() const { return timeline_build_.valid(); }
+  // Waits for a background build and installs it (and the current state's, if it moved on).
+  void wait_for_timeline();
   // Reads the profile for the simulator on a worker thread; the session is installed when it
   // arrives (a timer polls), or at once by session() / apply_plan_json().
   void open_profile_in_background(const QString& path);
@@ -73,6 +92,28 @@ class UnshardPanel : public QWidget {
   QComboBox* preset_box() { return preset_; }
   QSpinBox* world_box() { return world_; }
   QSpinBox* gpus_per_node_box() { return per_node_; }
+  // The offload and parallelism controls (tests drive them as a user would).
+  QComboBox* offload_box() { return offload_; }
+  QSpinBox* offload_prefetch_box() { return offload_prefetch_; }
+  QCheckBox* pipelined_optimizer_box() { return pipelined_opt_; }
+  QComboBox* checkpoint_all_box() { return checkpoint_all_; }
+  QSpinBox* tp_box() { return tp_; }
+  QCheckBox* sp_box() { return sp_; }
+  QSpinBox* cp_box() { return cp_; }
+  QComboBox* cp_kind_box() { return cp_kind_; }
+  QSpinBox* pp_box() { return pp_; }
+  QComboBox* pp_schedule_box() { return pp_schedule_; }
+  QSpinBox* pp_chunks_box() { return pp_chunks_; }
+  QSpinBox* ep_box() { return ep_; }
+  QSpinBox* micro_batches_box() { return micro_batches_; }
+  // The last refused change's message (empty after a change the simulator took).
+  QString error_text() const;
+  // The summary's what-if lines: recomputes, offload, model-parallel collectives, pipeline.
+  QString whatif_text() const;
+  // Milliseconds of the last change: the session's re-simulation, and everything after it (the
+  // numbers, the tree and the timeline's profile).
+  double last_simulate_ms() const { return last_simulate_ms_; }
+  double last_refresh_ms() const { return last_refresh_ms_; }
   QString last_error() const { return error_; }
 
   // What the panel shows, as text (tests compare these with the simulator's own numbers).
@@ -99,7 +140,9 @@ class UnshardPanel : public QWidget {
 
  signals:
   void predictionUpdated();  // the numbers and the timeline now match the session's state
-  void timelineUpdated();    // the timeline shows the current prediction (just before predictionUpdated)
+  // The timeline shows the current prediction: just before predictionUpdated, or, for a large
+  // step whose profile is built in the background, when that build lands.
+  void timelineUpdated();
 
  protected:
   void showEvent(QShowEvent* e) override;
@@ -112,9 +155,18 @@ class UnshardPanel : public QWidget {
   void run_change(const std::function<void()>& change);
   void on_export_clicked();
   void refresh_timeline();
+  void show_timeline_profile(std::shared_ptr<const Profile> next);
+  void start_timeline_build();   // a large step: the profile round trip on a worker thread
+  void finish_timeline_build();  // installs a landed build; starts the next if the state moved on
+  void drop_timeline_build();    // a new session or none: a build of the old one is not shown
   void show_overrides(bool force);
   void add_override();
   void remove_override();
+  void build_whatif_controls(QFormLayout* controls);
+  void connect_whatif_controls();
+  void show_whatif_state();
+  void hide_error_line();  // the offload / parallelism controls and the what-if summary lines
+  void change_parallelism(const std::function<void(sim::Parallelism&)>& edit);
 
   std::unique_ptr<UnshardSession> session_;
   std::unique_ptr<UnshardUnitModel> model_;
@@ -132,6 +184,26 @@ class UnshardPanel : public QWidget {
   QComboBox* preset_ = nullptr;
   QComboBox* strategy_ = nullptr;
   QTableWidget* overrides_ = nullptr;
+  QComboBox* checkpoint_all_ = nullptr;
+  QComboBox* offload_ = nullptr;
+  QSpinBox* offload_prefetch_ = nullptr;
+  QCheckBox* pipelined_opt_ = nullptr;
+  QSpinBox* tp_ = nullptr;
+  QCheckBox* sp_ = nullptr;
+  QSpinBox* cp_ = nullptr;
+  QComboBox* cp_kind_ = nullptr;
+  QSpinBox* pp_ = nullptr;
+  QComboBox* pp_schedule_ = nullptr;
+  QSpinBox* pp_chunks_ = nullptr;
+  QSpinBox* ep_ = nullptr;
+  QSpinBox* micro_batches_ = nullptr;
+  QLabel* error_line_ = nullptr;   // the last refused change, until the next one that works
+  QLabel* recompute_ = nullptr;
+  QLabel* offload_sum_ = nullptr;
+  QLabel* model_parallel_ = nullptr;
+  QLabel* pipeline_ = nullptr;
+  QPushButton* model_button_ = nullptr;
+  double last_simulate_ms_ = 0, last_refresh_ms_ = 0;
   QPushButton* add_override_ = nullptr;
   QPushButton* remove_override_ = nullptr;
   ss::timeline::TimelineWidget* timeline_ = nullptr;
@@ -158,6 +230,9 @@ class UnshardPanel : public QWidget {
   std::future<std::unique_ptr<UnshardSession>> loading_;
   QString loading_path_;
   QTimer* loading_poll_ = nullptr;
+  std::future<std::shared_ptr<const Profile>> timeline_build_;
+  bool timeline_stale_ = false;  // the state changed while a build ran: build again when it lands
+  QTimer* timeline_poll_ = nullptr;
 };
 
 }  // namespace ss::unshard

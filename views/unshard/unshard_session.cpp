@@ -40,6 +40,38 @@ std::vector<TimeNs> exposed_all_gather_per_exec(const sim::SimResult& r, std::si
   return out;
 }
 
+std::vector<TimeNs> host_copy_per_exec(const sim::SimResult& r, std::size_t exec_units) {
+  std::vector<TimeNs> out(exec_units, 0);
+  for (const auto& op : r.ops)
+    if ((op.kind == sim::OpKind::HostToDevice || op.kind == sim::OpKind::DeviceToHost) && op.exec >= 0 &&
+        static_cast<std::size_t>(op.exec) < exec_units)
+      out[static_cast<std::size_t>(op.exec)] += op.end - op.start;
+  return out;
+}
+
+namespace {
+[[noreturn]] void refuse(const std::string& what) { throw ProfileError(ProfileErrorKind::MalformedTable, "plan: " + what); }
+
+// The state's per-unit checkpointing from a plan's map ("*" for every non-root unit, then names).
+std::vector<std::string> checkpoint_per_unit(const sim::SimModel& m, const std::map<std::string, std::string>& plan,
+                                             const std::string& where) {
+  std::vector<std::string> out(m.units.size(), "none");
+  if (auto it = plan.find("*"); it != plan.end())
+    for (std::size_t u = 0; u < m.units.size(); ++u)
+      if (!m.units[u].is_root) out[u] = it->second;
+  for (const auto& [name, v] : plan) {
+    if (name == "*") continue;
+    const int u = m.find_unit(name);
+    if (u < 0) {
+      if (where.empty()) continue;  // the base plan: compile_step says what is wrong with it
+      refuse(where + ": activation_checkpointing: this model has no FSDP unit '" + name + "'");
+    }
+    if (!m.units[static_cast<std::size_t>(u)].is_root) out[static_cast<std::size_t>(u)] = v;
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, const std::string& dir) {
   std::vector<ClusterPreset> out{{"profile (" + base.name + ")", base}};
   std::error_code ec;
@@ -80,6 +112,12 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
         // compile_step ignores keys that are not bucket indices; so does the panel.
       }
   }
+  state_.checkpoint = checkpoint_per_unit(in_.model, in_.plan.checkpoint, "");
+  state_.offload = in_.plan.offload;
+  state_.offload_prefetch_depth = in_.plan.offload_prefetch_depth;
+  state_.pipelined_optimizer = in_.plan.pipelined_optimizer;
+  state_.parallel = in_.plan.parallel;
+  state_.micro_batches = in_.plan.gradient_accumulation;
   state_.world_size = profile_world_ = in_.cluster.world_size;
   state_.gpus_per_node = profile_per_node_ = in_.cluster.gpus_per_node;
   // The device's memory; a device without a known capacity (a CPU run) starts at the measured
@@ -108,6 +146,29 @@ UnshardSession UnshardSession::from_profile(const std::string& path, const std::
   return UnshardSession(std::move(in), std::move(presets), samples > 0 ? 1 : 0);
 }
 
+UnshardSession UnshardSession::from_model(const std::string& path, int world, const std::string& clusters_dir) {
+  sim::SimInputRequest req;
+  req.model_path = path;
+  req.world_override = world;
+  sim::SimInputs in = sim::load_sim_inputs(req);
+  auto presets = load_cluster_presets(in.cluster, clusters_dir);
+  presets.front().name = "default (" + in.cluster.name + ")";
+  return UnshardSession(std::move(in), std::move(presets), 0);
+}
+
+std::vector<std::string> UnshardSession::checkpoint_choices(int u) const {
+  if (u < 0 || u >= unit_count() || unit(u).is_root) return {};
+  const auto& step = pred_.step;
+  const int e = static_cast<std::size_t>(u) < step.exec_of_unit.size() ? step.exec_of_unit[static_cast<std::size_t>(u)] : -1;
+  if (e < 0 || !sim::checkpointable(step, e)) return {};
+  std::vector<std::string> out{"none", "full"};
+  for (const auto& sg : in_.model.segments)
+    if (sg.unit == u)
+      for (const auto& part : sg.parts)
+        if (std::find(out.begin(), out.end(), part.name) == out.end()) out.push_back(part.name);
+  return out;
+}
+
 sim::ClusterModel UnshardSession::cluster_for(const UnshardState& s) const {
   sim::ClusterModel c = presets_[static_cast<std::size_t>(std::clamp<int>(s.preset, 0, static_cast<int>(presets_.size()) - 1))].cluster;
   c.world_size = s.world_size;
@@ -124,6 +185,14 @@ sim::FsdpPlan UnshardSession::plan_for(const UnshardState& s) const {
   if (s.bucket_cap_mb > 0) p.bucket_cap_mb["default"] = s.bucket_cap_mb;
   for (const auto& [bucket, mb] : s.bucket_cap_overrides_mb) p.bucket_cap_mb[std::to_string(bucket)] = mb;
   p.world_size = 0;  // the cluster's, which carries the panel's world size
+  p.checkpoint.clear();
+  for (std::size_t u = 0; u < s.checkpoint.size() && u < in_.model.units.size(); ++u)
+    if (s.checkpoint[u] != "none" && !in_.model.units[u].is_root) p.checkpoint[in_.model.units[u].name] = s.checkpoint[u];
+  p.offload = s.offload;
+  p.offload_prefetch_depth = s.offload_prefetch_depth;
+  p.pipelined_optimizer = s.pipelined_optimizer;
+  p.parallel = s.parallel;
+  p.gradient_accumulation = s.micro_batches;
   return p;
 }
 
@@ -157,16 +226,32 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
   p.fits_gpu = p.gpu_capacity_bytes == 0 || p.peak_bytes <= p.gpu_capacity_bytes;
   p.measured_step_ns = in_.measured_step_ns;
   const int preset = std::clamp<int>(s.preset, 0, static_cast<int>(presets_.size()) - 1);
-  p.baseline = baseline_for(preset, s.world_size, s.gpus_per_node);
+  // The baseline is a comparison, not the prediction: when the base plan cannot run on this
+  // configuration (its own parallelism does not divide the new world size), there is none.
+  try {
+    p.baseline = baseline_for(preset, s.world_size, s.gpus_per_node);
+  } catch (const ProfileError&) {
+    p.baseline = {};
+  }
   p.baseline_step_ns = p.baseline.step_ns;
   p.baseline_peak_bytes = p.baseline.peak_bytes;
   p.preset_fitted = presets_[static_cast<std::size_t>(preset)].fitted;
-  p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_).step_ns, p.preset_fitted);
+  if (in_.from_profile && in_.measured_step_ns > 0)  // a model description has nothing to replay against
+    p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_).step_ns, p.preset_fitted);
   const auto per_exec = exposed_all_gather_per_exec(p.result, p.step.units.size());
   p.exposed_ag_ns.assign(in_.model.units.size(), 0);
   for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.exposed_ag_ns.size(); ++u) {
     const int e = p.step.exec_of_unit[u];
     if (e >= 0) p.exposed_ag_ns[u] = per_exec[static_cast<std::size_t>(e)];
+  }
+  p.host_copy_ns.assign(in_.model.units.size(), 0);
+  if (p.step.offload != sim::Offload::None) {
+    const auto copies = host_copy_per_exec(p.result, p.step.units.size());
+    // A bucket's copies are its own: shown on each member (they move together).
+    for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.host_copy_ns.size(); ++u) {
+      const int e = p.step.exec_of_unit[u];
+      if (e >= 0) p.host_copy_ns[u] = copies[static_cast<std::size_t>(e)];
+    }
   }
   bucket_indices(p, s);
   return p;
@@ -276,6 +361,68 @@ void UnshardSession::set_preset(int i) {
   apply(std::move(s), "cluster " + presets_[static_cast<std::size_t>(i)].name);
 }
 
+void UnshardSession::set_checkpoint(int unit, const std::string& mode) {
+  if (unit < 0 || unit >= unit_count() || unit_fixed(unit)) return;
+  if (mode.empty()) refuse("activation_checkpointing: empty mode (\"none\", \"full\" or a sub-module name)");
+  UnshardState s = state_;
+  s.checkpoint[static_cast<std::size_t>(unit)] = mode;
+  const std::string& n = this->unit(unit).name;
+  apply(std::move(s), "checkpoint " + n + " " + mode);
+}
+
+void UnshardSession::set_checkpoint_all(const std::string& mode) {
+  UnshardState s = state_;
+  for (int u = 0; u < unit_count(); ++u) {
+    const auto choices = checkpoint_choices(u);
+    if (std::find(choices.begin(), choices.end(), mode) != choices.end()) s.checkpoint[static_cast<std::size_t>(u)] = mode;
+  }
+  apply(std::move(s), "checkpoint every unit " + mode);
+}
+
+void UnshardSession::set_offload(const std::string& mode) {
+  if (mode != "none" && mode != "optimizer" && mode != "cpu") refuse("offload: '" + mode + "' (expected \"none\", \"optimizer\" or \"cpu\")");
+  UnshardState s = state_;
+  s.offload = mode;
+  apply(std::move(s), "offload " + mode);
+}
+
+void UnshardSession::set_offload_prefetch_depth(int k) {
+  if (k < 1 || k > 1024) refuse("offload_prefetch_depth: " + std::to_string(k) + " (expected 1 to 1024)");
+  UnshardState s = state_;
+  s.offload_prefetch_depth = k;
+  apply(std::move(s), "offload prefetch depth " + std::to_string(k));
+}
+
+void UnshardSession::set_pipelined_optimizer(bool on) {
+  UnshardState s = state_;
+  s.pipelined_optimizer = on;
+  apply(std::move(s), on ? "pipelined CPU optimizer" : "CPU optimizer after backward");
+}
+
+void UnshardSession::set_parallelism(const sim::Parallelism& par) {
+  // compile_step divides by these degrees: checked here, as the plan file parser does.
+  for (const auto& [name, v] : {std::pair<const char*, int>{"tp", par.tp}, {"cp", par.cp}, {"pp", par.pp}, {"pp_virtual", par.pp_virtual}, {"ep", par.ep}})
+    if (v < 1 || v > 1'000'000) refuse(std::string("parallelism.") + name + ": " + std::to_string(v) + " (expected a degree >= 1)");
+  if (par.cp_kind != "ulysses" && par.cp_kind != "ring") refuse("parallelism.cp_kind: '" + par.cp_kind + "' (expected \"ulysses\" or \"ring\")");
+  if (par.pp_schedule != "1f1b" && par.pp_schedule != "gpipe" && par.pp_schedule != "interleaved")
+    refuse("parallelism.pp_schedule: '" + par.pp_schedule + "' (expected \"1f1b\", \"gpipe\" or \"interleaved\")");
+  UnshardState s = state_;
+  s.parallel = par;
+  std::string label = "parallelism tp " + std::to_string(par.tp) + (par.sequence_parallel ? "+sp" : "") + ", cp " + std::to_string(par.cp);
+  if (par.cp > 1) label += " " + par.cp_kind;
+  label += ", pp " + std::to_string(par.pp);
+  if (par.pp > 1) label += " " + par.pp_schedule + (par.pp_virtual > 1 ? " x" + std::to_string(par.pp_virtual) : "");
+  label += ", ep " + std::to_string(par.ep);
+  apply(std::move(s), label);
+}
+
+void UnshardSession::set_micro_batches(int n) {
+  if (n < 1 || n > 4096) refuse("gradient_accumulation: " + std::to_string(n) + " micro-batches (expected 1 to 4096)");
+  UnshardState s = state_;
+  s.micro_batches = n;
+  apply(std::move(s), std::to_string(n) + " micro-batches");
+}
+
 void UnshardSession::apply_plan_file_json(const std::string& json, const std::string& where) {
   const sim::FsdpPlan plan = sim::parse_plan_json(json, where);
   UnshardState s = state_;
@@ -304,6 +451,12 @@ void UnshardSession::apply_plan_file_json(const std::string& json, const std::st
     s.bucket_cap_overrides_mb[bucket] = mb;
   }
   if (plan.world_size > 0) s.world_size = plan.world_size;
+  s.checkpoint = checkpoint_per_unit(in_.model, plan.checkpoint, where);
+  s.offload = plan.offload;
+  s.offload_prefetch_depth = plan.offload_prefetch_depth;
+  s.pipelined_optimizer = plan.pipelined_optimizer;
+  s.parallel = plan.parallel;
+  s.micro_batches = plan.gradient_accumulation;
   simdjson::dom::parser parser;
   const auto root = sim::as_object(sim::parse_json(parser, json, where), where, "");
   simdjson::dom::element predicted;

@@ -1,8 +1,10 @@
-// The Unshard panel's state and re-simulation, without Qt: which FSDP units keep their parameters
-// after forward (reshard_after_forward=False), world size, GPUs per node, bucket caps (a default
-// and per-bucket overrides), memory budget and cluster preset, with an undo/redo stack of whole states. Every change re-simulates
-// synchronously (compile_step + simulate take microseconds), so the numbers shown are always
-// those of the current state, and undo gives back exactly the earlier numbers.
+// The Unshard (what-if) panel's state and re-simulation, without Qt: which FSDP units keep their
+// parameters after forward (reshard_after_forward=False), activation checkpointing per unit,
+// offload, parallelism around FSDP (tp, sp, cp, pp, ep, micro-batches), world size, GPUs per node,
+// bucket caps (a default and per-bucket overrides), memory budget and cluster preset, with an
+// undo/redo stack of whole states. Every change re-simulates synchronously (compile_step +
+// simulate: milliseconds even for a 70B pipeline), so the numbers shown are always those of the
+// current state, and undo gives back exactly the earlier numbers.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,14 @@ struct UnshardState {
   std::int64_t budget_bytes = 0;   // per-rank memory budget
   int preset = 0;                  // index into the session's presets
   std::string strategy = "manual"; // how `keep` was chosen, recorded in the exported plan file
+  // Per SimModel unit: activation checkpointing, "none", "full" or a selective pattern (a
+  // sub-module name, FsdpPlan::checkpoint's values). The root is always "none".
+  std::vector<std::string> checkpoint;
+  std::string offload = "none";    // "none", "optimizer" or "cpu" (FsdpPlan::offload)
+  int offload_prefetch_depth = 1;
+  bool pipelined_optimizer = false;
+  sim::Parallelism parallel;       // tp, sp, cp + kind, pp + schedule + chunks, ep
+  int micro_batches = 1;           // FsdpPlan::gradient_accumulation
   bool operator==(const UnshardState&) const = default;
 };
 
@@ -61,6 +71,7 @@ struct Prediction {
   sim::ReplayCheck replay;
   bool preset_fitted = false;           // the chosen preset is fitted to the profile's collectives
   std::vector<TimeNs> exposed_ag_ns;    // per SimModel unit: compute-lane wait on its all-gathers
+  std::vector<TimeNs> host_copy_ns;     // per SimModel unit: its offload copies (both directions) in the step shown
   std::vector<int> bucket_of_unit;      // per SimModel unit: auto-bucket index, -1 when not auto-bucketed
   int bucket_count = 0;                 // auto-buckets formed
   sim::CompiledStep step;               // as simulated (for the plan file)
@@ -73,6 +84,9 @@ inline constexpr double kInductorBucketCapMb = 2000.0;
 // Time the compute lane waits, before each compute op, for an all-gather of the same exec unit
 // that ended inside that gap; summed per exec unit. (The simulator reports only the total.)
 std::vector<TimeNs> exposed_all_gather_per_exec(const sim::SimResult& r, std::size_t exec_units);
+
+// Per exec unit: busy time of its host-to-device and device-to-host copies (offload).
+std::vector<TimeNs> host_copy_per_exec(const sim::SimResult& r, std::size_t exec_units);
 
 // Cluster presets: the given base (the profile's own configuration) first, then every *.json in
 // `dir` (resources/clusters), sorted by name. Unreadable files are skipped.
@@ -87,6 +101,10 @@ class UnshardSession {
   // collectives when it has any the fit can use — then the default, as in `shardscope simulate` —
   // and the files in `clusters_dir`.
   static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "");
+  // A model description (resources/models/*.json) at `world` GPUs (0: the description's or the
+  // default cluster's): what tensor, context and expert parallelism need (a profile has no layer
+  // shapes). Presets: the default cluster, then the files in `clusters_dir`.
+  static UnshardSession from_model(const std::string& path, int world, const std::string& clusters_dir = "");
 
   const sim::SimInputs& inputs() const { return in_; }
   const std::vector<ClusterPreset>& presets() const { return presets_; }
@@ -96,6 +114,12 @@ class UnshardSession {
   const sim::SimUnit& unit(int u) const { return in_.model.units[static_cast<std::size_t>(u)]; }
   // True for the root, which FSDP2 never reshards: its box is shown checked and disabled.
   bool unit_fixed(int u) const { return unit(u).is_root; }
+  // Checkpointing choices of a unit: "none", "full" and one selective pattern per named sub-module
+  // of its segments (model descriptions have them, profiles do not). Empty for the root and for a
+  // unit that checkpointing would not change (it saves no more than its input).
+  std::vector<std::string> checkpoint_choices(int u) const;
+  // Tensor, context and expert parallelism need layer shapes (a model description).
+  bool takes_model_parallelism() const { return in_.model.has_parallel_shapes; }
 
   // Each setter is one undoable change (a no-op when nothing changes); all re-simulate.
   // A change that the simulator rejects (e.g. an impossible world size) throws ProfileError and
@@ -113,10 +137,22 @@ class UnshardSession {
   bool bucketing_on() const { return state_.bucket_cap_mb > 0 || !state_.bucket_cap_overrides_mb.empty(); }
   void set_budget_bytes(std::int64_t b);
   void set_preset(int i);
+  // Activation checkpointing of one unit ("none", "full" or one of checkpoint_choices).
+  void set_checkpoint(int unit, const std::string& mode);
+  // Every unit that can take `mode` (others stay as they are); one undoable change.
+  void set_checkpoint_all(const std::string& mode);
+  void set_offload(const std::string& mode);  // "none", "optimizer" or "cpu"; else ProfileError
+  void set_offload_prefetch_depth(int k);     // >= 1
+  void set_pipelined_optimizer(bool on);
+  // Degrees >= 1, cp_kind and pp_schedule as FsdpPlan's; ProfileError otherwise or when the
+  // simulator refuses the combination (e.g. tp on a profile, tp x cp x pp not dividing the world).
+  void set_parallelism(const sim::Parallelism& par);
+  void set_micro_batches(int n);
   void apply(UnshardState next, const std::string& label);
   // Restores what a plan file (plan_file_json's form, e.g. a saved comparison's) says about the
-  // panel's controls: kept units, bucket caps, the world size when the plan names one, and the
-  // strategy and budget it recorded; the rest stays. One undoable change. Throws ProfileError for
+  // panel's controls: kept units, bucket caps, checkpointing, offload, parallelism, micro-batches,
+  // the world size when the plan names one, and the strategy and budget it recorded; the rest
+  // stays. One undoable change. Throws ProfileError for
   // malformed JSON or modules this profile does not have (`where` names the source in messages).
   void apply_plan_file_json(const std::string& json, const std::string& where);
 

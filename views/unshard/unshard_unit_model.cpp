@@ -2,6 +2,9 @@
 
 #include <QFont>
 #include <QLocale>
+#include <QStringList>
+#include <algorithm>
+#include <exception>
 #include <map>
 
 #include "storage/errors.h"
@@ -81,6 +84,14 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
         case ColModule: return u.name.empty() ? QStringLiteral("(root)") : QString::fromStdString(u.name);
         case ColClass: return QString::fromStdString(u.class_name);
         case ColParams: return QLocale(QLocale::English).toString(static_cast<qlonglong>(u.param_count));
+        case ColCheckpoint:
+          return checkpoint_label(QString::fromStdString(session_->state().checkpoint[static_cast<std::size_t>(n.unit)]));
+        case ColOffload: {
+          const QString mode = QString::fromStdString(session_->state().offload);
+          if (mode == QLatin1String("none")) return QStringLiteral("none");
+          const auto ns = pred.host_copy_ns.empty() ? 0 : pred.host_copy_ns[static_cast<std::size_t>(n.unit)];
+          return QStringLiteral("%1 · %2 ms").arg(mode).arg(static_cast<double>(ns) / 1e6, 0, 'f', 3);
+        }
         case ColExposedAg: {
           const auto ns = pred.exposed_ag_ns[static_cast<std::size_t>(n.unit)];
           return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
@@ -93,6 +104,14 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
       }
     case Qt::EditRole:
       if (index.column() == ColBucketCap && bucket >= 0) return session_->bucket_cap_of(bucket);
+      if (index.column() == ColCheckpoint) return QString::fromStdString(session_->state().checkpoint[static_cast<std::size_t>(n.unit)]);
+      return {};
+    case ChoicesRole:
+      if (index.column() == ColCheckpoint) {
+        QStringList out;
+        for (const auto& c : session_->checkpoint_choices(n.unit)) out << QString::fromStdString(c);
+        return out;
+      }
       return {};
     case Qt::FontRole:
       if (index.column() == ColBucketCap && overridden) {
@@ -105,12 +124,22 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
       if (index.column() == ColModule) return session_->state().keep[static_cast<std::size_t>(n.unit)] ? Qt::Checked : Qt::Unchecked;
       return {};
     case Qt::TextAlignmentRole:
-      if (index.column() == ColParams || index.column() == ColExposedAg || index.column() == ColBucketCap) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      if (index.column() == ColParams || index.column() == ColExposedAg || index.column() == ColBucketCap || index.column() == ColOffload) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       return {};
     case Qt::ToolTipRole:
       if (index.column() == ColModule)
         return session_->unit_fixed(n.unit) ? QStringLiteral("The root module: FSDP2 keeps it unsharded after forward")
                                             : QStringLiteral("Checked: reshard_after_forward=False (no backward all-gather, more memory)");
+      if (index.column() == ColCheckpoint) {
+        if (session_->unit_fixed(n.unit)) return QStringLiteral("The root is never checkpointed (it holds the head and the tail)");
+        if (session_->checkpoint_choices(n.unit).empty())
+          return QStringLiteral("Checkpointing this unit would change nothing: it saves no more than its input");
+        return QStringLiteral("Activation checkpointing: full reruns the unit's forward before its backward and keeps only its "
+                              "input; selective (a sub-module, model descriptions only) reruns that sub-module. Double-click to change.");
+      }
+      if (index.column() == ColOffload)
+        return QStringLiteral("Offload is set for the whole model (the panel's Offload box). With it on: this unit's host copies "
+                              "(shard up before each all-gather, gradients down after each reduce-scatter) in the step shown.");
       if (index.column() == ColBucketCap || index.column() == ColBucket)
         return bucket < 0 ? QStringLiteral("Not auto-bucketed: set a default bucket cap to merge consecutive units into one all-gather")
                           : QStringLiteral("Units are merged in forward order while bucket #%1 stays under this cap (MB). "
@@ -123,6 +152,7 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
 bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   const int u = unit_of(index);
   if (role == Qt::EditRole && index.column() == ColBucketCap) return set_bucket_cap(u, value);
+  if (role == Qt::EditRole && index.column() == ColCheckpoint) return set_checkpoint(u, value);
   if (role != Qt::CheckStateRole || index.column() != ColModule || u < 0 || session_->unit_fixed(u)) return false;
   const bool keep = value.toInt() == Qt::Checked;
   return change([&] { session_->set_keep(u, keep); });
@@ -131,7 +161,7 @@ bool UnshardUnitModel::setData(const QModelIndex& index, const QVariant& value, 
 bool UnshardUnitModel::change(const std::function<void()>& apply) {
   try {
     apply();
-  } catch (const ProfileError& e) {  // the simulator refused it; the session kept its state
+  } catch (const std::exception& e) {  // the simulator refused it (ProfileError); the session kept its state
     emit changeFailed(QString::fromStdString(e.what()));
     return false;
   }
@@ -150,11 +180,25 @@ bool UnshardUnitModel::set_bucket_cap(int unit, const QVariant& value) {
   return change([&] { session_->set_bucket_cap_override(bucket, mb); });
 }
 
+bool UnshardUnitModel::set_checkpoint(int unit, const QVariant& value) {
+  if (unit < 0 || !value.canConvert<QString>()) return false;
+  const std::string mode = value.toString().toStdString();
+  const auto choices = session_->checkpoint_choices(unit);
+  if (std::find(choices.begin(), choices.end(), mode) == choices.end()) return false;  // not one this unit can take
+  return change([&] { session_->set_checkpoint(unit, mode); });
+}
+
+QString UnshardUnitModel::checkpoint_label(const QString& value) {
+  if (value.isEmpty() || value == QLatin1String("none") || value == QLatin1String("full")) return value.isEmpty() ? QStringLiteral("none") : value;
+  return QStringLiteral("selective: ") + value;
+}
+
 Qt::ItemFlags UnshardUnitModel::flags(const QModelIndex& index) const {
   if (!index.isValid()) return Qt::NoItemFlags;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   const int u = unit_of(index);
   if (index.column() == ColModule && u >= 0 && !session_->unit_fixed(u)) f |= Qt::ItemIsUserCheckable;
+  if (index.column() == ColCheckpoint && u >= 0 && !session_->checkpoint_choices(u).empty()) f |= Qt::ItemIsEditable;
   if (index.column() == ColBucketCap && u >= 0) {
     const auto& buckets = session_->prediction().bucket_of_unit;
     if (!buckets.empty() && buckets[static_cast<std::size_t>(u)] >= 0) f |= Qt::ItemIsEditable;
@@ -168,6 +212,8 @@ QVariant UnshardUnitModel::headerData(int section, Qt::Orientation o, int role) 
     case ColModule: return QStringLiteral("Module (keep unsharded)");
     case ColClass: return QStringLiteral("Class");
     case ColParams: return QStringLiteral("Parameters");
+    case ColCheckpoint: return QStringLiteral("Checkpoint");
+    case ColOffload: return QStringLiteral("Offload");
     case ColExposedAg: return QStringLiteral("Exposed AG (ms)");
     case ColBucket: return QStringLiteral("Bucket");
     case ColBucketCap: return QStringLiteral("Bucket cap (MB)");

@@ -1,8 +1,10 @@
-// The Unshard panel's module tree: FSDP units grouped under the parent module they split
-// (SimUnit::group), with a "keep unsharded" check box per unit, the unit's class, parameters, the
+// The Unshard (what-if) panel's module tree: FSDP units grouped under the parent module they split
+// (SimUnit::group), with a "keep unsharded" check box per unit, the unit's class, parameters, its
+// activation checkpointing (editable: none, full, or a selective sub-module where the unit has
+// them), its offload copies (the global offload mode and the unit's host copy time), the
 // exposed all-gather time of the current prediction, the auto-bucket the unit is gathered in and
 // that bucket's cap (editable: a per-bucket override of the default cap). Checking a box or
-// editing a cap is an undoable change of the session; refresh() re-reads everything after
+// editing a cap or the checkpointing is an undoable change of the session; refresh() re-reads everything after
 // undo/redo or other changes.
 #pragma once
 
@@ -17,7 +19,12 @@ class UnshardSession;
 class UnshardUnitModel : public QAbstractItemModel {
   Q_OBJECT
  public:
-  enum Column { ColModule = 0, ColClass, ColParams, ColExposedAg, ColBucket, ColBucketCap, ColCount };
+  enum Column { ColModule = 0, ColClass, ColParams, ColCheckpoint, ColOffload, ColExposedAg, ColBucket, ColBucketCap, ColCount };
+  // ColCheckpoint: the values the unit can take (QStringList of FsdpPlan::checkpoint values; empty
+  // when checkpointing cannot change it), for the panel's combo box editor.
+  static constexpr int ChoicesRole = Qt::UserRole + 1;
+  // How a checkpoint value reads in the column ("none", "full", "selective: attention").
+  static QString checkpoint_label(const QString& value);
   explicit UnshardUnitModel(UnshardSession* session, QObject* parent = nullptr);
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
@@ -49,6 +56,7 @@ class UnshardUnitModel : public QAbstractItemModel {
     std::vector<int> children;
   };
   bool set_bucket_cap(int unit, const QVariant& value);
+  bool set_checkpoint(int unit, const QVariant& value);
   // Runs one session change; refreshes and emits sessionChanged, or changeFailed when refused.
   bool change(const std::function<void()>& apply);
   const std::vector<int>& children_of(int node) const { return node < 0 ? top_ : nodes_[static_cast<std::size_t>(node)].children; }
