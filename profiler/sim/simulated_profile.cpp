@@ -44,7 +44,7 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
   w.add_rank(ri);
   const char* lane_names[kLaneCount] = {"compute", "nccl (all-gather + reduce-scatter)", "nccl reduce-scatter", "nccl all-reduce (HSDP)",
                                        "host-to-device copies (offload)", "device-to-host copies (offload)", "CPU optimizer (offload)",
-                                       "nccl tensor / context / expert parallel", "nccl pipeline send/recv"};
+                                       "nccl TP / CP / EP", "nccl PP send/recv"};
   // The offload and parallelism lanes appear only when a plan uses them, so other profiles keep
   // their four streams.
   const Parallelism& par = step.par;

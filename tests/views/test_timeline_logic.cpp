@@ -768,13 +768,13 @@ TEST_CASE("stream rows are labelled by a stream's own name when it says what it 
   add(StreamKind::Compute, 7, "compute");                          // only the kind: kind and id
   add(StreamKind::Nccl, 24, "NCCL stream 24");                     // the collector's: kind and id
   add(StreamKind::Nccl, 13, "stream 13");                          // importers': kind and id
-  add(StreamKind::Nccl, 28, "nccl pipeline send/recv");            // a simulated lane: its name
+  add(StreamKind::Nccl, 28, "nccl PP send/recv");            // a simulated lane: its name
   add(StreamKind::Copy, 24 + 1, "host-to-device copies (offload)");
   add(StreamKind::Nccl, 30, "");
   p.ranks.push_back(r);
   std::set<std::string> labels;
   for (const auto& t : timeline::build_tracks(p)) labels.insert(t.label);
   CHECK(labels == std::set<std::string>{"rank 0 compute stream 7", "rank 0 nccl stream 24", "rank 0 nccl stream 13",
-                                        "rank 0 nccl pipeline send/recv", "rank 0 host-to-device copies (offload)",
+                                        "rank 0 nccl PP send/recv", "rank 0 host-to-device copies (offload)",
                                         "rank 0 nccl stream 30"});
 }

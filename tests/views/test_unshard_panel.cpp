@@ -629,7 +629,7 @@ TEST_CASE("on a profile the panel disables tp / cp / ep with the reason; pp re-s
   CHECK(panel.whatif_text().contains(QStringLiteral("2 stages × 4 micro-batches (1f1b); bubble %1").arg(ms_text(r.bubble_ns))));
   CHECK(panel.pp_schedule_box()->isEnabled());
   REQUIRE(panel.timeline_profile());
-  CHECK(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+  CHECK(has_stream(*panel.timeline_profile(), "nccl PP send/recv"));
 
   // Offload: the summary's figures are the simulator's, and the timeline gains the host lanes.
   panel.pp_box()->setValue(1);  // offload with a pipeline is not modelled
@@ -668,7 +668,7 @@ TEST_CASE("on a model description the parallelism row drives tp, sp, cp, pp and 
   CHECK(s->state().parallel.sequence_parallel);
   REQUIRE(r.tp_collectives > 0);
   CHECK(panel.whatif_text().contains(QStringLiteral("TP %1 (%2)").arg(r.tp_collectives).arg(QString::fromStdString(format_bytes(r.tp_bytes)))));
-  CHECK(has_stream(*panel.timeline_profile(), "nccl tensor / context / expert parallel"));
+  CHECK(has_stream(*panel.timeline_profile(), "nccl TP / CP / EP"));
 
   panel.cp_box()->setValue(2);
   panel.cp_kind_box()->setCurrentText("ring");
@@ -679,7 +679,7 @@ TEST_CASE("on a model description the parallelism row drives tp, sp, cp, pp and 
   panel.pp_box()->setValue(2);
   panel.micro_batches_box()->setValue(8);
   CHECK(s->prediction().result.stages.size() == 2);
-  CHECK(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+  CHECK(has_stream(*panel.timeline_profile(), "nccl PP send/recv"));
   // interleaved needs micro-batches divisible by pp: 8 is; chunks then become editable.
   panel.pp_schedule_box()->setCurrentText("interleaved");
   CHECK(panel.pp_chunks_box()->isEnabled());
@@ -732,8 +732,8 @@ TEST_CASE("a large step's timeline is built in the background: the numbers follo
   REQUIRE(panel.timeline_profile());
   const auto& tl = *panel.timeline_profile();
   CHECK(tl.time_end - tl.time_begin == last);
-  CHECK(has_stream(tl, "nccl pipeline send/recv"));
-  CHECK(has_stream(tl, "nccl tensor / context / expert parallel"));
+  CHECK(has_stream(tl, "nccl PP send/recv"));
+  CHECK(has_stream(tl, "nccl TP / CP / EP"));
   // Back to a small step: built at once, and no older background build lands over it.
   panel.pp_box()->setValue(1);
   panel.micro_batches_box()->setValue(1);
@@ -741,5 +741,5 @@ TEST_CASE("a large step's timeline is built in the background: the numbers follo
   CHECK_FALSE(panel.timeline_pending());
   for (int i = 0; i < 10; ++i) QApplication::processEvents();
   CHECK(panel.timeline_profile()->time_end - panel.timeline_profile()->time_begin == s->prediction().step_ns);
-  CHECK_FALSE(has_stream(*panel.timeline_profile(), "nccl pipeline send/recv"));
+  CHECK_FALSE(has_stream(*panel.timeline_profile(), "nccl PP send/recv"));
 }

@@ -39,7 +39,7 @@ std::vector<Track> build_tracks(const Profile& p) {
       for (std::int32_t t : r.stream_tracks) {
         const StreamTrack& st = p.stream_tracks[static_cast<std::size_t>(t)];
         if (stream_order(st.kind) != order) continue;
-        // A stream named for what it carries (a simulated profile's "nccl pipeline send/recv",
+        // A stream named for what it carries (a simulated profile's "nccl PP send/recv",
         // "host-to-device copies (offload)") is labelled by that name; importers' and the
         // collector's "stream 7" / "NCCL stream 7" and names that only repeat the kind keep the
         // kind and id.
