@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "app/cli/command.h"
+#include "tests/sim/cli_capture.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/model_description.h"
 #include "profiler/sim/sim_inputs.h"
@@ -25,25 +26,8 @@ using namespace ss;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(const std::string& name, const std::vector<std::string>& args) {
-  for (const auto& c : cli::commands()) {
-    if (name != c.name) continue;
-    std::ostringstream out, err;
-    auto* o = std::cout.rdbuf(out.rdbuf());
-    auto* e = std::cerr.rdbuf(err.rdbuf());
-    const int code = cli::run_command(c, args);
-    std::cout.rdbuf(o);
-    std::cerr.rdbuf(e);
-    return {code, out.str(), err.str()};
-  }
-  FAIL("no command " << name);
-  return {};
-}
+using Run = ss::test::CliRun;
+Run run(const std::string& name, const std::vector<std::string>& args) { return ss::test::run_cli(name, args); }
 
 std::string model(const char* f) { return ss::test::source_dir() + "/resources/models/" + f; }
 std::string cluster(const char* f) { return ss::test::source_dir() + "/resources/clusters/" + f; }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/cli/command.h"
+#include "tests/sim/cli_capture.h"
 #include "profiler/sim/model_description.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "tests/support/test_paths.h"
@@ -16,25 +17,8 @@ using namespace ss;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run simulate(const std::vector<std::string>& args) {
-  for (const auto& c : cli::commands()) {
-    if (std::string(c.name) != "simulate") continue;
-    std::ostringstream out, err;
-    auto* o = std::cout.rdbuf(out.rdbuf());
-    auto* e = std::cerr.rdbuf(err.rdbuf());
-    const int code = cli::run_command(c, args);
-    std::cout.rdbuf(o);
-    std::cerr.rdbuf(e);
-    return {code, out.str(), err.str()};
-  }
-  FAIL("no simulate command");
-  return {};
-}
+using Run = ss::test::CliRun;
+Run simulate(const std::vector<std::string>& args) { return ss::test::run_cli("simulate", args); }
 
 std::string llama8b() { return ss::test::source_dir() + "/resources/models/llama3-8b.json"; }
 
