@@ -1,6 +1,8 @@
 // What compile_step.cpp shares with the parallelism and pipeline compilation (not a public API).
 #pragma once
 
+#include <memory>
+
 #include "profiler/sim/step_simulator.h"
 
 namespace ss::sim {
@@ -21,6 +23,24 @@ void parallel_comm(const CompiledStep& s, const SimSegment& scaled, const Cluste
 void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c);
 // One pipelined step (simulate() calls it when step.stages is not empty).
 SimResult simulate_pipeline(const CompiledStep& step, bool detail);
+// simulate()'s machinery one pass at a time, for the pipeline: start() (persistent state), then
+// forward and backward passes in any order (FSDP state carries over), then finish() (optimizer).
+// Ops and memory events are appended to the SimResult in issue order.
+class PassRunner {
+ public:
+  PassRunner(const CompiledStep& s, SimResult& r);
+  ~PassRunner();
+  void start();
+  void forward_pass(int micro);
+  void backward_pass(int micro, bool last);
+  void finish();
+  TimeNs now() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Peak, categories and per-unit memory of r.memory (sorts it).
 void sweep_memory(const CompiledStep& s, SimResult& r, bool detail);
 // The single-stage simulation simulate() runs otherwise.

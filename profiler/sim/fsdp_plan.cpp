@@ -51,6 +51,7 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   degree("ep", par.ep);
   if (auto v = get_bool(o, "sequence_parallel", where, "parallelism")) par.sequence_parallel = *v;
   if (auto v = get_bool(o, "loss_parallel", where, "parallelism")) par.loss_parallel = *v;
+  if (auto v = get_bool(o, "pp_fsdp_every_microbatch", where, "parallelism")) par.pp_fsdp_every_microbatch = *v;
   if (auto v = get_string(o, "cp_kind", where, "parallelism")) {
     if (*v != "ulysses" && *v != "ring") json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
     par.cp_kind = *v;
@@ -222,6 +223,7 @@ std::string plan_to_json(const FsdpPlan& p) {
     j.key("parallelism").begin_object();
     j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("loss_parallel", q.loss_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
     j.kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep);
+    if (q.pp_fsdp_every_microbatch) j.kv("pp_fsdp_every_microbatch", true);
     if (!q.pp_split.empty()) {
       j.key("pp_split").begin_array();
       for (int i : q.pp_split) j.value(i);

@@ -24,6 +24,11 @@ struct Parallelism {
   int pp_virtual = 1;              // model chunks per stage (interleaved 1F1B)
   std::vector<int> pp_split;       // optional: first unit index (forward order) of stages 1..pp-1
   int ep = 1;                      // expert parallel degree (MoE expert units)
+  // FSDP inside a pipeline stage. false (torch.distributed.pipelining with FSDP2, as torchtitan
+  // runs it): units gathered for a backward stay unsharded until the last micro-batch's backward,
+  // and gradients are reduce-scattered only then. true: every micro-batch reshards after its
+  // backward and reduces its gradients (FSDP2's defaults outside a pipeline schedule).
+  bool pp_fsdp_every_microbatch = false;
 
   bool operator==(const Parallelism&) const = default;
   bool is_1d() const { return tp == 1 && cp == 1 && pp == 1 && ep == 1; }

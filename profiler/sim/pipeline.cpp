@@ -150,8 +150,11 @@ namespace {
 CompiledStep stage_step(const CompiledStep& p, const StageSpec& st, std::vector<int>& parent_exec) {
   CompiledStep t;
   t.world = p.world, t.shard = p.shard, t.replicate = p.replicate, t.dp = p.dp, t.par = p.par;
-  t.micro_batches = 1;
-  t.sync_every_microbatch = true;
+  t.micro_batches = p.micro_batches;
+  // torch.distributed.pipelining keeps what a backward gathered until the last micro-batch's
+  // backward and reduces the gradients only then (pp_fsdp_every_microbatch: FSDP2's defaults).
+  t.sync_every_microbatch = p.par.pp_fsdp_every_microbatch;
+  t.hold_params_until_last_backward = !p.par.pp_fsdp_every_microbatch;
   t.separate_rs = p.separate_rs;
   t.param_bytes = p.param_bytes, t.master_bytes = p.master_bytes, t.reduce_bytes = p.reduce_bytes, t.optimizer_bytes = p.optimizer_bytes;
   t.overlap_slowdown = p.overlap_slowdown;
@@ -233,34 +236,94 @@ std::vector<Slot> stage_order(const std::string& kind, int p, int v, int m, int 
   return out;
 }
 
+// One virtual stage run through its slots in its rank's schedule order by one PassRunner, so FSDP's
+// state (what is gathered, which gradients are held) carries from micro-batch to micro-batch as
+// the schedule orders them. Each pass is later moved to the time the schedule gives it.
+struct Pass {
+  TimeNs t0 = 0, t1 = 0;
+  std::size_t op_begin = 0, op_end = 0, mem_begin = 0, mem_end = 0;
+};
+
 struct Chunk {
   CompiledStep step;
   std::vector<int> parent_exec;
   SimResult r;
-  TimeNs fwd = 0, bwd = 0, bwd_end = 0, opt = 0;
+  std::vector<Pass> passes;     // in the chunk's slot order
+  std::size_t persistent_end = 0;  // memory events before the first pass (held all step)
+  Pass optimizer;               // after the last pass
 };
 
 int parent_of(const Chunk& c, int exec) { return exec < 0 ? -1 : c.parent_exec[static_cast<std::size_t>(exec)]; }
+
+void run_chunk(Chunk& c, const std::vector<Slot>& slots) {
+  PassRunner run(c.step, c.r);
+  run.start();
+  c.persistent_end = c.r.memory.size();
+  std::size_t last_bwd = slots.size();
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (!slots[i].fwd) last_bwd = i;
+  auto begin = [&] { return Pass{run.now(), 0, c.r.ops.size(), 0, c.r.memory.size(), 0}; };
+  auto end = [&](Pass& ps) { ps.t1 = run.now(), ps.op_end = c.r.ops.size(), ps.mem_end = c.r.memory.size(); };
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    Pass ps = begin();
+    if (slots[i].fwd) run.forward_pass(slots[i].micro);
+    else run.backward_pass(slots[i].micro, i == last_bwd);
+    end(ps);
+    c.passes.push_back(ps);
+  }
+  c.optimizer = begin();
+  run.finish();
+  end(c.optimizer);
+  // The sequential run's exposed FSDP communication (simulate_flat's definition).
+  c.r.exposed_comm_ns =
+      std::max<TimeNs>(0, c.r.step_ns - c.r.compute_busy_ns - c.r.other_comm_ns - c.r.idle_ns - c.r.model_parallel_exposed_ns);
+}
+
+// Moves a pass's ops and memory events by `shift` into `r` (ops only when `ops`).
+void replay(const Chunk& c, const Pass& ps, TimeNs shift, SimResult& r, bool ops) {
+  for (std::size_t i = ps.mem_begin; i < ps.mem_end; ++i) {
+    MemEvent e = c.r.memory[i];
+    e.time += shift, e.exec = parent_of(c, e.exec);
+    r.memory.push_back(e);
+  }
+  if (!ops) return;
+  for (std::size_t i = ps.op_begin; i < ps.op_end; ++i) {
+    SimOp o = c.r.ops[i];
+    o.start += shift, o.end += shift, o.exec = parent_of(c, o.exec);
+    r.ops.push_back(o);
+  }
+}
 
 }  // namespace
 
 SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
   const int k = static_cast<int>(step.stages.size());
   const int p = std::max(1, step.par.pp), v = k / p, m = step.micro_batches;
-  std::vector<Chunk> ch(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) {
-    Chunk& c = ch[static_cast<std::size_t>(j)];
-    c.step = stage_step(step, step.stages[static_cast<std::size_t>(j)], c.parent_exec);
-    if (j == k - 1) c.step.optimizer_other_ns = step.optimizer_other_ns, c.step.optimizer_idle_ns = step.optimizer_idle_ns;
-    c.r = simulate_flat(c.step, false);
-    c.fwd = c.r.forward_end_ns;
-    c.bwd_end = std::max(c.r.backward_end_ns, c.fwd);
-    c.bwd = c.bwd_end - c.fwd;
-    c.opt = std::max<TimeNs>(0, c.r.step_ns - c.bwd_end);
-  }
-  // Schedule: each rank stage runs its slots in order, each once its input has arrived.
   std::vector<std::vector<Slot>> order(static_cast<std::size_t>(p));
   for (int s = 0; s < p; ++s) order[static_cast<std::size_t>(s)] = stage_order(step.par.pp_schedule, p, v, m, s);
+  // Each chunk's passes, in its rank's order; pass_of[s][q]: the q-th slot's index in its chunk.
+  std::vector<Chunk> ch(static_cast<std::size_t>(k));
+  std::vector<std::vector<std::size_t>> pass_of(static_cast<std::size_t>(p));
+  for (int j = 0; j < k; ++j) {
+    Chunk& c = ch[static_cast<std::size_t>(j)];
+    const int s = j % p;
+    c.step = stage_step(step, step.stages[static_cast<std::size_t>(j)], c.parent_exec);
+    if (j == k - 1) c.step.optimizer_other_ns = step.optimizer_other_ns, c.step.optimizer_idle_ns = step.optimizer_idle_ns;
+    std::vector<Slot> slots;
+    for (const auto& sl : order[static_cast<std::size_t>(s)])
+      if (sl.chunk * p + s == j) slots.push_back(sl);
+    run_chunk(c, slots);
+  }
+  for (int s = 0; s < p; ++s) {
+    std::vector<std::size_t> seen(static_cast<std::size_t>(v), 0);
+    for (const auto& sl : order[static_cast<std::size_t>(s)]) pass_of[static_cast<std::size_t>(s)].push_back(seen[static_cast<std::size_t>(sl.chunk)]++);
+  }
+  auto pass = [&](int s, std::size_t q) -> const Pass& {
+    const Slot& sl = order[static_cast<std::size_t>(s)][q];
+    return ch[static_cast<std::size_t>(sl.chunk * p + s)].passes[pass_of[static_cast<std::size_t>(s)][q]];
+  };
+
+  // Schedule: each rank stage runs its slots in order, each once its input has arrived.
   std::vector<TimeNs> done_f(static_cast<std::size_t>(k * m), -1), done_b(static_cast<std::size_t>(k * m), -1);
   std::vector<std::vector<TimeNs>> start(static_cast<std::size_t>(p));
   std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
@@ -286,9 +349,9 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
           if (d < 0) break;
           ready = d + (j + 1 < k ? step.stages[static_cast<std::size_t>(j)].send_ns : 0);
         }
-        const Chunk& c = ch[static_cast<std::size_t>(j)];
+        const Pass& ps = pass(s, q);
         const TimeNs t0 = std::max(free_at[static_cast<std::size_t>(s)], ready);
-        free_at[static_cast<std::size_t>(s)] = t0 + (sl.fwd ? c.fwd : c.bwd);
+        free_at[static_cast<std::size_t>(s)] = t0 + (ps.t1 - ps.t0);
         (sl.fwd ? done_f : done_b)[at] = free_at[static_cast<std::size_t>(s)];
         start[static_cast<std::size_t>(s)].push_back(t0);
         ++q, --left, progress = true;
@@ -297,95 +360,61 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
     if (!progress) throw std::logic_error("pipeline schedule deadlock (a bug in stage_order)");
   }
 
-  // Replay every rank stage's memory (and the shown stage's ops) from its schedule.
+  // Replay every rank stage's memory (and ops, for the shown stage's timeline) from its schedule.
   SimResult out;
   std::vector<SimResult> per(static_cast<std::size_t>(p));
   for (int s = 0; s < p; ++s) {
     SimResult& r = per[static_cast<std::size_t>(s)];
     const auto& ord = order[static_cast<std::size_t>(s)];
-    std::vector<char> grads_down(static_cast<std::size_t>(v), 0);
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      for (const auto& e : c.r.memory)  // a rank's context and workspace once, not per chunk
-        if (e.persistent && (cidx == 0 || e.cat != MemCat::Other)) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+      for (std::size_t i = 0; i < c.persistent_end; ++i) {  // a rank's context and workspace once, not per chunk
+        const MemEvent& e = c.r.memory[i];
+        if (cidx == 0 || e.cat != MemCat::Other) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+      }
     }
-    // Unsharded parameters are held at most once per unit: a unit kept unsharded after forward is
-    // not gathered twice for two micro-batches in flight (FSDP2 finds it unsharded), and its first
-    // backward reshards it. Replayed deltas are clamped to [0, the unit's gathered bytes].
-    std::vector<std::int64_t> held(step.units.size(), 0);
-    auto unsharded = [&](const MemEvent& e, const Chunk& c) {
-      if (e.cat != MemCat::UnshardedParam || e.exec < 0) return e.delta;
-      auto& h = held[static_cast<std::size_t>(parent_of(c, e.exec))];
-      const std::int64_t cap = c.step.units[static_cast<std::size_t>(e.exec)].ag_bytes;
-      const std::int64_t now = std::clamp<std::int64_t>(h + e.delta, 0, cap);
-      const std::int64_t d = now - h;
-      h = now;
-      return d;
-    };
     SimResult::Stage info;
+    bool seen_f = false, seen_b = false;
     for (std::size_t q = 0; q < ord.size(); ++q) {
       const Slot sl = ord[q];
       const int j = sl.chunk * p + s;
       const Chunk& c = ch[static_cast<std::size_t>(j)];
-      const TimeNs t0 = start[static_cast<std::size_t>(s)][q];
-      const TimeNs shift = sl.fwd ? t0 : t0 - c.fwd;
-      const Phase ph = sl.fwd ? Phase::Forward : Phase::Backward;
-      info.busy_ns += sl.fwd ? c.fwd : c.bwd;
-      const bool first_bwd = !sl.fwd && !grads_down[static_cast<std::size_t>(sl.chunk)];
-      if (!sl.fwd) grads_down[static_cast<std::size_t>(sl.chunk)] = 1;
-      for (const auto& e : c.r.memory) {
-        if (e.persistent || e.phase != ph) continue;
-        // Sharded gradients are allocated once (the first backward) and freed by the optimizer.
-        if (e.cat == MemCat::ShardedGrad && e.delta > 0 && !first_bwd) continue;
-        const std::int64_t d = unsharded(e, c);
-        if (d != 0) r.memory.push_back({e.time + shift, d, parent_of(c, e.exec), e.cat, e.phase, false});
-      }
-      for (const auto& o : c.r.ops)
-        if (o.phase == ph) {
-          SimOp x = o;
-          x.start += shift, x.end += shift, x.exec = parent_of(c, o.exec), x.micro = sl.micro;
-          r.ops.push_back(x);
-        }
+      const Pass& ps = pass(s, q);
+      const TimeNs t0 = start[static_cast<std::size_t>(s)][q], dur = ps.t1 - ps.t0;
+      replay(c, ps, t0 - ps.t0, r, true);
+      info.busy_ns += dur;
+      if (sl.fwd && !seen_f) info.fwd_ns = dur, seen_f = true;
+      if (!sl.fwd && !seen_b) info.bwd_ns = dur, seen_b = true;
       // The stage sends the activation (forward) or its gradient (backward) on.
       const bool sends = sl.fwd ? j + 1 < k : j > 0;
       if (sends) {
         const StageSpec& link = step.stages[static_cast<std::size_t>(sl.fwd ? j : j - 1)];
-        const TimeNs end = t0 + (sl.fwd ? c.fwd : c.bwd);
-        r.ops.push_back({end, end + link.send_ns, link.send_bytes, -1, sl.micro, Lane::PipelineP2P, OpKind::PpSend, ph});
+        const TimeNs end = t0 + dur;
+        r.ops.push_back({end, end + link.send_ns, link.send_bytes, -1, sl.micro, Lane::PipelineP2P, OpKind::PpSend,
+                         sl.fwd ? Phase::Forward : Phase::Backward});
         ++r.p2p_sends;
         r.p2p_bytes += link.send_bytes;
       }
     }
-    // Each chunk's optimizer step after the stage's last backward.
+    // Each chunk's optimizer step after the stage's last backward; the chunks' counts.
     TimeNs t = free_at[static_cast<std::size_t>(s)];
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      const TimeNs shift = t - c.bwd_end;
-      for (const auto& e : c.r.memory)
-        if (!e.persistent && e.phase == Phase::Optimizer)
-          r.memory.push_back({e.time + shift, e.delta, parent_of(c, e.exec), e.cat, e.phase, false});
-      for (const auto& o : c.r.ops)
-        if (o.phase == Phase::Optimizer) {
-          SimOp x = o;
-          x.start += shift, x.end += shift, x.exec = parent_of(c, o.exec);
-          r.ops.push_back(x);
-        }
-      t += c.opt;
-      // Per micro-batch counts of the chunk's passes.
-      r.all_gathers += m * c.r.all_gathers, r.reduce_scatters += m * c.r.reduce_scatters, r.all_reduces += m * c.r.all_reduces;
-      r.recomputes += m * c.r.recomputes, r.recompute_ns += m * c.r.recompute_ns;
-      r.tp_collectives += m * c.r.tp_collectives, r.tp_bytes += m * c.r.tp_bytes;
-      r.cp_collectives += m * c.r.cp_collectives, r.cp_bytes += m * c.r.cp_bytes;
-      r.ep_collectives += m * c.r.ep_collectives, r.ep_bytes += m * c.r.ep_bytes;
-      r.model_parallel_ns += m * c.r.model_parallel_ns, r.model_parallel_exposed_ns += m * c.r.model_parallel_exposed_ns;
-      r.exposed_comm_ns += m * c.r.exposed_comm_ns;
-      info.busy_ns += c.opt;
+      replay(c, c.optimizer, t - c.optimizer.t0, r, true);
+      const TimeNs opt = c.optimizer.t1 - c.optimizer.t0;
+      t += opt;
+      info.busy_ns += opt;
+      r.all_gathers += c.r.all_gathers, r.reduce_scatters += c.r.reduce_scatters, r.all_reduces += c.r.all_reduces;
+      r.recomputes += c.r.recomputes, r.recompute_ns += c.r.recompute_ns;
+      r.tp_collectives += c.r.tp_collectives, r.tp_bytes += c.r.tp_bytes;
+      r.cp_collectives += c.r.cp_collectives, r.cp_bytes += c.r.cp_bytes;
+      r.ep_collectives += c.r.ep_collectives, r.ep_bytes += c.r.ep_bytes;
+      r.model_parallel_ns += c.r.model_parallel_ns, r.model_parallel_exposed_ns += c.r.model_parallel_exposed_ns;
+      r.exposed_comm_ns += c.r.exposed_comm_ns;
     }
     r.step_ns = t;
     for (const auto& o : r.ops) {
       if (o.lane == Lane::Compute && o.kind != OpKind::OtherComm && o.kind != OpKind::Idle) r.compute_busy_ns += o.end - o.start;
-      // Replayed collectives and idle recur in every micro-batch's slots (a chunk's own result
-      // holds one micro-batch): count them from the replayed ops, as the compute above.
       if (o.kind == OpKind::OtherComm) r.other_comm_ns += o.end - o.start;
       if (o.kind == OpKind::Idle) r.idle_ns += o.end - o.start;
       if (o.lane >= Lane::Nccl && o.lane <= Lane::AllReduce) r.comm_busy_ns += o.end - o.start;
@@ -399,7 +428,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       return n.empty() ? std::string("(root)") : n;
     };
     info.units = name(first.parent_exec.front()) + " .. " + name(last.parent_exec.back());
-    info.fwd_ns = first.fwd, info.bwd_ns = first.bwd, info.end_ns = r.step_ns;
+    info.end_ns = r.step_ns;
     info.peak_bytes = r.peak_bytes;
     // In-flight micro-batches: forwards done minus backwards done, at most.
     int live = 0;

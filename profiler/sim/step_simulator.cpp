@@ -38,18 +38,35 @@ class StepRun {
   }
 
   void run() {
-    persistent_state();
+    start();
     for (int mb = 0; mb < s_.micro_batches; ++mb) {
-      micro_ = mb;
-      forward();
+      forward_pass(mb);
       r_.forward_end_ns = lane_[0];
-      if (!s_.forward_only) backward(mb == s_.micro_batches - 1);
+      if (!s_.forward_only) backward_pass(mb, mb == s_.micro_batches - 1);
       r_.backward_end_ns = lane_[0];
     }
     if (s_.forward_only) {  // a measured window of forward passes: no backward, no optimizer step
       r_.step_ns = lane_[0];
       return;
     }
+    finish();
+  }
+
+  // The passes one at a time, in any order (the pipeline runs a stage's micro-batches in its
+  // schedule's order): state carries over, each pass starts at now() and ends at now().
+  void start() { persistent_state(); }
+  void forward_pass(int micro) {
+    micro_ = micro;
+    forward();
+  }
+  void backward_pass(int micro, bool last) {
+    micro_ = micro;
+    backward(last);
+  }
+  TimeNs now() const { return lane_[0]; }
+
+  // The optimizer step after the last backward.
+  void finish() {
     phase_ = Phase::Optimizer;
     if (s_.offload == Offload::None) {
       // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
@@ -412,8 +429,10 @@ class StepRun {
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
       mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
       if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
-        mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);  // reshard after backward
-        st.resident = 0;
+        if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
+          mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
+          st.resident = 0;
+        }
         if (sync && u.params > 0) {  // a unit without parameters has nothing to reduce
           // The compute stream waits for the previous reduce-scatter, then copies the grads in.
           const std::int64_t rs_in = u.params * s_.reduce_bytes;
@@ -476,6 +495,18 @@ class StepRun {
 };
 
 }  // namespace
+
+struct PassRunner::Impl {
+  StepRun run;
+  Impl(const CompiledStep& s, SimResult& r) : run(s, r) {}
+};
+PassRunner::PassRunner(const CompiledStep& s, SimResult& r) : impl_(std::make_unique<Impl>(s, r)) {}
+PassRunner::~PassRunner() = default;
+void PassRunner::start() { impl_->run.start(); }
+void PassRunner::forward_pass(int micro) { impl_->run.forward_pass(micro); }
+void PassRunner::backward_pass(int micro, bool last) { impl_->run.backward_pass(micro, last); }
+void PassRunner::finish() { impl_->run.finish(); }
+TimeNs PassRunner::now() const { return impl_->run.now(); }
 
 void sweep_memory(const CompiledStep& s, SimResult& r, bool detail) {
   auto& ev = r.memory;

@@ -144,10 +144,9 @@ TEST_CASE("Llama 3 405B on 8,192 H100s (TP 8, PP 16, DP 64): prediction stays at
   par.tp = 8, par.sequence_parallel = true, par.pp = 16, par.pp_schedule = "interleaved", par.pp_virtual = 2;
   const SimResult r = run(m, gpus, par, per_dp);  // micro-batch size 1: 32 micro-batches per DP rank
   const double error = double(r.step_ns) * 1e-9 / published_s - 1;
-  // docs/accuracy.md: +24.5 % (predicted 15.65 s). The simulator is slower than the published
-  // run: 0.55 of peak for every kernel, exposed TP collectives, a per-micro-batch FSDP all-gather
-  // per chunk. A change that moves this by more than 3 points must update the documentation.
-  CHECK(error == Approx(0.245).margin(0.03));
+  // docs/accuracy.md: +14.7 % (predicted 14.41 s). The simulator is slower than the published
+  // run: 0.55 of peak for every kernel, exposed TP collectives, the pipeline bubble. A change that moves this by more than 3 points must update the documentation.
+  CHECK(error == Approx(0.147).margin(0.03));
   CHECK(r.shown_stage >= 0);
   CHECK(r.stages.size() == 16);
 }

@@ -380,11 +380,15 @@ SimModel pp_model(int blocks) {
   return m;
 }
 
+// The hand-computed schedules below run every micro-batch with all of FSDP's rules (gather,
+// reshard after backward, reduce-scatter): pp_fsdp_every_microbatch. torch pipelining's holding
+// of parameters and gradients has its own test at the end.
 Parallelism pipeline(int pp, const char* schedule, int v = 1) {
   Parallelism par;
   par.pp = pp;
   par.pp_schedule = schedule;
   par.pp_virtual = v;
+  par.pp_fsdp_every_microbatch = true;
   return par;
 }
 
@@ -661,4 +665,36 @@ TEST_CASE("pp: a stage boundary never cuts a non-root unit (a bucket of u0 and u
   // Three stages would need a second cut, and there is none.
   p.parallel.pp = 3;
   CHECK_THROWS_WITH(compile_step(m, p, test::linear_cluster(6)), Catch::Contains("splits into at most 2 stages"));
+}
+
+TEST_CASE("pp under torch pipelining: gathered in backward, held to the last backward, reduced once", "[sim][exact][parallel][pp]") {
+  // Two blocks of 400 parameters on two stages (world 4: dp 2), 1F1B with 4 micro-batches; the
+  // root has no parameters. Stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3. u0 reshards after each forward
+  // (FSDP2 default), so F0..F3 gather it; B0 gathers it again and keeps it (reshard after backward
+  // off until the last micro-batch), so F2, B1, F3, B2, B3 find it gathered: 4 + 1 = 5
+  // all-gathers. Gradients are reduce-scattered only in B3: 1. Every micro-batch run with all of
+  // FSDP's rules (pp_fsdp_every_microbatch) gathers in each forward and backward and reduces each
+  // backward: 8 and 4.
+  const SimModel m = pp_model(2);
+  Parallelism torch_pp;
+  torch_pp.pp = 2;
+  const ClusterModel c = test::linear_cluster(4);
+  FsdpPlan p = with(torch_pp, 4);
+  const CompiledStep s = compile_step(m, p, c);
+  const SimResult r = simulate(s);
+  const int shown_exec = s.segments[static_cast<std::size_t>(s.stages[static_cast<std::size_t>(r.shown_stage)].first_seg)].exec;
+  auto count = [&](const SimResult& x, OpKind k) {
+    return std::count_if(x.ops.begin(), x.ops.end(), [&](const SimOp& o) { return o.kind == k && o.exec == shown_exec; });
+  };
+  // Stage 1 runs F0 B0 F1 B1 ...: its forwards after B0 find u1 gathered: F0 and B0 gather, 2.
+  CHECK(count(r, OpKind::AllGather) == (r.shown_stage == 0 ? 5 : 2));
+  CHECK(count(r, OpKind::ReduceScatter) == 1);
+  CHECK(r.reduce_scatters == 1);
+  p.parallel.pp_fsdp_every_microbatch = true;
+  const SimResult every = simulate(compile_step(m, p, c));
+  const int every_exec = s.segments[static_cast<std::size_t>(s.stages[static_cast<std::size_t>(every.shown_stage)].first_seg)].exec;
+  CHECK(std::count_if(every.ops.begin(), every.ops.end(), [&](const SimOp& o) { return o.kind == OpKind::AllGather && o.exec == every_exec; }) == 8);
+  CHECK(every.reduce_scatters == 4);
+  // Holding costs memory (the unsharded parameters and gradients stay) and saves time.
+  CHECK(r.step_ns <= every.step_ns);
 }

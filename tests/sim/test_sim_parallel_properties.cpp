@@ -243,6 +243,9 @@ TEST_CASE("pipeline: step >= m x the slowest stage's F + B; every stage's peak >
     ClusterModel c = test::random_cluster(rng);
     c.world_size = pp * p.parallel.tp * (1 << (rng() % 4));
     INFO("iteration " << iter << " pp " << pp << " " << kind << " m " << p.gradient_accumulation << " tp " << p.parallel.tp);
+    // F + B per micro-batch is the same for every micro-batch only when each one runs all of
+    // FSDP's rules; under torch pipelining's holding the first ones gather and the last reduces.
+    p.parallel.pp_fsdp_every_microbatch = iter % 3 != 0;
     const CompiledStep s = compile_step(m, p, c);
     const SimResult r = simulate(s);
     REQUIRE(static_cast<int>(r.stages.size()) == pp);
@@ -254,7 +257,7 @@ TEST_CASE("pipeline: step >= m x the slowest stage's F + B; every stage's peak >
       CHECK(r.step_ns >= info.end_ns);
       CHECK(info.peak_bytes >= stage_static_bytes(s, st));
     }
-    CHECK(r.step_ns >= slowest * p.gradient_accumulation);
+    if (p.parallel.pp_fsdp_every_microbatch) CHECK(r.step_ns >= slowest * p.gradient_accumulation);
     CHECK(r.peak_bytes == r.stages[static_cast<std::size_t>(r.shown_stage)].peak_bytes);
     CHECK(r.min_bytes >= 0);
   }
