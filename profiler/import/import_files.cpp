@@ -141,8 +141,12 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   origin.source_format = fmts;
   origin.source_files = files;
   // The writer builds OUT under a temporary name; if anything below throws, its destructor
-  // removes the partial file, so no output is left behind.
-  ProfileWriter writer(output, origin);
+  // removes the partial file, so no output is left behind. Its SQLite inserts run on a thread of
+  // their own, so the next events are parsed while rows are written (an insert's error comes
+  // back from a later writer call or from finish()).
+  WriterOptions writer_options;
+  writer_options.background_writer = true;
+  ProfileWriter writer(output, origin, writer_options);
   // The communication-kernel rules this import classified with, so `info` can name the rule
   // that matched each kernel even if the user's rules change later.
   writer.set_meta("comm_kernel_rules", format_comm_kernel_rules(comm_kernel_rules()));
@@ -202,6 +206,7 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
+  summary.rows = writer.counts();
   writer.finish();
   return summary;
 }

@@ -8,23 +8,26 @@
 namespace ss::import {
 
 void import_kineto(const std::string& path, ImportContext& ctx) {
+  if (!ctx.kineto_buffers) ctx.kineto_buffers = std::make_shared<kineto::ReusableBuffers>();
+  kineto::ReusableBuffers& buffers = *ctx.kineto_buffers;
   // Progress is in bytes of the file on disk: reading counts as the first half, parsing the second.
   bool gz = false;
   std::uint64_t file_size = 0;
-  std::string json = read_input_file(
-      path,
+  std::string& json = buffers.json;
+  read_input_file_into(
+      path, json,
       [&](std::uint64_t done, std::uint64_t total) {
         file_size = total;
         ctx.progress(path, done / 2, total);
       },
       &gz);
   const double json_size = json.empty() ? 1.0 : static_cast<double>(json.size());
-  kineto::KinetoParser parser;
-  kineto::KinetoTrace trace = parser.parse(json, path, gz, [&](std::uint64_t offset) {
+  kineto::KinetoTrace trace = buffers.parser.parse(json, path, gz, [&](std::uint64_t offset) {
     const double half = static_cast<double>(file_size) / 2.0;
     ctx.progress(path, static_cast<std::uint64_t>(half + half * static_cast<double>(offset) / json_size), file_size);
   });
   kineto::write_trace(trace, path, ctx);
+  buffers.parser.recycle(std::move(trace));
 }
 
 namespace kineto {

@@ -231,6 +231,7 @@ bool parse_us_token_to_ns(std::string_view tok, std::int64_t& ns) {
 
 struct KinetoParser::Impl {
   od::parser parser;
+  std::vector<RawEvent> spare_events;  // a recycled trace's records: their allocation is reused
 };
 
 KinetoParser::KinetoParser() : impl_(std::make_unique<Impl>()) {}
@@ -666,6 +667,8 @@ class TraceReader {
 KinetoTrace KinetoParser::parse(const std::string& json, const std::string& label, bool inflated,
                                 const std::function<void(std::uint64_t)>& progress) {
   KinetoTrace t;
+  t.events = std::move(impl_->spare_events);
+  t.events.clear();
   if (json.capacity() < json.size() + kInputPadding)
     throw ImportError("internal: input buffer without padding for '" + label + "'");
   simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
@@ -681,6 +684,11 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
     r.fail(r.offset_of(doc), std::string("invalid JSON: ") + e.what());
   }
   return t;
+}
+
+void KinetoParser::recycle(KinetoTrace&& trace) {
+  impl_->spare_events = std::move(trace.events);
+  impl_->spare_events.clear();
 }
 
 }  // namespace ss::import::kineto

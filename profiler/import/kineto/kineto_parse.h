@@ -24,6 +24,10 @@ class KinetoParser {
   KinetoTrace parse(const std::string& json, const std::string& label, bool inflated,
                     const std::function<void(std::uint64_t done)>& progress = {});
 
+  // Hands a trace that is no longer needed back, so that the next parse() reuses its event
+  // records' allocation.
+  void recycle(KinetoTrace&& trace);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
