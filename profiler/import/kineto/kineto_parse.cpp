@@ -509,7 +509,12 @@ class TraceReader {
     return *t_.owned_strings.back();
   }
 
-  void skip(const std::string& reason) { ++t_.skipped[reason]; }
+  // Looked up without building a string: most events of a real trace are skipped (flows, runtime calls).
+  void skip(std::string_view reason) {
+    auto it = t_.skipped.find(reason);
+    if (it == t_.skipped.end()) it = t_.skipped.emplace(std::string(reason), 0).first;
+    ++it->second;
+  }
 
   void read_events(od::document& doc, od::array& events) {
     std::uint64_t count = 0;
@@ -531,6 +536,9 @@ class TraceReader {
           std::string_view s;
           if (!read_string(v, s) || s.empty()) fail_field(doc, v, offset, "event field 'ph' is not a non-empty string");
           e.ph = s[0];
+          // Flow arrows (a third of a real trace's events) are not imported: their other fields
+          // are skipped unread (keep_or_count counts the event). Kineto writes "ph" first.
+          if (e.ph == 's' || e.ph == 'f' || e.ph == 't') break;
         } else if (k == "cat") {
           std::string_view s;
           if (read_string(v, s)) {
