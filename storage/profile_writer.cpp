@@ -177,6 +177,7 @@ struct ProfileWriter::Impl {
 
   // The writer thread, when there is one: it owns `db` and the statements until finish().
   std::unique_ptr<BackgroundBatches<WriteOp>> background;
+  double writer_seconds = 0;  // its busy time, kept when it stops
 
   void begin() {
     if (!in_txn) {
@@ -523,6 +524,7 @@ void ProfileWriter::finish() {
   if (d.finished) return;
   if (d.background) {
     d.drain();  // rethrows the writer thread's error; the destructor then removes the file
+    d.writer_seconds = d.background->busy_seconds();
     d.background.reset();
   }
   d.commit();
@@ -554,6 +556,10 @@ void ProfileWriter::finish() {
 
 const std::string& ProfileWriter::path() const { return impl_->target; }
 std::int64_t ProfileWriter::kernel_count() const { return impl_->next_kernel - 1; }
+
+double ProfileWriter::writer_thread_seconds() const {
+  return impl_->background ? impl_->background->busy_seconds() : impl_->writer_seconds;
+}
 
 ProfileWriter::Counts ProfileWriter::counts() const {
   const Impl& d = *impl_;

@@ -68,6 +68,9 @@ class ProfileWriter {
   };
   Counts counts() const;
 
+  // CPU seconds the writer thread spent inserting (0 without one); final after finish().
+  double writer_thread_seconds() const;
+
   struct Impl;
 
  private:

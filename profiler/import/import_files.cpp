@@ -1,4 +1,5 @@
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,16 @@
 #include "storage/units.h"
 
 namespace ss::import {
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 const char* to_string(Format f) {
   switch (f) {
@@ -120,6 +131,8 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
                            const ImportOptions& options) {
   if (inputs.empty()) throw ImportError("no input files");
   ImportSummary summary;
+  const auto t_start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
   std::vector<Format> formats;
   for (const auto& in : inputs) {
     Format f = detect_format(in);
@@ -207,7 +220,12 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
   summary.rows = writer.counts();
+  const auto t_inputs = std::chrono::steady_clock::now();
+  summary.inputs_cpu_seconds = thread_cpu_seconds() - cpu_start;
   writer.finish();
+  summary.inputs_seconds = std::chrono::duration<double>(t_inputs - t_start).count();
+  summary.finish_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_inputs).count();
+  summary.sqlite_cpu_seconds = writer.writer_thread_seconds();
   return summary;
 }
 
