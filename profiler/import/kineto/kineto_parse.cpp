@@ -526,7 +526,7 @@ class TraceReader {
         fail(offset, std::string("event is not a JSON object: ") + simdjson::error_message(err));
       RawEvent e;
       e.offset = offset;
-      bool has_ts = false, has_dur = false;
+      bool has_ts = false, has_dur = false, flow = false;
       for (auto fr : o) {
         od::field f;
         if (!unwrap(fr, f)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(fr.error()));
@@ -536,9 +536,12 @@ class TraceReader {
           std::string_view s;
           if (!read_string(v, s) || s.empty()) fail_field(doc, v, offset, "event field 'ph' is not a non-empty string");
           e.ph = s[0];
-          // Flow arrows (a third of a real trace's events) are not imported: their other fields
-          // are skipped unread (keep_or_count counts the event). Kineto writes "ph" first.
-          if (e.ph == 's' || e.ph == 'f' || e.ph == 't') break;
+          // Flow arrows (a third of a real trace's events) are not imported: their other fields'
+          // values are left unread (keep_or_count counts the event). Kineto writes "ph" first.
+          // The loop still walks the fields, so the object's structure is checked as before.
+          flow = e.ph == 's' || e.ph == 'f' || e.ph == 't';
+        } else if (flow) {
+          continue;
         } else if (k == "cat") {
           std::string_view s;
           if (read_string(v, s)) {
