@@ -71,6 +71,23 @@ void insert(sql::Stmt& s, const Args&... args) {
   sqlite3_reset(s.get());
 }
 
+// Binds one row's values from parameter `first` on (rows of a multi-row INSERT).
+template <typename... Args>
+void bind_row(sql::Stmt& s, int first, const Args&... args) {
+  int i = first - 1;
+  (bind_value(s, ++i, args), ...);
+}
+
+// "INSERT INTO t (cols) VALUES (?,..),(?,..)..." with `rows` rows of `columns` parameters.
+std::string multi_row_insert(std::string_view head, int columns, int rows) {
+  std::string one = "(";
+  for (int c = 0; c < columns; ++c) one += c ? ",?" : "?";
+  one += ")";
+  std::string sql(head);
+  for (int r = 0; r < rows; ++r) sql += (r ? "," : " VALUES ") + one;
+  return sql;
+}
+
 void write_enum_labels(sql::Db& db) {
   sql::Stmt ins(db.get(), "INSERT INTO enums (type, value, label) VALUES (?, ?, ?)");
   auto add = [&](std::string_view type, int count, auto to_label) {
@@ -154,6 +171,11 @@ using WriteOp = std::variant<StringOp, ConfigOp, KernelOp, LaunchOp, CollectiveO
 // Rows per hand-off to the writer thread, and hand-offs it may fall behind by (~6 MB of rows).
 constexpr std::size_t kBatchRows = 4096;
 constexpr std::size_t kQueuedBatches = 16;
+constexpr std::size_t kRangeRowsPerInsert = 32;
+constexpr int kRangeColumns = 12;
+constexpr std::string_view kRangeInsertHead =
+    "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id,"
+    " parent_id, depth)";
 
 struct ProfileWriter::Impl {
   std::string target;
@@ -173,7 +195,8 @@ struct ProfileWriter::Impl {
   std::set<std::int64_t> step_numbers;
 
   sql::Stmt ins_string, ins_rank, ins_stream, ins_thread, ins_config, ins_kernel, ins_group, ins_collective,
-      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch;
+      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch,
+      ins_ranges;  // kRangeRowsPerInsert rows
 
   // The writer thread, when there is one: it owns `db` and the statements until finish().
   std::unique_ptr<BackgroundBatches<WriteOp>> background;
@@ -251,12 +274,40 @@ struct ProfileWriter::Impl {
            OptionalId{c.sequence}, c.start, c.end - c.start);
     row_added();
   }
-  void write_one(const RangeOp& o) {
+  static void bind_range(sql::Stmt& st, int first, const RangeOp& o) {
     const RangeRow& r = o.r;
-    insert(ins_range, o.id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
-           std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
-           OptionalId{r.parent}, r.depth);
+    bind_row(st, first, o.id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
+             std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
+             OptionalId{r.parent}, r.depth);
+  }
+  void write_one(const RangeOp& o) {
+    bind_range(ins_range, 1, o);
+    ins_range.step();
+    sqlite3_reset(ins_range.get());
     row_added();
+  }
+
+  // A batch from the writer thread. Runs of kRangeRowsPerInsert range rows (a lane's ranges come
+  // one after another; they are most of a real trace's rows) go in one multi-row INSERT: SQLite
+  // then keeps its cursor at the table's end instead of seeking from the root for every row.
+  // The rows and their order are the same as one by one.
+  void write_batch(const std::vector<WriteOp>& batch) {
+    for (std::size_t i = 0; i < batch.size();) {
+      std::size_t run = 0;
+      while (run < kRangeRowsPerInsert && i + run < batch.size() && std::holds_alternative<RangeOp>(batch[i + run]))
+        ++run;
+      if (run == kRangeRowsPerInsert) {
+        for (std::size_t k = 0; k < run; ++k)
+          bind_range(ins_ranges, static_cast<int>(k * kRangeColumns + 1), std::get<RangeOp>(batch[i + k]));
+        ins_ranges.step();
+        sqlite3_reset(ins_ranges.get());
+        for (std::size_t k = 0; k < run; ++k) row_added();
+        i += run;
+      } else {
+        write(batch[i]);
+        ++i;
+      }
+    }
   }
   void write_one(const MemoryOp& o) {
     const MemoryEventRow& m = o.m;
@@ -325,9 +376,8 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   d.ins_module = sql::Stmt(d.db.get(),
                            "INSERT INTO modules (id, parent_id, fqn, class_name, param_count, param_bytes,"
                            " is_fsdp_unit, fsdp_unit_id, reshard_policy) VALUES (?,?,?,?,?,?,?,?,?)");
-  d.ins_range = sql::Stmt(d.db.get(),
-                          "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind,"
-                          " phase, module_id, parent_id, depth) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  d.ins_range = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, 1));
+  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, kRangeRowsPerInsert));
   d.ins_memory = sql::Stmt(d.db.get(),
                            "INSERT INTO memory_events (id, rank, time_ns, address, bytes, category, module_id,"
                            " stream_id) VALUES (?,?,?,?,?,?,?,?)");
@@ -361,7 +411,7 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   if (options.background_writer)
     d.background = std::make_unique<BackgroundBatches<WriteOp>>(
         [&d](std::vector<WriteOp>& batch) {
-          for (const WriteOp& op : batch) d.write(op);
+          d.write_batch(batch);
         },
         kBatchRows, kQueuedBatches);
 }
@@ -538,6 +588,7 @@ void ProfileWriter::finish() {
   d.ins_collective = {};
   d.ins_module = {};
   d.ins_range = {};
+  d.ins_ranges = {};
   d.ins_memory = {};
   d.ins_step = {};
   d.ins_skipped = {};

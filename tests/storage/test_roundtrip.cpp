@@ -314,6 +314,37 @@ TEST_CASE("the writer thread writes the same file as direct inserts", "[storage]
   CHECK(q(db, "SELECT module_id FROM kernels WHERE id = " + std::to_string(b.copy)) == b.layer);
 }
 
+// Long runs of ranges go to SQLite in multi-row INSERTs on the writer thread; short runs, and
+// every row without the thread, one by one. Both give the same file.
+TEST_CASE("the writer thread's multi-row range inserts give the same file", "[storage][writer]") {
+  test::TempDir dir;
+  auto write = [&](const std::string& path, bool threaded) {
+    Origin o;
+    o.created_utc = "2026-01-02T03:04:05Z";
+    WriterOptions opts;
+    opts.background_writer = threaded;
+    ProfileWriter w(path, o, opts);
+    const RowId th = w.add_thread({0, 1, "main"});
+    RowId parent = kNoRow;
+    for (int i = 0; i < 10'000; ++i) {
+      // Runs of 1..97 ranges between other rows, some with NULLs (no thread / module / parent).
+      const auto name = w.intern("range " + std::to_string(i % 37));
+      const bool odd = i % 3 == 0;
+      parent = w.add_range({i % 2, odd ? kNoRow : th, odd ? 5 : kNoRow, i * 100, i * 100 + 50 + i % 7, name,
+                            static_cast<RangeKind>(i % 3), RangePhase::Forward, odd ? kNoRow : i, parent, i % 5});
+      if (i % 97 == 0 || i % 41 == 0) w.add_step({0, i, i * 100, i * 100 + 1});
+    }
+    w.finish();
+  };
+  write(dir.file("direct.ssdb"), false);
+  write(dir.file("threaded.ssdb"), true);
+  CHECK(test::sha256_of_file(dir.file("direct.ssdb")) == test::sha256_of_file(dir.file("threaded.ssdb")));
+  sql::Db db = open_profile_readonly(dir.file("threaded.ssdb"));
+  CHECK(q(db, "SELECT count(*) FROM ranges") == 10'000);
+  CHECK(q(db, "SELECT count(*) FROM ranges WHERE thread_id IS NULL") == 3334);
+  CHECK(q(db, "SELECT sum(duration_ns) FROM ranges") == 10'000 * 50 + q(db, "SELECT sum((id - 1) % 7) FROM ranges"));
+}
+
 TEST_CASE("a writer thread's rows are written in batches, in order, past many hand-offs", "[storage][writer]") {
   test::TempDir dir;
   const auto path = dir.file("many.ssdb");
