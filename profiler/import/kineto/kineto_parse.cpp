@@ -524,7 +524,7 @@ class TraceReader {
       od::object o;
       if (auto err = er.get_object().get(o))
         fail(offset, std::string("event is not a JSON object: ") + simdjson::error_message(err));
-      RawEvent e;
+      RawEvent& e = t_.events.emplace_back();  // built in place: no copy of the record when kept
       e.offset = offset;
       bool has_ts = false, has_dur = false, flow = false;
       for (auto fr : o) {
@@ -574,7 +574,7 @@ class TraceReader {
         }
       }
       if (++count % 65536 == 0 && progress_) progress_(offset);
-      keep_or_count(std::move(e), has_ts, has_dur);
+      if (!keep_or_count(e, has_ts, has_dur)) t_.events.pop_back();
     }
   }
 
@@ -591,16 +591,18 @@ class TraceReader {
                          "') has no '" + what + "'");
   }
 
-  void keep_or_count(RawEvent&& e, bool has_ts, bool has_dur) {
+  // Whether the event (already in place at the back of t_.events) is kept; one that is not is
+  // counted as skipped and taken off by the caller.
+  bool keep_or_count(RawEvent& e, bool has_ts, bool has_dur) {
     if (e.ph == 0) fail(e.offset, "event has no 'ph' (phase) field");
     if (e.ph == 'M') {
       if (e.name == "thread_name" && e.tid != kAbsent && !e.arg_name.empty())
         t_.thread_names.emplace_back(e.tid, std::string(e.arg_name));
-      return;
+      return false;
     }
     if (e.ph == 's' || e.ph == 'f' || e.ph == 't' || e.cat == Cat::Flow) {
       skip("flow arrow (ac2g/fwdbwd; kernels are linked by correlation id instead)");
-      return;
+      return false;
     }
     if (e.ph == 'X') {
       require(e, e.has_name, "name");
@@ -616,42 +618,38 @@ class TraceReader {
           if (e.stream == kAbsent) e.stream = e.tid;
           if (e.device == kAbsent || e.stream == kAbsent)
             fail(e.offset, "GPU event '" + std::string(e.name.substr(0, 80)) + "' has no device/stream (pid/tid)");
-          t_.events.push_back(std::move(e));
-          return;
+          return true;
         case Cat::Runtime:
           skip("CUDA runtime/driver call (used to attribute kernels, not stored)");
-          if (e.correlation != kAbsent && e.tid != kAbsent) t_.events.push_back(std::move(e));
-          return;
+          return e.correlation != kAbsent && e.tid != kAbsent;
         case Cat::CpuOp:
         case Cat::UserAnnotation:
           require(e, e.tid != kAbsent, "tid");
-          t_.events.push_back(std::move(e));
-          return;
+          return true;
         case Cat::PythonFunction:
           if (e.name.rfind("nn.Module: ", 0) == 0 && e.tid != kAbsent) {
-            t_.events.push_back(std::move(e));
-          } else {
-            skip("python_function (Python stack frame)");
+            return true;
           }
-          return;
+          skip("python_function (Python stack frame)");
+          return false;
         default: break;
       }
       skip_category(e);
-      return;
+      return false;
     }
     if (e.ph == 'i' || e.ph == 'I') {
       require(e, has_ts, "ts");
       if (e.name == "[memory]") {
         if (e.tid == kAbsent) e.tid = 0;
         e.cat = Cat::CpuInstant;
-        t_.events.push_back(std::move(e));
-        return;
+        return true;
       }
       skip("instant event other than [memory]");
-      return;
+      return false;
     }
     skip(std::string("event phase '") + (std::isprint(static_cast<unsigned char>(e.ph)) ? std::string(1, e.ph) : "?") +
          "' not imported");
+    return false;
   }
 
   void skip_category(const RawEvent& e) {
