@@ -207,6 +207,15 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
           ctx.progress(inputs[i], 1, 1);
           kineto::write_parsed(parsed, inputs[i], ctx);
         } else {
+          // Without parse-ahead workers, the next Kineto file is read while this one is parsed.
+          if (!ctx.kineto_buffers) ctx.kineto_buffers = std::make_shared<kineto::ReusableBuffers>();
+          ctx.kineto_buffers->upcoming.clear();
+          if (ahead == 0)
+            for (std::size_t j = i + 1; j < inputs.size(); ++j)
+              if (formats[j] == Format::KinetoJson) {
+                ctx.kineto_buffers->upcoming = inputs[j];
+                break;
+              }
           import_kineto(inputs[i], ctx);
         }
         break;

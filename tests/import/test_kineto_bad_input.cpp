@@ -233,3 +233,22 @@ TEST_CASE("broken JSON inside a flow arrow", "[kineto][bad]") {
   CHECK(s.kernels == 1);
   CHECK(s.rows.skipped_events == 1);
 }
+
+// The next rank file is read on a helper thread while the current one is parsed: its read error
+// still comes out, naming that file, and nothing is written.
+TEST_CASE("a bad second rank file, read ahead", "[kineto][bad]") {
+  TempDir dir;
+  const std::string json = read_file(fixture("fsdp_rank1.json"));
+  const auto good = dir.file("rank0.json");
+  write_file(good, json);
+  const std::string gz = gzip_bytes(json);
+  const auto cut = dir.file("rank1.json.gz");
+  write_file(cut, gz.substr(0, gz.size() / 2));
+  const auto m = import_error(dir, {good, cut});
+  CHECK_THAT(m, Catch::Contains("rank1.json.gz") && Catch::Contains("truncated gzip"));
+  // A third file after the bad one changes nothing.
+  const auto third = dir.file("rank2.json");
+  write_file(third, json);
+  const auto m2 = import_error(dir, {good, cut, third});
+  CHECK_THAT(m2, Catch::Contains("rank1.json.gz") && Catch::Contains("truncated gzip"));
+}

@@ -1,4 +1,6 @@
 // import_kineto: read (inflating .json.gz), parse with simdjson On-Demand, write rows.
+#include <filesystem>
+
 #include "profiler/import/common/input_file.h"
 #include "profiler/import/import.h"
 #include "profiler/import/kineto/kineto_build.h"
@@ -14,13 +16,21 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
   bool gz = false;
   std::uint64_t file_size = 0;
   std::string& json = buffers.json;
-  read_input_file_into(
-      path, json,
-      [&](std::uint64_t done, std::uint64_t total) {
-        file_size = total;
-        ctx.progress(path, done / 2, total);
-      },
-      &gz);
+  if (buffers.take_read_ahead(path, gz)) {
+    std::error_code ec;
+    file_size = std::filesystem::file_size(path, ec);
+    if (ec || file_size == 0) file_size = json.size() + 1;
+    ctx.progress(path, file_size / 2, file_size);
+  } else {
+    read_input_file_into(
+        path, json,
+        [&](std::uint64_t done, std::uint64_t total) {
+          file_size = total;
+          ctx.progress(path, done / 2, total);
+        },
+        &gz);
+  }
+  if (!buffers.upcoming.empty()) buffers.read_ahead(buffers.upcoming);
   const double json_size = json.empty() ? 1.0 : static_cast<double>(json.size());
   kineto::KinetoTrace trace = buffers.parser.parse(json, path, gz, [&](std::uint64_t offset) {
     const double half = static_cast<double>(file_size) / 2.0;
@@ -31,6 +41,21 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
 }
 
 namespace kineto {
+
+void ReusableBuffers::read_ahead(const std::string& path) {
+  if (next_read_.valid()) return;  // one read in flight at a time
+  next_path_ = path;
+  next_read_ = std::async(std::launch::async, [this, path] { read_input_file_into(path, next_json_, {}, &next_gz_); });
+}
+
+bool ReusableBuffers::take_read_ahead(const std::string& path, bool& gz) {
+  if (!next_read_.valid() || next_path_ != path) return false;
+  std::future<void> read = std::move(next_read_);
+  read.get();  // the read's ImportError / ProfileError, as a read on this thread would throw it
+  std::swap(json, next_json_);  // the old buffer becomes the next read's: no allocation
+  gz = next_gz_;
+  return true;
+}
 
 ParsedKineto read_and_parse(const std::string& path) {
   bool gz = false;

@@ -4,6 +4,7 @@
 #include "profiler/import/kineto/kineto_parse.h"
 #include "profiler/import/kineto/kineto_trace.h"
 
+#include <future>
 #include <memory>
 
 #include <string>
@@ -31,6 +32,19 @@ ParsedKineto read_and_parse(const std::string& path);
 struct ReusableBuffers {
   std::string json;
   KinetoParser parser;
+
+  // The next input file, read on a helper thread while this one is parsed and attributed (the
+  // read is mostly the kernel's copy, ~10% of the import: so it leaves the main thread). The
+  // caller names the file that comes next; import_kineto starts the read and takes it up.
+  std::string upcoming;
+  void read_ahead(const std::string& path);
+  // True when `path` was read ahead: it is then in `json` (swapped in). Rethrows the read's error.
+  bool take_read_ahead(const std::string& path, bool& gz);
+
+ private:
+  std::string next_json_, next_path_;
+  bool next_gz_ = false;
+  std::future<void> next_read_;  // declared last: joined before the buffer it fills is freed
 };  // no progress reports (any thread)
 void write_parsed(const ParsedKineto& parsed, const std::string& path, ImportContext& ctx);
 
