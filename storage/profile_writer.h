@@ -1,6 +1,7 @@
 // Writes a profile: schema creation, interned strings, prepared statements batched in large
 // transactions. By default the file is built under a temporary name and renamed into place by
 // finish(), so an error or a crash never leaves a half-written profile at the target path.
+// Optionally (WriterOptions::background_writer) the inserts run on a writer thread of their own.
 #pragma once
 
 #include <memory>
