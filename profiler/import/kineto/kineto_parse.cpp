@@ -232,6 +232,11 @@ bool parse_us_token_to_ns(std::string_view tok, std::int64_t& ns) {
 struct KinetoParser::Impl {
   od::parser parser;
   std::vector<RawEvent> spare_events;  // a recycled trace's records: their allocation is reused
+  // index(): the document of `indexed` (stage 1 done), or the error it gave.
+  od::document doc;
+  simdjson::error_code index_error = simdjson::SUCCESS;
+  const char* indexed = nullptr;
+  std::size_t indexed_size = 0;
 };
 
 KinetoParser::KinetoParser() : impl_(std::make_unique<Impl>()) {}
@@ -682,7 +687,15 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
     throw ImportError("internal: input buffer without padding for '" + label + "'");
   simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
   od::document doc;
-  if (auto e = impl_->parser.iterate(view).get(doc)) {
+  simdjson::error_code indexing;
+  if (impl_->indexed == json.data() && impl_->indexed_size == json.size()) {
+    doc = std::move(impl_->doc);  // index() ran stage 1 already (on another thread)
+    indexing = impl_->index_error;
+  } else {
+    indexing = impl_->parser.iterate(view).get(doc);
+  }
+  impl_->indexed = nullptr;
+  if (auto e = indexing) {
     throw ImportError("'" + label + "': invalid JSON: " + simdjson::error_message(e) +
                       (e == simdjson::EMPTY ? " (the file is empty)" : " (found while indexing the document)"));
   }
@@ -693,6 +706,15 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
     r.fail(r.offset_of(doc), std::string("invalid JSON: ") + e.what());
   }
   return t;
+}
+
+void KinetoParser::index(const std::string& json) {
+  impl_->indexed = nullptr;
+  if (json.capacity() < json.size() + kInputPadding) return;  // parse() reports it
+  simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
+  impl_->index_error = impl_->parser.iterate(view).get(impl_->doc);
+  impl_->indexed = json.data();
+  impl_->indexed_size = json.size();
 }
 
 void KinetoParser::recycle(KinetoTrace&& trace) {
