@@ -159,6 +159,10 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   // back from a later writer call or from finish()).
   WriterOptions writer_options;
   writer_options.background_writer = true;
+  // Commits every 50,000 rows write the pages out on the writer thread as the import goes, instead
+  // of all of them in one final commit that the import waits for (no journal: a commit is only
+  // the page writes; the file is renamed into place only at the end anyway).
+  writer_options.rows_per_transaction = 50'000;
   ProfileWriter writer(output, origin, writer_options);
   // The communication-kernel rules this import classified with, so `info` can name the rule
   // that matched each kernel even if the user's rules change later.
@@ -224,6 +228,9 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
       case Format::Unknown: break;
     }
   }
+  // The parse buffers (JSON text, indexes, event records: ~100 MB for a few rank files) are freed
+  // now, while the writer thread still inserts the last rows, not after the file is in place.
+  ctx.kineto_buffers.reset();
   if (options.show_progress) std::fprintf(stderr, "\n");
   ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
