@@ -2,14 +2,24 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <variant>
+#include <vector>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
+#include "storage/background_batches.h"
 #include "storage/schema.h"
 #include "storage/sqlite_handle.h"
 #include "storage/version.h"
@@ -61,6 +71,23 @@ void insert(sql::Stmt& s, const Args&... args) {
   sqlite3_reset(s.get());
 }
 
+// Binds one row's values from parameter `first` on (rows of a multi-row INSERT).
+template <typename... Args>
+void bind_row(sql::Stmt& s, int first, const Args&... args) {
+  int i = first - 1;
+  (bind_value(s, ++i, args), ...);
+}
+
+// "INSERT INTO t (cols) VALUES (?,..),(?,..)..." with `rows` rows of `columns` parameters.
+std::string multi_row_insert(std::string_view head, int columns, int rows) {
+  std::string one = "(";
+  for (int c = 0; c < columns; ++c) one += c ? ",?" : "?";
+  one += ")";
+  std::string sql(head);
+  for (int r = 0; r < rows; ++r) sql += (r ? "," : " VALUES ") + one;
+  return sql;
+}
+
 void write_enum_labels(sql::Db& db) {
   sql::Stmt ins(db.get(), "INSERT INTO enums (type, value, label) VALUES (?, ?, ?)");
   auto add = [&](std::string_view type, int count, auto to_label) {
@@ -92,6 +119,64 @@ std::string utc_now_iso8601() {
   return buf.data();
 }
 
+namespace {
+
+// One row for the writer thread (WriterOptions::background_writer). The ids are assigned when
+// the row is added, so the producer never waits for SQLite; the writer inserts rows in the order
+// they were added, which gives the same file as writing them directly.
+struct StringOp {
+  std::int64_t id;
+  std::string_view value;  // the interned copy's text: map nodes never move
+};
+struct ConfigOp {
+  RowId id;
+  LaunchConfig c;
+};
+struct KernelOp {
+  RowId id;
+  KernelRow k;
+};
+struct LaunchOp {
+  RowId id;
+  LaunchRow l;
+};
+struct CollectiveOp {
+  RowId id;
+  CollectiveRow c;
+};
+struct RangeOp {
+  RowId id;
+  RangeRow r;
+};
+struct MemoryOp {
+  RowId id;
+  MemoryEventRow m;
+};
+struct StepOp {
+  RowId id;
+  StepRow s;
+};
+struct KernelModuleOp {
+  RowId kernel, module;
+};
+// Rare rows that carry strings of their own (meta, ranks, streams, threads, modules ...).
+struct OwnedOp {
+  std::function<void()> run;
+};
+using WriteOp = std::variant<StringOp, ConfigOp, KernelOp, LaunchOp, CollectiveOp, RangeOp, MemoryOp, StepOp,
+                             KernelModuleOp, OwnedOp>;
+
+}  // namespace
+
+// Rows per hand-off to the writer thread, and hand-offs it may fall behind by (~6 MB of rows).
+constexpr std::size_t kBatchRows = 4096;
+constexpr std::size_t kQueuedBatches = 16;
+constexpr std::size_t kRangeRowsPerInsert = 32;
+constexpr int kRangeColumns = 12;
+constexpr std::string_view kRangeInsertHead =
+    "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id,"
+    " parent_id, depth)";
+
 struct ProfileWriter::Impl {
   std::string target;
   std::string working;  // file being written (target itself when not atomic)
@@ -105,9 +190,17 @@ struct ProfileWriter::Impl {
   std::unordered_map<LaunchConfig, RowId, ConfigHash> configs;
   RowId next_stream = 1, next_thread = 1, next_config = 1, next_kernel = 1, next_group = 1, next_collective = 1,
         next_module = 1, next_range = 1, next_memory = 1, next_step = 1, next_launch = 1;
+  std::int64_t copies = 0, memsets = 0, skipped = 0;
+  std::set<int> ranks;                    // of the ranks and streams tables
+  std::set<std::int64_t> step_numbers;
 
   sql::Stmt ins_string, ins_rank, ins_stream, ins_thread, ins_config, ins_kernel, ins_group, ins_collective,
-      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch;
+      ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch,
+      ins_ranges;  // kRangeRowsPerInsert rows
+
+  // The writer thread, when there is one: it owns `db` and the statements until finish().
+  std::unique_ptr<BackgroundBatches<WriteOp>> background;
+  double writer_seconds = 0;  // its busy time, kept when it stops
 
   void begin() {
     if (!in_txn) {
@@ -128,6 +221,106 @@ struct ProfileWriter::Impl {
       begin();
     }
   }
+
+  void emit(WriteOp&& op) {
+    if (background)
+      background->push(std::move(op));
+    else
+      write(op);
+  }
+  // A row with strings of its own: the closure holds copies of them.
+  template <typename Fn>
+  void emit_owned(Fn&& fn) {
+    if (background)
+      background->push(OwnedOp{std::forward<Fn>(fn)});
+    else
+      fn();
+  }
+  // Waits until the writer thread has written everything added so far (rethrows its error).
+  void drain() {
+    if (background) background->drain();
+  }
+
+  void write(const WriteOp& op) {
+    std::visit([this](const auto& o) { write_one(o); }, op);
+  }
+  void write_one(const StringOp& o) {
+    insert(ins_string, o.id, o.value);
+    row_added();
+  }
+  void write_one(const ConfigOp& o) {
+    const LaunchConfig& c = o.c;
+    insert(ins_config, o.id, c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_mem_bytes,
+           c.registers_per_thread);
+  }
+  void write_one(const KernelOp& o) {
+    const KernelRow& k = o.k;
+    const bool copy = k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset;
+    insert(ins_kernel, o.id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
+           OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
+           OptionalId{copy ? k.bytes : kNoRow});
+    row_added();
+  }
+  void write_one(const LaunchOp& o) {
+    const LaunchRow& l = o.l;
+    insert(ins_launch, o.id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
+           OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
+    row_added();
+  }
+  void write_one(const CollectiveOp& o) {
+    const CollectiveRow& c = o.c;
+    insert(ins_collective, o.id, c.rank, OptionalId{c.kernel}, static_cast<int>(c.type), c.bytes,
+           OptionalId{c.dtype == 0 ? kNoRow : std::int64_t{c.dtype}}, OptionalId{c.process_group}, c.group_size,
+           OptionalId{c.sequence}, c.start, c.end - c.start);
+    row_added();
+  }
+  static void bind_range(sql::Stmt& st, int first, const RangeOp& o) {
+    const RangeRow& r = o.r;
+    bind_row(st, first, o.id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
+             std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
+             OptionalId{r.parent}, r.depth);
+  }
+  void write_one(const RangeOp& o) {
+    bind_range(ins_range, 1, o);
+    ins_range.step();
+    sqlite3_reset(ins_range.get());
+    row_added();
+  }
+
+  // A batch from the writer thread. Runs of kRangeRowsPerInsert range rows (a lane's ranges come
+  // one after another; they are most of a real trace's rows) go in one multi-row INSERT: SQLite
+  // then keeps its cursor at the table's end instead of seeking from the root for every row.
+  // The rows and their order are the same as one by one.
+  void write_batch(const std::vector<WriteOp>& batch) {
+    for (std::size_t i = 0; i < batch.size();) {
+      std::size_t run = 0;
+      while (run < kRangeRowsPerInsert && i + run < batch.size() && std::holds_alternative<RangeOp>(batch[i + run]))
+        ++run;
+      if (run == kRangeRowsPerInsert) {
+        for (std::size_t k = 0; k < run; ++k)
+          bind_range(ins_ranges, static_cast<int>(k * kRangeColumns + 1), std::get<RangeOp>(batch[i + k]));
+        ins_ranges.step();
+        sqlite3_reset(ins_ranges.get());
+        for (std::size_t k = 0; k < run; ++k) row_added();
+        i += run;
+      } else {
+        write(batch[i]);
+        ++i;
+      }
+    }
+  }
+  void write_one(const MemoryOp& o) {
+    const MemoryEventRow& m = o.m;
+    insert(ins_memory, o.id, m.rank, m.time, m.address, m.bytes, static_cast<int>(m.category), OptionalId{m.module},
+           OptionalId{m.stream});
+    row_added();
+  }
+  void write_one(const StepOp& o) {
+    const StepRow& st = o.s;
+    insert(ins_step, o.id, st.rank, st.number, st.start, st.end - st.start);
+  }
+  void write_one(const KernelModuleOp& o) { insert(upd_kernel_module, OptionalId{o.module}, o.kernel); }
+  void write_one(const OwnedOp& o) { o.run(); }
 };
 
 ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, WriterOptions options)
@@ -183,9 +376,8 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   d.ins_module = sql::Stmt(d.db.get(),
                            "INSERT INTO modules (id, parent_id, fqn, class_name, param_count, param_bytes,"
                            " is_fsdp_unit, fsdp_unit_id, reshard_policy) VALUES (?,?,?,?,?,?,?,?,?)");
-  d.ins_range = sql::Stmt(d.db.get(),
-                          "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind,"
-                          " phase, module_id, parent_id, depth) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  d.ins_range = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, 1));
+  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, kRangeRowsPerInsert));
   d.ins_memory = sql::Stmt(d.db.get(),
                            "INSERT INTO memory_events (id, rank, time_ns, address, bytes, category, module_id,"
                            " stream_id) VALUES (?,?,?,?,?,?,?,?)");
@@ -215,11 +407,20 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   ins_origin.bind(7, origin.created_utc.empty() ? utc_now_iso8601() : origin.created_utc);
   ins_origin.bind(8, origin.notes);
   ins_origin.step();
+
+  if (options.background_writer)
+    d.background = std::make_unique<BackgroundBatches<WriteOp>>(
+        [&d](std::vector<WriteOp>& batch) {
+          d.write_batch(batch);
+        },
+        kBatchRows, kQueuedBatches);
 }
 
 ProfileWriter::~ProfileWriter() {
   if (!impl_ || impl_->finished) return;
-  // Abandoned: never leave a half-written file behind in atomic mode.
+  // Abandoned: stop the writer thread first (what it has not written yet is dropped), then never
+  // leave a half-written file behind in atomic mode.
+  impl_->background.reset();
   if (impl_->opts.atomic_rename) {
     impl_->db.close();
     std::remove(impl_->working.c_str());
@@ -236,32 +437,41 @@ std::uint32_t ProfileWriter::intern(std::string_view s) {
   Impl& d = *impl_;
   if (auto it = d.strings.find(s); it != d.strings.end()) return it->second;
   auto id = static_cast<std::uint32_t>(d.strings.size());
-  d.strings.emplace(std::string(s), id);
-  insert(d.ins_string, std::int64_t{id}, s);
-  d.row_added();
+  auto [it, added] = d.strings.emplace(std::string(s), id);
+  d.emit(StringOp{std::int64_t{id}, it->first});
   return id;
 }
 
-void ProfileWriter::set_meta(std::string_view key, std::string_view value) { insert(impl_->ins_meta, key, value); }
+void ProfileWriter::set_meta(std::string_view key, std::string_view value) {
+  Impl& d = *impl_;
+  d.emit_owned([&d, k = std::string(key), v = std::string(value)] { insert(d.ins_meta, std::string_view(k), std::string_view(v)); });
+}
 
 void ProfileWriter::set_time_origin(TimeNs unix_ns) { set_meta("time_origin_unix_ns", std::to_string(unix_ns)); }
 
 void ProfileWriter::add_rank(const RankInfo& r) {
-  insert(impl_->ins_rank, r.rank, r.host, r.pid, r.device_index, r.gpu_name, r.gpu_memory_bytes, r.sm_count,
-         r.compute_major, r.compute_minor, r.clock_offset_ns, r.world_size);
+  Impl& d = *impl_;
+  d.ranks.insert(r.rank);
+  d.emit_owned([&d, r] {
+    insert(d.ins_rank, r.rank, std::string_view(r.host), r.pid, r.device_index, std::string_view(r.gpu_name),
+           r.gpu_memory_bytes, r.sm_count, r.compute_major, r.compute_minor, r.clock_offset_ns, r.world_size);
+  });
 }
 
 RowId ProfileWriter::add_stream(const StreamInfo& st) {
   Impl& d = *impl_;
   const RowId id = d.next_stream++;
-  insert(d.ins_stream, id, st.rank, st.device, st.native_id, static_cast<int>(st.kind), st.name);
+  d.ranks.insert(st.rank);
+  d.emit_owned([&d, id, st] {
+    insert(d.ins_stream, id, st.rank, st.device, st.native_id, static_cast<int>(st.kind), std::string_view(st.name));
+  });
   return id;
 }
 
 RowId ProfileWriter::add_thread(const ThreadInfo& t) {
   Impl& d = *impl_;
   const RowId id = d.next_thread++;
-  insert(d.ins_thread, id, t.rank, t.tid, t.name);
+  d.emit_owned([&d, id, t] { insert(d.ins_thread, id, t.rank, t.tid, std::string_view(t.name)); });
   return id;
 }
 
@@ -269,8 +479,7 @@ RowId ProfileWriter::launch_config(const LaunchConfig& c) {
   Impl& d = *impl_;
   if (auto it = d.configs.find(c); it != d.configs.end()) return it->second;
   const RowId id = d.next_config++;
-  insert(d.ins_config, id, c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_mem_bytes,
-         c.registers_per_thread);
+  d.emit(ConfigOp{id, c});
   d.configs.emplace(c, id);
   return id;
 }
@@ -278,90 +487,96 @@ RowId ProfileWriter::launch_config(const LaunchConfig& c) {
 RowId ProfileWriter::add_kernel(const KernelRow& k) {
   Impl& d = *impl_;
   const RowId id = d.next_kernel++;
-  const bool copy = k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset;
-  insert(d.ins_kernel, id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
-         OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
-         OptionalId{copy ? k.bytes : kNoRow});
-  d.row_added();
+  if (k.category == KernelCategory::Memcpy) ++d.copies;
+  if (k.category == KernelCategory::Memset) ++d.memsets;
+  d.emit(KernelOp{id, k});
   return id;
 }
 
 RowId ProfileWriter::add_launch(const LaunchRow& l) {
   Impl& d = *impl_;
   const RowId id = d.next_launch++;
-  insert(d.ins_launch, id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
-         OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
-  d.row_added();
+  d.emit(LaunchOp{id, l});
   return id;
 }
 
 RowId ProfileWriter::add_process_group(const ProcessGroupRow& g) {
   Impl& d = *impl_;
   const RowId id = d.next_group++;
-  insert(d.ins_group, id, g.name, g.description, g.ranks, g.size, g.backend);
+  d.emit_owned([&d, id, g] {
+    insert(d.ins_group, id, std::string_view(g.name), std::string_view(g.description), std::string_view(g.ranks),
+           g.size, std::string_view(g.backend));
+  });
   return id;
 }
 
 RowId ProfileWriter::add_collective(const CollectiveRow& c) {
   Impl& d = *impl_;
   const RowId id = d.next_collective++;
-  insert(d.ins_collective, id, c.rank, OptionalId{c.kernel}, static_cast<int>(c.type), c.bytes,
-         OptionalId{c.dtype == 0 ? kNoRow : std::int64_t{c.dtype}}, OptionalId{c.process_group}, c.group_size,
-         OptionalId{c.sequence}, c.start, c.end - c.start);
-  d.row_added();
+  d.emit(CollectiveOp{id, c});
   return id;
 }
 
 RowId ProfileWriter::add_module(const ModuleRow& m) {
   Impl& d = *impl_;
   const RowId id = d.next_module++;
-  insert(d.ins_module, id, OptionalId{m.parent}, m.fqn, m.class_name, m.param_count, m.param_bytes,
-         m.is_fsdp_unit ? 1 : 0, OptionalId{m.fsdp_unit}, OptionalText{m.reshard_policy});
+  d.emit_owned([&d, id, m] {
+    insert(d.ins_module, id, OptionalId{m.parent}, std::string_view(m.fqn), std::string_view(m.class_name),
+           m.param_count, m.param_bytes, m.is_fsdp_unit ? 1 : 0, OptionalId{m.fsdp_unit},
+           OptionalText{m.reshard_policy});
+  });
   return id;
 }
 
 RowId ProfileWriter::add_range(const RangeRow& r) {
   Impl& d = *impl_;
   const RowId id = d.next_range++;
-  insert(d.ins_range, id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
-         std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
-         OptionalId{r.parent}, r.depth);
-  d.row_added();
+  d.emit(RangeOp{id, r});
   return id;
 }
 
 RowId ProfileWriter::add_memory_event(const MemoryEventRow& m) {
   Impl& d = *impl_;
   const RowId id = d.next_memory++;
-  insert(d.ins_memory, id, m.rank, m.time, m.address, m.bytes, static_cast<int>(m.category), OptionalId{m.module},
-         OptionalId{m.stream});
-  d.row_added();
+  d.emit(MemoryOp{id, m});
   return id;
 }
 
 RowId ProfileWriter::add_step(const StepRow& st) {
   Impl& d = *impl_;
   const RowId id = d.next_step++;
-  insert(d.ins_step, id, st.rank, st.number, st.start, st.end - st.start);
+  d.step_numbers.insert(st.number);
+  d.emit(StepOp{id, st});
   return id;
 }
 
 void ProfileWriter::add_skipped(int rank, std::string_view reason, std::int64_t count) {
-  insert(impl_->ins_skipped, OptionalId{rank < 0 ? kNoRow : rank}, reason, count);
+  Impl& d = *impl_;
+  d.skipped += count;
+  d.emit_owned([&d, rank, r = std::string(reason), count] {
+    insert(d.ins_skipped, OptionalId{rank < 0 ? kNoRow : rank}, std::string_view(r), count);
+  });
 }
 
-void ProfileWriter::set_kernel_module(RowId kernel, RowId module) {
-  insert(impl_->upd_kernel_module, OptionalId{module}, kernel);
-}
+void ProfileWriter::set_kernel_module(RowId kernel, RowId module) { impl_->emit(KernelModuleOp{kernel, module}); }
 
 void ProfileWriter::commit() {
-  impl_->commit();
-  impl_->begin();
+  Impl& d = *impl_;
+  d.emit_owned([&d] {
+    d.commit();
+    d.begin();
+  });
+  d.drain();  // durable when this returns, as without the writer thread
 }
 
 void ProfileWriter::finish() {
   Impl& d = *impl_;
   if (d.finished) return;
+  if (d.background) {
+    d.drain();  // rethrows the writer thread's error; the destructor then removes the file
+    d.writer_seconds = d.background->busy_seconds();
+    d.background.reset();
+  }
   d.commit();
   d.ins_string = {};
   d.ins_rank = {};
@@ -373,6 +588,7 @@ void ProfileWriter::finish() {
   d.ins_collective = {};
   d.ins_module = {};
   d.ins_range = {};
+  d.ins_ranges = {};
   d.ins_memory = {};
   d.ins_step = {};
   d.ins_skipped = {};
@@ -391,5 +607,25 @@ void ProfileWriter::finish() {
 
 const std::string& ProfileWriter::path() const { return impl_->target; }
 std::int64_t ProfileWriter::kernel_count() const { return impl_->next_kernel - 1; }
+
+double ProfileWriter::writer_thread_seconds() const {
+  return impl_->background ? impl_->background->busy_seconds() : impl_->writer_seconds;
+}
+
+ProfileWriter::Counts ProfileWriter::counts() const {
+  const Impl& d = *impl_;
+  Counts c;
+  c.ranks = static_cast<std::int64_t>(d.ranks.size());
+  c.kernels = d.next_kernel - 1 - d.copies - d.memsets;
+  c.copies = d.copies;
+  c.memsets = d.memsets;
+  c.collectives = d.next_collective - 1;
+  c.ranges = d.next_range - 1;
+  c.modules = d.next_module - 1;
+  c.memory_events = d.next_memory - 1;
+  c.steps = static_cast<std::int64_t>(d.step_numbers.size());
+  c.skipped_events = d.skipped;
+  return c;
+}
 
 }  // namespace ss

@@ -1,6 +1,7 @@
 // Writes a profile: schema creation, interned strings, prepared statements batched in large
 // transactions. By default the file is built under a temporary name and renamed into place by
 // finish(), so an error or a crash never leaves a half-written profile at the target path.
+// Optionally (WriterOptions::background_writer) the inserts run on a writer thread of their own.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,10 @@ struct WriterOptions {
   bool atomic_rename = true;
   // Rows after which the open transaction is committed (bounds SQLite's page cache use).
   std::int64_t rows_per_transaction = 2'000'000;
+  // true: the SQLite inserts run on a writer thread of their own, fed through a bounded queue, so
+  // the caller (an importer) goes on parsing while rows are written. Ids are still returned at
+  // once. An insert's error comes back from a later add_* call, commit() or finish().
+  bool background_writer = false;
 };
 
 class ProfileWriter {
@@ -54,10 +59,22 @@ class ProfileWriter {
   void finish();  // final commit, close and (atomic mode) rename into place; idempotent
 
   const std::string& path() const;
-  std::int64_t kernel_count() const;
+  std::int64_t kernel_count() const;  // kernel rows of every category
+
+  // What was added so far, as `shardscope info` counts it (known without reading the file back):
+  // ranks of the ranks and streams tables, kernels without copies and memsets, distinct step numbers.
+  struct Counts {
+    std::int64_t ranks = 0, kernels = 0, copies = 0, memsets = 0, collectives = 0, ranges = 0, modules = 0,
+                 memory_events = 0, steps = 0, skipped_events = 0;
+  };
+  Counts counts() const;
+
+  // CPU seconds the writer thread spent inserting (0 without one); final after finish().
+  double writer_thread_seconds() const;
+
+  struct Impl;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

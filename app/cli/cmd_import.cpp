@@ -5,7 +5,6 @@
 #include "app/cli/command.h"
 #include "profiler/common/comm_kernels.h"
 #include "profiler/import/import.h"
-#include "storage/profile_summary.h"
 
 namespace ss::cli {
 
@@ -35,16 +34,16 @@ int cmd_import(const std::vector<std::string>& args) {
   options.show_progress = !p.flag_set("quiet");
   const auto& inputs = p.positionals("FILE");
   const import::ImportSummary s = import::import_files(inputs, p.get("output"), options);
-  const ProfileSummary sum = summarize_profile(p.get("output"), 0);
-  std::int64_t skipped = 0;
-  for (const auto& k : sum.skipped) skipped += k.count;
+  // The counts the writer kept: reading the profile back would cost a few % of the import.
+  const ProfileWriter::Counts& sum = s.rows;
+  const std::int64_t skipped = sum.skipped_events;
   std::string formats;
   for (const auto& [path, f] : s.inputs) {
     std::string n = import::to_string(f);
     if (formats.find(n) == std::string::npos) formats += (formats.empty() ? "" : ",") + n;
   }
   std::cout << "imported " << s.inputs.size() << " file" << (s.inputs.size() == 1 ? "" : "s") << " (" << formats
-            << ") into " << p.get("output") << ": " << sum.ranks.size() << " rank" << (sum.ranks.size() == 1 ? "" : "s")
+            << ") into " << p.get("output") << ": " << sum.ranks << " rank" << (sum.ranks == 1 ? "" : "s")
             << ", " << sum.kernels << " kernels, " << sum.copies << " copies, " << sum.memsets << " memsets, " << sum.collectives << " collectives, " << sum.ranges << " ranges, "
             << sum.modules << " modules, " << sum.memory_events << " memory events, " << sum.steps << " steps; "
             << skipped << " events skipped (shardscope info " << p.get("output") << ")\n";

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +26,9 @@
 #include "storage/profile_writer.h"
 
 namespace ss::import {
+namespace kineto {
+struct ReusableBuffers;
+}
 
 enum class Format { Unknown, KinetoJson, NsysSqlite, TorchMemorySnapshot };
 const char* to_string(Format f);
@@ -72,6 +76,9 @@ class ImportContext {
   std::map<std::string, RowId> module_ids;         // fqn -> modules.id
   std::map<std::string, RowId> process_group_ids;  // name + '|' + ranks -> process_groups.id
 
+  // Buffers the Kineto importer reuses from one input file to the next (kineto_import.h).
+  std::shared_ptr<kineto::ReusableBuffers> kineto_buffers;
+
  private:
   std::optional<TimeNs> origin_;
   std::map<int, std::string> claimed_;
@@ -95,7 +102,13 @@ struct ImportOptions {
 
 struct ImportSummary {
   std::vector<std::pair<std::string, Format>> inputs;
-  std::int64_t kernels = 0;
+  std::int64_t kernels = 0;  // kernel rows of every category
+  ProfileWriter::Counts rows;  // what the profile holds, as `shardscope info` counts it
+  // Where the time went (bench/import), in wall seconds: reading, parsing and attributing every
+  // input (rows handed to the writer thread meanwhile), then waiting for the writer thread and
+  // finishing the file. In CPU seconds: the calling thread's over the inputs, and the writer
+  // thread's (the SQLite inserts, overlapping the inputs).
+  double inputs_seconds = 0, finish_seconds = 0, inputs_cpu_seconds = 0, sqlite_cpu_seconds = 0;
 };
 
 // Imports every input into `output` (written atomically). Throws ImportError / ProfileError.

@@ -1,4 +1,5 @@
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,16 @@
 #include "storage/units.h"
 
 namespace ss::import {
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 const char* to_string(Format f) {
   switch (f) {
@@ -120,6 +131,8 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
                            const ImportOptions& options) {
   if (inputs.empty()) throw ImportError("no input files");
   ImportSummary summary;
+  const auto t_start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
   std::vector<Format> formats;
   for (const auto& in : inputs) {
     Format f = detect_format(in);
@@ -141,8 +154,16 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
   origin.source_format = fmts;
   origin.source_files = files;
   // The writer builds OUT under a temporary name; if anything below throws, its destructor
-  // removes the partial file, so no output is left behind.
-  ProfileWriter writer(output, origin);
+  // removes the partial file, so no output is left behind. Its SQLite inserts run on a thread of
+  // their own, so the next events are parsed while rows are written (an insert's error comes
+  // back from a later writer call or from finish()).
+  WriterOptions writer_options;
+  writer_options.background_writer = true;
+  // Commits every 50,000 rows write the pages out on the writer thread as the import goes, instead
+  // of all of them in one final commit that the import waits for (no journal: a commit is only
+  // the page writes; the file is renamed into place only at the end anyway).
+  writer_options.rows_per_transaction = 50'000;
+  ProfileWriter writer(output, origin, writer_options);
   // The communication-kernel rules this import classified with, so `info` can name the rule
   // that matched each kernel even if the user's rules change later.
   writer.set_meta("comm_kernel_rules", format_comm_kernel_rules(comm_kernel_rules()));
@@ -190,6 +211,15 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
           ctx.progress(inputs[i], 1, 1);
           kineto::write_parsed(parsed, inputs[i], ctx);
         } else {
+          // Without parse-ahead workers, the next Kineto file is read while this one is parsed.
+          if (!ctx.kineto_buffers) ctx.kineto_buffers = std::make_shared<kineto::ReusableBuffers>();
+          ctx.kineto_buffers->upcoming.clear();
+          if (ahead == 0)
+            for (std::size_t j = i + 1; j < inputs.size(); ++j)
+              if (formats[j] == Format::KinetoJson) {
+                ctx.kineto_buffers->upcoming = inputs[j];
+                break;
+              }
           import_kineto(inputs[i], ctx);
         }
         break;
@@ -198,11 +228,20 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
       case Format::Unknown: break;
     }
   }
+  // The parse buffers (JSON text, indexes, event records: ~100 MB for a few rank files) are freed
+  // now, while the writer thread still inserts the last rows, not after the file is in place.
+  ctx.kineto_buffers.reset();
   if (options.show_progress) std::fprintf(stderr, "\n");
   ctx.check_cancel();  // the last chance: after finish() the profile is in place
   ctx.flush_skipped();
   summary.kernels = writer.kernel_count();
+  summary.rows = writer.counts();
+  const auto t_inputs = std::chrono::steady_clock::now();
+  summary.inputs_cpu_seconds = thread_cpu_seconds() - cpu_start;
   writer.finish();
+  summary.inputs_seconds = std::chrono::duration<double>(t_inputs - t_start).count();
+  summary.finish_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_inputs).count();
+  summary.sqlite_cpu_seconds = writer.writer_thread_seconds();
   return summary;
 }
 

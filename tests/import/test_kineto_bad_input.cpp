@@ -2,6 +2,8 @@
 // and no output file (nor a temporary one) left behind.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include "app/cli/command.h"
 #include "profiler/import/import.h"
 #include "tests/import/import_test_util.h"
@@ -208,4 +210,45 @@ TEST_CASE("import then export from the command line", "[kineto][cli]") {
   CHECK(cli::run_command(*exp, {fixture("fsdp_rank1.json"), "-o", dir.file("bad.json")}) == cli::kExitBadInput);
   CHECK(list_dir(dir.path()) == before);
   CHECK(cli::run_command(*exp, {prof, "--format", "xml", "-o", dir.file("x")}) == cli::kExitUsage);
+}
+
+// Flow arrows' values are not read (they are not imported), but their objects are still walked:
+// broken JSON inside one is an error as anywhere else.
+TEST_CASE("broken JSON inside a flow arrow", "[kineto][bad]") {
+  TempDir dir;
+  for (const std::string flow : {R"({"ph": "f",, "id": 1})", R"({"ph": "s" "id": 1})", R"({"ph": "t", "id" 1})"}) {
+    INFO(flow);
+    const auto p = write_json(dir, "flow.json", R"({"traceEvents": [)" + flow + ", " + kOkEvent + "]}");
+    const auto m = import_error(dir, {p});
+    CHECK_THAT(m, Catch::Contains("flow.json") && Catch::Contains("invalid JSON"));
+    std::remove(p.c_str());
+  }
+  // A well-formed one is skipped and counted.
+  const auto p = write_json(dir, "ok.json",
+                            R"({"traceEvents": [{"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 1.5, "cat": "ac2g",)"
+                            R"( "name": "ac2g", "bp": "e"}, )" + kOkEvent + "]}");
+  import::ImportOptions o;
+  o.show_progress = false;
+  const auto s = import::import_files({p}, dir.file("ok.ssdb"), o);
+  CHECK(s.kernels == 1);
+  CHECK(s.rows.skipped_events == 1);
+}
+
+// The next rank file is read on a helper thread while the current one is parsed: its read error
+// still comes out, naming that file, and nothing is written.
+TEST_CASE("a bad second rank file, read ahead", "[kineto][bad]") {
+  TempDir dir;
+  const std::string json = read_file(fixture("fsdp_rank1.json"));
+  const auto good = dir.file("rank0.json");
+  write_file(good, json);
+  const std::string gz = gzip_bytes(json);
+  const auto cut = dir.file("rank1.json.gz");
+  write_file(cut, gz.substr(0, gz.size() / 2));
+  const auto m = import_error(dir, {good, cut});
+  CHECK_THAT(m, Catch::Contains("rank1.json.gz") && Catch::Contains("truncated gzip"));
+  // A third file after the bad one changes nothing.
+  const auto third = dir.file("rank2.json");
+  write_file(third, json);
+  const auto m2 = import_error(dir, {good, cut, third});
+  CHECK_THAT(m2, Catch::Contains("rank1.json.gz") && Catch::Contains("truncated gzip"));
 }

@@ -4,6 +4,8 @@
 
 #include "profiler/import/common/unrecorded_frees.h"
 #include "profiler/import/common/innermost_range.h"
+#include "profiler/import/common/input_file.h"
+#include "profiler/import/import.h"
 #include "profiler/import/kineto/kineto_parse.h"
 
 using namespace ss;
@@ -89,4 +91,50 @@ TEST_CASE("unrecorded frees: a block never allocated again is freed where the to
   CHECK(level == 160);
   // Nothing missing: nothing added.
   CHECK(ss::import::add_unrecorded_frees({{10, 1, 100, 100, false, 0}, {20, 1, -100, 0, false, 1}}, 0).size() == 2);
+}
+
+// index() (stage 1 on the read-ahead thread) then parse() gives what parse() alone gives, and a
+// document that index() found broken gives parse()'s usual error.
+TEST_CASE("a parse from an index built beforehand", "[kineto]") {
+  auto padded = [](std::string s) {
+    s.reserve(s.size() + kInputPadding);
+    return s;
+  };
+  const std::string json = padded(
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm \u00e9", "pid": 0, "tid": 7, "ts": 1.5, "dur": 2},)"
+      R"( {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1, "dur": 3, "args": {"External id": 9}},)"
+      R"( {"ph": "f", "id": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"}]})");
+  kineto::KinetoParser alone, indexed;
+  const kineto::KinetoTrace a = alone.parse(json, "t.json", false);
+  indexed.index(json);
+  const kineto::KinetoTrace b = indexed.parse(json, "t.json", false);
+  REQUIRE(a.events.size() == 2);
+  REQUIRE(b.events.size() == a.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    CHECK(b.events[i].name == a.events[i].name);
+    CHECK(b.events[i].ts == a.events[i].ts);
+    CHECK(b.events[i].dur == a.events[i].dur);
+    CHECK(b.events[i].external_id == a.events[i].external_id);
+  }
+  CHECK(b.events[0].name == "gemm \u00e9");
+  CHECK(b.skipped == a.skipped);
+  // A second parse of the same text does not reuse the index: it indexes again.
+  const kineto::KinetoTrace c = indexed.parse(json, "t.json", false);
+  CHECK(c.events.size() == 2);
+
+  const std::string broken = padded(R"({"traceEvents": [{"ph": "X", "name": "k" "ts": 1}]})");
+  std::string direct_error, indexed_error;
+  try {
+    alone.parse(broken, "b.json", false);
+  } catch (const ImportError& e) {
+    direct_error = e.what();
+  }
+  indexed.index(broken);
+  try {
+    indexed.parse(broken, "b.json", false);
+  } catch (const ImportError& e) {
+    indexed_error = e.what();
+  }
+  CHECK_FALSE(direct_error.empty());
+  CHECK(indexed_error == direct_error);
 }

@@ -1,10 +1,15 @@
 // Every table written by ProfileWriter reads back unchanged, through SQL and the in-memory model.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 
 #include "storage/profile_reader.h"
+#include "storage/profile_summary.h"
 #include "storage/profile_writer.h"
 #include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
@@ -18,7 +23,8 @@ struct Written {
       memory, step;
 };
 
-Written write_everything(const std::string& path) {
+// `reattribute`: the copy's module is set afterwards (set_kernel_module), as importers do.
+Written write_everything(const std::string& path, WriterOptions options = {}, bool reattribute = false) {
   Origin o;
   o.kind = OriginKind::Imported;
   o.tool = "roundtrip-test";
@@ -28,7 +34,7 @@ Written write_everything(const std::string& path) {
   o.parameters_json = R"({"x": 1})";
   o.created_utc = "2026-01-02T03:04:05Z";
   o.notes = "notes here";
-  ProfileWriter w(path, o);
+  ProfileWriter w(path, o, options);
   w.set_time_origin(1'700'000'000'123'456'789);
   w.add_rank({0, "node-a", 4242, 3, "NVIDIA H100 80GB HBM3", 85'520'809'984, 132, 9, 0, -1500, 2});
   w.add_rank({1, "node-b", 4243, 0, "NVIDIA H100 80GB HBM3", 85'520'809'984, 132, 9, 0, 2500, 2});
@@ -86,7 +92,25 @@ Written write_everything(const std::string& path) {
   w.add_skipped(0, "unknown category 'foo'", 3);
   w.add_skipped(-1, "flow events", 10);
   w.set_meta("custom_key", "custom value");
+  if (reattribute) w.set_kernel_module(r.copy, r.layer);
+  const ProfileWriter::Counts n_rows = w.counts();
   w.finish();
+  // What the writer counted is what `shardscope info` reads back.
+  const ProfileSummary sum = summarize_profile(path, 0);
+  CHECK(n_rows.ranks == static_cast<std::int64_t>(sum.ranks.size()));
+  CHECK(n_rows.kernels == sum.kernels);
+  CHECK(n_rows.copies == sum.copies);
+  CHECK(n_rows.memsets == sum.memsets);
+  CHECK(n_rows.collectives == sum.collectives);
+  CHECK(n_rows.ranges == sum.ranges);
+  CHECK(n_rows.modules == sum.modules);
+  CHECK(n_rows.memory_events == sum.memory_events);
+  CHECK(n_rows.steps == sum.steps);
+  std::int64_t skipped = 0;
+  for (const auto& k : sum.skipped) skipped += k.count;
+  CHECK(n_rows.skipped_events == skipped);
+  CHECK(n_rows.kernels == 2);
+  CHECK(n_rows.skipped_events == 13);
   return r;
 }
 
@@ -275,12 +299,138 @@ TEST_CASE("a profile of memory alone spans its memory events", "[storage][reader
   CHECK(p.time_end == 9000);
 }
 
+TEST_CASE("the writer thread writes the same file as direct inserts", "[storage][writer]") {
+  test::TempDir dir;
+  WriterOptions threaded;
+  threaded.background_writer = true;
+  const Written a = write_everything(dir.file("direct.ssdb"), {}, true);
+  const Written b = write_everything(dir.file("threaded.ssdb"), threaded, true);
+  CHECK(a.kernel == b.kernel);
+  CHECK(a.range_inner == b.range_inner);
+  CHECK(a.step == b.step);
+  // Same rows inserted in the same order: the same bytes (origin.created_utc is fixed above).
+  CHECK(test::sha256_of_file(dir.file("direct.ssdb")) == test::sha256_of_file(dir.file("threaded.ssdb")));
+  sql::Db db = open_profile_readonly(dir.file("threaded.ssdb"));
+  CHECK(q(db, "SELECT module_id FROM kernels WHERE id = " + std::to_string(b.copy)) == b.layer);
+}
+
+// Long runs of ranges go to SQLite in multi-row INSERTs on the writer thread; short runs, and
+// every row without the thread, one by one. Both give the same file.
+TEST_CASE("the writer thread's multi-row range inserts give the same file", "[storage][writer]") {
+  test::TempDir dir;
+  auto write = [&](const std::string& path, bool threaded) {
+    Origin o;
+    o.created_utc = "2026-01-02T03:04:05Z";
+    WriterOptions opts;
+    opts.background_writer = threaded;
+    ProfileWriter w(path, o, opts);
+    const RowId th = w.add_thread({0, 1, "main"});
+    RowId parent = kNoRow;
+    for (int i = 0; i < 10'000; ++i) {
+      // Runs of 1..97 ranges between other rows, some with NULLs (no thread / module / parent).
+      const auto name = w.intern("range " + std::to_string(i % 37));
+      const bool odd = i % 3 == 0;
+      parent = w.add_range({i % 2, odd ? kNoRow : th, odd ? 5 : kNoRow, i * 100, i * 100 + 50 + i % 7, name,
+                            static_cast<RangeKind>(i % 3), RangePhase::Forward, odd ? kNoRow : i, parent, i % 5});
+      if (i % 97 == 0 || i % 41 == 0) w.add_step({0, i, i * 100, i * 100 + 1});
+    }
+    w.finish();
+  };
+  write(dir.file("direct.ssdb"), false);
+  write(dir.file("threaded.ssdb"), true);
+  CHECK(test::sha256_of_file(dir.file("direct.ssdb")) == test::sha256_of_file(dir.file("threaded.ssdb")));
+  sql::Db db = open_profile_readonly(dir.file("threaded.ssdb"));
+  CHECK(q(db, "SELECT count(*) FROM ranges") == 10'000);
+  CHECK(q(db, "SELECT count(*) FROM ranges WHERE thread_id IS NULL") == 3334);
+  CHECK(q(db, "SELECT sum(duration_ns) FROM ranges") == 10'000 * 50 + q(db, "SELECT sum((id - 1) % 7) FROM ranges"));
+}
+
+TEST_CASE("a writer thread's rows are written in batches, in order, past many hand-offs", "[storage][writer]") {
+  test::TempDir dir;
+  const auto path = dir.file("many.ssdb");
+  WriterOptions o;
+  o.background_writer = true;
+  o.rows_per_transaction = 7'000;  // commits in the middle of batches too
+  o.atomic_rename = false;         // the target itself, readable by others after commit()
+  constexpr int kRows = 50'000;
+  {
+    ProfileWriter w(path, Origin{}, o);
+    const RowId s = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+    for (int i = 0; i < kRows; ++i) {
+      KernelRow k;
+      k.stream = s;
+      k.start = i * 10;
+      k.end = i * 10 + 5;
+      k.name = w.intern("k" + std::to_string(i % 1000));
+      CHECK(w.add_kernel(k) == i + 1);
+    }
+    w.commit();  // durable now: readable by another connection before finish()
+    {
+      sql::Db other(path, SQLITE_OPEN_READONLY);
+      CHECK(q(other, "SELECT count(*) FROM kernels") == kRows);
+    }
+    w.finish();
+  }
+  sql::Db db = open_profile_readonly(path);
+  CHECK(q(db, "SELECT count(*) FROM kernels") == kRows);
+  CHECK(q(db, "SELECT count(*) FROM strings") == 1001);
+  CHECK(q(db, "SELECT count(*) FROM kernels k JOIN strings s ON s.id = k.name_id"
+              " WHERE s.value <> 'k' || ((k.id - 1) % 1000) OR k.start_ns <> (k.id - 1) * 10") == 0);
+}
+
+TEST_CASE("a write error on the writer thread reaches the caller and leaves no file", "[storage][writer]") {
+  test::TempDir dir;
+  const auto path = dir.file("full.ssdb");
+  // A file size limit makes SQLite's writes fail (EFBIG) as on a full disk.
+  struct rlimit old {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 256 * 1024;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string message;
+  bool thrown = false;
+  try {
+    WriterOptions o;
+    o.background_writer = true;
+    o.rows_per_transaction = 5'000;
+    ProfileWriter w(path, Origin{}, o);
+    const RowId s = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+    for (int i = 0; i < 200'000; ++i) {
+      KernelRow k;
+      k.stream = s;
+      k.start = i;
+      k.end = i + 1;
+      k.name = w.intern("kernel name number " + std::to_string(i));
+      w.add_kernel(k);
+    }
+    w.finish();
+  } catch (const ProfileError& e) {
+    thrown = true;
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(thrown);
+  INFO(message);
+  CHECK(!message.empty());
+  CHECK_FALSE(std::filesystem::exists(path));
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  CHECK(files == 0);
+}
+
 TEST_CASE("a writer that is not finished leaves no file behind", "[storage][writer]") {
   test::TempDir dir;
   const auto path = dir.file("abandoned.ssdb");
+  const bool threaded = GENERATE(false, true);
+  INFO("writer thread: " << threaded);
   {
-    ProfileWriter w(path, Origin{});
+    WriterOptions o;
+    o.background_writer = threaded;
+    ProfileWriter w(path, Origin{}, o);
     w.intern("x");
+    for (int i = 0; i < 20'000; ++i) w.add_step({0, i, i, i + 1});  // several batches queued or written
   }
   CHECK(test::read_file(path).empty());
   // Nor any temporary file.

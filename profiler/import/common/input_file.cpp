@@ -97,6 +97,13 @@ std::string inflate_if_gzip(std::string bytes, const std::string& label) {
 }
 
 std::string read_input_file(const std::string& path, const ReadProgress& progress, bool* was_gzip) {
+  std::string out;
+  read_input_file_into(path, out, progress, was_gzip);
+  return out;
+}
+
+void read_input_file_into(const std::string& path, std::string& out, const ReadProgress& progress, bool* was_gzip) {
+  out.clear();
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
   std::fseek(f.get(), 0, SEEK_END);
@@ -110,7 +117,6 @@ std::string read_input_file(const std::string& path, const ReadProgress& progres
   const bool gz = nh == 2 && head[0] == 0x1f && head[1] == 0x8b;
   if (was_gzip) *was_gzip = gz;
 
-  std::string out;
   if (!gz) {
     out.reserve(size + kInputPadding);
     out.resize(size);
@@ -124,7 +130,7 @@ std::string read_input_file(const std::string& path, const ReadProgress& progres
     }
     if (std::ferror(f.get())) throw ProfileError(ProfileErrorKind::Io, "cannot read '" + path + "'");
     out.resize(got);
-    return out;
+    return;
   }
   // The gzip trailer's ISIZE (size mod 4 GiB) is only a hint for the first allocation.
   out.reserve(size * 6 + kInputPadding);
@@ -141,7 +147,6 @@ std::string read_input_file(const std::string& path, const ReadProgress& progres
   if (std::ferror(f.get())) throw ProfileError(ProfileErrorKind::Io, "cannot read '" + path + "'");
   z.finish();
   out.reserve(out.size() + kInputPadding);
-  return out;
 }
 
 }  // namespace ss::import

@@ -17,6 +17,10 @@ using ReadProgress = std::function<void(std::uint64_t done, std::uint64_t total)
 // Throws ImportError naming the file and the compressed byte offset for a truncated or corrupt
 // gzip stream, ProfileError(Io) when the file cannot be read.
 std::string read_input_file(const std::string& path, const ReadProgress& progress = {}, bool* was_gzip = nullptr);
+// The same into `out`, whose allocation is reused when it is large enough (several rank files in
+// a row: no fresh pages to fault in for each).
+void read_input_file_into(const std::string& path, std::string& out, const ReadProgress& progress = {},
+                          bool* was_gzip = nullptr);
 
 // The same on bytes already in memory (fuzzing, tests); `label` names the input in messages.
 std::string inflate_if_gzip(std::string bytes, const std::string& label);

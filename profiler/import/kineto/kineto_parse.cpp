@@ -250,6 +250,12 @@ bool parse_us_token_to_ns(std::string_view tok, std::int64_t& ns) {
 
 struct KinetoParser::Impl {
   od::parser parser;
+  std::vector<RawEvent> spare_events;  // a recycled trace's records: their allocation is reused
+  // index(): the document of `indexed` (stage 1 done), or the error it gave.
+  od::document doc;
+  simdjson::error_code index_error = simdjson::SUCCESS;
+  const char* indexed = nullptr;
+  std::size_t indexed_size = 0;
 };
 
 KinetoParser::KinetoParser() : impl_(std::make_unique<Impl>()) {}
@@ -558,7 +564,12 @@ class TraceReader {
     return *t_.owned_strings.back();
   }
 
-  void skip(const std::string& reason) { ++t_.skipped[reason]; }
+  // Looked up without building a string: most events of a real trace are skipped (flows, runtime calls).
+  void skip(std::string_view reason) {
+    auto it = t_.skipped.find(reason);
+    if (it == t_.skipped.end()) it = t_.skipped.emplace(std::string(reason), 0).first;
+    ++it->second;
+  }
 
   void read_events(od::document& doc, od::array& events) {
     std::uint64_t count = 0;
@@ -568,9 +579,9 @@ class TraceReader {
       od::object o;
       if (auto err = er.get_object().get(o))
         fail(offset, std::string("event is not a JSON object: ") + simdjson::error_message(err));
-      RawEvent e;
+      RawEvent& e = t_.events.emplace_back();  // built in place: no copy of the record when kept
       e.offset = offset;
-      bool has_ts = false, has_dur = false;
+      bool has_ts = false, has_dur = false, flow = false;
       for (auto fr : o) {
         od::field f;
         if (!unwrap(fr, f)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(fr.error()));
@@ -580,6 +591,12 @@ class TraceReader {
           std::string_view s;
           if (!read_string(v, s) || s.empty()) fail_field(doc, v, offset, "event field 'ph' is not a non-empty string");
           e.ph = s[0];
+          // Flow arrows (a third of a real trace's events) are not imported: their other fields'
+          // values are left unread (keep_or_count counts the event). Kineto writes "ph" first.
+          // The loop still walks the fields, so the object's structure is checked as before.
+          flow = e.ph == 's' || e.ph == 'f' || e.ph == 't';
+        } else if (flow) {
+          continue;
         } else if (k == "cat") {
           std::string_view s;
           if (read_string(v, s)) {
@@ -612,7 +629,7 @@ class TraceReader {
         }
       }
       if (++count % 65536 == 0 && progress_) progress_(offset);
-      keep_or_count(std::move(e), has_ts, has_dur);
+      if (!keep_or_count(e, has_ts, has_dur)) t_.events.pop_back();
     }
   }
 
@@ -629,16 +646,18 @@ class TraceReader {
                          "') has no '" + what + "'");
   }
 
-  void keep_or_count(RawEvent&& e, bool has_ts, bool has_dur) {
+  // Whether the event (already in place at the back of t_.events) is kept; one that is not is
+  // counted as skipped and taken off by the caller.
+  bool keep_or_count(RawEvent& e, bool has_ts, bool has_dur) {
     if (e.ph == 0) fail(e.offset, "event has no 'ph' (phase) field");
     if (e.ph == 'M') {
       if (e.name == "thread_name" && e.tid != kAbsent && !e.arg_name.empty())
         t_.thread_names.emplace_back(e.tid, std::string(e.arg_name));
-      return;
+      return false;
     }
     if (e.ph == 's' || e.ph == 'f' || e.ph == 't' || e.cat == Cat::Flow) {
       skip("flow arrow (ac2g/fwdbwd; kernels are linked by correlation id instead)");
-      return;
+      return false;
     }
     if (e.ph == 'X') {
       require(e, e.has_name, "name");
@@ -654,42 +673,38 @@ class TraceReader {
           if (e.stream == kAbsent) e.stream = e.tid;
           if (e.device == kAbsent || e.stream == kAbsent)
             fail(e.offset, "GPU event '" + std::string(e.name.substr(0, 80)) + "' has no device/stream (pid/tid)");
-          t_.events.push_back(std::move(e));
-          return;
+          return true;
         case Cat::Runtime:
           skip("CUDA runtime/driver call (used to attribute kernels, not stored)");
-          if (e.correlation != kAbsent && e.tid != kAbsent) t_.events.push_back(std::move(e));
-          return;
+          return e.correlation != kAbsent && e.tid != kAbsent;
         case Cat::CpuOp:
         case Cat::UserAnnotation:
           require(e, e.tid != kAbsent, "tid");
-          t_.events.push_back(std::move(e));
-          return;
+          return true;
         case Cat::PythonFunction:
           if (e.name.rfind("nn.Module: ", 0) == 0 && e.tid != kAbsent) {
-            t_.events.push_back(std::move(e));
-          } else {
-            skip("python_function (Python stack frame)");
+            return true;
           }
-          return;
+          skip("python_function (Python stack frame)");
+          return false;
         default: break;
       }
       skip_category(e);
-      return;
+      return false;
     }
     if (e.ph == 'i' || e.ph == 'I') {
       require(e, has_ts, "ts");
       if (e.name == "[memory]") {
         if (e.tid == kAbsent) e.tid = 0;
         e.cat = Cat::CpuInstant;
-        t_.events.push_back(std::move(e));
-        return;
+        return true;
       }
       skip("instant event other than [memory]");
-      return;
+      return false;
     }
     skip(std::string("event phase '") + (std::isprint(static_cast<unsigned char>(e.ph)) ? std::string(1, e.ph) : "?") +
          "' not imported");
+    return false;
   }
 
   void skip_category(const RawEvent& e) {
@@ -716,11 +731,21 @@ class TraceReader {
 KinetoTrace KinetoParser::parse(const std::string& json, const std::string& label, bool inflated,
                                 const std::function<void(std::uint64_t)>& progress) {
   KinetoTrace t;
+  t.events = std::move(impl_->spare_events);
+  t.events.clear();
   if (json.capacity() < json.size() + kInputPadding)
     throw ImportError("internal: input buffer without padding for '" + label + "'");
   simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
   od::document doc;
-  if (auto e = impl_->parser.iterate(view).get(doc)) {
+  simdjson::error_code indexing;
+  if (impl_->indexed == json.data() && impl_->indexed_size == json.size()) {
+    doc = std::move(impl_->doc);  // index() ran stage 1 already (on another thread)
+    indexing = impl_->index_error;
+  } else {
+    indexing = impl_->parser.iterate(view).get(doc);
+  }
+  impl_->indexed = nullptr;
+  if (auto e = indexing) {
     throw ImportError("'" + label + "': invalid JSON: " + simdjson::error_message(e) +
                       (e == simdjson::EMPTY ? " (the file is empty)" : " (found while indexing the document)"));
   }
@@ -731,6 +756,20 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
     r.fail(r.offset_of(doc), std::string("invalid JSON: ") + e.what());
   }
   return t;
+}
+
+void KinetoParser::index(const std::string& json) {
+  impl_->indexed = nullptr;
+  if (json.capacity() < json.size() + kInputPadding) return;  // parse() reports it
+  simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
+  impl_->index_error = impl_->parser.iterate(view).get(impl_->doc);
+  impl_->indexed = json.data();
+  impl_->indexed_size = json.size();
+}
+
+void KinetoParser::recycle(KinetoTrace&& trace) {
+  impl_->spare_events = std::move(trace.events);
+  impl_->spare_events.clear();
 }
 
 }  // namespace ss::import::kineto

@@ -96,7 +96,7 @@ struct KinetoTrace {
   std::vector<LaunchConfig> launches;
   std::vector<MemArgs> mems;
   std::vector<std::pair<std::int64_t, std::string>> thread_names;  // (tid, name) from "M" events
-  std::map<std::string, std::int64_t> skipped;  // reason -> events not imported
+  std::map<std::string, std::int64_t, std::less<>> skipped;  // reason -> events not imported
   std::vector<std::unique_ptr<std::string>> owned_strings;  // text some views point into
 };
 
