@@ -2,11 +2,18 @@
 // innermost-range index used for attribution.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "profiler/import/common/unrecorded_frees.h"
 #include "profiler/import/common/innermost_range.h"
 #include "profiler/import/common/input_file.h"
 #include "profiler/import/import.h"
 #include "profiler/import/kineto/kineto_parse.h"
+#include "storage/errors.h"
 
 using namespace ss;
 using namespace ss::import;
@@ -137,4 +144,47 @@ TEST_CASE("a parse from an index built beforehand", "[kineto]") {
   }
   CHECK_FALSE(direct_error.empty());
   CHECK(indexed_error == direct_error);
+}
+
+TEST_CASE("a read buffer reused from file to file holds exactly each file", "[kineto]") {
+  // The importer reads every rank file into the same buffers; a reused buffer is not zeroed
+  // first, so a smaller file must not leave the bigger one's bytes in view, and a bigger one
+  // must get all its bytes and the padding simdjson needs.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ss_test_reused_read_buffer";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  const std::string big(100000, 'b'), small = "small", bigger = std::string(300000, 'c') + "end";
+  const std::string big_path = write("big.json", big), small_path = write("small.json", small),
+                    bigger_path = write("bigger.json", bigger), empty_path = write("empty.json", "");
+  std::string buffer;
+  for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
+           {big_path, big}, {small_path, small}, {bigger_path, bigger}, {empty_path, ""}, {big_path, big}}) {
+    bool gz = true;
+    read_input_file_into(path, buffer, {}, &gz);
+    CHECK_FALSE(gz);
+    CHECK(buffer == text);
+    CHECK(buffer.capacity() >= buffer.size() + kInputPadding);
+  }
+  CHECK_THROWS_AS(read_input_file_into((dir / "missing.json").string(), buffer), ProfileError);
+  CHECK(buffer.empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("skip reasons are counted per reason however often they repeat", "[kineto]") {
+  std::string json = R"({"traceEvents": [)";
+  for (int i = 0; i < 50; ++i) json += R"({"ph": "f", "id": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"},)";
+  for (int i = 0; i < 30; ++i) json += R"({"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 2, "ts": 1, "dur": 1},)";
+  for (int i = 0; i < 20; ++i) json += R"({"ph": "i", "name": "other", "pid": 1, "tid": 2, "ts": 1},)";
+  json += R"({"ph": "s", "id": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"}]})";
+  json.reserve(json.size() + kInputPadding);
+  kineto::KinetoParser parser;
+  const kineto::KinetoTrace t = parser.parse(json, "t.json", false);
+  CHECK(t.events.empty());
+  REQUIRE(t.skipped.size() == 3);
+  CHECK(t.skipped.at("flow arrow (ac2g/fwdbwd; kernels are linked by correlation id instead)") == 51);
+  CHECK(t.skipped.at("python_function (Python stack frame)") == 30);
+  CHECK(t.skipped.at("instant event other than [memory]") == 20);
 }

@@ -103,9 +103,11 @@ std::string read_input_file(const std::string& path, const ReadProgress& progres
 }
 
 void read_input_file_into(const std::string& path, std::string& out, const ReadProgress& progress, bool* was_gzip) {
-  out.clear();
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
+  if (!f) {
+    out.clear();
+    throw ProfileError(ProfileErrorKind::Io, "cannot open '" + path + "': " + std::strerror(errno));
+  }
   std::fseek(f.get(), 0, SEEK_END);
   const long size_l = std::ftell(f.get());
   std::fseek(f.get(), 0, SEEK_SET);
@@ -118,7 +120,13 @@ void read_input_file_into(const std::string& path, std::string& out, const ReadP
   if (was_gzip) *was_gzip = gz;
 
   if (!gz) {
-    out.reserve(size + kInputPadding);
+    // A reused buffer (the importer's, from file to file) keeps its old bytes until the read
+    // overwrites them: resize() zero-fills only what the buffer grows by, not the whole file
+    // each time. A buffer too small is emptied first, so reserve() does not copy stale bytes.
+    if (out.capacity() < size + kInputPadding) {
+      out.clear();
+      out.reserve(size + kInputPadding);
+    }
     out.resize(size);
     std::size_t got = 0;
     const std::size_t chunk = 16u << 20;
@@ -133,6 +141,7 @@ void read_input_file_into(const std::string& path, std::string& out, const ReadP
     return;
   }
   // The gzip trailer's ISIZE (size mod 4 GiB) is only a hint for the first allocation.
+  out.clear();  // the inflater appends
   out.reserve(size * 6 + kInputPadding);
   GzipInflater z(path);
   std::vector<unsigned char> buf(1u << 20);
