@@ -1,5 +1,7 @@
 #include "profiler/import/common/input_file.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -102,6 +104,16 @@ std::string read_input_file(const std::string& path, const ReadProgress& progres
   return out;
 }
 
+void advise_huge_pages(void* data, std::size_t bytes) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + bytes) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 void read_input_file_into(const std::string& path, std::string& out, const ReadProgress& progress, bool* was_gzip) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) {
@@ -126,6 +138,7 @@ void read_input_file_into(const std::string& path, std::string& out, const ReadP
     if (out.capacity() < size + kInputPadding) {
       out.clear();
       out.reserve(size + kInputPadding);
+      advise_huge_pages(out.data(), out.capacity());
     }
     out.resize(size);
     std::size_t got = 0;
