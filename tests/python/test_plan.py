@@ -56,6 +56,16 @@ class ApplyPlanTest(unittest.TestCase):
             ssplan.apply_plan(fake_model(), path, fully_shard_fn=rec)
             self.assertEqual(len(rec.calls), 1)
 
+    def test_parallelism_is_reported_not_silently_dropped(self):
+        rec = Recorder()
+        plan = {"unsharded": [], "parallelism": {"tp": 2, "pp": 1}}
+        with self.assertWarnsRegex(UserWarning, "tp=2"):
+            ssplan.apply_plan(fake_model(), plan, fully_shard_fn=rec)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ssplan.apply_plan(fake_model(), {"unsharded": [], "parallelism": {"tp": 1}}, fully_shard_fn=rec)
+
     def test_unknown_module_applies_nothing(self):
         rec = Recorder()
         with self.assertRaisesRegex(ValueError, "layers.9"):

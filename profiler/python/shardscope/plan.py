@@ -152,6 +152,18 @@ def _default_fully_shard():
     return fully_shard
 
 
+def warn_unapplied_parallelism(plan):
+    """A plan's `parallelism` (tp, cp, pp, ep) needs the device mesh and the model-parallel wrapping
+    before fully_shard, which only the training script can build; apply_plan applies the per-module
+    FSDP choices and says so instead of ignoring it silently."""
+    par = plan.get("parallelism") or {}
+    degrees = {k: par.get(k, 1) for k in ("tp", "cp", "pp", "ep")}
+    if any(v != 1 for v in degrees.values()):
+        warnings.warn("the plan's parallelism (%s) is not applied by apply_plan: build the mesh and parallelize the "
+                      "model first (scripts/fsdp_tp_train.py shows TP and pipelining), then apply_plan shards each "
+                      "part" % ", ".join("%s=%s" % kv for kv in degrees.items() if kv[1] != 1), stacklevel=3)
+
+
 def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwargs):
     """Applies ``fully_shard(module, reshard_after_forward=...)`` to every module the plan names.
 
@@ -159,6 +171,7 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwar
     anything is applied, so a stale plan never half-applies.
     """
     plan = load_plan(plan_path_or_dict)
+    warn_unapplied_parallelism(plan)
     policies = planned_policies(plan)
     # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
     if planned_checkpointing(plan):
