@@ -94,24 +94,7 @@ class CoverCursor {
   double coarse_covered_before(double t) {
     const std::size_t nb = ix_.last_start.size();
     auto below = [&](std::size_t b) { return static_cast<double>(ix_.last_start[b]) < t; };
-    if (b_ < nb && below(b_)) {  // gallop, then binary search in (lo, hi]
-      std::size_t lo = b_, step = 1, hi = b_ + 1;
-      while (hi < nb && below(hi)) {
-        lo = hi;
-        step *= 2;
-        hi = lo + step;
-      }
-      hi = std::min(hi, nb);
-      std::size_t a = lo + 1;
-      while (a < hi) {
-        const std::size_t mid = a + (hi - a) / 2;
-        if (below(mid))
-          a = mid + 1;
-        else
-          hi = mid;
-      }
-      b_ = a;
-    }
+    if (b_ < nb && below(b_)) b_ = detail::gallop_past(b_, nb, below);
     if (b_ == 0) return 0;  // t is before the first block's last start: little or nothing covered
     // At a boundary b (1 <= b <= nb), time T = the last start before it, where the covered time
     // is known exactly from the state after the blocks before b.

@@ -42,6 +42,28 @@ bool ends_sorted(const std::vector<Event>& events) {
 namespace detail {
 inline float clamp_x(double x, double width) { return static_cast<float>(std::clamp(x, -16.0, width + 16.0)); }
 
+// For a predicate true at `at` and then false from some index on: the first index in (at, n] where
+// it is false (n if none), by doubling steps from `at` and then a binary search in the last step.
+template <typename Below>
+std::size_t gallop_past(std::size_t at, std::size_t n, Below below) {
+  std::size_t lo = at, step = 1, hi = at + 1;
+  while (hi < n && below(hi)) {
+    lo = hi;
+    step *= 2;
+    hi = lo + step;
+  }
+  hi = std::min(hi, n);
+  std::size_t a = lo + 1;
+  while (a < hi) {
+    const std::size_t mid = a + (hi - a) / 2;
+    if (below(mid))
+      a = mid + 1;
+    else
+      hi = mid;
+  }
+  return a;
+}
+
 // First index in [from, n) whose key is >= t, for keys that never decrease, using `block_last`
 // (the key of the last element of each block of `block` elements): gallop over that small
 // array, then binary-search inside one block. Touches a few cache lines where a binary search
@@ -54,21 +76,7 @@ std::size_t blocked_lower_bound(std::size_t from, std::size_t n, double t, const
   std::size_t b = from / block;
   auto below = [&](std::size_t k) { return static_cast<double>(block_last[k]) < t; };
   if (below(b)) {
-    std::size_t lo = b, step = 1, hi = b + 1;
-    while (hi < nb && below(hi)) {
-      lo = hi;
-      step *= 2;
-      hi = lo + step;
-    }
-    hi = std::min(hi, nb);
-    b = lo + 1;
-    while (b < hi) {  // lower_bound in (lo, hi)
-      const std::size_t mid = b + (hi - b) / 2;
-      if (below(mid))
-        b = mid + 1;
-      else
-        hi = mid;
-    }
+    b = gallop_past(b, nb, below);
     if (b >= nb) return n;
   }
   std::size_t a = std::max(from, b * block), e = std::min(n, (b + 1) * block);
