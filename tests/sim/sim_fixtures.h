@@ -2,9 +2,12 @@
 #pragma once
 
 #include <random>
+#include <string>
 
 #include "profiler/sim/cluster_model.h"
+#include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/sim_model.h"
+#include "profiler/sim/step_simulator.h"
 
 namespace ss::sim::test {
 
@@ -68,6 +71,26 @@ inline ClusterModel random_cluster(std::mt19937_64& rng) {
     p.nic_GBps = bw(rng) / 4;
   }
   return c;
+}
+
+// A random base plan: some units kept unsharded, gradient accumulation, a separate reduce-scatter
+// group, HSDP and (with `buckets`) auto-bucketing.
+inline FsdpPlan random_plan(std::mt19937_64& rng, const SimModel& m, const ClusterModel& c, bool buckets = true) {
+  FsdpPlan p;
+  for (std::size_t u = 1; u < m.units.size(); ++u)
+    if (rng() % 3 == 0) p.unsharded.push_back(m.units[u].name);
+  if (rng() % 4 == 0) p.gradient_accumulation = 2;
+  if (rng() % 4 == 0) p.separate_reduce_scatter_group = true;
+  if (rng() % 4 == 0 && c.world_size % 2 == 0 && c.world_size >= 4) p.hsdp_replicate = 2;
+  if (buckets && rng() % 5 == 0) p.bucket_cap_mb["default"] = 600;
+  return p;
+}
+
+// The first op of a kind on the exec unit named `unit` in a phase (nullptr if none).
+inline const SimOp* find_op(const SimResult& r, OpKind k, const CompiledStep& s, const std::string& unit, Phase ph) {
+  for (const auto& o : r.ops)
+    if (o.kind == k && o.phase == ph && o.exec >= 0 && s.units[static_cast<std::size_t>(o.exec)].name == unit) return &o;
+  return nullptr;
 }
 
 }  // namespace ss::sim::test

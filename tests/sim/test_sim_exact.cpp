@@ -11,11 +11,7 @@ using namespace ss;
 using namespace ss::sim;
 
 namespace {
-const SimOp* find_op(const SimResult& r, OpKind k, const CompiledStep& s, const std::string& unit, Phase ph) {
-  for (const auto& o : r.ops)
-    if (o.kind == k && o.phase == ph && o.exec >= 0 && s.units[static_cast<std::size_t>(o.exec)].name == unit) return &o;
-  return nullptr;
-}
+using test::find_op;
 }  // namespace
 
 TEST_CASE("two units, communication-bound: FIFO all-gather/reduce-scatter queue", "[sim][exact]") {

@@ -14,11 +14,7 @@ using namespace ss;
 using namespace ss::sim;
 
 namespace {
-const SimOp* find_op(const SimResult& r, OpKind k, const CompiledStep& s, const std::string& unit, Phase ph) {
-  for (const auto& o : r.ops)
-    if (o.kind == k && o.phase == ph && o.exec >= 0 && s.units[static_cast<std::size_t>(o.exec)].name == unit) return &o;
-  return nullptr;
-}
+using test::find_op;
 const SimOp* find_kind(const SimResult& r, OpKind k, int exec) {
   for (const auto& o : r.ops)
     if (o.kind == k && o.exec == exec) return &o;

@@ -21,15 +21,8 @@ SimModel random_checkpointable(std::mt19937_64& rng) {
   return m;
 }
 
-FsdpPlan random_base(std::mt19937_64& rng, const SimModel& m, const ClusterModel& c) {
-  FsdpPlan p;
-  for (std::size_t u = 1; u < m.units.size(); ++u)
-    if (rng() % 3 == 0) p.unsharded.push_back(m.units[u].name);
-  if (rng() % 4 == 0) p.gradient_accumulation = 2;
-  if (rng() % 4 == 0) p.separate_reduce_scatter_group = true;
-  if (rng() % 4 == 0 && c.world_size % 2 == 0 && c.world_size >= 4) p.hsdp_replicate = 2;
-  return p;
-}
+// The base plans without auto-bucketing.
+FsdpPlan random_base(std::mt19937_64& rng, const SimModel& m, const ClusterModel& c) { return test::random_plan(rng, m, c, false); }
 
 bool same_run(const SimResult& a, const SimResult& b) {
   if (a.step_ns != b.step_ns || a.peak_bytes != b.peak_bytes || a.ops.size() != b.ops.size() || a.memory.size() != b.memory.size())

@@ -26,16 +26,7 @@ int units_with_compute(const CompiledStep& s) {
       std::count_if(s.units.begin(), s.units.end(), [](const ExecUnit& e) { return e.first_seg >= 0 && e.params > 0; }));
 }
 
-FsdpPlan random_plan(std::mt19937_64& rng, const SimModel& m, const ClusterModel& c) {
-  FsdpPlan p;
-  for (std::size_t u = 1; u < m.units.size(); ++u)
-    if (rng() % 3 == 0) p.unsharded.push_back(m.units[u].name);
-  if (rng() % 4 == 0) p.gradient_accumulation = 2;
-  if (rng() % 4 == 0) p.separate_reduce_scatter_group = true;
-  if (rng() % 4 == 0 && c.world_size % 2 == 0 && c.world_size >= 4) p.hsdp_replicate = 2;
-  if (rng() % 5 == 0) p.bucket_cap_mb["default"] = 600;
-  return p;
-}
+using test::random_plan;
 
 // Measured non-FSDP collectives and idle on random segments, as a profile replay has them.
 void add_random_extras(std::mt19937_64& rng, SimModel& m) {
