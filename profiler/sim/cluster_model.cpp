@@ -32,12 +32,6 @@ ClusterModel::ClusterModel() {
 
 ClusterModel default_cluster() { return ClusterModel(); }
 
-TimeNs ClusterModel::all_to_all_ns(std::int64_t bytes, int n, int per_node) const {
-  if (n <= 1 || bytes <= 0) return 0;
-  ClusterModel flat = *this;
-  flat.hierarchical = false;  // no two-level form for all-to-all: every rank pair exchanges
-  return flat.collective_ns(Coll::AllGather, bytes, n, per_node);
-}
 
 TimeNs ClusterModel::p2p_ns(std::int64_t bytes, bool cross_node) const {
   if (bytes <= 0) return 0;
@@ -70,12 +64,20 @@ double ring_ns(const CollParams& p, Coll c, double bytes, int n, int nodes) {
 }  // namespace
 
 TimeNs ClusterModel::collective_ns(Coll c, std::int64_t bytes, int n, int per_node) const {
+  return time_ns(c, bytes, n, per_node, hierarchical);
+}
+
+TimeNs ClusterModel::all_to_all_ns(std::int64_t bytes, int n, int per_node) const {
+  return time_ns(Coll::AllGather, bytes, n, per_node, false);  // no two-level form: every rank pair exchanges
+}
+
+TimeNs ClusterModel::time_ns(Coll c, std::int64_t bytes, int n, int per_node, bool two_level) const {
   if (n <= 1 || bytes <= 0) return 0;
   const CollParams& p = params(c);
   const int g = std::max(1, std::min(n, per_node > 0 ? per_node : gpus_per_node));
   const int nodes = (n + g - 1) / g;
   double t;
-  if (nodes <= 1 || !hierarchical) {
+  if (nodes <= 1 || !two_level) {
     t = ring_ns(p, c, double(bytes), n, nodes);
   } else {
     // Two levels: every rail (same local rank on each node) moves S/g across nodes at NIC speed,

@@ -61,6 +61,9 @@ struct ClusterModel {
   // One point-to-point send of `bytes` (pipeline activations, ring attention): one base latency,
   // NVLink bandwidth inside a node, one NIC's across nodes.
   TimeNs p2p_ns(std::int64_t bytes, bool cross_node) const;
+
+ private:
+  TimeNs time_ns(Coll c, std::int64_t bytes, int n, int per_node, bool two_level) const;
 };
 
 ClusterModel default_cluster();
