@@ -57,6 +57,24 @@ void send_key(QWidget* w, int key, Qt::KeyboardModifiers mods = Qt::NoModifier, 
   QApplication::sendEvent(w, &release);
 }
 
+// A synthetic 4-rank, 6-layer profile in `dir`.
+std::string synthetic_4rank(const test::TempDir& dir) {
+  const std::string path = dir.file("p.ssdb");
+  SyntheticSpec spec;
+  spec.ranks = 4;
+  spec.layers = 6;
+  write_synthetic_profile(path, spec);
+  return path;
+}
+
+// Shows a non-interactive main window at 1500 x 950 and waits until it is on screen.
+void show_main_window(gui::MainWindow& window) {
+  window.set_interactive(false);
+  window.resize(1500, 950);
+  window.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&window));
+}
+
 // Lets the widget draw the frames its input asked for (ImGui processes input inside a frame).
 void settle(TimelineWidget* w) {
   for (int i = 0; i < 4; ++i) {
@@ -70,16 +88,9 @@ void settle(TimelineWidget* w) {
 TEST_CASE("main window: open, zoom, pan, box-select, find and select with synthetic input", "[views][gui]") {
   app();
   test::TempDir dir;
-  const std::string path = dir.file("p.ssdb");
-  SyntheticSpec spec;
-  spec.ranks = 4;
-  spec.layers = 6;
-  write_synthetic_profile(path, spec);
+  const std::string path = synthetic_4rank(dir);
   gui::MainWindow window;
-  window.set_interactive(false);
-  window.resize(1500, 950);
-  window.show();
-  REQUIRE(QTest::qWaitForWindowExposed(&window));
+  show_main_window(window);
 
   // A broken file: the reader's message comes back and the app stays usable.
   const std::string bad = dir.file("bad.ssdb");
@@ -244,16 +255,9 @@ TEST_CASE("main window: open, zoom, pan, box-select, find and select with synthe
 TEST_CASE("timeline: marker lanes toggled from the View menu and M, hover gone on leave, tracks clipped below the ruler", "[views][gui]") {
   app();
   test::TempDir dir;
-  const std::string path = dir.file("p.ssdb");
-  SyntheticSpec spec;
-  spec.ranks = 4;
-  spec.layers = 6;
-  write_synthetic_profile(path, spec);
+  const std::string path = synthetic_4rank(dir);
   gui::MainWindow window;
-  window.set_interactive(false);
-  window.resize(1500, 950);
-  window.show();
-  REQUIRE(QTest::qWaitForWindowExposed(&window));
+  show_main_window(window);
   QSignalSpy loaded(&window, &gui::MainWindow::profileLoaded);
   window.open_file(QString::fromStdString(path));
   REQUIRE(loaded.wait(20000));
