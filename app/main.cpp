@@ -8,9 +8,7 @@
 #include "storage/version.h"
 
 #ifdef SHARDSCOPE_HAVE_GUI
-namespace ss::gui {
-int run_gui(int argc, char** argv, int first_arg);
-}
+#include "app/gui_loader.h"
 #endif
 
 namespace {
@@ -47,8 +45,9 @@ int main(int argc, char** argv) {
   for (const auto& c : ss::cli::commands())
     if (args[0] == c.name) return ss::cli::run_command(c, {args.begin() + 1, args.end()});
 #ifdef SHARDSCOPE_HAVE_GUI
-  if (args[0] == "gui") return ss::gui::run_gui(argc, argv, 2);
-  if (args[0].find('.') != std::string::npos || args[0].find('/') != std::string::npos) return ss::gui::run_gui(argc, argv, 1);
+  if (args[0] == "gui") return ss::cli::run_gui_library(argc, argv, 2);
+  if (args[0].find('.') != std::string::npos || args[0].find('/') != std::string::npos)
+    return ss::cli::run_gui_library(argc, argv, 1);
 #else
   if (args[0] == "gui" || args[0].find('.') != std::string::npos) {
     std::cerr << "shardscope: this build has no desktop app (configured with -DSHARDSCOPE_GUI=OFF);"

@@ -171,11 +171,19 @@ using WriteOp = std::variant<StringOp, ConfigOp, KernelOp, LaunchOp, CollectiveO
 // Rows per hand-off to the writer thread, and hand-offs it may fall behind by (~6 MB of rows).
 constexpr std::size_t kBatchRows = 4096;
 constexpr std::size_t kQueuedBatches = 16;
-constexpr std::size_t kRangeRowsPerInsert = 32;
+// Rows per multi-row INSERT of a run of ranges, kernels or launches (writer thread only).
+constexpr std::size_t kRowsPerInsert = 32;
 constexpr int kRangeColumns = 12;
 constexpr std::string_view kRangeInsertHead =
     "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id,"
     " parent_id, depth)";
+constexpr int kKernelColumns = 11;
+constexpr std::string_view kKernelInsertHead =
+    "INSERT INTO kernels (id, rank, stream_id, start_ns, duration_ns, name_id, correlation, launch_config_id,"
+    " category, module_id, bytes)";
+constexpr int kLaunchColumns = 7;
+constexpr std::string_view kLaunchInsertHead =
+    "INSERT INTO launches (id, kernel_id, rank, thread_id, start_ns, duration_ns, name_id)";
 
 struct ProfileWriter::Impl {
   std::string target;
@@ -196,7 +204,7 @@ struct ProfileWriter::Impl {
 
   sql::Stmt ins_string, ins_rank, ins_stream, ins_thread, ins_config, ins_kernel, ins_group, ins_collective,
       ins_module, ins_range, ins_memory, ins_step, ins_skipped, ins_meta, upd_kernel_module, ins_launch,
-      ins_ranges;  // kRangeRowsPerInsert rows
+      ins_ranges, ins_kernels, ins_launches;  // kRowsPerInsert rows each
 
   // The writer thread, when there is one: it owns `db` and the statements until finish().
   std::unique_ptr<BackgroundBatches<WriteOp>> background;
@@ -253,20 +261,20 @@ struct ProfileWriter::Impl {
     insert(ins_config, o.id, c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_mem_bytes,
            c.registers_per_thread);
   }
-  void write_one(const KernelOp& o) {
+  static void bind_kernel(sql::Stmt& st, int first, const KernelOp& o) {
     const KernelRow& k = o.k;
     const bool copy = k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset;
-    insert(ins_kernel, o.id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
-           OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
-           OptionalId{copy ? k.bytes : kNoRow});
-    row_added();
+    bind_row(st, first, o.id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
+             OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
+             OptionalId{copy ? k.bytes : kNoRow});
   }
-  void write_one(const LaunchOp& o) {
+  void write_one(const KernelOp& o) { step_row(ins_kernel, &bind_kernel, o); }
+  static void bind_launch(sql::Stmt& st, int first, const LaunchOp& o) {
     const LaunchRow& l = o.l;
-    insert(ins_launch, o.id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
-           OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
-    row_added();
+    bind_row(st, first, o.id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
+             OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
   }
+  void write_one(const LaunchOp& o) { step_row(ins_launch, &bind_launch, o); }
   void write_one(const CollectiveOp& o) {
     const CollectiveRow& c = o.c;
     insert(ins_collective, o.id, c.rank, OptionalId{c.kernel}, static_cast<int>(c.type), c.bytes,
@@ -280,33 +288,45 @@ struct ProfileWriter::Impl {
              std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
              OptionalId{r.parent}, r.depth);
   }
-  void write_one(const RangeOp& o) {
-    bind_range(ins_range, 1, o);
-    ins_range.step();
-    sqlite3_reset(ins_range.get());
+  void write_one(const RangeOp& o) { step_row(ins_range, &bind_range, o); }
+
+  template <typename Op>
+  void step_row(sql::Stmt& st, void (*bind)(sql::Stmt&, int, const Op&), const Op& o) {
+    bind(st, 1, o);
+    st.step();
+    sqlite3_reset(st.get());
     row_added();
   }
 
-  // A batch from the writer thread. Runs of kRangeRowsPerInsert range rows (a lane's ranges come
-  // one after another; they are most of a real trace's rows) go in one multi-row INSERT: SQLite
-  // then keeps its cursor at the table's end instead of seeking from the root for every row.
-  // The rows and their order are the same as one by one.
+  // If batch[i] starts a run of kRowsPerInsert rows of type Op, inserts them with one statement
+  // and returns true. SQLite then keeps its cursor at the table's end instead of seeking from the
+  // root for every row; the rows and their order are the same as one by one.
+  template <typename Op>
+  bool write_run(const std::vector<WriteOp>& batch, std::size_t& i, sql::Stmt& st, int columns,
+                 void (*bind)(sql::Stmt&, int, const Op&)) {
+    if (i + kRowsPerInsert > batch.size()) return false;
+    for (std::size_t k = 0; k < kRowsPerInsert; ++k)
+      if (!std::holds_alternative<Op>(batch[i + k])) return false;
+    for (std::size_t k = 0; k < kRowsPerInsert; ++k)
+      bind(st, static_cast<int>(k) * columns + 1, std::get<Op>(batch[i + k]));
+    st.step();
+    sqlite3_reset(st.get());
+    for (std::size_t k = 0; k < kRowsPerInsert; ++k) row_added();
+    i += kRowsPerInsert;
+    return true;
+  }
+
+  // A batch from the writer thread. Runs of ranges (a lane's ranges come one after another; they
+  // are most of a real trace's rows), kernels and launches (an importer adds a rank's kernels,
+  // then their launches) go in multi-row INSERTs; the other rows one by one.
   void write_batch(const std::vector<WriteOp>& batch) {
     for (std::size_t i = 0; i < batch.size();) {
-      std::size_t run = 0;
-      while (run < kRangeRowsPerInsert && i + run < batch.size() && std::holds_alternative<RangeOp>(batch[i + run]))
-        ++run;
-      if (run == kRangeRowsPerInsert) {
-        for (std::size_t k = 0; k < run; ++k)
-          bind_range(ins_ranges, static_cast<int>(k * kRangeColumns + 1), std::get<RangeOp>(batch[i + k]));
-        ins_ranges.step();
-        sqlite3_reset(ins_ranges.get());
-        for (std::size_t k = 0; k < run; ++k) row_added();
-        i += run;
-      } else {
-        write(batch[i]);
-        ++i;
-      }
+      if (write_run(batch, i, ins_ranges, kRangeColumns, &bind_range) ||
+          write_run(batch, i, ins_kernels, kKernelColumns, &bind_kernel) ||
+          write_run(batch, i, ins_launches, kLaunchColumns, &bind_launch))
+        continue;
+      write(batch[i]);
+      ++i;
     }
   }
   void write_one(const MemoryOp& o) {
@@ -363,9 +383,8 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   d.ins_config = sql::Stmt(d.db.get(),
                            "INSERT INTO launch_configs (id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
                            " shared_mem_bytes, registers_per_thread) VALUES (?,?,?,?,?,?,?,?,?)");
-  d.ins_kernel = sql::Stmt(d.db.get(),
-                           "INSERT INTO kernels (id, rank, stream_id, start_ns, duration_ns, name_id, correlation,"
-                           " launch_config_id, category, module_id, bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  d.ins_kernel = sql::Stmt(d.db.get(), multi_row_insert(kKernelInsertHead, kKernelColumns, 1));
+  d.ins_kernels = sql::Stmt(d.db.get(), multi_row_insert(kKernelInsertHead, kKernelColumns, kRowsPerInsert));
   d.ins_group = sql::Stmt(d.db.get(),
                           "INSERT INTO process_groups (id, name, description, ranks, size, backend)"
                           " VALUES (?,?,?,?,?,?)");
@@ -377,7 +396,7 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
                            "INSERT INTO modules (id, parent_id, fqn, class_name, param_count, param_bytes,"
                            " is_fsdp_unit, fsdp_unit_id, reshard_policy) VALUES (?,?,?,?,?,?,?,?,?)");
   d.ins_range = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, 1));
-  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, kRangeRowsPerInsert));
+  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, kRowsPerInsert));
   d.ins_memory = sql::Stmt(d.db.get(),
                            "INSERT INTO memory_events (id, rank, time_ns, address, bytes, category, module_id,"
                            " stream_id) VALUES (?,?,?,?,?,?,?,?)");
@@ -385,9 +404,8 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
       sql::Stmt(d.db.get(), "INSERT INTO steps (id, rank, number, start_ns, duration_ns) VALUES (?,?,?,?,?)");
   d.ins_skipped = sql::Stmt(d.db.get(), "INSERT INTO skipped_events (rank, reason, count) VALUES (?,?,?)");
   d.upd_kernel_module = sql::Stmt(d.db.get(), "UPDATE kernels SET module_id = ? WHERE id = ?");
-  d.ins_launch = sql::Stmt(d.db.get(),
-                           "INSERT INTO launches (id, kernel_id, rank, thread_id, start_ns, duration_ns, name_id)"
-                           " VALUES (?,?,?,?,?,?,?)");
+  d.ins_launch = sql::Stmt(d.db.get(), multi_row_insert(kLaunchInsertHead, kLaunchColumns, 1));
+  d.ins_launches = sql::Stmt(d.db.get(), multi_row_insert(kLaunchInsertHead, kLaunchColumns, kRowsPerInsert));
 
   set_meta("format", schema::kFormatName);
   set_meta("schema_version", std::to_string(schema::kVersion));
@@ -589,6 +607,8 @@ void ProfileWriter::finish() {
   d.ins_module = {};
   d.ins_range = {};
   d.ins_ranges = {};
+  d.ins_kernels = {};
+  d.ins_launches = {};
   d.ins_memory = {};
   d.ins_step = {};
   d.ins_skipped = {};

@@ -19,7 +19,21 @@ void throw_sqlite(sqlite3* db, int rc, std::string_view context) {
   }
 }
 
+namespace {
+// Debian's SQLite counts every allocation in global statistics behind a mutex (its default
+// SQLITE_DEFAULT_MEMSTATUS=1); nothing here reads them. Must run before SQLite initialises: the
+// first open does that, so it is done here once; later it is refused (SQLITE_MISUSE), harmlessly.
+void configure_sqlite_once() {
+  static const bool done = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)done;
+}
+}  // namespace
+
 Db::Db(const std::string& path, int flags) {
+  configure_sqlite_once();
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = "cannot open '" + path + "'";

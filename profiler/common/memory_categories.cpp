@@ -30,6 +30,13 @@ Placement place(const std::vector<StepPhases>& steps, TimeNs t) {
 }  // namespace
 
 std::optional<MemContext> memory_context_of_range(std::string_view n) {
+  // Called for every CPU range an import writes; nearly all are operators ("aten::...") that no
+  // prefix below starts like, so the first letter settles most of them.
+  if (n.empty()) return std::nullopt;
+  switch (n[0]) {
+    case 'F': case 'f': case 'g': case 'n': case 'c': case 'O': case 's': break;
+    default: return std::nullopt;
+  }
   if (starts_with(n, "FSDP::all_gather_copy_out")) return MemContext::AllGatherCopyOut;
   if (starts_with(n, "FSDP::all_gather") || starts_with(n, "fsdp::all_gather_copy_in")) return MemContext::AllGather;
   if (starts_with(n, "FSDP::post_backward_reduce")) return MemContext::ReduceScatter;

@@ -3,6 +3,8 @@
 
 #include <simdjson.h>
 
+#include <cstdio>
+
 #include "profiler/synthetic/synthetic_profile.h"
 #include "tests/cli/run_cli.h"
 #include "tests/support/test_paths.h"
@@ -67,6 +69,27 @@ TEST_CASE("gui: --help and bad arguments without a display; no display is a clea
   CHECK_THAT(r.err, Contains("no desktop app"));
 #endif
 }
+
+#ifdef SS_TEST_HAVE_GUI
+// The desktop app is a library loaded only for `gui` / `shardscope FILE` (app/gui_loader.cpp):
+// the executable itself must not need Qt, and a missing library is explained, not a crash.
+TEST_CASE("the CLI does not load Qt; a missing desktop-app library is a clear error", "[cli]") {
+  std::string needed;
+  {
+    FILE* p = ::popen("readelf -d '" SHARDSCOPE_EXE "'", "r");
+    REQUIRE(p);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) needed.append(buf, n);
+    REQUIRE(::pclose(p) == 0);
+  }
+  CHECK_THAT(needed, Contains("libsqlite3"));  // the listing is real
+  CHECK_THAT(needed, !Contains("libQt6"));
+
+  const auto r = run_cli({"gui", "x.ssdb"}, "env SHARDSCOPE_GUI_LIBRARY=/nonexistent/shardscope_gui.so");
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Contains("cannot load the desktop app") && Contains("/nonexistent/shardscope_gui.so"));
+}
+#endif
 
 TEST_CASE("bad input exits 2 with the reader's message", "[cli]") {
   test::TempDir dir;

@@ -12,6 +12,7 @@
 #include "profiler/import/common/innermost_range.h"
 #include "profiler/import/common/input_file.h"
 #include "profiler/import/import.h"
+#include "profiler/import/kineto/kineto_import.h"
 #include "profiler/import/kineto/kineto_parse.h"
 #include "storage/errors.h"
 
@@ -100,21 +101,34 @@ TEST_CASE("unrecorded frees: a block never allocated again is freed where the to
   CHECK(ss::import::add_unrecorded_frees({{10, 1, 100, 100, false, 0}, {20, 1, -100, 0, false, 1}}, 0).size() == 2);
 }
 
-// index() (stage 1 on the read-ahead thread) then parse() gives what parse() alone gives, and a
-// document that index() found broken gives parse()'s usual error.
-TEST_CASE("a parse from an index built beforehand", "[kineto]") {
-  auto padded = [](std::string s) {
-    s.reserve(s.size() + kInputPadding);
-    return s;
+// The next rank file is read and parsed on a helper thread (ReusableBuffers::read_ahead) while
+// the current one is written: what it hands over equals a parse on the import's own thread, and
+// a broken file gives the same error when it is taken.
+TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ss_test_parse_ahead";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
   };
-  const std::string json = padded(
+  const std::string good_text =
       R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm \u00e9", "pid": 0, "tid": 7, "ts": 1.5, "dur": 2},)"
       R"( {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1, "dur": 3, "args": {"External id": 9}},)"
-      R"( {"ph": "f", "id": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"}]})");
-  kineto::KinetoParser alone, indexed;
-  const kineto::KinetoTrace a = alone.parse(json, "t.json", false);
-  indexed.index(json);
-  const kineto::KinetoTrace b = indexed.parse(json, "t.json", false);
+      R"( {"ph": "f", "id": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"}]})";
+  const std::string good = write("good.json", good_text);
+  const std::string broken = write("broken.json", R"({"traceEvents": [{"ph": "X", "name": "k" "ts": 1}]})");
+
+  std::string direct_json = good_text;
+  direct_json.reserve(direct_json.size() + kInputPadding);
+  kineto::KinetoParser direct;
+  const kineto::KinetoTrace a = direct.parse(direct_json, good, false);
+
+  kineto::ReusableBuffers buffers;
+  CHECK_FALSE(buffers.take_read_ahead(good));  // nothing read ahead yet
+  buffers.read_ahead(good);
+  REQUIRE(buffers.take_read_ahead(good));
+  REQUIRE(buffers.current.trace.has_value());
+  const kineto::KinetoTrace& b = *buffers.current.trace;
   REQUIRE(a.events.size() == 2);
   REQUIRE(b.events.size() == a.events.size());
   for (std::size_t i = 0; i < a.events.size(); ++i) {
@@ -125,25 +139,25 @@ TEST_CASE("a parse from an index built beforehand", "[kineto]") {
   }
   CHECK(b.events[0].name == "gemm \u00e9");
   CHECK(b.skipped == a.skipped);
-  // A second parse of the same text does not reuse the index: it indexes again.
-  const kineto::KinetoTrace c = indexed.parse(json, "t.json", false);
-  CHECK(c.events.size() == 2);
 
-  const std::string broken = padded(R"({"traceEvents": [{"ph": "X", "name": "k" "ts": 1}]})");
-  std::string direct_error, indexed_error;
+  std::string direct_error, ahead_error;
+  std::string broken_json = R"({"traceEvents": [{"ph": "X", "name": "k" "ts": 1}]})";
+  broken_json.reserve(broken_json.size() + kInputPadding);
   try {
-    alone.parse(broken, "b.json", false);
+    direct.parse(broken_json, broken, false);
   } catch (const ImportError& e) {
     direct_error = e.what();
   }
-  indexed.index(broken);
+  buffers.read_ahead(broken);
+  CHECK_FALSE(buffers.take_read_ahead(good));  // another file is in flight: not this one
   try {
-    indexed.parse(broken, "b.json", false);
+    buffers.take_read_ahead(broken);
   } catch (const ImportError& e) {
-    indexed_error = e.what();
+    ahead_error = e.what();
   }
   CHECK_FALSE(direct_error.empty());
-  CHECK(indexed_error == direct_error);
+  CHECK(ahead_error == direct_error);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a read buffer reused from file to file holds exactly each file", "[kineto]") {

@@ -605,6 +605,10 @@ class Builder {
     for (const auto& [key, u] : use) stream_id(key.first, key.second, stream_kind_of(u.first, u.second));
 
     std::vector<PendingCollective> colls;
+    // The launch rows follow the rank's kernels instead of alternating with them: the writer then
+    // inserts long runs of each in multi-row INSERTs (the same rows and ids either way).
+    std::vector<LaunchRow> launches;
+    launches.reserve(gpu_ops_.size());
     for (std::size_t j = 0; j < gpu_ops_.size(); ++j) {
       const RawEvent& e = t_.events[gpu_ops_[j]];
       KernelRow k;
@@ -624,14 +628,13 @@ class Builder {
       if (launch && launch->ts != kAbsent) k.module = module_at(launch->tid, rel(*launch, launch->ts));
       const RowId id = w_.add_kernel(k);
       if (launch && launch->ts != kAbsent) {
-        LaunchRow l;
+        LaunchRow& l = launches.emplace_back();
         l.kernel = id;
         l.rank = rank_;
         l.thread = thread_id(launch->tid);
         l.start = start_of(*launch);
         l.end = end_of(*launch);
         l.name = w_.intern(launch->name);
-        w_.add_launch(l);
       }
       if (nccl[j]->is_comm) {
         PendingCollective p = describe_collective(e, *nccl[j], launch);
@@ -641,6 +644,7 @@ class Builder {
         colls.push_back(p);
       }
     }
+    for (const LaunchRow& l : launches) w_.add_launch(l);
     // Sequence numbers: 0, 1, 2 ... per process group on this rank, in start order.
     std::stable_sort(colls.begin(), colls.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     std::map<RowId, std::int64_t> next;

@@ -19,7 +19,7 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
     std::error_code ec;
     file_size = std::filesystem::file_size(path, ec);
     if (ec || file_size == 0) file_size = in.json.size() + 1;
-    ctx.progress(path, file_size / 2, file_size);
+    ctx.progress(path, file_size, file_size);  // read and parsed ahead
   } else {
     read_input_file_into(
         path, in.json,
@@ -30,11 +30,17 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
         &in.gz);
   }
   if (!buffers.upcoming.empty()) buffers.read_ahead(buffers.upcoming);
-  const double json_size = in.json.empty() ? 1.0 : static_cast<double>(in.json.size());
-  kineto::KinetoTrace trace = in.parser->parse(in.json, path, in.gz, [&](std::uint64_t offset) {
-    const double half = static_cast<double>(file_size) / 2.0;
-    ctx.progress(path, static_cast<std::uint64_t>(half + half * static_cast<double>(offset) / json_size), file_size);
-  });
+  kineto::KinetoTrace trace;
+  if (in.trace) {
+    trace = std::move(*in.trace);
+    in.trace.reset();
+  } else {
+    const double json_size = in.json.empty() ? 1.0 : static_cast<double>(in.json.size());
+    trace = in.parser->parse(in.json, path, in.gz, [&](std::uint64_t offset) {
+      const double half = static_cast<double>(file_size) / 2.0;
+      ctx.progress(path, static_cast<std::uint64_t>(half + half * static_cast<double>(offset) / json_size), file_size);
+    });
+  }
   kineto::write_trace(trace, path, ctx);
   in.parser->recycle(std::move(trace));
 }
@@ -46,7 +52,7 @@ void ReusableBuffers::read_ahead(const std::string& path) {
   next_path_ = path;
   next_read_ = std::async(std::launch::async, [this, path] {
     read_input_file_into(path, next_.json, {}, &next_.gz);
-    next_.parser->index(next_.json);
+    next_.trace = next_.parser->parse(next_.json, path, next_.gz);  // no progress reports off the import's thread
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include <future>
 #include <memory>
+#include <optional>
 
 #include <string>
 
@@ -29,19 +30,22 @@ ParsedKineto read_and_parse(const std::string& path);
 // What import_kineto keeps from one input to the next (ImportContext::kineto_buffers): the JSON
 // text's buffer and the parser with its index and event records. Allocating them afresh for each
 // of several rank files cost ~10% of the import in page faults. Two sets alternate: while one
-// file is parsed and attributed, the next one is read and indexed (simdjson's stage 1) on a helper
-// thread, which takes ~15% of the work off the main thread.
+// file is attributed and its rows handed to the writer, the next one is read and parsed on a
+// helper thread. With the writer's thread that is a three-stage pipeline whose stages take
+// about the same time per file (docs/benchmarks.md), so two cores are kept busy.
 struct ReusableBuffers {
   struct Slot {
     std::string json;
     std::unique_ptr<KinetoParser> parser = std::make_unique<KinetoParser>();
     bool gz = false;
+    std::optional<KinetoTrace> trace;  // parsed ahead; its names point into `json` and the parser
   };
   Slot current;
 
   std::string upcoming;  // the caller names the input that comes next; import_kineto reads it ahead
   void read_ahead(const std::string& path);
-  // True when `path` was read ahead: it is then in `current` (swapped in). Rethrows the read's error.
+  // True when `path` was read ahead: it is then in `current` (swapped in), parsed. Rethrows the
+  // read's or the parse's error.
   bool take_read_ahead(const std::string& path);
 
  private:

@@ -24,11 +24,6 @@ class KinetoParser {
   KinetoTrace parse(const std::string& json, const std::string& label, bool inflated,
                     const std::function<void(std::uint64_t done)>& progress = {});
 
-  // Runs simdjson's first stage (the structural index of the whole document) now, so that the
-  // next parse() of the same unchanged `json` starts from it: the index can be built on another
-  // thread than the parse. Errors are reported by parse().
-  void index(const std::string& json);
-
   // Hands a trace that is no longer needed back, so that the next parse() reuses its event
   // records' allocation.
   void recycle(KinetoTrace&& trace);
