@@ -173,17 +173,21 @@ constexpr std::size_t kBatchRows = 4096;
 constexpr std::size_t kQueuedBatches = 16;
 // Rows per multi-row INSERT of a run of ranges, kernels or launches (writer thread only).
 constexpr std::size_t kRowsPerInsert = 32;
-constexpr int kRangeColumns = 12;
-constexpr std::string_view kRangeInsertHead =
-    "INSERT INTO ranges (id, rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id,"
-    " parent_id, depth)";
-constexpr int kKernelColumns = 11;
-constexpr std::string_view kKernelInsertHead =
-    "INSERT INTO kernels (id, rank, stream_id, start_ns, duration_ns, name_id, correlation, launch_config_id,"
-    " category, module_id, bytes)";
-constexpr int kLaunchColumns = 7;
-constexpr std::string_view kLaunchInsertHead =
-    "INSERT INTO launches (id, kernel_id, rank, thread_id, start_ns, duration_ns, name_id)";
+// The columns after `id`, which the multi-row INSERTs leave out (see write_run).
+constexpr int kRangeColumns = 11;
+constexpr std::string_view kRangeColumnList =
+    "rank, thread_id, stream_id, start_ns, duration_ns, name_id, kind, phase, module_id, parent_id, depth";
+constexpr int kKernelColumns = 10;
+constexpr std::string_view kKernelColumnList =
+    "rank, stream_id, start_ns, duration_ns, name_id, correlation, launch_config_id, category, module_id, bytes";
+constexpr int kLaunchColumns = 6;
+constexpr std::string_view kLaunchColumnList = "kernel_id, rank, thread_id, start_ns, duration_ns, name_id";
+
+// "INSERT INTO table (id, columns)" for one row with its id, "INSERT INTO table (columns)" for
+// the multi-row form.
+std::string insert_head(std::string_view table, std::string_view columns, bool with_id) {
+  return "INSERT INTO " + std::string(table) + " (" + (with_id ? "id, " : "") + std::string(columns) + ")";
+}
 
 struct ProfileWriter::Impl {
   std::string target;
@@ -261,17 +265,18 @@ struct ProfileWriter::Impl {
     insert(ins_config, o.id, c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z, c.shared_mem_bytes,
            c.registers_per_thread);
   }
+  // bind_*: a row's values after its id, from parameter `first` on.
   static void bind_kernel(sql::Stmt& st, int first, const KernelOp& o) {
     const KernelRow& k = o.k;
     const bool copy = k.category == KernelCategory::Memcpy || k.category == KernelCategory::Memset;
-    bind_row(st, first, o.id, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
+    bind_row(st, first, k.rank, k.stream, k.start, k.end - k.start, std::int64_t{k.name}, k.correlation,
              OptionalId{k.launch_config}, static_cast<int>(k.category), OptionalId{k.module},
              OptionalId{copy ? k.bytes : kNoRow});
   }
   void write_one(const KernelOp& o) { step_row(ins_kernel, &bind_kernel, o); }
   static void bind_launch(sql::Stmt& st, int first, const LaunchOp& o) {
     const LaunchRow& l = o.l;
-    bind_row(st, first, o.id, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
+    bind_row(st, first, l.kernel, l.rank, OptionalId{l.thread}, l.start, l.end - l.start,
              OptionalId{l.name == 0 ? kNoRow : std::int64_t{l.name}});
   }
   void write_one(const LaunchOp& o) { step_row(ins_launch, &bind_launch, o); }
@@ -284,7 +289,7 @@ struct ProfileWriter::Impl {
   }
   static void bind_range(sql::Stmt& st, int first, const RangeOp& o) {
     const RangeRow& r = o.r;
-    bind_row(st, first, o.id, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
+    bind_row(st, first, r.rank, OptionalId{r.thread}, OptionalId{r.stream}, r.start, r.end - r.start,
              std::int64_t{r.name}, static_cast<int>(r.kind), static_cast<int>(r.phase), OptionalId{r.module},
              OptionalId{r.parent}, r.depth);
   }
@@ -292,25 +297,39 @@ struct ProfileWriter::Impl {
 
   template <typename Op>
   void step_row(sql::Stmt& st, void (*bind)(sql::Stmt&, int, const Op&), const Op& o) {
-    bind(st, 1, o);
+    st.bind(1, std::int64_t{o.id});
+    bind(st, 2, o);
     st.step();
     sqlite3_reset(st.get());
     row_added();
   }
 
-  // If batch[i] starts a run of kRowsPerInsert rows of type Op, inserts them with one statement
-  // and returns true. SQLite then keeps its cursor at the table's end instead of seeking from the
-  // root for every row; the rows and their order are the same as one by one.
+  // If batch[i] starts a run of kRowsPerInsert rows of type Op with consecutive ids, inserts them
+  // with one statement and returns true. SQLite then keeps its cursor at the table's end instead
+  // of seeking from the root for every row. The statement leaves the ids out: SQLite gives each
+  // row the table's largest id + 1, which is the row's own id because every table's rows are
+  // added in id order (and appending needs no lookup of the id, ~10% of the writer thread's CPU).
+  // The last id SQLite gave is checked against the run's, so a row out of order is an error,
+  // not a wrong profile. The rows and their order are the same as one by one.
   template <typename Op>
   bool write_run(const std::vector<WriteOp>& batch, std::size_t& i, sql::Stmt& st, int columns,
                  void (*bind)(sql::Stmt&, int, const Op&)) {
     if (i + kRowsPerInsert > batch.size()) return false;
-    for (std::size_t k = 0; k < kRowsPerInsert; ++k)
-      if (!std::holds_alternative<Op>(batch[i + k])) return false;
+    const Op* first = std::get_if<Op>(&batch[i]);
+    if (!first) return false;
+    for (std::size_t k = 1; k < kRowsPerInsert; ++k) {
+      const Op* o = std::get_if<Op>(&batch[i + k]);
+      if (!o || o->id != first->id + static_cast<RowId>(k)) return false;
+    }
     for (std::size_t k = 0; k < kRowsPerInsert; ++k)
       bind(st, static_cast<int>(k) * columns + 1, std::get<Op>(batch[i + k]));
     st.step();
     sqlite3_reset(st.get());
+    const RowId last = first->id + static_cast<RowId>(kRowsPerInsert) - 1;
+    if (sqlite3_last_insert_rowid(db.get()) != last)
+      throw ProfileError(ProfileErrorKind::Sql, "internal: rows written out of id order (SQLite gave id " +
+                                                    std::to_string(sqlite3_last_insert_rowid(db.get())) +
+                                                    ", expected " + std::to_string(last) + ")");
     for (std::size_t k = 0; k < kRowsPerInsert; ++k) row_added();
     i += kRowsPerInsert;
     return true;
@@ -383,8 +402,9 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   d.ins_config = sql::Stmt(d.db.get(),
                            "INSERT INTO launch_configs (id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
                            " shared_mem_bytes, registers_per_thread) VALUES (?,?,?,?,?,?,?,?,?)");
-  d.ins_kernel = sql::Stmt(d.db.get(), multi_row_insert(kKernelInsertHead, kKernelColumns, 1));
-  d.ins_kernels = sql::Stmt(d.db.get(), multi_row_insert(kKernelInsertHead, kKernelColumns, kRowsPerInsert));
+  d.ins_kernel = sql::Stmt(d.db.get(), multi_row_insert(insert_head("kernels", kKernelColumnList, true), kKernelColumns + 1, 1));
+  d.ins_kernels = sql::Stmt(d.db.get(), multi_row_insert(insert_head("kernels", kKernelColumnList, false), kKernelColumns,
+                                                         kRowsPerInsert));
   d.ins_group = sql::Stmt(d.db.get(),
                           "INSERT INTO process_groups (id, name, description, ranks, size, backend)"
                           " VALUES (?,?,?,?,?,?)");
@@ -395,8 +415,9 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
   d.ins_module = sql::Stmt(d.db.get(),
                            "INSERT INTO modules (id, parent_id, fqn, class_name, param_count, param_bytes,"
                            " is_fsdp_unit, fsdp_unit_id, reshard_policy) VALUES (?,?,?,?,?,?,?,?,?)");
-  d.ins_range = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, 1));
-  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(kRangeInsertHead, kRangeColumns, kRowsPerInsert));
+  d.ins_range = sql::Stmt(d.db.get(), multi_row_insert(insert_head("ranges", kRangeColumnList, true), kRangeColumns + 1, 1));
+  d.ins_ranges = sql::Stmt(d.db.get(), multi_row_insert(insert_head("ranges", kRangeColumnList, false), kRangeColumns,
+                                                        kRowsPerInsert));
   d.ins_memory = sql::Stmt(d.db.get(),
                            "INSERT INTO memory_events (id, rank, time_ns, address, bytes, category, module_id,"
                            " stream_id) VALUES (?,?,?,?,?,?,?,?)");
@@ -404,8 +425,9 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
       sql::Stmt(d.db.get(), "INSERT INTO steps (id, rank, number, start_ns, duration_ns) VALUES (?,?,?,?,?)");
   d.ins_skipped = sql::Stmt(d.db.get(), "INSERT INTO skipped_events (rank, reason, count) VALUES (?,?,?)");
   d.upd_kernel_module = sql::Stmt(d.db.get(), "UPDATE kernels SET module_id = ? WHERE id = ?");
-  d.ins_launch = sql::Stmt(d.db.get(), multi_row_insert(kLaunchInsertHead, kLaunchColumns, 1));
-  d.ins_launches = sql::Stmt(d.db.get(), multi_row_insert(kLaunchInsertHead, kLaunchColumns, kRowsPerInsert));
+  d.ins_launch = sql::Stmt(d.db.get(), multi_row_insert(insert_head("launches", kLaunchColumnList, true), kLaunchColumns + 1, 1));
+  d.ins_launches = sql::Stmt(d.db.get(), multi_row_insert(insert_head("launches", kLaunchColumnList, false), kLaunchColumns,
+                                                          kRowsPerInsert));
 
   set_meta("format", schema::kFormatName);
   set_meta("schema_version", std::to_string(schema::kVersion));

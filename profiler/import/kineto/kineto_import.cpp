@@ -15,7 +15,11 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
   // Progress is in bytes of the file on disk: reading counts as the first half, parsing the second.
   std::uint64_t file_size = 0;
   kineto::ReusableBuffers::Slot& in = buffers.current;
-  if (buffers.take_read_ahead(path)) {
+  const bool taken = buffers.take_read_ahead(path);
+  // The next file is read and parsed on the helper thread from now on, also while this one is
+  // still being read here (the first file of several: both cores busy from the start).
+  if (!buffers.upcoming.empty()) buffers.read_ahead(buffers.upcoming);
+  if (taken) {
     std::error_code ec;
     file_size = std::filesystem::file_size(path, ec);
     if (ec || file_size == 0) file_size = in.json.size() + 1;
@@ -29,7 +33,6 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
         },
         &in.gz);
   }
-  if (!buffers.upcoming.empty()) buffers.read_ahead(buffers.upcoming);
   kineto::KinetoTrace trace;
   if (in.trace) {
     trace = std::move(*in.trace);
