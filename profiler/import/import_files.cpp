@@ -10,10 +10,7 @@
 
 #include "profiler/import/import.h"
 
-#include <algorithm>
 #include <cstdlib>
-#include <future>
-#include <map>
 #include <thread>
 
 #include "profiler/import/kineto/kineto_import.h"
@@ -176,53 +173,36 @@ ImportSummary import_files(const std::vector<std::string>& inputs, const std::st
     ctx.on_progress = [&](const std::string& path, double fraction) {
       options.on_progress((static_cast<double>(current) + fraction) / static_cast<double>(inputs.size()), path);
     };
-  // Several Kineto files (one per rank): read and parse them on worker threads, a few ahead of
-  // the writer, which takes them in input order (so ranks are assigned as in a sequential
-  // import). One file keeps the sequential path and its progress lines.
-  const std::size_t kineto_files = static_cast<std::size_t>(std::count(formats.begin(), formats.end(), Format::KinetoJson));
-  // SHARDSCOPE_IMPORT_THREADS sets the files in flight (each holds its JSON and parsed events).
-  // By default only with cores to spare beside the writer: on 2 cores it measured no gain
-  // (docs/benchmarks.md).
+  // Several Kineto files (one per rank): the next ones are read and parsed on helper threads,
+  // each into buffers of its own, while the current one is attributed and written; they are
+  // taken in input order (so ranks are assigned as in a sequential import). One ahead on 2 or 3
+  // cores: with the writer's thread that is a three-stage pipeline, and two or three ahead
+  // measured slower there (more buffers to fault in, the writer starved; docs/benchmarks.md).
+  // Up to 4 ahead with more cores. SHARDSCOPE_IMPORT_THREADS=N sets the files in flight (each
+  // holds its JSON and parsed events); 0 reads and parses every file on this thread.
   const unsigned cores = std::thread::hardware_concurrency();
-  std::size_t workers = cores >= 4 ? std::min(4u, cores - 1) : 1;
-  if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS"); env && std::atoi(env) > 0)
-    workers = static_cast<std::size_t>(std::atoi(env));
-  const std::size_t ahead = kineto_files > 1 && workers > 1 ? workers : 0;
-  std::map<std::size_t, std::future<kineto::ParsedKineto>> parsing;
-  std::size_t next_to_parse = 0;
-  auto parse_ahead = [&] {
-    while (next_to_parse < inputs.size() && parsing.size() < ahead) {
-      const std::size_t i = next_to_parse++;
-      if (formats[i] == Format::KinetoJson)
-        parsing.emplace(i, std::async(std::launch::async, [path = inputs[i]] { return kineto::read_and_parse(path); }));
-    }
-  };
+  std::size_t ahead = cores >= 4 ? std::min(4u, cores - 1) : 1;
+  if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS"); env && *env)
+    ahead = static_cast<std::size_t>(std::max(0, std::atoi(env)));
+  std::vector<std::string> kineto_inputs;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (formats[i] == Format::KinetoJson) kineto_inputs.push_back(inputs[i]);
+  std::size_t kineto_seen = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     current = i;
-    parse_ahead();
     ctx.check_cancel();
     if (options.on_progress) options.on_progress(static_cast<double>(i) / static_cast<double>(inputs.size()), inputs[i]);
     switch (formats[i]) {
-      case Format::KinetoJson:
-        if (auto it = parsing.find(i); it != parsing.end()) {
-          kineto::ParsedKineto parsed = it->second.get();  // rethrows the worker's ImportError
-          parsing.erase(it);
-          parse_ahead();  // keep the workers busy while this one is written
-          ctx.progress(inputs[i], 1, 1);
-          kineto::write_parsed(parsed, inputs[i], ctx);
-        } else {
-          // Without parse-ahead workers, the next Kineto file is read while this one is parsed.
-          if (!ctx.kineto_buffers) ctx.kineto_buffers = std::make_shared<kineto::ReusableBuffers>();
-          ctx.kineto_buffers->upcoming.clear();
-          if (ahead == 0)
-            for (std::size_t j = i + 1; j < inputs.size(); ++j)
-              if (formats[j] == Format::KinetoJson) {
-                ctx.kineto_buffers->upcoming = inputs[j];
-                break;
-              }
-          import_kineto(inputs[i], ctx);
-        }
+      case Format::KinetoJson: {
+        if (!ctx.kineto_buffers) ctx.kineto_buffers = std::make_shared<kineto::ReusableBuffers>();
+        kineto::ReusableBuffers& buffers = *ctx.kineto_buffers;
+        ++kineto_seen;
+        buffers.ahead = ahead;
+        buffers.upcoming.assign(kineto_inputs.begin() + static_cast<std::ptrdiff_t>(kineto_seen),
+                                kineto_inputs.begin() + static_cast<std::ptrdiff_t>(std::min(kineto_inputs.size(), kineto_seen + ahead)));
+        import_kineto(inputs[i], ctx);
         break;
+      }
       case Format::NsysSqlite: import_nsys(inputs[i], ctx); break;
       case Format::TorchMemorySnapshot: import_torch_snapshot(inputs[i], ctx); break;
       case Format::Unknown: break;

@@ -101,8 +101,8 @@ TEST_CASE("unrecorded frees: a block never allocated again is freed where the to
   CHECK(ss::import::add_unrecorded_frees({{10, 1, 100, 100, false, 0}, {20, 1, -100, 0, false, 1}}, 0).size() == 2);
 }
 
-// The next rank file is read and parsed on a helper thread (ReusableBuffers::read_ahead) while
-// the current one is written: what it hands over equals a parse on the import's own thread, and
+// The next rank files are read and parsed on helper threads (ReusableBuffers::read_ahead) while
+// the current one is written: what they hand over equals a parse on the import's own thread, and
 // a broken file gives the same error when it is taken.
 TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ss_test_parse_ahead";
@@ -125,10 +125,13 @@ TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
 
   kineto::ReusableBuffers buffers;
   CHECK_FALSE(buffers.take_read_ahead(good));  // nothing read ahead yet
-  buffers.read_ahead(good);
+  buffers.ahead = 2;
+  buffers.upcoming = {good, broken};
+  buffers.read_ahead();  // both in flight, each in buffers of its own
+  CHECK_FALSE(buffers.take_read_ahead(broken));  // taken in order only: `good` comes first
   REQUIRE(buffers.take_read_ahead(good));
-  REQUIRE(buffers.current.trace.has_value());
-  const kineto::KinetoTrace& b = *buffers.current.trace;
+  REQUIRE(buffers.current->trace.has_value());
+  const kineto::KinetoTrace& b = *buffers.current->trace;
   REQUIRE(a.events.size() == 2);
   REQUIRE(b.events.size() == a.events.size());
   for (std::size_t i = 0; i < a.events.size(); ++i) {
@@ -148,8 +151,6 @@ TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
   } catch (const ImportError& e) {
     direct_error = e.what();
   }
-  buffers.read_ahead(broken);
-  CHECK_FALSE(buffers.take_read_ahead(good));  // another file is in flight: not this one
   try {
     buffers.take_read_ahead(broken);
   } catch (const ImportError& e) {

@@ -14,16 +14,19 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
   kineto::ReusableBuffers& buffers = *ctx.kineto_buffers;
   // Progress is in bytes of the file on disk: reading counts as the first half, parsing the second.
   std::uint64_t file_size = 0;
-  kineto::ReusableBuffers::Slot& in = buffers.current;
   const bool taken = buffers.take_read_ahead(path);
-  // The next file is read and parsed on the helper thread from now on, also while this one is
-  // still being read here (the first file of several: both cores busy from the start).
-  if (!buffers.upcoming.empty()) buffers.read_ahead(buffers.upcoming);
+  // The next files are read and parsed on helper threads from now on, also while this one is
+  // still being read here (the first file of several: every core busy from the start).
+  buffers.read_ahead();
+  kineto::ReusableBuffers::Slot& in = *buffers.current;
+  kineto::KinetoTrace trace;
   if (taken) {
     std::error_code ec;
     file_size = std::filesystem::file_size(path, ec);
     if (ec || file_size == 0) file_size = in.json.size() + 1;
     ctx.progress(path, file_size, file_size);  // read and parsed ahead
+    trace = std::move(*in.trace);
+    in.trace.reset();
   } else {
     read_input_file_into(
         path, in.json,
@@ -32,12 +35,6 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
           ctx.progress(path, done / 2, total);
         },
         &in.gz);
-  }
-  kineto::KinetoTrace trace;
-  if (in.trace) {
-    trace = std::move(*in.trace);
-    in.trace.reset();
-  } else {
     const double json_size = in.json.empty() ? 1.0 : static_cast<double>(in.json.size());
     trace = in.parser->parse(in.json, path, in.gz, [&](std::uint64_t offset) {
       const double half = static_cast<double>(file_size) / 2.0;
@@ -50,34 +47,37 @@ void import_kineto(const std::string& path, ImportContext& ctx) {
 
 namespace kineto {
 
-void ReusableBuffers::read_ahead(const std::string& path) {
-  if (next_read_.valid()) return;  // one read in flight at a time
-  next_path_ = path;
-  next_read_ = std::async(std::launch::async, [this, path] {
-    read_input_file_into(path, next_.json, {}, &next_.gz);
-    next_.trace = next_.parser->parse(next_.json, path, next_.gz);  // no progress reports off the import's thread
-  });
+void ReusableBuffers::read_ahead() {
+  for (const std::string& path : upcoming) {
+    if (in_flight_.size() >= ahead) return;
+    bool started = false;
+    for (const InFlight& f : in_flight_) started = started || f.path == path;
+    if (started) continue;
+    std::unique_ptr<Slot> slot;
+    if (!spare_.empty()) {
+      slot = std::move(spare_.back());  // a finished file's buffers: no allocation
+      spare_.pop_back();
+    } else {
+      slot = std::make_unique<Slot>();
+    }
+    Slot* s = slot.get();
+    // No progress reports off the import's thread; a cancel waits for these parses to end.
+    std::future<void> done = std::async(std::launch::async, [s, path] {
+      read_input_file_into(path, s->json, {}, &s->gz);
+      s->trace = s->parser->parse(s->json, path, s->gz);
+    });
+    in_flight_.push_back(InFlight{path, std::move(slot), std::move(done)});
+  }
 }
 
 bool ReusableBuffers::take_read_ahead(const std::string& path) {
-  if (!next_read_.valid() || next_path_ != path) return false;
-  std::future<void> read = std::move(next_read_);
-  read.get();  // the read's ImportError / ProfileError, as a read on this thread would throw it
-  std::swap(current, next_);  // the finished file's buffers become the next read's: no allocation
+  if (in_flight_.empty() || in_flight_.front().path != path) return false;
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  f.done.get();  // the read's or parse's ImportError / ProfileError, as on this thread
+  spare_.push_back(std::move(current));
+  current = std::move(f.slot);
   return true;
-}
-
-ParsedKineto read_and_parse(const std::string& path) {
-  bool gz = false;
-  ParsedKineto out;
-  out.json = std::make_unique<std::string>(read_input_file(path, {}, &gz));
-  out.parser = std::make_unique<KinetoParser>();
-  out.trace = out.parser->parse(*out.json, path, gz);
-  return out;
-}
-
-void write_parsed(const ParsedKineto& parsed, const std::string& path, ImportContext& ctx) {
-  write_trace(parsed.trace, path, ctx);
 }
 
 void import_kineto_bytes(std::string bytes, const std::string& label, ImportContext& ctx) {
