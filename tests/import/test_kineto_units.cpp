@@ -2,8 +2,6 @@
 // innermost-range index used for attribution.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "profiler/import/kineto/kineto_import.h"
 #include "profiler/import/kineto/kineto_parse.h"
 #include "storage/errors.h"
+#include "tests/support/test_paths.h"
 
 using namespace ss;
 using namespace ss::import;
@@ -105,11 +104,10 @@ TEST_CASE("unrecorded frees: a block never allocated again is freed where the to
 // the current one is written: what they hand over equals a parse on the import's own thread, and
 // a broken file gives the same error when it is taken.
 TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ss_test_parse_ahead";
-  std::filesystem::create_directories(dir);
+  const test::TempDir dir;
   auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
+    test::write_file(dir.file(name), text);
+    return dir.file(name);
   };
   const std::string good_text =
       R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm \u00e9", "pid": 0, "tid": 7, "ts": 1.5, "dur": 2},)"
@@ -158,18 +156,16 @@ TEST_CASE("a file parsed ahead on the helper thread", "[kineto]") {
   }
   CHECK_FALSE(direct_error.empty());
   CHECK(ahead_error == direct_error);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a read buffer reused from file to file holds exactly each file", "[kineto]") {
   // The importer reads every rank file into the same buffers; a reused buffer is not zeroed
   // first, so a smaller file must not leave the bigger one's bytes in view, and a bigger one
   // must get all its bytes and the padding simdjson needs.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ss_test_reused_read_buffer";
-  std::filesystem::create_directories(dir);
+  const test::TempDir dir;
   auto write = [&](const std::string& name, const std::string& text) {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
+    test::write_file(dir.file(name), text);
+    return dir.file(name);
   };
   const std::string big(100000, 'b'), small = "small", bigger = std::string(300000, 'c') + "end";
   const std::string big_path = write("big.json", big), small_path = write("small.json", small),
@@ -183,9 +179,8 @@ TEST_CASE("a read buffer reused from file to file holds exactly each file", "[ki
     CHECK(buffer == text);
     CHECK(buffer.capacity() >= buffer.size() + kInputPadding);
   }
-  CHECK_THROWS_AS(read_input_file_into((dir / "missing.json").string(), buffer), ProfileError);
+  CHECK_THROWS_AS(read_input_file_into(dir.file("missing.json"), buffer), ProfileError);
   CHECK(buffer.empty());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("skip reasons are counted per reason however often they repeat", "[kineto]") {
