@@ -35,7 +35,7 @@ int cmd_import(const std::vector<std::string>& args) {
   // This process only imports and exits: keep freed memory in the heap for the next rank file's
   // buffers instead of handing it back to the kernel and faulting fresh zeroed pages in again
   // (glibc's defaults trim the heap above 128 KiB free and mmap blocks above 128 KiB-32 MiB).
-  // ~10 ms of CPU on 8 rank files (docs/benchmarks.md); the GUI's imports keep the defaults.
+  // ~30 ms of CPU on 8 rank files (docs/benchmarks.md); the GUI's imports keep the defaults.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 16 << 20);
