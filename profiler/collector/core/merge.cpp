@@ -15,7 +15,7 @@
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
-#include "storage/range_nesting.h"
+#include "storage/add_nested_ranges.h"
 
 namespace ss::collector {
 namespace fs = std::filesystem;
@@ -447,15 +447,8 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
         std::vector<std::pair<TimeNs, TimeNs>> iv;
         iv.reserve(rows.size());
         for (auto& r : rows) iv.emplace_back(r.start, r.end);
-        NestingResult n = nest_ranges(iv);
-        std::vector<RowId> ids(rows.size(), kNoRow);
-        for (std::size_t idx : n.order) {
-          RangeRow r = rows[idx];
-          r.depth = n.nesting[idx].depth;
-          r.parent = n.nesting[idx].parent >= 0 ? ids[static_cast<std::size_t>(n.nesting[idx].parent)] : kNoRow;
-          ids[idx] = out.add_range(r);
-          ++result.ranges;
-        }
+        add_nested_ranges(out, iv, [&](std::size_t idx) { return rows[idx]; });
+        result.ranges += static_cast<std::int64_t>(rows.size());
       }
     }
     {

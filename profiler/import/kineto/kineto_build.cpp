@@ -15,6 +15,7 @@
 #include "profiler/import/common/unrecorded_frees.h"
 #include "storage/cpu_device.h"
 #include "storage/interval_union.h"
+#include "storage/add_nested_ranges.h"
 #include "storage/range_nesting.h"
 
 namespace ss::import::kineto {
@@ -683,9 +684,7 @@ class Builder {
     std::vector<std::pair<TimeNs, TimeNs>> iv;
     iv.reserve(lane.size());
     for (const auto* r : lane) iv.emplace_back(r->start, r->end);
-    const NestingResult nr = nest_ranges(iv);
-    std::vector<RowId> ids(lane.size(), kNoRow);
-    for (std::size_t k : nr.order) {
+    add_nested_ranges(w_, iv, [&](std::size_t k) {
       const CpuRange& c = *lane[k];
       RangeRow r;
       r.rank = rank_;
@@ -696,11 +695,8 @@ class Builder {
       r.kind = c.kind;
       r.phase = c.phase;
       r.module = c.module;
-      r.depth = nr.nesting[k].depth;
-      const int parent = nr.nesting[k].parent;
-      r.parent = parent >= 0 ? ids[static_cast<std::size_t>(parent)] : kNoRow;
-      ids[k] = w_.add_range(r);
-    }
+      return r;
+    });
   }
 
   void write_cpu_ranges() {

@@ -7,6 +7,7 @@
 #include "profiler/import/import.h"
 #include "profiler/import/nsys/nsys_db.h"
 #include "profiler/import/nsys/range_names.h"
+#include "storage/add_nested_ranges.h"
 #include "storage/range_nesting.h"
 
 namespace ss::import::nsys {
@@ -181,9 +182,7 @@ void Lanes::write(ImportContext& ctx, TimeNs offset) {
         rank_modules[rank].push_back(lr.module);
       }
     }
-    const NestingResult n = nest_ranges(intervals);
-    std::vector<RowId> row_of(lane.size(), kNoRow);
-    for (std::size_t i : n.order) {
+    add_nested_ranges(w, intervals, [&](std::size_t i) {
       const LaneRange& lr = lane[i];
       RangeRow rr;
       rr.rank = rank;
@@ -194,11 +193,9 @@ void Lanes::write(ImportContext& ctx, TimeNs offset) {
       rr.kind = lr.kind;
       rr.phase = lr.phase;
       rr.module = (lr.kind == RangeKind::Module || lr.kind == RangeKind::Fsdp) ? lr.module : kNoRow;
-      rr.parent = n.nesting[i].parent < 0 ? kNoRow : row_of[std::size_t(n.nesting[i].parent)];
-      rr.depth = n.nesting[i].depth;
-      row_of[i] = w.add_range(rr);
       if (auto step = profiler_step_number(lr.name)) w.add_step(StepRow{rank, *step, rr.start, rr.end});
-    }
+      return rr;
+    });
     by_thread_[tid].build(intervals, own);
 
     auto& calls = nccl_by_thread_[tid];

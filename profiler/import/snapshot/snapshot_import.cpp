@@ -25,7 +25,7 @@
 #include "profiler/import/snapshot/snapshot_import.h"
 #include "profiler/import/snapshot/snapshot_model.h"
 #include "profiler/import/snapshot/snapshot_modules.h"
-#include "storage/range_nesting.h"
+#include "storage/add_nested_ranges.h"
 
 namespace ss::import {
 
@@ -307,9 +307,7 @@ class Builder {
     const RowId thread = w_.add_thread(th);
     std::vector<std::pair<TimeNs, TimeNs>> iv;
     for (const Range& r : ranges) iv.emplace_back(r.start, r.end);
-    const NestingResult nr = nest_ranges(iv);
-    std::vector<RowId> ids(ranges.size(), kNoRow);
-    for (std::size_t k : nr.order) {
+    add_nested_ranges(w_, iv, [&](std::size_t k) {
       const Range& c = ranges[k];
       RangeRow r;
       r.rank = rank;
@@ -320,11 +318,8 @@ class Builder {
       r.kind = c.kind;
       r.phase = c.phase;
       r.module = c.module;
-      r.depth = nr.nesting[k].depth;
-      const int parent = nr.nesting[k].parent;
-      r.parent = parent >= 0 ? ids[static_cast<std::size_t>(parent)] : kNoRow;
-      ids[k] = w_.add_range(r);
-    }
+      return r;
+    });
   }
 
   void write_device(std::int64_t device) {
