@@ -38,6 +38,49 @@ std::vector<MemoryEvent> read_memory_events(const Profile& p, int rank) {
 
 namespace {
 
+using LiveBytes = std::array<std::int64_t, kMemoryCategoryCount>;
+
+// Appends points of the stacked per-category series: after each timestamp's events, at most one
+// point per bucket of the window, at the bucket's highest total so that peaks survive the
+// downsampling; keeps the series' peak.
+class StackedSampler {
+ public:
+  StackedSampler(MemorySeries& s, TimeNs t0, TimeNs t1, std::size_t max_points)
+      : s_(s),
+        t0_(t0),
+        bucket_(std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)))) {}
+
+  void point(TimeNs t, const LiveBytes& live) {
+    s_.times.push_back(t);
+    for (int c = 0; c < kMemoryCategoryCount; ++c) s_.by_category[static_cast<std::size_t>(c)].push_back(live[static_cast<std::size_t>(c)]);
+  }
+
+  // The state after the last event at time t.
+  void add(TimeNs t, const LiveBytes& live, std::int64_t total) {
+    if (total > s_.peak_bytes) {
+      s_.peak_bytes = total;
+      s_.peak_time = t;
+    }
+    const long b = static_cast<long>(static_cast<double>(t - t0_) / bucket_);
+    if (b != current_bucket_) {
+      current_bucket_ = b;
+      bucket_best_ = total;
+      point(t, live);
+    } else if (total > bucket_best_) {
+      bucket_best_ = total;
+      s_.times.back() = t;
+      for (int c = 0; c < kMemoryCategoryCount; ++c) s_.by_category[static_cast<std::size_t>(c)].back() = live[static_cast<std::size_t>(c)];
+    }
+  }
+
+ private:
+  MemorySeries& s_;
+  TimeNs t0_;
+  double bucket_;
+  long current_bucket_ = -1;
+  std::int64_t bucket_best_ = 0;
+};
+
 std::int64_t max_in(const std::vector<CounterPoint>& c, TimeNs t0, TimeNs t1) {
   auto it = std::upper_bound(c.begin(), c.end(), t0, [](TimeNs t, const CounterPoint& p) { return t < p.time; });
   std::int64_t best = it != c.begin() ? std::prev(it)->value : 0;
@@ -129,36 +172,17 @@ ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t 
   MemorySeries& s = out.series;
   s.present = present;
   if (!rows.empty()) {
-    std::array<std::int64_t, kMemoryCategoryCount> live{};
+    LiveBytes live{};
     std::int64_t total = 0;
     const TimeNs t0 = std::min(p.time_begin, rows.front().time), t1 = std::max(p.time_end, rows.back().time);
-    const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
-    long current_bucket = -1;
-    std::int64_t bucket_best = std::numeric_limits<std::int64_t>::min();
+    StackedSampler sampler(s, t0, t1, max_points);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       live[static_cast<std::size_t>(r.category)] += r.bytes;
       total += r.bytes;
       // Only the state after the last event at one timestamp is real.
       if (i + 1 < rows.size() && rows[i + 1].time == r.time) continue;
-      if (total > s.peak_bytes || s.times.empty()) {
-        if (total > s.peak_bytes) {
-          s.peak_bytes = total;
-          s.peak_time = r.time;
-        }
-      }
-      const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
-      if (b != current_bucket) {
-        current_bucket = b;
-        bucket_best = std::numeric_limits<std::int64_t>::min();
-        s.times.push_back(r.time);
-        for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].push_back(live[static_cast<std::size_t>(c)]);
-      }
-      if (total > bucket_best) {
-        bucket_best = total;
-        s.times.back() = r.time;
-        for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].back() = live[static_cast<std::size_t>(c)];
-      }
+      sampler.add(r.time, live, total);
     }
     // The innermost module range running at the peak.
     int best_depth = -1;
@@ -181,45 +205,23 @@ MemorySeries sample_window(const std::vector<MemoryEvent>& events, TimeNs t0, Ti
   MemorySeries s;
   if (t1 < t0) std::swap(t0, t1);
   for (const auto& e : events) s.present[static_cast<std::size_t>(e.category)] = true;
-  std::array<std::int64_t, kMemoryCategoryCount> live{};
-  auto push = [&](TimeNs t) {
-    s.times.push_back(t);
-    for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].push_back(live[static_cast<std::size_t>(c)]);
-  };
-  auto set_back = [&](TimeNs t) {
-    s.times.back() = t;
-    for (int c = 0; c < kMemoryCategoryCount; ++c) s.by_category[static_cast<std::size_t>(c)].back() = live[static_cast<std::size_t>(c)];
-  };
+  LiveBytes live{};
   std::size_t i = 0;
   for (; i < events.size() && events[i].time <= t0; ++i) live[static_cast<std::size_t>(events[i].category)] += events[i].bytes;
   std::int64_t total = 0;
   for (auto v : live) total += v;
-  push(t0);  // the state at the window's start
+  StackedSampler sampler(s, t0, t1, max_points);
+  sampler.point(t0, live);  // the state at the window's start
   s.peak_bytes = total;
   s.peak_time = t0;
-  const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
-  long current_bucket = -1;
-  std::int64_t bucket_best = 0;
   for (; i < events.size() && events[i].time <= t1; ++i) {
     const auto& r = events[i];
     live[static_cast<std::size_t>(r.category)] += r.bytes;
     total += r.bytes;
     if (i + 1 < events.size() && events[i + 1].time == r.time) continue;  // only the state after a timestamp is real
-    if (total > s.peak_bytes) {
-      s.peak_bytes = total;
-      s.peak_time = r.time;
-    }
-    const long b = static_cast<long>(static_cast<double>(r.time - t0) / bucket);
-    if (b != current_bucket) {
-      current_bucket = b;
-      bucket_best = total;
-      push(r.time);
-    } else if (total > bucket_best) {
-      bucket_best = total;
-      set_back(r.time);
-    }
+    sampler.add(r.time, live, total);
   }
-  if (s.times.back() < t1) push(t1);  // and at its end
+  if (s.times.back() < t1) sampler.point(t1, live);  // and at its end
   return s;
 }
 
