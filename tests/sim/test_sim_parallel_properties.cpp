@@ -122,6 +122,21 @@ int tp_per_micro(const SimModel& m, int first, int last, bool sp) {
   return n;
 }
 
+// Simulates `base` with degree 1, 2, 4, 8 set by `set_degree` on a cluster of `world(degree)`
+// GPUs, and checks that the per-rank peak never rises from one degree to the next.
+template <typename SetDegree, typename World>
+void check_peak_never_rises(const SimModel& m, const FsdpPlan& base, SetDegree&& set_degree, World&& world) {
+  std::int64_t prev = -1;
+  for (int degree = 1; degree <= 8; degree *= 2) {
+    FsdpPlan q = base;
+    set_degree(q, degree);
+    const SimResult r = simulate(compile_step(m, q, fast_cluster(world(degree))));
+    INFO("degree " << degree);
+    if (prev >= 0) CHECK(r.peak_bytes <= prev);
+    prev = r.peak_bytes;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("tp = cp = pp = ep = 1 given explicitly is today's step exactly", "[sim][property][parallel]") {
@@ -155,16 +170,10 @@ TEST_CASE("raising tp (fast TP link, same dp) never raises per-rank peak memory"
     const bool sp = rng() & 1;
     FsdpPlan p;
     p.gradient_accumulation = 1 + static_cast<int>(rng() % 2);
-    std::int64_t prev = -1;
-    for (int tp = 1; tp <= 8; tp *= 2) {
-      FsdpPlan q = p;
-      q.parallel.tp = tp;
-      q.parallel.sequence_parallel = sp;
-      const SimResult r = simulate(compile_step(m, q, fast_cluster(dp * tp)));
-      INFO("iteration " << iter << " dp " << dp << " tp " << tp << (sp ? " sp" : ""));
-      if (prev >= 0) CHECK(r.peak_bytes <= prev);
-      prev = r.peak_bytes;
-    }
+    p.parallel.sequence_parallel = sp;
+    INFO("iteration " << iter << " dp " << dp << " tp 1..8" << (sp ? " sp" : ""));
+    check_peak_never_rises(
+        m, p, [](FsdpPlan& q, int tp) { q.parallel.tp = tp; }, [&](int tp) { return dp * tp; });
   }
 }
 
@@ -177,15 +186,9 @@ TEST_CASE("raising cp (same dp) never raises per-rank peak memory", "[sim][prope
     FsdpPlan p;
     p.parallel.cp_kind = (rng() & 1) ? "ring" : "ulysses";
     p.parallel.tp = 1 + static_cast<int>(rng() % 2);
-    std::int64_t prev = -1;
-    for (int cp = 1; cp <= 8; cp *= 2) {
-      FsdpPlan q = p;
-      q.parallel.cp = cp;
-      const SimResult r = simulate(compile_step(m, q, fast_cluster(dp * cp * p.parallel.tp)));
-      INFO("iteration " << iter << " dp " << dp << " cp " << cp << " " << p.parallel.cp_kind << " tp " << p.parallel.tp);
-      if (prev >= 0) CHECK(r.peak_bytes <= prev);
-      prev = r.peak_bytes;
-    }
+    INFO("iteration " << iter << " dp " << dp << " cp 1..8 " << p.parallel.cp_kind << " tp " << p.parallel.tp);
+    check_peak_never_rises(
+        m, p, [](FsdpPlan& q, int cp) { q.parallel.cp = cp; }, [&](int cp) { return dp * cp * p.parallel.tp; });
   }
 }
 
