@@ -71,6 +71,19 @@ void for_each_field(od::object& o, Fn&& fn) {
   }
 }
 
+// Calls per_object(object) for every object element of an array value. Anything that is not an
+// array, and elements that are not objects, are skipped (optional metadata: never an error).
+template <typename PerObject>
+void for_each_object(od::value v, PerObject&& per_object) {
+  od::array a;
+  if (v.get_array().get(a)) return;
+  for (auto el : a) {
+    od::object o;
+    if (el.get_object().get(o)) continue;
+    per_object(o);
+  }
+}
+
 // An integer from a number (int, uint or integral double) or a numeric string.
 bool read_int(od::value v, std::int64_t& out) {
   od::json_type t;
@@ -356,19 +369,14 @@ class TraceReader {
 
   // [{"pg_name": "1", "tids": [123, 124]}, ...]; entries that are not so are skipped.
   void read_pg_threads(od::value v) {
-    od::array a;
-    if (v.get_array().get(a)) return;
-    for (auto el : a) {
-      od::object o;
-      if (el.get_object().get(o)) continue;
+    for_each_object(v, [&](od::object& o) {
       std::string name;
       std::vector<std::int64_t> tids;
       for_each_field(o, [&](std::string_view k, od::value x) {
         std::string_view s;
         std::int64_t n = 0;
         if (k == "pg_name") {
-          if (read_string(x, s)) name = std::string(s);
-          else if (read_int(x, n)) name = std::to_string(n);
+          read_pg_name(x, name);
         } else if (k == "tids") {
           od::array ta;
           if (x.get_array().get(ta)) return;
@@ -378,24 +386,27 @@ class TraceReader {
           }
         }
       });
-      if (name.empty()) continue;
+      if (name.empty()) return;
       for (std::int64_t t : tids) t_.pg_threads.emplace_back(t, name);
-    }
+    });
+  }
+
+  // A process group's name: a string, or a number (older traces).
+  static void read_pg_name(od::value x, std::string& name) {
+    std::string_view s;
+    std::int64_t n = 0;
+    if (read_string(x, s)) name = std::string(s);
+    else if (read_int(x, n)) name = std::to_string(n);
   }
 
   void read_pg_config(od::value v) {
-    od::array a;
-    if (v.get_array().get(a)) return;
-    for (auto el : a) {
-      od::object o;
-      if (el.get_object().get(o)) continue;
+    for_each_object(v, [&](od::object& o) {
       ProcessGroupConfig pg;
       for_each_field(o, [&](std::string_view k, od::value x) {
         std::string_view s;
         std::int64_t n = 0;
         if (k == "pg_name") {
-          if (read_string(x, s)) pg.name = std::string(s);
-          else if (read_int(x, n)) pg.name = std::to_string(n);
+          read_pg_name(x, pg.name);
         } else if (k == "pg_desc") {
           if (read_string(x, s)) pg.desc = std::string(s);
         } else if (k == "backend_config") {
@@ -416,15 +427,11 @@ class TraceReader {
         }
       });
       t_.process_groups.push_back(std::move(pg));
-    }
+    });
   }
 
   void read_devices(od::value v) {
-    od::array a;
-    if (v.get_array().get(a)) return;
-    for (auto el : a) {
-      od::object o;
-      if (el.get_object().get(o)) continue;
+    for_each_object(v, [&](od::object& o) {
       DeviceProps d;
       for_each_field(o, [&](std::string_view k, od::value x) {
         std::string_view s;
@@ -437,7 +444,7 @@ class TraceReader {
         else if (k == "computeMinor") read_int(x, d.compute_minor);
       });
       t_.devices.push_back(std::move(d));
-    }
+    });
   }
 
   CommArgs& comm(RawEvent& e) {
