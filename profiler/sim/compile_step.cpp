@@ -233,9 +233,16 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   for (std::size_t u = 0; u < nu; ++u)
     if (s.exec_of_unit[u] < 0) new_exec({static_cast<int>(u)});  // a unit without compute still owns memory
 
-  // Segments and hook orders.
-  for (std::size_t i = 0; i < m.segments.size(); ++i) {
-    const SimSegment sg = par.tp > 1 || par.cp > 1 ? parallel_segment(m, s, m.segments[i]) : m.segments[i];
+  // Segments and hook orders. With TP / CP each segment is scaled to one rank's share once, here;
+  // the selective-checkpointing pass below reads the same scaled segments.
+  std::vector<SimSegment> scaled;
+  if (par.tp > 1 || par.cp > 1) {
+    scaled.reserve(m.segments.size());
+    for (const SimSegment& sg : m.segments) scaled.push_back(parallel_segment(m, s, sg));
+  }
+  const std::vector<SimSegment>& segments = scaled.empty() ? m.segments : scaled;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const SimSegment& sg = segments[i];
     const int e = s.exec_of_unit[static_cast<std::size_t>(sg.unit)];
     ExecSegment es;
     es.exec = e, es.fwd_ns = sg.fwd_ns, es.bwd_ns = sg.bwd_ns;
@@ -257,7 +264,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     es.fwd_idle_ns = sg.fwd_extra.idle_ns;  // host-bound time does not depend on the plan or the world
     es.bwd_idle_ns = sg.bwd_extra.idle_ns;
     if (!par.is_1d()) parallel_comm(s, sg, c, es);
-    s.segments.push_back(es);
+    s.segments.push_back(std::move(es));
     ExecUnit& eu = s.units[static_cast<std::size_t>(e)];
     if (eu.first_seg < 0) {
       eu.first_seg = static_cast<int>(i);
@@ -338,7 +345,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     for (std::size_t i = 0; i < m.segments.size(); ++i) {
       ExecSegment& es = s.segments[i];
       if (es.exec != static_cast<int>(e) || m.units[static_cast<std::size_t>(m.segments[i].unit)].is_root) continue;
-      const SimSegment sg = par.tp > 1 || par.cp > 1 ? parallel_segment(m, s, m.segments[i]) : m.segments[i];
+      const SimSegment& sg = segments[i];
       CheckpointCost cost = es.by_mode[0];
       for (const auto& part : sg.parts) {
         known += (known.empty() ? "'" : ", '") + part.name + "'";

@@ -63,24 +63,21 @@ void parallel_comm(const CompiledStep& s, const SimSegment& sg, const ClusterMod
   if (par.tp > 1 && sh.tp_pairs + sh.tp_fwd_only + sh.tp_bwd_only + sh.sp_norms > 0) {
     // One collective per column -> row pair on the local tokens' activations (tokens / cp).
     const std::int64_t b = sh.tp_bytes / par.cp;
+    const TimeNs ar = c.collective_ns(Coll::AllReduce, b, par.tp, tp_per_node);
+    const TimeNs ag = c.collective_ns(Coll::AllGather, b, par.tp, tp_per_node);
+    const TimeNs rs = c.collective_ns(Coll::ReduceScatter, b, par.tp, tp_per_node);
     if (par.sequence_parallel) {
       // SP: all-gather before the column-parallel matmul, reduce-scatter after the row-parallel one.
-      const TimeNs ag = c.collective_ns(Coll::AllGather, b, par.tp, tp_per_node);
-      const TimeNs rs = c.collective_ns(Coll::ReduceScatter, b, par.tp, tp_per_node);
       for (int i = 0; i < sh.tp_pairs; ++i) {
         es.mp_ops.push_back({OpKind::TpAllGather, ag, b, OpKind::TpReduceScatter, rs});
         es.mp_ops.push_back({OpKind::TpReduceScatter, rs, b, OpKind::TpAllGather, ag});
       }
     } else {
-      const TimeNs ar = c.collective_ns(Coll::AllReduce, b, par.tp, tp_per_node);
       for (int i = 0; i < sh.tp_pairs; ++i) es.mp_ops.push_back({OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar});
     }
     // The embedding (forward all-reduce) and the output head (backward all-reduce); with SP a
     // reduce-scatter into sequence shards and its all-gather adjoint (embedding), an all-gather of
     // the head's input and its reduce-scatter adjoint (head).
-    const TimeNs ar = c.collective_ns(Coll::AllReduce, b, par.tp, tp_per_node);
-    const TimeNs ag = c.collective_ns(Coll::AllGather, b, par.tp, tp_per_node);
-    const TimeNs rs = c.collective_ns(Coll::ReduceScatter, b, par.tp, tp_per_node);
     for (int i = 0; i < sh.tp_fwd_only; ++i)
       es.mp_ops.push_back(par.sequence_parallel ? ParallelOp{OpKind::TpReduceScatter, rs, b, OpKind::TpAllGather, ag}
                                                 : ParallelOp{OpKind::TpAllReduce, ar, b, OpKind::TpAllReduce, ar, true, false});

@@ -279,14 +279,13 @@ void run_chunk(Chunk& c, const std::vector<Slot>& slots) {
       std::max<TimeNs>(0, c.r.step_ns - c.r.compute_busy_ns - c.r.other_comm_ns - c.r.idle_ns - c.r.model_parallel_exposed_ns);
 }
 
-// Moves a pass's ops and memory events by `shift` into `r` (ops only when `ops`).
-void replay(const Chunk& c, const Pass& ps, TimeNs shift, SimResult& r, bool ops) {
+// Moves a pass's ops and memory events by `shift` into `r`.
+void replay(const Chunk& c, const Pass& ps, TimeNs shift, SimResult& r) {
   for (std::size_t i = ps.mem_begin; i < ps.mem_end; ++i) {
     MemEvent e = c.r.memory[i];
     e.time += shift, e.exec = parent_of(c, e.exec);
     r.memory.push_back(e);
   }
-  if (!ops) return;
   for (std::size_t i = ps.op_begin; i < ps.op_end; ++i) {
     SimOp o = c.r.ops[i];
     o.start += shift, o.end += shift, o.exec = parent_of(c, o.exec);
@@ -370,7 +369,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
       for (std::size_t i = 0; i < c.persistent_end; ++i) {  // a rank's context and workspace once, not per chunk
         const MemEvent& e = c.r.memory[i];
-        if (cidx == 0 || e.cat != MemCat::Other) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat, e.phase, true});
+        if (cidx == 0 || e.cat != MemCat::Other) r.memory.push_back({e.time, e.delta, parent_of(c, e.exec), e.cat});
       }
     }
     SimResult::Stage info;
@@ -381,7 +380,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       const Chunk& c = ch[static_cast<std::size_t>(j)];
       const Pass& ps = pass(s, q);
       const TimeNs t0 = start[static_cast<std::size_t>(s)][q], dur = ps.t1 - ps.t0;
-      replay(c, ps, t0 - ps.t0, r, true);
+      replay(c, ps, t0 - ps.t0, r);
       info.busy_ns += dur;
       if (sl.fwd && !seen_f) info.fwd_ns = dur, seen_f = true;
       if (!sl.fwd && !seen_b) info.bwd_ns = dur, seen_b = true;
@@ -400,7 +399,7 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
     TimeNs t = free_at[static_cast<std::size_t>(s)];
     for (int cidx = 0; cidx < v; ++cidx) {
       const Chunk& c = ch[static_cast<std::size_t>(cidx * p + s)];
-      replay(c, c.optimizer, t - c.optimizer.t0, r, true);
+      replay(c, c.optimizer, t - c.optimizer.t0, r);
       const TimeNs opt = c.optimizer.t1 - c.optimizer.t0;
       t += opt;
       info.busy_ns += opt;

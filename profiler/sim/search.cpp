@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -36,6 +37,10 @@ struct Group {
   std::size_t first = 0;  // its first option's index (level-major)
 };
 const char* const kOffloads[] = {"none", "optimizer", "cpu"};
+// kOffloads[i] as the compiled step's mode (the same order as the enum).
+Offload offload_of(int i) { return static_cast<Offload>(i); }
+static_assert(static_cast<int>(Offload::None) == 0 && static_cast<int>(Offload::Optimizer) == 1 &&
+              static_cast<int>(Offload::Cpu) == 2);
 
 struct Counters {
   int invalid = 0, pruned_static = 0, pruned_bound = 0, dominated = 0, simulated = 0, fitting = 0;
@@ -350,19 +355,24 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
   parallel_for(static_cast<int>(groups.size()), threads, [&](int gi, int) {
     const Group& g = groups[static_cast<std::size_t>(gi)];
     const double seqs = double(g.dp) * g.micro * b;
-    for (std::size_t li = 0; li < nl; ++li)
+    for (std::size_t li = 0; li < nl; ++li) {
+      // One compile per level: the offload options only switch CompiledStep::offload (its costs are
+      // always compiled in), as the cost planner switches them.
+      std::optional<CompiledStep> step;
+      try {
+        step = compile_step(model, plan_of(g, li, 0), cluster);
+      } catch (const ProfileError&) {
+        continue;  // degrees this model cannot take (e.g. more stages than places to split)
+      }
       for (int oi = 0; oi < g.offloads; ++oi) {
         Bound& bd = bounds[g.first + li * static_cast<std::size_t>(g.offloads) + static_cast<std::size_t>(oi)];
-        try {
-          const CompiledStep step = compile_step(model, plan_of(g, li, oi), cluster);
-          bd.static_bytes = static_memory_bytes(step);
-          bd.lb_per_seq = double(step_lower_bound_ns(step)) / seqs;
-          bd.valid = true;
-          family_bound[static_cast<std::size_t>(gi)] = std::min(family_bound[static_cast<std::size_t>(gi)], bd.lb_per_seq);
-        } catch (const ProfileError&) {
-          // Degrees this model cannot take (e.g. more stages than places to split).
-        }
+        step->offload = offload_of(oi);
+        bd.static_bytes = static_memory_bytes(*step);
+        bd.lb_per_seq = double(step_lower_bound_ns(*step)) / seqs;
+        bd.valid = true;
+        family_bound[static_cast<std::size_t>(gi)] = std::min(family_bound[static_cast<std::size_t>(gi)], bd.lb_per_seq);
       }
+    }
   });
 
   // Pass 2: families in order of their bound (the likely best first, so that the bar rises early),
@@ -390,7 +400,8 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
     Counters& c = per_thread[static_cast<std::size_t>(t)];
     // covered: the option fits, or a lighter one does (so it need not be tried).
     std::vector<char> covered(nl * no, 0);
-    for (std::size_t li = 0; li < nl; ++li)
+    for (std::size_t li = 0; li < nl; ++li) {
+      std::optional<CompiledStep> step;  // the level's compile, shared by its offload options
       for (std::size_t oi = 0; oi < no; ++oi) {
         const std::size_t at = li * no + oi;
         if ((li > 0 && covered[at - no]) || (oi > 0 && covered[at - 1])) {
@@ -412,7 +423,9 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
           continue;
         }
         FsdpPlan plan = plan_of(g, li, static_cast<int>(oi));
-        SimResult r = simulate(compile_step(model, plan, cluster), false);
+        if (!step) step = compile_step(model, plan, cluster);
+        step->offload = offload_of(static_cast<int>(oi));
+        SimResult r = simulate(*step, false);
         ++c.simulated;
         ++sims;
         if (r.peak_bytes > req.budget_bytes) continue;
@@ -433,6 +446,7 @@ SearchResult search_configs(const SimModel& model, const SearchShape& shape, con
         }
         found[static_cast<std::size_t>(gi)].push_back(std::move(cfg));
       }
+    }
     const int d = ++done;
     if (req.progress && (d % std::max(1, req.progress_every) == 0 || d == static_cast<int>(groups.size()))) {
       std::lock_guard<std::mutex> lock(mu);

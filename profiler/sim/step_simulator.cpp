@@ -67,7 +67,6 @@ class StepRun {
 
   // The optimizer step after the last backward.
   void finish() {
-    phase_ = Phase::Optimizer;
     if (s_.offload == Offload::None) {
       // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
       const TimeNs t0 = lane_[0];
@@ -143,7 +142,7 @@ class StepRun {
   std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.units[e].shard; }
 
   void mem(TimeNs t, std::int64_t delta, int exec, MemCat c) {
-    if (delta != 0) r_.memory.push_back({t, delta, exec, c, phase_, persistent_});
+    if (delta != 0) r_.memory.push_back({t, delta, exec, c});
   }
 
   // A segment's temporaries: alive from its compute's start to its end (lane_[0] after the op).
@@ -154,11 +153,6 @@ class StepRun {
   }
 
   void persistent_state() {
-    persistent_ = true;
-    struct Reset {
-      bool& f;
-      ~Reset() { f = false; }
-    } reset{persistent_};
     // Offload: Cpu keeps sharded parameters and optimizer states on the host, Optimizer the states.
     for (std::size_t e = 0; e < unit_.size(); ++e) {
       const auto p = s_.units[e].params;
@@ -307,7 +301,6 @@ class StepRun {
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
 
   void forward() {
-    phase_ = Phase::Forward;
     for (auto& st : unit_) st.issued = st.h2d = false;
     // The first all-gather waits for the optimizer (or the previous micro-batch's backward).
     TimeNs prev_copyout_end = lane_[0];
@@ -373,7 +366,6 @@ class StepRun {
   }
 
   void backward(bool last_micro) {
-    phase_ = Phase::Backward;
     for (auto& st : unit_) st.issued = st.h2d = false;
     const bool sync = s_.sync_every_microbatch || last_micro;
     const Lane rs_lane = s_.separate_rs ? Lane::ReduceScatter : Lane::Nccl;
@@ -490,8 +482,6 @@ class StepRun {
   std::vector<std::pair<TimeNs, TimeNs>> comm_[kNcclLaneCount];
   std::size_t ptr_[kNcclLaneCount] = {};
   int micro_ = 0;
-  Phase phase_ = Phase::Forward;
-  bool persistent_ = false;
 };
 
 }  // namespace

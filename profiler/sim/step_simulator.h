@@ -184,8 +184,6 @@ struct MemEvent {
   std::int64_t delta;
   std::int32_t exec;  // owner; -1 = not a unit
   MemCat cat;
-  Phase phase = Phase::Forward;  // the pass that made it (a pipeline replays passes per micro-batch)
-  bool persistent = false;       // held for the whole step (sharded state, optimizer state, other)
 };
 
 struct UnitMemory {
