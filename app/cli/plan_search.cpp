@@ -11,6 +11,7 @@
 #include "app/cli/sim_input_args.h"
 #include "profiler/sim/device_table.h"
 #include "profiler/sim/model_description.h"
+#include "profiler/sim/plan_file.h"
 #include "profiler/sim/search.h"
 #include "profiler/sim/sim_report.h"
 #include "storage/json_writer.h"
@@ -84,13 +85,7 @@ void print_table(std::ostream& o, const sim::SearchResult& res, bool tokens) {
 // The best plan as a plan file: its keys at top level (so `simulate --plan` reads it), the
 // prediction, and the FSDP2 Python.
 std::string best_plan_file(const sim::SearchConfig& c, std::int64_t budget) {
-  std::string flat = sim::plan_to_json(c.plan);
-  flat.pop_back();
-  std::ostringstream f;
-  JsonWriter t(f, false);
-  t.begin_object().kv("strategy", "search").kv("budget_bytes", budget).kv("step_time_ms", sim::to_ms(c.result.step_ns))
-      .kv("peak_memory_bytes", c.result.peak_bytes).kv("fits_budget", c.result.peak_bytes <= budget).end_object();
-  return flat + ", \"predicted\": " + f.str() + ", \"fsdp2_python\": " + JsonWriter::quoted(sim::plan_to_python(c.plan)) + "}\n";
+  return sim::plan_file_json(c.plan, c.result, c.result.peak_bytes <= budget, nullptr, "search", budget);
 }
 
 }  // namespace

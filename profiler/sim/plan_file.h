@@ -12,5 +12,8 @@ namespace ss::sim {
 
 // `o` supplies the prediction (result) and the baseline; `strategy` is recorded as given.
 std::string plan_file_json(const FsdpPlan& plan, const PlanOutcome& o, const std::string& strategy, std::int64_t budget);
+// The same from a prediction alone (`plan --search`); the baseline keys only when `baseline` is given.
+std::string plan_file_json(const FsdpPlan& plan, const SimResult& predicted, bool fits, const SimResult* baseline,
+                           const std::string& strategy, std::int64_t budget);
 
 }  // namespace ss::sim
