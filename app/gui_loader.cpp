@@ -3,26 +3,22 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "app/cli/command.h"
+#include "storage/install_paths.h"
 
 namespace ss::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // SHARDSCOPE_GUI_LIBRARY names the library (tests, relocated installs); otherwise it is looked
 // for where the build and `cmake --install` put it, relative to the running executable.
 std::string gui_library_path() {
   if (const char* env = std::getenv("SHARDSCOPE_GUI_LIBRARY"); env && *env) return env;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return kGuiLibraryName;  // the dynamic loader's search path
-  return (exe.parent_path() / ".." / "lib" / "shardscope" / kGuiLibraryName).lexically_normal().string();
+  const std::string path = shardscope_lib_path(kGuiLibraryName);
+  return path.empty() ? kGuiLibraryName : path;  // else the dynamic loader's search path
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 // producer gets it (rethrown) at its next push() or drain(), and later batches are dropped.
 #pragma once
 
-#include <time.h>
-
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -16,6 +14,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "storage/thread_cpu_time.h"
 
 namespace ss {
 
@@ -66,12 +66,6 @@ class BackgroundBatches {
   }
 
  private:
-  static double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-
   void hand_off() {
     std::unique_lock lock(mutex_);
     if (error_) std::rethrow_exception(error_);

@@ -304,9 +304,10 @@ struct ProfileWriter::Impl {
     row_added();
   }
 
-  // If batch[i] starts a run of kRowsPerInsert rows of type Op with consecutive ids, inserts them
-  // with one statement and returns true. SQLite then keeps its cursor at the table's end instead
-  // of seeking from the root for every row. The statement leaves the ids out: SQLite gives each
+  // If batch[i] is a row of type Op, writes it and the rows of that type with consecutive ids
+  // after it (up to kRowsPerInsert) and returns true. A full run goes in one statement: SQLite
+  // then keeps its cursor at the table's end instead of seeking from the root for every row; a
+  // shorter one row by one (each row is looked at once). The statement leaves the ids out: SQLite gives each
   // row the table's largest id + 1, which is the row's own id because every table's rows are
   // added in id order (and appending needs no lookup of the id, ~10% of the writer thread's CPU).
   // The last id SQLite gave is checked against the run's, so a row out of order is an error,
@@ -314,12 +315,17 @@ struct ProfileWriter::Impl {
   template <typename Op>
   bool write_run(const std::vector<WriteOp>& batch, std::size_t& i, sql::Stmt& st, int columns,
                  void (*bind)(sql::Stmt&, int, const Op&)) {
-    if (i + kRowsPerInsert > batch.size()) return false;
     const Op* first = std::get_if<Op>(&batch[i]);
     if (!first) return false;
-    for (std::size_t k = 1; k < kRowsPerInsert; ++k) {
-      const Op* o = std::get_if<Op>(&batch[i + k]);
-      if (!o || o->id != first->id + static_cast<RowId>(k)) return false;
+    std::size_t n = 1;
+    for (; n < kRowsPerInsert && i + n < batch.size(); ++n) {
+      const Op* o = std::get_if<Op>(&batch[i + n]);
+      if (!o || o->id != first->id + static_cast<RowId>(n)) break;
+    }
+    if (n < kRowsPerInsert) {
+      for (std::size_t k = 0; k < n; ++k) write_one(std::get<Op>(batch[i + k]));
+      i += n;
+      return true;
     }
     for (std::size_t k = 0; k < kRowsPerInsert; ++k)
       bind(st, static_cast<int>(k) * columns + 1, std::get<Op>(batch[i + k]));
@@ -373,6 +379,18 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
     std::remove((path + "-journal").c_str());
   }
   d.db = sql::Db(d.working, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  // A throw below (a full disk, a writer thread that cannot start) must not leave the new file
+  // behind: the destructor does not run for a constructor that throws.
+  struct RemoveOnThrow {
+    Impl& d;
+    bool armed = true;
+    ~RemoveOnThrow() {
+      if (!armed) return;
+      d.background.reset();
+      d.db.close();
+      std::remove(d.working.c_str());
+    }
+  } remove_on_throw{d};
 
   // 16 KiB pages (as fast as 64 KiB for bulk loads, smaller small files) and no journal; the atomic rename replaces the journal's
   // crash safety. The collector's direct mode keeps a rollback journal so each commit is durable.
@@ -454,6 +472,7 @@ ProfileWriter::ProfileWriter(const std::string& path, const Origin& origin, Writ
           d.write_batch(batch);
         },
         kBatchRows, kQueuedBatches);
+  remove_on_throw.armed = false;
 }
 
 ProfileWriter::~ProfileWriter() {

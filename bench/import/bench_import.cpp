@@ -6,7 +6,6 @@
 // thread over the inputs and of the writer thread (the SQLite inserts). Then the parse alone
 // (read + simdjson walk into event records, no attribution, no writes).
 #include <sys/stat.h>
-#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,14 +16,9 @@
 #include "profiler/import/common/input_file.h"
 #include "profiler/import/import.h"
 #include "profiler/import/kineto/kineto_parse.h"
+#include "storage/thread_cpu_time.h"
 
 namespace {
-
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 bool is_count(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 
@@ -77,7 +71,7 @@ int main(int argc, char** argv) {
   std::size_t events = 0;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = cpu_seconds();
+    const double c0 = ss::thread_cpu_seconds();
     std::string json;
     ss::import::kineto::KinetoParser parser;
     events = 0;
@@ -89,7 +83,7 @@ int main(int argc, char** argv) {
     }
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     parse_best = std::min(parse_best, sec);
-    parse_cpu_best = std::min(parse_cpu_best, cpu_seconds() - c0);
+    parse_cpu_best = std::min(parse_cpu_best, ss::thread_cpu_seconds() - c0);
   }
   std::printf("parse only (read + parse, no attribution, no writes): %.3f s = %.1f MB/s (CPU %.3f s), %zu events kept\n",
               parse_best, mb / parse_best, parse_cpu_best, events);

@@ -10,6 +10,7 @@
 
 #include "plugins/api/shardscope_plugin.h"
 #include "plugins/host/host_context.h"
+#include "storage/install_paths.h"
 
 namespace ss::plugins {
 namespace fs = std::filesystem;
@@ -33,12 +34,6 @@ struct PluginHost::Loaded {
 };
 
 namespace {
-
-std::string executable_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
-}
 
 bool valid_name(const char* s) {
   if (!s || !*s) return false;
@@ -64,8 +59,7 @@ std::vector<std::string> default_plugin_dirs() {
   }
   if (const char* home = std::getenv("HOME"); home && *home)
     dirs.push_back(std::string(home) + "/.local/share/shardscope/plugins");
-  if (std::string exe = executable_dir(); !exe.empty())
-    dirs.push_back((fs::path(exe) / ".." / "lib" / "shardscope" / "plugins").lexically_normal().string());
+  if (std::string installed = shardscope_lib_path("plugins"); !installed.empty()) dirs.push_back(installed);
 #ifdef SHARDSCOPE_BUILD_PLUGIN_DIR
   // The build tree's plugin folder, so tests and uninstalled builds find the built-ins.
   std::string build_dir = fs::path(SHARDSCOPE_BUILD_PLUGIN_DIR).lexically_normal().string();

@@ -1,5 +1,4 @@
 #include <sys/stat.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -17,19 +16,10 @@
 
 #include "profiler/common/comm_kernels.h"
 #include "storage/sqlite_handle.h"
+#include "storage/thread_cpu_time.h"
 #include "storage/units.h"
 
 namespace ss::import {
-
-namespace {
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-}  // namespace
 
 const char* to_string(Format f) {
   switch (f) {

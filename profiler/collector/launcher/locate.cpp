@@ -3,15 +3,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "storage/install_paths.h"
+
 namespace ss::record {
 namespace fs = std::filesystem;
 namespace {
 
-fs::path exe_dir() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : p.parent_path();
-}
+fs::path exe_dir() { return fs::path(executable_dir()); }
 
 bool path_exists(const fs::path& p) {
   std::error_code ec;

@@ -939,7 +939,8 @@ class Builder {
   // The process group of a gloo event: its thread's, as the recorder noted the threads each
   // group's creation started (KinetoTrace::pg_threads); null when the trace does not say.
   const ProcessGroupConfig* group_of_thread(std::int64_t tid) {
-    if (pg_of_tid_.empty() && !t_.pg_threads.empty()) {
+    if (!pg_of_tid_built_) {  // once, even when no thread's group is named in the trace
+      pg_of_tid_built_ = true;
       std::map<std::string, const ProcessGroupConfig*> by_name;
       for (const auto& g : t_.process_groups) by_name.emplace(g.name, &g);
       for (const auto& [t, name] : t_.pg_threads)
@@ -1140,6 +1141,7 @@ class Builder {
   std::vector<TensorFact> facts_;
   std::set<std::int64_t> gloo_tids_;
   std::map<std::int64_t, const ProcessGroupConfig*> pg_of_tid_;
+  bool pg_of_tid_built_ = false;
   struct PgRange {
     std::int64_t start, end;
     std::string_view name;

@@ -373,7 +373,6 @@ class TraceReader {
       std::string name;
       std::vector<std::int64_t> tids;
       for_each_field(o, [&](std::string_view k, od::value x) {
-        std::string_view s;
         std::int64_t n = 0;
         if (k == "pg_name") {
           read_pg_name(x, name);
