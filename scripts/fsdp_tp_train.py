@@ -49,14 +49,7 @@ import fsdp_train_sample as sample  # noqa: E402
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--tiny", action="store_true", help="dim 64, 2 layers, 4 heads, hidden 128, vocab 256, seq 32, batch 2")
-    ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=688)
-    ap.add_argument("--vocab", type=int, default=2048)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=4, help="per data-parallel rank (the global batch is dp x batch)")
+    sample.add_model_args(ap, sample.PRESETS["small"], batch_help="per data-parallel rank (the global batch is dp x batch)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
     ap.add_argument("--sequence-parallel", action="store_true")
@@ -69,12 +62,10 @@ def parse_args(argv=None):
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages (consecutive layers, embedding first, head last)")
     ap.add_argument("--pp-schedule", choices=["1f1b", "gpipe"], default="1f1b")
     ap.add_argument("--microbatches", type=int, default=2)
-    ap.add_argument("--mem-tracker-step", type=int, default=-1, help="run this step under FSDPMemTracker")
-    ap.add_argument("--mem-tracker-out", default="", help="its peak by category ({rank} is replaced)")
     ap.add_argument("--counts-out", default="", help="per-step collective counts and bytes by group ({rank} is replaced)")
     args = ap.parse_args(argv)
     if args.tiny:
-        args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 64, 2, 4, 128, 256, 32, 2
+        sample.apply_preset(args, "tiny")
     if args.sequence_parallel and args.tp_root != "parallel":
         ap.error("--sequence-parallel needs --tp-root parallel (the embedding must hand the blocks a sequence shard)")
     if args.loss_parallel and (args.tp == 1 or args.tp_root != "parallel"):

@@ -165,17 +165,35 @@ def write_tracker_peak(tracker, path, step):
             json.dump(out, f, indent=1)
 
 
+# Model sizes: (dim, layers, heads, hidden, vocab, seq, batch). "tiny" for tests, "small" for the
+# CPU accuracy runs; the default is this script's GPU-sized model.
+MODEL_FIELDS = ("dim", "layers", "heads", "hidden", "vocab", "seq", "batch")
+PRESETS = {
+    "tiny": (64, 2, 4, 128, 256, 32, 2),
+    "small": (256, 4, 4, 688, 2048, 128, 4),
+    "default": (1024, 16, 16, 2816, 32000, 1024, 4),
+}
+
+
+def add_model_args(ap, defaults, batch_help=None):
+    """--tiny, the model-size options with `defaults` (a PRESETS entry) and the FSDPMemTracker options."""
+    ap.add_argument("--tiny", action="store_true", help="dim 64, 2 layers, 4 heads, hidden 128, vocab 256, seq 32, batch 2 (tests)")
+    for name, value in zip(MODEL_FIELDS, defaults):
+        ap.add_argument("--" + name, type=int, default=value, help=batch_help if name == "batch" else None)
+    ap.add_argument("--mem-tracker-step", type=int, default=-1,
+                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only) and write its peak to --mem-tracker-out")
+    ap.add_argument("--mem-tracker-out", default="", help="JSON file for --mem-tracker-step (one per rank: {rank} is replaced)")
+
+
+def apply_preset(args, name):
+    for field, value in zip(MODEL_FIELDS, PRESETS[name]):
+        setattr(args, field, value)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
-    ap.add_argument("--tiny", action="store_true", help="a 2-layer, dim-64 model (tests)")
-    ap.add_argument("--dim", type=int, default=1024)
-    ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--hidden", type=int, default=2816)
-    ap.add_argument("--vocab", type=int, default=32000)
-    ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--batch", type=int, default=4)
+    add_model_args(ap, PRESETS["default"])
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2, help="steps excluded from steps/s")
     ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing per layer")
@@ -191,16 +209,13 @@ def main():
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
     ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
-    ap.add_argument("--mem-tracker-step", type=int, default=-1,
-                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only) and write its peak to --mem-tracker-out")
-    ap.add_argument("--mem-tracker-out", default="", help="JSON file for --mem-tracker-step (one per rank: {rank} is replaced)")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
     ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
     args = ap.parse_args()
     if args.tiny:
-        args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 64, 2, 4, 128, 256, 32, 2
+        apply_preset(args, "tiny")
     if args.small:
-        args.dim, args.layers, args.heads, args.hidden, args.vocab, args.seq, args.batch = 256, 4, 4, 688, 2048, 128, 4
+        apply_preset(args, "small")
 
     device = args.device
     if device == "auto":
