@@ -160,18 +160,7 @@ void build_span_items(const std::vector<Event>& events, TimeNs max_duration, boo
     if (block_ends)
       return detail::blocked_lower_bound(from, n, t, *block_ends, kSpanBlock,
                                          [&](std::size_t k) { return static_cast<double>(events[k].end); });
-    std::size_t below = from, step = 1;  // end_before(below) holds
-    std::size_t above = from + 1;
-    while (above < n && end_before(above)) {
-      below = above;
-      step *= 2;
-      above = below + step;
-    }
-    above = std::min(above, n);
-    return static_cast<std::size_t>(
-        std::lower_bound(events.begin() + static_cast<std::ptrdiff_t>(below + 1), events.begin() + static_cast<std::ptrdiff_t>(above), t,
-                         [](const Event& e, double v) { return static_cast<double>(e.end) < v; }) -
-        events.begin());
+    return detail::gallop_past(from, n, end_before);  // end_before(from) holds
   };
   while (i < n && static_cast<double>(events[i].start) <= t1) {
     const Event& e = events[i];

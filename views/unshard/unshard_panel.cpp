@@ -41,6 +41,7 @@
 #include "views/timeline/timeline_widget.h"
 #include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
+#include "views/unshard/panel_text.h"
 #include "views/unshard/unshard_unit_model.h"
 
 #ifndef SS_CLUSTERS_DIR
@@ -51,8 +52,8 @@ namespace ss::unshard {
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-QString ms(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms"); }
-QString bytes(std::int64_t b) { return QString::fromStdString(format_bytes(b)); }
+using text::bytes;
+using text::ms;
 const QString kBucketingOff = QStringLiteral("off (one all-gather per unit)");
 // Explicit colours: the notice stays readable while the panel around it is disabled, in either palette.
 const QString kWarningStyle = QStringLiteral("QLabel { background: #fff1c2; color: #4a3500; border: 1px solid #d9a400; "
@@ -329,6 +330,7 @@ void UnshardPanel::build() {
 
 void UnshardPanel::show_unavailable(const QString& why) {
   drop_timeline_build();
+  timeline_revision_.reset();
   tree_->setModel(nullptr);
   model_.reset();
   session_.reset();
@@ -401,6 +403,7 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   try {
     auto s = make();
     drop_timeline_build();  // a build for the previous session must not land on this one
+    timeline_revision_.reset();
     tree_->setModel(nullptr);
     model_.reset();
     session_ = std::move(s);
@@ -437,11 +440,7 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
     hide_error_line();
     show_state();
   });
-  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) {
-    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + m);
-    error_line_->show();
-    status_->setText(m);
-  });
+  connect(model_.get(), &UnshardUnitModel::changeFailed, this, [this](const QString& m) { show_refused(m); });
   {
     const QSignalBlocker block(preset_);
     preset_->clear();
@@ -480,6 +479,12 @@ void UnshardPanel::fit_settings_column() {
   settings_scroll_->setMinimumWidth(std::min(want, 480));
 }
 
+void UnshardPanel::show_refused(const QString& why) {
+  error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + why);
+  error_line_->show();
+  status_->setText(QStringLiteral("Not simulated: ") + why);
+}
+
 void UnshardPanel::run_change(const std::function<void()>& change) {
   if (!session_) return;
   QElapsedTimer t;
@@ -490,10 +495,7 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   } catch (const std::exception& e) {
     // A ProfileError from the simulator (or anything else a change threw: never a crash). The
     // session kept its state and prediction; the controls snap back to it in show_state.
-    const QString why = QString::fromStdString(e.what());
-    error_line_->setText(QStringLiteral("\u26A0 Not simulated (the prediction shown is the last one that worked): ") + why);
-    error_line_->show();
-    status_->setText(QStringLiteral("Not simulated: ") + why);
+    show_refused(QString::fromStdString(e.what()));
   }
   last_simulate_ms_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
   t.restart();
@@ -550,6 +552,10 @@ void UnshardPanel::show_overrides(bool force) {
 }
 
 void UnshardPanel::refresh_timeline() {
+  // A refused change, an empty undo or a change to the same state keeps the prediction: no new
+  // profile to write and read (seconds for a big step).
+  if (timeline_revision_ == session_->revision()) return;
+  timeline_revision_ = session_->revision();
   const Prediction& p = session_->prediction();
   if (p.result.ops.size() + p.result.memory.size() > kSyncTimelineRows) {
     if (timeline_build_.valid()) timeline_stale_ = true;  // the running build's state is an older one

@@ -20,6 +20,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "profiler/sim/fsdp_plan.h"
@@ -153,6 +154,7 @@ class UnshardPanel : public QWidget {
   void show_unavailable(const QString& why);  // no session: disabled, reason shown, numbers cleared
   void show_state();  // controls and numbers from the session (no change is made)
   void run_change(const std::function<void()>& change);
+  void show_refused(const QString& why);  // a change the simulator refused: the error line and status
   void on_export_clicked();
   void refresh_timeline();
   void show_timeline_profile(std::shared_ptr<const Profile> next);
@@ -197,6 +199,7 @@ class UnshardPanel : public QWidget {
   QSpinBox* pp_chunks_ = nullptr;
   QSpinBox* ep_ = nullptr;
   QSpinBox* micro_batches_ = nullptr;
+  std::optional<std::uint64_t> timeline_revision_;  // the session revision the timeline shows (or is being built for)
   QLabel* error_line_ = nullptr;   // the last refused change, until the next one that works
   QLabel* recompute_ = nullptr;
   QLabel* offload_sum_ = nullptr;

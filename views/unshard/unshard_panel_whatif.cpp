@@ -17,13 +17,14 @@
 #include "storage/units.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
+#include "views/unshard/panel_text.h"
 #include "views/unshard/unshard_unit_model.h"
 
 namespace ss::unshard {
 
 namespace {
-QString ms(TimeNs ns) { return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms"); }
-QString bytes(std::int64_t b) { return QString::fromStdString(format_bytes(b)); }
+using text::bytes;
+using text::ms;
 const QString kNeedsShapes = QStringLiteral("Tensor, context and expert parallelism need a model description (layer shapes); a "
                                             "measured profile has none. Open one with \"Model description…\". Pipeline "
                                             "parallelism and micro-batches work on profiles too.");

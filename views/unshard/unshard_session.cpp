@@ -128,6 +128,7 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
                       : in_.measured_peak_bytes > 0 ? in_.measured_peak_bytes + in_.measured_peak_bytes / 4
                                                     : std::numeric_limits<std::int64_t>::max();
   pred_ = predict(state_);
+  ++revision_;
 }
 
 UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir) {
@@ -293,6 +294,7 @@ void UnshardSession::apply(UnshardState next, const std::string& label) {
   redo_.clear();
   state_ = std::move(next);
   pred_ = std::move(p);
+  ++revision_;
 }
 
 void UnshardSession::set_keep(int unit, bool keep) {
@@ -475,6 +477,7 @@ bool UnshardSession::undo() {
   redo_.push_back({state_, e.label});
   state_ = std::move(e.state);
   pred_ = predict(state_);
+  ++revision_;
   return true;
 }
 
@@ -485,6 +488,7 @@ bool UnshardSession::redo() {
   undo_.push_back({state_, e.label});
   state_ = std::move(e.state);
   pred_ = predict(state_);
+  ++revision_;
   return true;
 }
 

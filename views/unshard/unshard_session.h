@@ -110,6 +110,8 @@ class UnshardSession {
   const std::vector<ClusterPreset>& presets() const { return presets_; }
   const UnshardState& state() const { return state_; }
   const Prediction& prediction() const { return pred_; }
+  // Moves on with every new prediction (a change, undo, redo), not with a refused or empty change.
+  std::uint64_t revision() const { return revision_; }
   int unit_count() const { return static_cast<int>(in_.model.units.size()); }
   const sim::SimUnit& unit(int u) const { return in_.model.units[static_cast<std::size_t>(u)]; }
   // True for the root, which FSDP2 never reshards: its box is shown checked and disabled.
@@ -190,6 +192,7 @@ class UnshardSession {
   std::vector<ClusterPreset> presets_;
   UnshardState state_;
   Prediction pred_;
+  std::uint64_t revision_ = 0;
   std::vector<Entry> undo_, redo_;  // each holds the state to go back (forward) to
   int profile_world_ = 1, profile_per_node_ = 8;  // the configuration the profile was recorded at
   mutable std::map<std::tuple<int, int, int>, sim::SimResult> baselines_;  // by (preset, world, GPUs per node)
