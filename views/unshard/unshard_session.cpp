@@ -157,17 +157,10 @@ UnshardSession UnshardSession::from_model(const std::string& path, int world, co
   return UnshardSession(std::move(in), std::move(presets), 0);
 }
 
-std::vector<std::string> UnshardSession::checkpoint_choices(int u) const {
-  if (u < 0 || u >= unit_count() || unit(u).is_root) return {};
-  const auto& step = pred_.step;
-  const int e = static_cast<std::size_t>(u) < step.exec_of_unit.size() ? step.exec_of_unit[static_cast<std::size_t>(u)] : -1;
-  if (e < 0 || !sim::checkpointable(step, e)) return {};
-  std::vector<std::string> out{"none", "full"};
-  for (const auto& sg : in_.model.segments)
-    if (sg.unit == u)
-      for (const auto& part : sg.parts)
-        if (std::find(out.begin(), out.end(), part.name) == out.end()) out.push_back(part.name);
-  return out;
+const std::vector<std::string>& UnshardSession::checkpoint_choices(int u) const {
+  static const std::vector<std::string> kNone;
+  return u >= 0 && static_cast<std::size_t>(u) < pred_.checkpoint_choices.size() ? pred_.checkpoint_choices[static_cast<std::size_t>(u)]
+                                                                                : kNone;
 }
 
 sim::ClusterModel UnshardSession::cluster_for(const UnshardState& s) const {
@@ -239,20 +232,28 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
   p.preset_fitted = presets_[static_cast<std::size_t>(preset)].fitted;
   if (in_.from_profile && in_.measured_step_ns > 0)  // a model description has nothing to replay against
     p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_).step_ns, p.preset_fitted);
-  const auto per_exec = exposed_all_gather_per_exec(p.result, p.step.units.size());
-  p.exposed_ag_ns.assign(in_.model.units.size(), 0);
-  for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.exposed_ag_ns.size(); ++u) {
-    const int e = p.step.exec_of_unit[u];
-    if (e >= 0) p.exposed_ag_ns[u] = per_exec[static_cast<std::size_t>(e)];
-  }
-  p.host_copy_ns.assign(in_.model.units.size(), 0);
-  if (p.step.offload != sim::Offload::None) {
-    const auto copies = host_copy_per_exec(p.result, p.step.units.size());
-    // A bucket's copies are its own: shown on each member (they move together).
-    for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < p.host_copy_ns.size(); ++u) {
-      const int e = p.step.exec_of_unit[u];
-      if (e >= 0) p.host_copy_ns[u] = copies[static_cast<std::size_t>(e)];
-    }
+  // Per-exec figures shown on each SimModel unit (a bucket's on each member: they move together).
+  auto per_unit = [&](const std::vector<TimeNs>& per_exec) {
+    std::vector<TimeNs> out(in_.model.units.size(), 0);
+    for (std::size_t u = 0; u < p.step.exec_of_unit.size() && u < out.size(); ++u)
+      if (const int e = p.step.exec_of_unit[u]; e >= 0) out[u] = per_exec[static_cast<std::size_t>(e)];
+    return out;
+  };
+  p.exposed_ag_ns = per_unit(exposed_all_gather_per_exec(p.result, p.step.units.size()));
+  p.host_copy_ns = p.step.offload != sim::Offload::None ? per_unit(host_copy_per_exec(p.result, p.step.units.size()))
+                                                        : std::vector<TimeNs>(in_.model.units.size(), 0);
+  // Checkpointing choices: "none", "full" and the unit's named sub-modules, where checkpointing
+  // would change the step (computed once per prediction: the unit tree asks on every repaint).
+  p.checkpoint_choices.assign(in_.model.units.size(), {});
+  for (std::size_t u = 0; u < p.checkpoint_choices.size(); ++u) {
+    const int e = u < p.step.exec_of_unit.size() ? p.step.exec_of_unit[u] : -1;
+    if (in_.model.units[u].is_root || e < 0 || !sim::checkpointable(p.step, e)) continue;
+    std::vector<std::string>& out = p.checkpoint_choices[u];
+    out = {"none", "full"};
+    for (const auto& sg : in_.model.segments)
+      if (sg.unit == static_cast<int>(u))
+        for (const auto& part : sg.parts)
+          if (std::find(out.begin(), out.end(), part.name) == out.end()) out.push_back(part.name);
   }
   bucket_indices(p, s);
   return p;
@@ -375,7 +376,7 @@ void UnshardSession::set_checkpoint(int unit, const std::string& mode) {
 void UnshardSession::set_checkpoint_all(const std::string& mode) {
   UnshardState s = state_;
   for (int u = 0; u < unit_count(); ++u) {
-    const auto choices = checkpoint_choices(u);
+    const auto& choices = checkpoint_choices(u);
     if (std::find(choices.begin(), choices.end(), mode) != choices.end()) s.checkpoint[static_cast<std::size_t>(u)] = mode;
   }
   apply(std::move(s), "checkpoint every unit " + mode);

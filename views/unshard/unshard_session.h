@@ -74,6 +74,7 @@ struct Prediction {
   std::vector<TimeNs> host_copy_ns;     // per SimModel unit: its offload copies (both directions) in the step shown
   std::vector<int> bucket_of_unit;      // per SimModel unit: auto-bucket index, -1 when not auto-bucketed
   int bucket_count = 0;                 // auto-buckets formed
+  std::vector<std::vector<std::string>> checkpoint_choices;  // per SimModel unit (UnshardSession::checkpoint_choices)
   sim::CompiledStep step;               // as simulated (for the plan file)
   sim::SimResult result;
 };
@@ -119,7 +120,7 @@ class UnshardSession {
   // Checkpointing choices of a unit: "none", "full" and one selective pattern per named sub-module
   // of its segments (model descriptions have them, profiles do not). Empty for the root and for a
   // unit that checkpointing would not change (it saves no more than its input).
-  std::vector<std::string> checkpoint_choices(int u) const;
+  const std::vector<std::string>& checkpoint_choices(int u) const;
   // Tensor, context and expert parallelism need layer shapes (a model description).
   bool takes_model_parallelism() const { return in_.model.has_parallel_shapes; }
 
