@@ -40,7 +40,7 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   Parallelism par;
   auto degree = [&](const char* k, int& out) {
     if (auto v = get_int(o, k, where, "parallelism")) {
-      if (*v < 1 || *v > 1'000'000) json_fail(where, std::string("parallelism.") + k, "an integer in [1, 1000000]");
+      if (*v < 1 || *v > kMaxParallelDegree) json_fail(where, std::string("parallelism.") + k, "an integer in [1, 1000000]");
       out = static_cast<int>(*v);
     }
   };
@@ -53,11 +53,11 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   if (auto v = get_bool(o, "loss_parallel", where, "parallelism")) par.loss_parallel = *v;
   if (auto v = get_bool(o, "pp_fsdp_every_microbatch", where, "parallelism")) par.pp_fsdp_every_microbatch = *v;
   if (auto v = get_string(o, "cp_kind", where, "parallelism")) {
-    if (*v != "ulysses" && *v != "ring") json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
+    if (!valid_cp_kind(*v)) json_fail(where, "parallelism.cp_kind", "\"ulysses\" or \"ring\"");
     par.cp_kind = *v;
   }
   if (auto v = get_string(o, "pp_schedule", where, "parallelism")) {
-    if (*v != "1f1b" && *v != "gpipe" && *v != "interleaved") json_fail(where, "parallelism.pp_schedule", "\"1f1b\", \"gpipe\" or \"interleaved\"");
+    if (!valid_pp_schedule(*v)) json_fail(where, "parallelism.pp_schedule", "\"1f1b\", \"gpipe\" or \"interleaved\"");
     par.pp_schedule = *v;
   }
   element e;
@@ -122,7 +122,7 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     p.zero_stage = static_cast<int>(*v);
   }
   if (auto v = get_int(root, "gradient_accumulation", where, "")) {
-    if (*v < 1 || *v > 4096) json_fail(where, "gradient_accumulation", "an integer in [1, 4096]");
+    if (*v < 1 || *v > kMaxMicroBatches) json_fail(where, "gradient_accumulation", "an integer in [1, 4096]");
     p.gradient_accumulation = static_cast<int>(*v);
   }
   if (auto v = get_bool(root, "sync_every_microbatch", where, "")) p.sync_every_microbatch = *v;
@@ -150,11 +150,11 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     }
   }
   if (auto v = get_string(root, "offload", where, "")) {
-    if (*v != "none" && *v != "cpu" && *v != "optimizer") json_fail(where, "offload", "\"none\", \"cpu\" or \"optimizer\"");
+    if (!valid_offload(*v)) json_fail(where, "offload", "\"none\", \"cpu\" or \"optimizer\"");
     p.offload = *v;
   }
   if (auto v = get_int(root, "offload_prefetch_depth", where, "")) {
-    if (*v < 1 || *v > 1024) json_fail(where, "offload_prefetch_depth", "an integer in [1, 1024]");
+    if (*v < 1 || *v > kMaxOffloadPrefetchDepth) json_fail(where, "offload_prefetch_depth", "an integer in [1, 1024]");
     p.offload_prefetch_depth = static_cast<int>(*v);
   }
   if (auto v = get_bool(root, "pipelined_optimizer", where, "")) p.pipelined_optimizer = *v;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ss::sim {
@@ -65,6 +66,14 @@ struct FsdpPlan {
 
 // Parses a plan; throws ProfileError (kind MalformedTable) naming the file and the field.
 FsdpPlan parse_plan_json(const std::string& json, const std::string& where);
+
+// The values a plan may take, as the plan file parser and the what-if panel's setters check them.
+inline constexpr int kMaxParallelDegree = 1'000'000;
+inline constexpr int kMaxMicroBatches = 4096;
+inline constexpr int kMaxOffloadPrefetchDepth = 1024;
+inline bool valid_offload(std::string_view v) { return v == "none" || v == "optimizer" || v == "cpu"; }
+inline bool valid_cp_kind(std::string_view v) { return v == "ulysses" || v == "ring"; }
+inline bool valid_pp_schedule(std::string_view v) { return v == "1f1b" || v == "gpipe" || v == "interleaved"; }
 FsdpPlan load_plan_file(const std::string& path);
 // The plan as a JSON object (no trailing newline).
 std::string plan_to_json(const FsdpPlan& plan);

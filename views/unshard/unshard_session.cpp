@@ -383,14 +383,14 @@ void UnshardSession::set_checkpoint_all(const std::string& mode) {
 }
 
 void UnshardSession::set_offload(const std::string& mode) {
-  if (mode != "none" && mode != "optimizer" && mode != "cpu") refuse("offload: '" + mode + "' (expected \"none\", \"optimizer\" or \"cpu\")");
+  if (!sim::valid_offload(mode)) refuse("offload: '" + mode + "' (expected \"none\", \"optimizer\" or \"cpu\")");
   UnshardState s = state_;
   s.offload = mode;
   apply(std::move(s), "offload " + mode);
 }
 
 void UnshardSession::set_offload_prefetch_depth(int k) {
-  if (k < 1 || k > 1024) refuse("offload_prefetch_depth: " + std::to_string(k) + " (expected 1 to 1024)");
+  if (k < 1 || k > sim::kMaxOffloadPrefetchDepth) refuse("offload_prefetch_depth: " + std::to_string(k) + " (expected 1 to 1024)");
   UnshardState s = state_;
   s.offload_prefetch_depth = k;
   apply(std::move(s), "offload prefetch depth " + std::to_string(k));
@@ -403,11 +403,11 @@ void UnshardSession::set_pipelined_optimizer(bool on) {
 }
 
 void UnshardSession::set_parallelism(const sim::Parallelism& par) {
-  // compile_step divides by these degrees: checked here, as the plan file parser does.
+  // compile_step divides by these degrees: checked here against the plan file's limits.
   for (const auto& [name, v] : {std::pair<const char*, int>{"tp", par.tp}, {"cp", par.cp}, {"pp", par.pp}, {"pp_virtual", par.pp_virtual}, {"ep", par.ep}})
-    if (v < 1 || v > 1'000'000) refuse(std::string("parallelism.") + name + ": " + std::to_string(v) + " (expected a degree >= 1)");
-  if (par.cp_kind != "ulysses" && par.cp_kind != "ring") refuse("parallelism.cp_kind: '" + par.cp_kind + "' (expected \"ulysses\" or \"ring\")");
-  if (par.pp_schedule != "1f1b" && par.pp_schedule != "gpipe" && par.pp_schedule != "interleaved")
+    if (v < 1 || v > sim::kMaxParallelDegree) refuse(std::string("parallelism.") + name + ": " + std::to_string(v) + " (expected a degree >= 1)");
+  if (!sim::valid_cp_kind(par.cp_kind)) refuse("parallelism.cp_kind: '" + par.cp_kind + "' (expected \"ulysses\" or \"ring\")");
+  if (!sim::valid_pp_schedule(par.pp_schedule))
     refuse("parallelism.pp_schedule: '" + par.pp_schedule + "' (expected \"1f1b\", \"gpipe\" or \"interleaved\")");
   UnshardState s = state_;
   s.parallel = par;
@@ -420,7 +420,7 @@ void UnshardSession::set_parallelism(const sim::Parallelism& par) {
 }
 
 void UnshardSession::set_micro_batches(int n) {
-  if (n < 1 || n > 4096) refuse("gradient_accumulation: " + std::to_string(n) + " micro-batches (expected 1 to 4096)");
+  if (n < 1 || n > sim::kMaxMicroBatches) refuse("gradient_accumulation: " + std::to_string(n) + " micro-batches (expected 1 to 4096)");
   UnshardState s = state_;
   s.micro_batches = n;
   apply(std::move(s), std::to_string(n) + " micro-batches");
