@@ -54,6 +54,20 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 using text::bytes;
 using text::ms;
+
+// Starts `timer` (made on first use, owned by `owner`) to call `on_ready` once `f` has its result:
+// the panel's background work (reading a profile, building a timeline) finishes on the GUI thread.
+template <typename T, typename OnReady>
+void poll_future(QObject* owner, QTimer*& timer, int interval_ms, const std::future<T>& f, OnReady on_ready) {
+  if (!timer) {
+    timer = new QTimer(owner);
+    timer->setInterval(interval_ms);
+    QObject::connect(timer, &QTimer::timeout, owner, [&f, on_ready] {
+      if (f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) on_ready();
+    });
+  }
+  timer->start();
+}
 const QString kBucketingOff = QStringLiteral("off (one all-gather per unit)");
 // Explicit colours: the notice stays readable while the panel around it is disabled, in either palette.
 const QString kWarningStyle = QStringLiteral("QLabel { background: #fff1c2; color: #4a3500; border: 1px solid #d9a400; "
@@ -382,14 +396,7 @@ void UnshardPanel::open_profile_in_background(const QString& path) {
   loading_ = std::async(std::launch::async, [p = path.toStdString()] {
     return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR));
   });
-  if (!loading_poll_) {
-    loading_poll_ = new QTimer(this);
-    loading_poll_->setInterval(30);
-    connect(loading_poll_, &QTimer::timeout, this, [this] {
-      if (loading_.valid() && loading_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) finish_loading();
-    });
-  }
-  loading_poll_->start();
+  poll_future(this, loading_poll_, 30, loading_, [this] { finish_loading(); });
 }
 
 void UnshardPanel::finish_loading() {
@@ -574,26 +581,20 @@ void UnshardPanel::refresh_timeline() {
 }
 
 void UnshardPanel::start_timeline_build() {
-  // The worker gets its own copies: the session may move on (and its prediction be replaced)
-  // while it writes and reads the profile.
+  // The worker gets its own copy of the prediction: the session may move on (and replace it)
+  // while the profile is written and read. The inputs never change within a session, and every
+  // path that ends the session waits for the build first (drop_timeline_build).
   struct Job {
-    sim::SimInputs in;
+    const sim::SimInputs* in;
     sim::CompiledStep step;
     sim::SimResult result;
   };
-  auto job = std::make_shared<Job>(Job{session_->inputs(), session_->prediction().step, session_->prediction().result});
+  auto job = std::make_shared<Job>(Job{&session_->inputs(), session_->prediction().step, session_->prediction().result});
   timeline_stale_ = false;
   timeline_build_ = std::async(std::launch::async, [job, path = timeline_scratch_path()] {
-    return simulated_timeline_profile(job->in, job->step, job->result, path);
+    return simulated_timeline_profile(*job->in, job->step, job->result, path);
   });
-  if (!timeline_poll_) {
-    timeline_poll_ = new QTimer(this);
-    timeline_poll_->setInterval(5);
-    connect(timeline_poll_, &QTimer::timeout, this, [this] {
-      if (timeline_build_.valid() && timeline_build_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) finish_timeline_build();
-    });
-  }
-  timeline_poll_->start();
+  poll_future(this, timeline_poll_, 5, timeline_build_, [this] { finish_timeline_build(); });
 }
 
 void UnshardPanel::finish_timeline_build() {
