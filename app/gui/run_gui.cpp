@@ -172,16 +172,9 @@ int run_model_description(QApplication& app, MainWindow& window, const QString& 
     std::cerr << "shardscope gui: " << panel->last_error().toStdString() << "\n";
     return 2;
   }
-  if (!plan.isEmpty()) {
-    QFile f(plan);
-    if (!f.open(QIODevice::ReadOnly)) {
-      std::cerr << "shardscope gui: cannot read " << plan.toStdString() << ": " << f.errorString().toStdString() << "\n";
-      return 2;
-    }
-    if (!panel->apply_plan_json(QString::fromUtf8(f.readAll()))) {
-      std::cerr << "shardscope gui: " << plan.toStdString() << ": " << panel->last_error().toStdString() << "\n";
-      return 2;
-    }
+  if (!plan.isEmpty() && !panel->apply_plan_file(plan)) {
+    std::cerr << "shardscope gui: " << panel->last_error().toStdString() << "\n";
+    return 2;
   }
   if (screenshot_dir.isEmpty()) return app.exec();
   // The docks are about a profile and there is none: the tab gets the window.
@@ -196,9 +189,7 @@ int run_model_description(QApplication& app, MainWindow& window, const QString& 
     if (auto* c = panel->timeline()->controller(); c && panel->timeline_profile()) {
       const auto& p = *panel->timeline_profile();
       const double span = static_cast<double>(p.time_end - p.time_begin);
-      timeline::Viewport& v = c->viewport();
-      v.start_ns = static_cast<double>(p.time_begin) + span * 0.45;
-      v.ns_per_px = span * 0.12 / std::max(1.0, static_cast<double>(v.width_px));
+      c->viewport().fit(static_cast<double>(p.time_begin) + span * 0.45, static_cast<double>(p.time_begin) + span * 0.57);
     }
     panel->timeline()->update();
     QTimer::singleShot(500, &app, [&app, panel, screenshot_dir, ok] {

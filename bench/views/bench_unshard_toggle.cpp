@@ -45,8 +45,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (description && argc > 4) {
-    QFile f(QString::fromLocal8Bit(argv[4]));
-    if (!f.open(QIODevice::ReadOnly) || !panel.apply_plan_json(QString::fromUtf8(f.readAll()))) {
+    if (!panel.apply_plan_file(QString::fromLocal8Bit(argv[4]))) {
       std::fprintf(stderr, "bench_unshard_toggle: plan %s: %s\n", argv[4], panel.last_error().toLocal8Bit().constData());
       return 1;
     }

@@ -41,6 +41,7 @@
 #include "views/timeline/timeline_widget.h"
 #include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
+#include "profiler/sim/json_input.h"
 #include "views/unshard/panel_text.h"
 #include "views/unshard/unshard_unit_model.h"
 
@@ -670,7 +671,18 @@ void UnshardPanel::plan_automatically() {
   });
 }
 
-bool UnshardPanel::apply_plan_json(const QString& json) {
+bool UnshardPanel::apply_plan_file(const QString& path) {
+  std::string text;
+  try {
+    text = sim::read_text_file(path.toStdString());
+  } catch (const ProfileError& e) {
+    error_ = QString::fromStdString(e.what());
+    return false;
+  }
+  return apply_plan_json(QString::fromStdString(text), path);
+}
+
+bool UnshardPanel::apply_plan_json(const QString& json, const QString& where) {
   // A profile set while the panel was hidden (a tab not shown) is opened now: the plan is for
   // it, not for the session of the profile before.
   if (!pending_path_.isEmpty()) {
@@ -684,7 +696,7 @@ bool UnshardPanel::apply_plan_json(const QString& json) {
     return false;
   }
   try {
-    session_->apply_plan_file_json(json.toStdString(), "saved plan");
+    session_->apply_plan_file_json(json.toStdString(), where.toStdString());
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
     status_->setText(QStringLiteral("Plan not applied: ") + error_);

@@ -134,7 +134,11 @@ class UnshardPanel : public QWidget {
   // Applies a plan file's text (UnshardSession::apply_plan_file_json) as one undoable change,
   // loading a pending profile first; false with last_error() when there is no profile or the
   // plan does not fit it.
-  bool apply_plan_json(const QString& json);
+  // `where` names the plan in error messages.
+  bool apply_plan_json(const QString& json, const QString& where = QStringLiteral("saved plan"));
+  // The same for a plan file on disk (`shardscope gui --plan`, the benches); a file that cannot be
+  // read is an error with last_error() too.
+  bool apply_plan_file(const QString& path);
   // Writes the plan file and, next to it (same name, .py), the FSDP2 Python that applies it;
   // returns false with last_error() on failure.
   bool export_plan(const QString& path);
