@@ -104,9 +104,7 @@ TimeNs serial_pass_ns(const CompiledStep& s, int first, int last, bool fwd) {
     TimeNs t = 0;
     for (const auto& p : sg.mp_ops)
       if (f ? p.in_fwd : p.in_bwd) t += f ? p.ns : p.bwd_ns;
-    if (sg.ring_attentions > 0)
-      t += std::max<TimeNs>(0, (f ? sg.ring_fwd_ns - sg.ring_core_fwd_ns : sg.ring_bwd_ns - sg.ring_core_bwd_ns) * sg.ring_attentions);
-    return t;
+    return t + ring_exposed_ns(sg, f);
   };
   TimeNs t = 0;
   for (int i = first; i <= last; ++i) {
@@ -184,9 +182,8 @@ std::int64_t static_memory_bytes(const CompiledStep& s) {
   // Bytes per parameter that stay on the device for the whole optimizer step.
   const bool grads = !s.forward_only;
   auto unit_bytes = [&](const ExecUnit& u) {
-    std::int64_t b = 0;
-    if (s.offload != Offload::Cpu) b += u.params * s.master_bytes / u.shard;
-    if (s.offload == Offload::None) b += u.params * s.optimizer_bytes / u.shard;
+    const UnitStateBytes state = unit_state_bytes(s, u);
+    std::int64_t b = state.sharded_params + state.optimizer_states;
     if (grads && s.offload != Offload::Cpu && u.params > 0) b += u.params * s.master_bytes / u.shard;
     return b;
   };

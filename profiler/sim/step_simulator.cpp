@@ -155,10 +155,9 @@ class StepRun {
   void persistent_state() {
     // Offload: Cpu keeps sharded parameters and optimizer states on the host, Optimizer the states.
     for (std::size_t e = 0; e < unit_.size(); ++e) {
-      const auto p = s_.units[e].params;
-      const int shard = s_.units[e].shard;
-      if (s_.offload != Offload::Cpu) mem(0, p * s_.master_bytes / shard, static_cast<int>(e), MemCat::ShardedParam);
-      if (s_.offload == Offload::None) mem(0, p * s_.optimizer_bytes / shard, static_cast<int>(e), MemCat::OptimizerState);
+      const UnitStateBytes b = unit_state_bytes(s_, s_.units[e]);
+      if (s_.offload != Offload::Cpu) mem(0, b.sharded_params, static_cast<int>(e), MemCat::ShardedParam);
+      if (s_.offload == Offload::None) mem(0, b.optimizer_states, static_cast<int>(e), MemCat::OptimizerState);
     }
     mem(0, s_.other_memory_bytes, -1, MemCat::Other);
   }
@@ -243,13 +242,12 @@ class StepRun {
     const bool fwd = ph == Phase::Forward || rerun;
     if (sg.ring_attentions > 0) {
       const TimeNs ring = (fwd ? sg.ring_fwd_ns : sg.ring_bwd_ns) * sg.ring_attentions;
-      const TimeNs core = (fwd ? sg.ring_core_fwd_ns : sg.ring_core_bwd_ns) * sg.ring_attentions;
       const std::int64_t bytes = sg.ring_step_bytes * (fwd ? 1 : 2) * sg.ring_steps * sg.ring_attentions;
       op(Lane::ModelParallel, OpKind::CpRing, ph, e, compute_start, ring, bytes);
       r_.cp_collectives += sg.ring_steps * sg.ring_attentions;
       r_.cp_bytes += bytes;
-      lane_[0] += std::max<TimeNs>(0, ring - core);
-      r_.model_parallel_exposed_ns += std::max<TimeNs>(0, ring - core);
+      lane_[0] += ring_exposed_ns(sg, fwd);
+      r_.model_parallel_exposed_ns += ring_exposed_ns(sg, fwd);
     }
     const std::size_t n = sg.mp_ops.size();
     for (std::size_t k = 0; k < n; ++k) {

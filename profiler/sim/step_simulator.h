@@ -6,6 +6,7 @@
 // A toggle (set_reshard) plus simulate() is the GUI's and the planner's inner loop.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -235,5 +236,23 @@ struct SimResult {
 
 // detail: also fill unit_memory (per-module breakdown); ops and memory are always filled.
 SimResult simulate(const CompiledStep& step, bool detail = false);
+
+// Rules the simulator applies that the search's bounds (search.cpp) apply too.
+// What an exec unit keeps on the device for the whole step: its sharded parameters (unless
+// offloaded to the host) and its optimizer states (only without offload).
+struct UnitStateBytes {
+  std::int64_t sharded_params = 0, optimizer_states = 0;
+};
+inline UnitStateBytes unit_state_bytes(const CompiledStep& s, const ExecUnit& u) {
+  UnitStateBytes b;
+  if (s.offload != Offload::Cpu) b.sharded_params = u.params * s.master_bytes / u.shard;
+  if (s.offload == Offload::None) b.optimizer_states = u.params * s.optimizer_bytes / u.shard;
+  return b;
+}
+// Ring attention's time on the compute stream beyond the score work it hides behind.
+inline TimeNs ring_exposed_ns(const ExecSegment& sg, bool fwd) {
+  if (sg.ring_attentions <= 0) return 0;
+  return std::max<TimeNs>(0, (fwd ? sg.ring_fwd_ns - sg.ring_core_fwd_ns : sg.ring_bwd_ns - sg.ring_core_bwd_ns) * sg.ring_attentions);
+}
 
 }  // namespace ss::sim
