@@ -104,18 +104,17 @@ void add_search_options(ArgParser& p) {
 
 int run_plan_search(const ArgParser& p, sim::SimInputRequest req) {
   refuse_fixed_knobs(p);
+  // Checkpointing is searched as a plan knob: the model is built without the description's own,
+  // and every listed plan names its choice ("*"), which `simulate --plan` then applies instead.
+  req.description_checkpointing = false;
   sim::SimInputs in = sim::load_sim_inputs(req);
   sim::SearchShape shape;
   std::string ckpt_note;
-  if (!req.model_path.empty()) {
-    // Checkpointing is searched as a plan knob: the model is built without the description's own,
-    // and every listed plan names its choice ("*"), which `simulate --plan` then applies instead.
-    sim::ModelDescription d = sim::load_model_file(req.model_path);
+  if (in.description) {
+    const sim::ModelDescription& d = *in.description;
     if (d.activation_checkpointing != "none")
       ckpt_note = "the description's activation_checkpointing \"" + d.activation_checkpointing +
                   "\" is searched over like any other choice (each plan states its own)";
-    d.activation_checkpointing = "none";
-    in.model = sim::build_sim_model(d, req.cluster_path.empty() ? "" : in.cluster.device);
     shape = sim::search_shape(d, in.model, in.cluster.device);
   }
 

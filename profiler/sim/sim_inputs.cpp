@@ -100,10 +100,11 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
   } else if (!req.model_path.empty()) {
     if (req.fit) throw ProfileError(ProfileErrorKind::MalformedTable, "--fit needs a profile with measured collectives");
     ModelDescription d = load_model_file(req.model_path);
-    // A plan that sets every unit's checkpointing ("*", as `plan --search` writes) decides it: the
-    // description's own activation_checkpointing would otherwise be baked into the segments and
-    // the plan's "none" could not undo it.
-    if (in.plan.checkpoint.count("*") > 0) d.activation_checkpointing = "none";
+    in.description = d;
+    // Checkpointing decided elsewhere: by a plan that sets every unit's ("*", as `plan --search`
+    // writes; the description's own would otherwise be baked into the segments and the plan's
+    // "none" could not undo it), or by the search, which tries every level.
+    if (in.plan.checkpoint.count("*") > 0 || !req.description_checkpointing) d.activation_checkpointing = "none";
     in.model = build_sim_model(d, req.cluster_path.empty() ? "" : in.cluster.device);
     in.source = req.model_path;
     auto dev = find_device(req.cluster_path.empty() ? d.device : in.cluster.device);

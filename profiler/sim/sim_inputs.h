@@ -2,10 +2,12 @@
 // (optionally fitted to the profile's collectives), and a base plan.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "profiler/sim/cluster_model.h"
 #include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/model_description.h"
 #include "profiler/sim/sim_model.h"
 #include "storage/types.h"
 
@@ -21,10 +23,14 @@ struct SimInputRequest {
   // otherwise the cluster stays as given. Ignored when `fit` is set.
   bool fit_if_available = false;
   int world_override = 0;    // --world N
+  // false: the model is built without the description's activation_checkpointing (`plan --search`
+  // tries every level as a plan knob).
+  bool description_checkpointing = true;
 };
 
 struct SimInputs {
   SimModel model;
+  std::optional<ModelDescription> description;  // with --model: the description as written
   ClusterModel cluster;
   FsdpPlan plan;
   std::string source;        // what the model came from
