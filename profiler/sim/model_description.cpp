@@ -84,7 +84,10 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   // Parameters per block (biases and norms are a rounding error at these sizes; norms included).
   const double attn_p = 2 * h * qd + 2 * h * kvd;                 // q, o + k, v
   const double cross_p = dit && d.text_len > 0 ? 4 * h * h : 0;   // DiT cross-attention to text
-  const double mlp_p = (d.gated_mlp ? 3 : 2) * h * f;
+  // One MLP of width w (dense, shared expert or routed expert): parameters and saved bytes per token.
+  auto mlp_params = [&](double w) { return (d.gated_mlp ? 3 : 2) * h * w; };
+  auto mlp_saved_per_token = [&](double w) { return d.gated_mlp ? 2 * h + 6 * w : 2 * h + 4 * w; };
+  const double mlp_p = mlp_params(f);
   const double extra_p = dit ? 6 * h : 2 * h;                     // adaLN modulation / RMSNorm weights
   // Forward FLOPs per block: 2 per multiply-add over every token, plus attention scores.
   const double attn_score = (dit ? 4.0 : 2.0) * d.micro_batch * double(d.seq_len) * double(d.seq_len) * qd;  // causal halves
@@ -96,7 +99,7 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   // norm in and the output projection (h), q and the attention output (qd), k, v; + 4h as before
   const double attn_act = 2 * (2 * h + 2 * qd + 2 * kvd) + 4 * h;
   const double cross_act = cross_p > 0 ? 2 * (3 * h) : 0;
-  const double mlp_act = d.gated_mlp ? 2 * h + 6 * f : 2 * h + 4 * f;
+  const double mlp_act = mlp_saved_per_token(f);
   const double block_in = 2 * h;  // what full checkpointing keeps
 
   // Parallelism shapes (docs/simulator.md §parallelism): activations in the parameter dtype; a TP
@@ -165,13 +168,13 @@ SimModel build_sim_model(const ModelDescription& d, const std::string& device_ov
   // token) and activations per routed token; shared experts are dense MLPs inside the layer unit.
   const bool moe = d.num_experts > 0;
   const double fe = double(d.moe_ffn_hidden);
-  const double expert_p = moe ? double(d.num_experts) * (d.gated_mlp ? 3 : 2) * h * fe : 0;
+  const double expert_p = moe ? double(d.num_experts) * mlp_params(fe) : 0;
   const double routed = tokens * d.experts_per_token;
-  const double expert_f = moe ? 2 * routed * (d.gated_mlp ? 3 : 2) * h * fe : 0;
-  const double expert_act_per_token = moe ? d.experts_per_token * (d.gated_mlp ? 2 * h + 6 * fe : 2 * h + 4 * fe) : 0;
-  const double shared_p = moe ? d.shared_experts * (d.gated_mlp ? 3 : 2) * h * fe + h * d.num_experts /* router */ : 0;
+  const double expert_f = moe ? 2 * routed * mlp_params(fe) : 0;
+  const double expert_act_per_token = moe ? d.experts_per_token * mlp_saved_per_token(fe) : 0;
+  const double shared_p = moe ? d.shared_experts * mlp_params(fe) + h * d.num_experts /* router */ : 0;
   const double shared_f = 2 * tokens * shared_p;
-  const double shared_act = moe && d.shared_experts > 0 ? d.shared_experts * (d.gated_mlp ? 2 * h + 6 * fe : 2 * h + 4 * fe) : 0;
+  const double shared_act = moe && d.shared_experts > 0 ? d.shared_experts * mlp_saved_per_token(fe) : 0;
   for (int l = 0; l < d.layers; ++l) {
     const std::string base = "layers." + std::to_string(l);
     ParallelShape attn_shape, mlp_shape;
