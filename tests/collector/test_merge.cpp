@@ -195,7 +195,32 @@ TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is i
   fails_with("meta\tk\tv\nmodule\ta\tLinear\tten\t40\t0\t\n", "s.tsv:2: expected an integer param_count");
   fails_with("bogus\t1\n", "s.tsv:1: unknown record type 'bogus'");
   fails_with("range\t1\t9\t5\tss:fwd:\n", "s.tsv:1: range ends before it starts");
-  fails_with("module\ta\n", "s.tsv:1: expected 7 fields");
+  fails_with("module\ta\n", "s.tsv:1: expected 7 or 8 fields");
+  auto grouped = parse_sidecar("module\thead\tLinear\t8\t32\t0\ttrue\tnorm\n", "g.tsv");
+  REQUIRE(grouped.modules.size() == 1);
+  CHECK(grouped.modules[0].unit_owner == "norm");
+}
+
+TEST_CASE("a grouped unit (fully_shard([norm, head])): one unit, its other member points to it") {
+  test::TempDir dir;
+  // "head" sorts before "norm" at the same depth, but refers to it: the owner's row comes first.
+  test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
+                   "# shardscope-sidecar 1\n"
+                   "module\t\tModel\t40\t160\t1\t\n"
+                   "module\thead\tLinear\t32\t128\t0\ttrue\tnorm\n"
+                   "module\thead.inner\tIdentity\t0\t0\t0\t\n"
+                   "module\tnorm\tLayerNorm\t8\t32\t1\ttrue\n"
+                   "range\t9\t" + std::to_string(kT0 + 1'000) + "\t" + std::to_string(kT0 + 2'000) + "\tss:fwd:head\n" +
+                   "range\t9\t" + std::to_string(kT0 + 2'500) + "\t" + std::to_string(kT0 + 2'700) + "\tss:opt:0\n");
+  MergeOptions mo;
+  mo.output = dir.file("run.ssdb");
+  merge_rank_files(find_rank_inputs(dir.path()), mo);
+  auto db = open_profile_readonly(mo.output);
+  CHECK(q(db, "SELECT count(*) FROM modules WHERE is_fsdp_unit = 1") == 2);  // the root and norm
+  CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id WHERE m.fqn = 'head' AND u.fqn = 'norm' "
+              "AND m.is_fsdp_unit = 0 AND m.reshard_policy = 'true' AND u.id < m.id") == 1);
+  // Below the member, its modules' parameters are the group's too.
+  CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id WHERE m.fqn = 'head.inner' AND u.fqn = 'norm'") == 1);
 }
 
 TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from steps and hook ranges") {

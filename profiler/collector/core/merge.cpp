@@ -8,6 +8,7 @@
 
 #include "profiler/collector/core/attributor.h"
 #include "profiler/common/memory_categories.h"
+#include "profiler/common/module_range_name.h"
 #include "storage/interval_union.h"
 #include "profiler/collector/core/clock_alignment.h"
 #include "profiler/collector/core/py_sidecar.h"
@@ -147,6 +148,57 @@ void categorize_collector_memory(sql::Db& db, TimeNs shift, std::vector<MemoryEv
 
 int module_depth(const std::string& fqn) {
   return fqn.empty() ? 0 : 1 + static_cast<int>(std::count(fqn.begin(), fqn.end(), '.'));
+}
+
+// `ordered` (parents before children) with every grouped unit's member after the member that
+// stands for the unit (it refers to that row), keeping parents first: a module waits until its
+// parent and its unit owner are placed. Owners are never members, so this ends in a few passes.
+std::vector<std::string> owners_first(std::vector<std::string> ordered, const std::map<std::string, SidecarModule>& info) {
+  std::set<std::string> placed;
+  std::vector<std::string> out;
+  out.reserve(ordered.size());
+  while (!ordered.empty()) {
+    std::vector<std::string> waiting;
+    for (auto& fqn : ordered) {
+      auto it = info.find(fqn);
+      const std::string& owner = it != info.end() ? it->second.unit_owner : std::string();
+      const bool ready = (fqn.empty() || placed.count(module_parent(fqn))) &&
+                         (owner.empty() || owner == fqn || placed.count(owner) || !info.count(owner));
+      if (ready) {
+        placed.insert(fqn);
+        out.push_back(std::move(fqn));
+      } else {
+        waiting.push_back(std::move(fqn));
+      }
+    }
+    if (waiting.size() == ordered.size()) {  // a cycle in hostile input: keep the rest as they were
+      for (auto& f : waiting) out.push_back(std::move(f));
+      break;
+    }
+    ordered.swap(waiting);
+  }
+  return out;
+}
+
+// A CPU rank whose torch.profiler trace stopped early (the job started its own profiler, which
+// wins: _cpu_trace.py) has its later iterations in the sidecar only, as "ss:opt:<n>" ranges on
+// the wall clock: iteration n ends with optimizer step n and starts where step n-1 ended.
+void add_steps_after_trace(ProfileWriter& out, MergeResult& result, const RankSource& s, int rank, std::int64_t last_step,
+                           const std::string& stopped_at) {
+  out.set_meta("rank" + std::to_string(rank) + ".cpu_trace_stopped_at_step", stopped_at);
+  result.warnings.push_back("rank " + std::to_string(rank) + ": the job started its own torch.profiler at step " + stopped_at +
+                            "; operators, collectives and memory are recorded up to there, the later steps from the "
+                            "module hooks only");
+  std::map<std::int64_t, std::pair<TimeNs, TimeNs>> opt;  // step -> optimizer range (wall clock)
+  for (const auto& r : s.sidecar.ranges)
+    if (auto n = parse_module_range_name(r.message); n && n->optimizer) opt[n->step] = {r.start, r.end};
+  const TimeNs to_profile = s.shift - s.origin;
+  for (const auto& [n, range] : opt) {
+    if (n <= last_step) continue;
+    auto prev = opt.find(n - 1);
+    const TimeNs start = prev != opt.end() ? prev->second.second : range.first;
+    out.add_step({rank, n, start + to_profile, range.second + to_profile});
+  }
 }
 
 }  // namespace
@@ -291,24 +343,31 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     }
   std::vector<std::string> ordered(fqns.begin(), fqns.end());
   std::stable_sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return module_depth(a) < module_depth(b); });
+  ordered = owners_first(std::move(ordered), module_info);
   std::unordered_map<std::string, RowId> module_ids;
   if (!fqns.empty())
     for (const auto& fqn : ordered) {
       ModuleRow m;
       m.fqn = fqn;
       if (!fqn.empty()) m.parent = module_ids.at(module_parent(fqn));
+      std::string owner;
       if (auto it = module_info.find(fqn); it != module_info.end()) {
         m.class_name = it->second.class_name;
         m.param_count = it->second.param_count;
         m.param_bytes = it->second.param_bytes;
         m.is_fsdp_unit = it->second.is_fsdp_unit;
         m.reshard_policy = it->second.reshard_policy;
+        owner = it->second.unit_owner;
       }
-      if (!m.is_fsdp_unit)  // the nearest enclosing unit owns this module's parameters
+      if (auto o = module_ids.find(owner); !m.is_fsdp_unit && !owner.empty() && o != module_ids.end()) {
+        m.fsdp_unit = o->second;  // a grouped unit's member: the group's parameters are gathered together
+        m.reshard_policy = module_info.at(owner).reshard_policy;
+      } else if (!m.is_fsdp_unit)  // the nearest enclosing unit (or grouped member's unit) owns this module's parameters
         for (std::string up = fqn; !up.empty();) {
           up = module_parent(up);
-          if (auto it = module_info.find(up); it != module_info.end() && it->second.is_fsdp_unit) {
-            m.fsdp_unit = module_ids.at(up);
+          auto it = module_info.find(up);
+          if (it != module_info.end() && (it->second.is_fsdp_unit || module_ids.count(it->second.unit_owner))) {
+            m.fsdp_unit = module_ids.at(it->second.is_fsdp_unit ? up : it->second.unit_owner);
             break;
           }
           if (up.empty()) break;
@@ -468,10 +527,16 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
       categorize_collector_memory(db, shift, rows);
       for (const auto& m : rows) out.add_memory_event(m);
     }
+    std::int64_t last_step = -1;
     {
       sql::Stmt st(db.get(), "SELECT number, start_ns, duration_ns FROM steps ORDER BY number");
-      while (st.step()) out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(1) + shift + st.col_int(2)});
+      while (st.step()) {
+        out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(1) + shift + st.col_int(2)});
+        last_step = std::max(last_step, st.col_int(0));
+      }
     }
+    if (auto stop = s.sidecar.meta.find("cpu_trace_stopped_at_step"); stop != s.sidecar.meta.end())
+      add_steps_after_trace(out, result, s, rank, last_step, stop->second);
     {
       sql::Stmt st(db.get(), "SELECT reason, count FROM skipped_events");
       while (st.step()) out.add_skipped(rank, st.col_text(0), st.col_int(1));

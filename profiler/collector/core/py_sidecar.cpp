@@ -49,9 +49,11 @@ Sidecar parse_sidecar(const std::string& text, const std::string& path) {
       if (f.size() != 3) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": expected 'meta<TAB>key<TAB>value'");
       out.meta[std::string(f[1])] = std::string(f[2]);
     } else if (f[0] == "module") {
-      if (f.size() != 7)
+      if (f.size() != 7 && f.size() != 8)
         throw ProfileError(ProfileErrorKind::MalformedTable,
-                           where + ": expected 7 fields 'module fqn class param_count param_bytes is_fsdp_unit reshard', got " +
+                           where +
+                               ": expected 7 or 8 fields 'module fqn class param_count param_bytes is_fsdp_unit reshard "
+                               "[unit_owner]', got " +
                                std::to_string(f.size()));
       SidecarModule m;
       m.fqn = f[1];
@@ -60,6 +62,7 @@ Sidecar parse_sidecar(const std::string& text, const std::string& path) {
       m.param_bytes = to_int(f[4], where, "param_bytes");
       m.is_fsdp_unit = to_int(f[5], where, "is_fsdp_unit") != 0;
       m.reshard_policy = f[6];
+      if (f.size() == 8) m.unit_owner = f[7];
       if (auto it = module_index.find(m.fqn); it != module_index.end()) {
         out.modules[it->second] = std::move(m);
       } else {

@@ -4,7 +4,9 @@
 // on CPU) the module and optimizer ranges themselves.
 //   # shardscope-sidecar 1
 //   meta    <key>  <value>
-//   module  <fqn>  <class>  <param_count>  <param_bytes>  <is_fsdp_unit 0|1>  <reshard_policy>
+//   module  <fqn>  <class>  <param_count>  <param_bytes>  <is_fsdp_unit 0|1>  <reshard_policy>  [<unit_owner>]
+//           unit_owner: for a member of a grouped unit (fully_shard([norm, output])) other than the
+//           one that stands for it, that member's fqn (the unit's parameters include this module's)
 //   range   <tid>  <start_unix_ns>  <end_unix_ns>  <nvtx message, e.g. ss:fwd:layers.0>
 // The file may end in a partial line (the rank was killed while writing): that line is ignored.
 #pragma once
@@ -25,6 +27,7 @@ struct SidecarModule {
   std::int64_t param_bytes = 0;
   bool is_fsdp_unit = false;
   std::string reshard_policy;
+  std::string unit_owner;  // grouped units: the member standing for the unit ("" = none)
 };
 
 struct SidecarRange {

@@ -40,6 +40,8 @@ std::string class_of_label(std::string_view label) {
 }
 
 // "FSDP::pre_forward (layers.3)" -> action "pre_forward", fqn "layers.3" (has_fqn false without "(...)").
+// A grouped unit (fully_shard([norm, output])) names its members: "FSDP::pre_forward (norm, output)"
+// is the unit of its first member, "norm" (the member `record` stores as the unit), not a module.
 struct FsdpName {
   std::string_view action;
   std::string fqn;
@@ -51,7 +53,8 @@ FsdpName parse_fsdp(std::string_view name) {
   const auto open = rest.find(" (");
   if (open != std::string_view::npos && !rest.empty() && rest.back() == ')') {
     r.action = rest.substr(0, open);
-    r.fqn = std::string(rest.substr(open + 2, rest.size() - open - 3));
+    const std::string_view fqns = rest.substr(open + 2, rest.size() - open - 3);
+    r.fqn = std::string(fqns.substr(0, fqns.find(", ")));
     r.has_fqn = true;
   } else {
     r.action = rest;
@@ -166,6 +169,10 @@ class Builder {
         case Cat::UserAnnotation:
           if (starts_with(e.name, "ss:pg:")) {  // the CPU recorder's process group of a send / recv: not a range
             if (e.ts != kAbsent && e.dur != kAbsent) pg_ranges_[e.tid].push_back({e.ts, e.ts + e.dur, e.name.substr(6)});
+            break;
+          }
+          if (starts_with(e.name, "ss:cb:")) {  // the CPU recorder's size of the c10d call inside: not a range
+            if (e.ts != kAbsent && e.dur != kAbsent) add_size_range(e);
             break;
           }
           if (starts_with(e.name, "ss:mem:")) {  // the hooks' tensor facts: not ranges
@@ -437,11 +444,16 @@ class Builder {
   void build_steps() {
     if (steps_.empty() && !hook_steps_.empty()) {
       std::sort(hook_steps_.begin(), hook_steps_.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+      // Without the hooks' module ranges (`record --no-modules`), FSDP's own unit ranges start it.
+      std::optional<TimeNs> first_module = first_module_start_;
+      if (!first_module)
+        for (const auto& r : ranges_)
+          if (r.kind == RangeKind::Module && (!first_module || r.start < *first_module)) first_module = r.start;
       std::optional<TimeNs> prev_end;
       std::set<std::int64_t> seen;
       for (const auto& h : hook_steps_) {
         if (!seen.insert(h.number).second) continue;
-        const TimeNs start = prev_end ? *prev_end : first_module_start_ ? std::min(*first_module_start_, h.start) : h.start;
+        const TimeNs start = prev_end ? *prev_end : first_module ? std::min(*first_module, h.start) : h.start;
         steps_.push_back({rank_, h.number, start, h.end});
         prev_end = h.end;
       }
@@ -950,6 +962,38 @@ class Builder {
     return it == pg_of_tid_.end() ? nullptr : it->second;
   }
 
+  // "ss:cb:<elements>:<dtype>" (profiler/python/shardscope/_collective_sizes.py): the size of the
+  // collective API call it encloses, for traces recorded without record_shapes.
+  struct SizeRange {
+    std::int64_t start, end, numel;
+    std::string_view dtype;
+  };
+  void add_size_range(const RawEvent& e) {
+    std::string_view rest = e.name.substr(6);
+    const std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return;
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + colon, n);
+    if (ec != std::errc() || end != rest.data() + colon || n < 0) return;
+    size_ranges_[e.tid].push_back({e.ts, e.ts + e.dur, n, rest.substr(colon + 1)});
+  }
+  // The size range around a c10d op (ranges on one thread do not overlap: the recorder annotates
+  // only the outermost call); sorted once, then a binary search per op.
+  const SizeRange* size_range_of(const RawEvent& op) {
+    auto it = size_ranges_.find(op.tid);
+    if (it == size_ranges_.end() || op.ts == kAbsent) return nullptr;
+    auto& v = it->second;
+    if (!size_ranges_sorted_) {
+      for (auto& [tid, list] : size_ranges_)
+        std::sort(list.begin(), list.end(), [](const SizeRange& a, const SizeRange& b) { return a.start < b.start; });
+      size_ranges_sorted_ = true;
+    }
+    auto r = std::upper_bound(v.begin(), v.end(), op.ts, [](TimeNs t, const SizeRange& x) { return t < x.start; });
+    if (r == v.begin()) return nullptr;
+    --r;
+    return op.ts < r->end ? &*r : nullptr;
+  }
+
   // Collectives of the same family pair up in order: gloo executes one PG's work in issue order.
   static int collective_family(CollectiveType t) {
     switch (t) {
@@ -963,10 +1007,15 @@ class Builder {
   // Elements a collective moves as the c10d op that issued it says (output of an all-gather,
   // input of a reduce-scatter, the buffer of an all-reduce), or as gloo's own event says (its
   // first tensor: the shard for an all-gather, the full buffer for an all-reduce).
-  std::int64_t issued_numel(const RawEvent& issuer) const {
-    if (issuer.comm < 0) return kAbsent;
-    const CommArgs& a = t_.comms[static_cast<std::size_t>(issuer.comm)];
-    return collective_type_from_label(issuer.name) == CollectiveType::ReduceScatter ? a.input_numel2 : a.input_numel;
+  std::int64_t issued_numel(const RawEvent& issuer) {
+    if (issuer.comm >= 0) {
+      const CommArgs& a = t_.comms[static_cast<std::size_t>(issuer.comm)];
+      const std::int64_t n =
+          collective_type_from_label(issuer.name) == CollectiveType::ReduceScatter ? a.input_numel2 : a.input_numel;
+      if (n != kAbsent) return n;
+    }
+    const SizeRange* r = size_range_of(issuer);
+    return r ? r->numel : kAbsent;
   }
   std::int64_t ran_numel(const RawEvent& e, int group_size) const {
     if (e.comm < 0 || t_.comms[static_cast<std::size_t>(e.comm)].input_numel == kAbsent) return kAbsent;
@@ -1076,7 +1125,11 @@ class Builder {
       const CommArgs* ia = issuer && issuer->comm >= 0 ? &t_.comms[static_cast<std::size_t>(issuer->comm)] : nullptr;
       const CommArgs* ra = e.comm >= 0 ? &t_.comms[static_cast<std::size_t>(e.comm)] : nullptr;
       // The issuing op's element type, unless it names none (a TensorList argument): then gloo's.
-      std::string_view dtype = ia && dtype_size_bytes(ia->input_type) > 0 ? ia->input_type : ra ? ra->input_type : std::string_view{};
+      const SizeRange* sized = issuer ? size_range_of(*issuer) : nullptr;
+      std::string_view dtype = ia && dtype_size_bytes(ia->input_type) > 0 ? ia->input_type
+                               : sized                                      ? sized->dtype
+                               : ra                                         ? ra->input_type
+                                                                            : std::string_view{};
       const int esize = dtype_size_bytes(dtype);
       const ProcessGroupConfig* g = group_config(e, issuer);
       const int group_size = size_of(g);
@@ -1147,6 +1200,8 @@ class Builder {
     std::string_view name;
   };
   std::map<std::int64_t, std::vector<PgRange>> pg_ranges_;  // tid -> "ss:pg:" ranges, as the trace has them
+  std::map<std::int64_t, std::vector<SizeRange>> size_ranges_;  // tid -> "ss:cb:" ranges
+  bool size_ranges_sorted_ = false;
   std::map<std::int64_t, InnermostRangeIndex> mem_context_index_;
 };
 

@@ -25,33 +25,50 @@ def _start():
         from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
         out_dir = os.environ.get("SHARDSCOPE_OUTPUT_DIR")
-        if not out_dir or os.environ.get("SHARDSCOPE_MODULES", "1") == "0":
+        if not out_dir:
             return
-        sidecar = SidecarWriter.for_this_process(out_dir)
-        atexit.register(sidecar.close)
+        modules = os.environ.get("SHARDSCOPE_MODULES", "1") != "0"
         import torch
 
-        sidecar.meta("torch_version", torch.__version__)
+        # On a machine without CUDA the CPU is the device: torch.profiler records its operators,
+        # gloo collectives and allocations, with or without the module hooks (--no-modules).
+        cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
+                     and not _is_launcher())
+        if not modules and not cpu_trace:
+            return
+        sidecar = None
+        if modules:
+            sidecar = SidecarWriter.for_this_process(out_dir)
+            atexit.register(sidecar.close)
+            sidecar.meta("torch_version", torch.__version__)
         # NVTX only reaches a profile when the collector runs and CUDA exists; otherwise the ranges
         # are timed here and written to the sidecar.
         trace = None
         if os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available():
             backend = NvtxBackend()
             sidecar.meta("ranges", "nvtx")
-        elif not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0" and not _is_launcher():
-            # The CPU is the device: torch.profiler records its operators, gloo collectives and
-            # allocations; our ranges go into that trace (same clock) and into the sidecar.
-            from ._cpu_trace import CpuTrace
+        elif cpu_trace:
+            # Our ranges go into that trace (same clock) while it records, and into the sidecar.
+            from ._cpu_trace import CpuTrace, is_tracing
 
             trace = CpuTrace.for_this_process(out_dir)
-            backend = TeeBackend(ProfilerBackend(), FileBackend(sidecar))
-            sidecar.meta("ranges", "sidecar+kineto")
+            in_trace = ProfilerBackend(active=is_tracing)
+            backend = TeeBackend(in_trace, FileBackend(sidecar)) if sidecar is not None else in_trace
+            if sidecar is not None:
+                sidecar.meta("ranges", "sidecar+kineto")
+                trace.on_stand_aside.append(lambda step: sidecar.meta("cpu_trace_stopped_at_step", step))
         else:
             backend = FileBackend(sidecar)
             sidecar.meta("ranges", "sidecar")
-        handle = hooks.install(backend, sidecar)
+        if torch.cuda.is_available() and not _is_launcher():  # record --memory history (_cuda_memory.py)
+            from . import _cuda_memory
+
+            backend = _cuda_memory.start_if_asked(out_dir, backend, torch)
+        # --no-modules: only the optimizer's steps (the iterations), no module hooks.
+        handle = hooks.install(backend, sidecar, modules=modules)
         if trace is not None:
             handle.tracker.step_callbacks.append(trace.capture_distributed)
+            trace.step = lambda: handle.tracker.step
 
         def at_exit():  # registered last, so it runs before the sidecar closes
             if hooks._global:

@@ -1,16 +1,28 @@
 """torch.profiler on a CPU run under `shardscope record` (no CUDA, so no CUPTI collector).
 
-On a CPU machine the device is the CPU: its operators, gloo's collectives (with their shapes) and
-every CPU allocation are what a profile needs, and torch.profiler records all three. The trace is
-written as <stem>.kineto.json next to the sidecar when the process exits; `record` imports it with
-the Kineto importer and merges it with the sidecar's module facts.
+On a CPU machine the device is the CPU: its operators, gloo's collectives and every CPU
+allocation are what a profile needs, and torch.profiler records all three. The trace is written as
+<stem>.kineto.json next to the sidecar when the process exits; `record` imports it with the Kineto
+importer and merges it with the sidecar's module facts.
+
+What the job can observe is unchanged (docs/collector.md, "What record changes in a job"):
+* no record_shapes: it would slow every operator and hold references the job can see (a
+  meta-device model's `to_empty()` then fails: "Expected no weakrefs to t1's Tensor object").
+  Collective sizes come from the collective API calls instead (_collective_sizes.py);
+* the job's own torch.profiler wins: when the job starts one, this trace stops first (its events so
+  far are kept and written at exit, with a message and `meta cpu_trace_stopped`), no more ShardScope
+  ranges go into any trace, and the job's profiler runs as it would without `record`. Module ranges
+  and steps go on in the sidecar.
 
 Environment: SHARDSCOPE_CPU_TRACE=0 turns it off (module ranges and steps still come from the sidecar).
 """
 import os
 import sys
+import weakref
 
-from . import _rank
+from . import _collective_sizes, _rank
+
+_active = None  # weak reference to the running CpuTrace: the job's own profiler stops it
 
 TRACE_SUFFIX = ".kineto.json"
 
@@ -22,8 +34,22 @@ class CpuTrace:
 
         self.path = path
         self._torch = torch
-        self._prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True)
-        self._prof.start()
+        self.running = False
+        self.stood_aside = None  # the optimizer step at which the job's own profiler took over
+        self.on_stand_aside = []  # callbacks(step) when the job's profiler stops this trace
+        self.step = lambda: -1
+        _collective_sizes.install()
+        _watch_job_profilers()
+        self._prof = profile(activities=[ProfilerActivity.CPU], record_shapes=False, profile_memory=True)
+        global _active
+        _active = weakref.ref(self)
+        self._starting = True
+        try:
+            self._prof.start()
+        finally:
+            self._starting = False
+        self.running = True
+        _collective_sizes.enabled = True
         self._stopped = False
         self._pid = os.getpid()
         self._distributed = None
@@ -79,7 +105,8 @@ class CpuTrace:
     def _annotate_p2p(self, dist):
         """gloo runs send / recv on the calling thread, not on a group's workers, so their thread
         says nothing: ProcessGroup.send / recv are wrapped in an "ss:pg:<group name>" range, which
-        the importer gives to the c10d op inside it (and so to the send it issued)."""
+        the importer gives to the c10d op inside it (and so to the send it issued), and in the
+        "ss:cb" range of its size (_collective_sizes.py)."""
         pg_class = getattr(dist, "ProcessGroup", None)
         record_function = self._torch.profiler.record_function
         for name in ("send", "recv"):
@@ -90,9 +117,10 @@ class CpuTrace:
             def wrapped(group, *args, _original=original, **kwargs):
                 try:
                     label = "ss:pg:" + str(group.group_name)
+                    size = _collective_sizes.sized(args[0] if args else kwargs.get("tensors"), record_function)
                 except Exception:
                     return _original(group, *args, **kwargs)
-                with record_function(label):
+                with record_function(label), size:
                     return _original(group, *args, **kwargs)
 
             wrapped._shardscope_wrapped = True
@@ -121,6 +149,26 @@ class CpuTrace:
         except Exception as e:  # never break the job
             sys.stderr.write("[shardscope] process groups not captured: %r\n" % (e,))
 
+    def stand_aside(self):
+        """The job starts its own torch.profiler: ours stops now (one Kineto session per process),
+        keeping its events for the file written at exit."""
+        if not self.running or os.getpid() != self._pid:
+            return
+        self.running = False
+        _collective_sizes.enabled = False
+        self.stood_aside = self.step()
+        try:
+            self.capture_distributed()
+            self._prof.stop()
+        except Exception as e:  # never break the job
+            sys.stderr.write("[shardscope] CPU trace not stopped cleanly: %r\n" % (e,))
+        sys.stderr.write("[shardscope] the job started its own torch.profiler at step %d: ShardScope's CPU trace stops "
+                         "there (operators, collectives and memory of the steps before it are kept); module ranges and "
+                         "steps go on from the hooks, and the job's profiler runs as it would without record\n"
+                         % self.stood_aside)
+        for cb in self.on_stand_aside:
+            cb(self.stood_aside)
+
     def stop_and_write(self):
         """Stops the profiler and writes the trace (under a temporary name, then renamed)."""
         if self._stopped or os.getpid() != self._pid:  # a forked child never writes its parent's trace
@@ -128,7 +176,10 @@ class CpuTrace:
         self._stopped = True
         try:
             self.capture_distributed()
-            self._prof.stop()
+            if self.running:
+                self.running = False
+                _collective_sizes.enabled = False
+                self._prof.stop()
             tmp = self.path + ".partial-%d" % os.getpid()
             self._prof.export_chrome_trace(tmp)
             extra = {}
@@ -141,6 +192,36 @@ class CpuTrace:
             os.replace(tmp, self.path)
         except Exception as e:  # never break the job
             sys.stderr.write("[shardscope] CPU trace not written: %r\n" % (e,))
+
+
+def _watch_job_profilers():
+    """Wraps the one place every torch.profiler session starts (torch.profiler.profile and the
+    legacy torch.autograd.profiler.profile both prepare through it): a session the job starts
+    while ours runs makes ours stand aside first."""
+    try:
+        from torch.autograd import profiler as autograd_profiler
+
+        cls = autograd_profiler.profile
+        original = cls._prepare_trace
+        if getattr(original, "_shardscope_wrapped", False):
+            return
+
+        def _prepare_trace(prof, *args, **kwargs):
+            ours = _active() if _active is not None else None
+            if ours is not None and ours.running and not ours._starting:
+                ours.stand_aside()
+            return original(prof, *args, **kwargs)
+
+        _prepare_trace._shardscope_wrapped = True
+        cls._prepare_trace = _prepare_trace
+    except Exception as e:  # never break the job
+        sys.stderr.write("[shardscope] the job's own profilers are not watched: %r\n" % (e,))
+
+
+def is_tracing():
+    """Whether ShardScope's CPU trace is recording (ranges go into it only then)."""
+    ours = _active() if _active is not None else None
+    return ours is not None and ours.running
 
 
 def _add_top_level(path, entries):

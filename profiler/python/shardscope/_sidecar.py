@@ -69,8 +69,11 @@ class SidecarWriter:
     def meta(self, key, value):
         self._line("meta", key, value)
 
-    def module(self, fqn, class_name, param_count, param_bytes, is_fsdp_unit, reshard_policy):
-        self._line("module", fqn, class_name, int(param_count), int(param_bytes), 1 if is_fsdp_unit else 0, reshard_policy)
+    def module(self, fqn, class_name, param_count, param_bytes, is_fsdp_unit, reshard_policy, unit_owner=""):
+        fields = ["module", fqn, class_name, int(param_count), int(param_bytes), 1 if is_fsdp_unit else 0, reshard_policy]
+        if unit_owner:  # a member of a grouped unit (fully_shard([a, b])): the member that stands for it
+            fields.append(unit_owner)
+        self._line(*fields)
 
     def range(self, tid, start_ns, end_ns, message):
         self._line("range", int(tid), int(start_ns), int(end_ns), message)

@@ -34,17 +34,25 @@ class NvtxBackend:
 
 
 class ProfilerBackend:
-    def __init__(self):
+    """`active()` says whether the trace meant to receive the ranges records (under `record`: while
+    ShardScope's CPU trace runs, so that none of its ranges lands in a profiler the job starts)."""
+
+    def __init__(self, active=None):
         import torch
 
         self._enter = torch.ops.profiler._record_function_enter_new
         self._exit = torch.ops.profiler._record_function_exit._RecordFunction
         self._no_subclass = torch._C.DisableTorchFunctionSubclass
+        self._active = active
 
     def start(self, message):
+        if self._active is not None and not self._active():
+            return None
         return self._enter(message, None)
 
     def end(self, token):
+        if token is None:
+            return
         with self._no_subclass():
             self._exit(token)
 

@@ -59,11 +59,20 @@ def _fsdp_module_class():
     return None
 
 
+def _is_simple_fsdp(module):
+    """SimpleFSDP (torchtitan's compiler-based FSDP, `data_parallel`) makes each module that holds
+    parameters a class named SimpleFSDP<class> whose parameters are DTensor shards, gathered by a
+    parametrization each time the module uses them: that module is the unit of one all-gather and
+    one reduce-scatter. Eagerly, autograd keeps the gathered tensor for backward (no re-gather):
+    reshard_after_forward=False."""
+    return type(module).__name__.startswith("SimpleFSDP") and any(True for _ in module.parameters(recurse=False))
+
+
 def fsdp_info(module):
-    """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard) module; (False, "") otherwise."""
+    """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard) or SimpleFSDP module; (False, "") otherwise."""
     cls = _fsdp_module_class()
     if cls is None or not isinstance(module, cls):
-        return False, ""
+        return (True, "false") if _is_simple_fsdp(module) else (False, "")
     try:
         group = module._get_fsdp_state()._fsdp_param_group
         if group is None:
@@ -76,6 +85,27 @@ def fsdp_info(module):
         return True, str(getattr(post, "shard_mesh_size", ""))
     except Exception:
         return True, ""
+
+
+def fsdp_group_owner(module, names):
+    """For a module sharded together with others (`fully_shard([model.norm, model.output])`: one
+    FSDP unit, one all-gather): the fully-qualified name of the group's first member, which stands
+    for the unit, when `module` is another member; "" otherwise. First = earliest in the model's
+    named_modules() order (the order FSDP2 names the group in its ranges: "norm, output")."""
+    cls = _fsdp_module_class()
+    if cls is None or not isinstance(module, cls):
+        return ""
+    try:
+        members = list(module._get_fsdp_state()._modules)
+    except Exception:
+        return ""
+    if len(members) < 2:
+        return ""
+    named = [(names.order(m), names.get(m)) for m in members if names.get(m) is not None]
+    if not named:
+        return ""
+    owner = min(named)[1]
+    return "" if owner == names.get(module) else owner
 
 
 def module_params(module):
@@ -106,6 +136,7 @@ class Tracker:
         self.sidecar = sidecar
         self.enabled = True
         self._names = weakref.WeakKeyDictionary()
+        self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -119,6 +150,8 @@ class Tracker:
         self.step_callbacks = []  # called at the first optimizer step (e.g. to capture process groups)
         self._torch = _torch()
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
+        compiler = getattr(self._torch, "compiler", None)
+        self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
 
     # -- names ---------------------------------------------------------------------------
     def register_root(self, root, name=None):
@@ -129,19 +162,37 @@ class Tracker:
                 name = "" if (self._roots == 0 and has_params) else type(root).__name__
                 if has_params or self._roots > 0:
                     self._roots += 1
-            for sub, m in root.named_modules():
+            for i, (sub, m) in enumerate(root.named_modules()):
                 self._names[m] = sub if not name else (name + "." + sub if sub else name)
+                self._order[m] = i
         if self.sidecar is not None:
             for sub, m in root.named_modules():
-                fqn = self._names.get(m, sub)
-                count, nbytes = module_params(m)
-                unit, policy = fsdp_info(m)
-                self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit, policy)
+                self._write_module(m, self._names.get(m, sub))
             self.sidecar.flush()
 
+    def _write_module(self, m, fqn):
+        count, nbytes = module_params(m)
+        unit, policy = fsdp_info(m)
+        owner = fsdp_group_owner(m, self)
+        # A grouped unit's other members are not units of their own: their parameters are the
+        # owner's unit's (one all-gather for the group).
+        self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit and not owner, policy, owner)
+
+    def get(self, module):
+        return self._names.get(module)
+
+    def order(self, module):
+        return self._order.get(module, 1 << 30)
+
     def name_of(self, module):
+        """The module's fully-qualified name; None for a module outside every model that runs
+        inside another module's forward and holds no parameters (a parametrization such as
+        SimpleFSDP's ReplicateComputation, called when its owner reads a weight): its work is its
+        caller's, it gets no range and no invented root of its own."""
         name = self._names.get(module)
         if name is None:
+            if self._stack() and not any(True for _ in module.parameters()):
+                return None
             self.register_root(module)
             name = self._names.get(module, "")
         return name
@@ -161,21 +212,27 @@ class Tracker:
 
     # -- forward hooks -------------------------------------------------------------------
     def forward_pre(self, module, inputs):
-        if not self.enabled:
+        # Inside torch.compile's tracing the hooks add nothing to the graph (they would break a
+        # fullgraph=True compile); a compiled module's own range comes from _compiled_call below.
+        if not self.enabled or self._compiling():
             return
         try:
             phase = _names.RECOMPUTE if self.in_backward() else _names.FORWARD
             fqn = self.name_of(module)
+            if fqn is None:
+                return
             token = self.backend.start(_names.module_message(phase, fqn))
             self._stack().append((module, token, phase, inputs))
         except Exception:
             self._fail("forward_pre")
 
     def forward_post(self, module, inputs, output):
-        if not self.enabled:
+        if not self.enabled or self._compiling():
             return
         try:
             stack = self._stack()
+            if not any(entry[0] is module for entry in stack):
+                return  # no range was opened for it (name_of returned None)
             # Pop to this module's entry (a module that raised inside may have left entries).
             while stack:
                 m, token, phase, saved_inputs = stack.pop()
@@ -296,10 +353,8 @@ class Tracker:
             return
         self._units_refreshed = True
         for m, fqn in list(self._names.items()):
-            unit, policy = fsdp_info(m)
-            if unit:
-                count, nbytes = module_params(m)
-                self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit, policy)
+            if fsdp_info(m)[0]:
+                self._write_module(m, fqn)
 
     def optimizer_pre(self, *args, **kwargs):
         if not self.enabled:
@@ -436,19 +491,51 @@ def _hook_optimizers(tracker, optimizer=None):
     return removers
 
 
-def install(backend, sidecar=None):
-    """Global hooks on every module and optimizer. Returns the handle (also kept module-wide)."""
+def _hook_compiled_modules(tracker):
+    """A module compiled in place (`module.compile()`, as torchtitan compiles each block) runs its
+    forward hooks inside the compiled region, where they do nothing: its range is opened and closed
+    around the compiled call instead, outside the graph (its children stay inside: no ranges)."""
+    torch = _torch()
+    Module = torch.nn.Module
+    original = Module.__call__
+    if getattr(original, "_shardscope", False):
+        return []
+
+    def __call__(self, *args, **kwargs):
+        if getattr(self, "_compiled_call_impl", None) is None or tracker._compiling() or not tracker.enabled:
+            return original(self, *args, **kwargs)
+        tracker.forward_pre(self, args)
+        out = original(self, *args, **kwargs)
+        tracker.forward_post(self, args, out)
+        return out
+
+    __call__._shardscope = True
+    __call__.__wrapped__ = original
+    Module.__call__ = __call__
+
+    def restore():
+        Module.__call__ = original
+
+    return [restore]
+
+
+def install(backend, sidecar=None, modules=True):
+    """Global hooks on every module (unless modules=False: optimizer steps only) and optimizer.
+    Returns the handle (also kept module-wide)."""
     global _global
     if _global is not None:
         return _global
     torch = _torch()
     tracker = Tracker(backend, sidecar)
     mm = torch.nn.modules.module
-    removers = [
-        mm.register_module_forward_pre_hook(tracker.forward_pre).remove,
-        mm.register_module_forward_hook(tracker.forward_post).remove,
-    ]
-    removers += _patch_backward_entry(tracker)
+    removers = []
+    if modules:
+        removers += [
+            mm.register_module_forward_pre_hook(tracker.forward_pre).remove,
+            mm.register_module_forward_hook(tracker.forward_post).remove,
+        ]
+        removers += _patch_backward_entry(tracker)
+        removers += _hook_compiled_modules(tracker)
     removers += _hook_optimizers(tracker)
     _global = _Handle(tracker, removers)
     return _global
