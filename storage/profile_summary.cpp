@@ -136,9 +136,14 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
     }
     {
       sql::Stmt s(db.get(),
-                  "SELECT c.type, coalesce(nullif(g.description, ''), g.name, ''), c.bytes, count(*), count(DISTINCT c.rank),"
-                  " coalesce(max(CASE WHEN st.value LIKE 'gloo:%' THEN st.value END), '')"
-                  " FROM collectives c LEFT JOIN process_groups g ON g.id = c.process_group_id"
+                  // The steps of a rank tile [first start, last end): a collective inside that span is
+                  // in a step; before it is initialisation (weights gathered to be initialised).
+                  "WITH span AS (SELECT rank, min(start_ns) AS a, max(start_ns + duration_ns) AS b FROM steps GROUP BY rank)"
+                  " SELECT c.type, coalesce(nullif(g.description, ''), g.name, ''), c.bytes, count(*), count(DISTINCT c.rank),"
+                  " coalesce(max(CASE WHEN st.value LIKE 'gloo:%' THEN st.value END), ''),"
+                  " sum(CASE WHEN c.start_ns >= sp.a AND c.start_ns < sp.b THEN 1 ELSE 0 END)"
+                  " FROM collectives c LEFT JOIN span sp ON sp.rank = c.rank"
+                  " LEFT JOIN process_groups g ON g.id = c.process_group_id"
                   " LEFT JOIN kernels k ON k.id = c.kernel_id LEFT JOIN strings st ON st.id = k.name_id"
                   " GROUP BY 1, 2, 3 ORDER BY 1, 3 DESC");
       while (s.step()) {
@@ -150,6 +155,7 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
         c.count = s.col_int(3);
         c.ranks = s.col_int(4);
         c.ran_as = s.col_text(5);
+        c.in_steps = s.col_int_or(6, 0);
         // Only worth saying when the lane's name is another collective (gloo's reduce-scatter).
         if (!c.ran_as.empty() && collective_type_from_string(c.ran_as.substr(5)) == c.type) c.ran_as.clear();
         r.collective_totals.push_back(std::move(c));

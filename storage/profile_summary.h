@@ -34,6 +34,7 @@ struct CollectiveTotal {
   std::int64_t count = 0;   // over all ranks
   std::int64_t ranks = 0;   // ranks that ran it
   std::string ran_as;       // what the lane called it when that differs (gloo's "gloo:all_reduce")
+  std::int64_t in_steps = 0;  // of `count`, those inside a step (not initialisation, not after the last step)
 };
 
 // One rank's memory peak (allocated bytes, from the memory events) and what was live then.

@@ -82,17 +82,24 @@ void print_text(const ProfileSummary& s, const std::vector<CommKernelGroup>& com
   }
   if (!s.collective_totals.empty()) {
     const std::int64_t steps = std::max<std::int64_t>(s.steps, 1);
-    o << "\nCollectives by type and size" << (s.steps > 0 ? " (per rank per step: count / rank / steps)" : "") << "\n";
+    o << "\nCollectives by type and size" << (s.steps > 0 ? " (per rank per step: those inside steps / rank / steps)" : "")
+      << "\n";
     o << "  type              group           bytes each     count   per rank-step\n";
+    std::int64_t outside = 0;
     for (const auto& c : s.collective_totals) {
       char line[256];
-      const double per = c.ranks > 0 ? double(c.count) / double(c.ranks) / double(steps) : 0.0;
+      const double in_steps = s.steps > 0 ? double(c.in_steps) : double(c.count);
+      const double per = c.ranks > 0 ? in_steps / double(c.ranks) / double(steps) : 0.0;
+      if (s.steps > 0) outside += c.count - c.in_steps;
       std::snprintf(line, sizeof line, "  %-16s  %-14s %12lld  %8lld  %10.2f", std::string(to_string(c.type)).c_str(),
                     c.group.substr(0, 14).c_str(), static_cast<long long>(c.bytes), static_cast<long long>(c.count), per);
       o << line;
       if (!c.ran_as.empty()) o << "   (ran as " << c.ran_as << ")";
       o << "\n";
     }
+    if (outside > 0)
+      o << "  " << outside << " collective(s) outside every step (initialisation before the first step) are counted, "
+        << "not in the per rank-step column\n";
     if (std::any_of(s.collective_totals.begin(), s.collective_totals.end(), [](const CollectiveTotal& c) { return !c.ran_as.empty(); }))
       o << "  gloo runs FSDP2's reduce-scatter as an all-reduce: its time is an all-reduce's of the full buffer\n";
   }
@@ -173,6 +180,7 @@ void print_json(const ProfileSummary& s, const std::vector<CommKernelGroup>& com
         .kv("count", c.count)
         .kv("ranks", c.ranks)
         .kv("ran_as", c.ran_as)
+        .kv("in_steps", c.in_steps)
         .end_object();
   j.end_array();
   j.key("communication_kernels").begin_array();

@@ -14,6 +14,7 @@
 #include "profiler/sim/sim_report.h"
 #include "profiler/sim/simulated_profile.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/cpu_device.h"
 #include "storage/json_writer.h"
 
 namespace ss::cli {
@@ -149,8 +150,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     std::cout << "\n";
   } else {
     std::cout << "Input        " << in.source << (in.from_profile ? " (profile, " + std::string(to_string(in.origin)) + ")" : " (model description)") << "\n";
-    std::cout << "Cluster      " << used << "; " << in.cluster.device << ", " << in.cluster.gpus_per_node << " GPUs/node\n";
-    sim::print_result_text(std::cout, step, r, p.flag_set("units"));
+    const bool cpu = is_cpu_device(in.cluster.device);
+    std::cout << "Cluster      " << used << "; " << in.cluster.device << ", " << in.cluster.gpus_per_node
+              << (cpu ? " ranks/host\n" : " GPUs/node\n");
+    sim::print_result_text(std::cout, step, r, p.flag_set("units"), cpu);
     if (comparable) {
       char line[160];
       std::snprintf(line, sizeof line, "Measured     %.3f ms; simulated %+.2f%%%s\n", sim::to_ms(in.measured_step_ns), err,

@@ -188,6 +188,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.members.push_back(u);
       e.params += parallel_params(s, m.units[static_cast<std::size_t>(u)]);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
+      e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
     }
     e.ag_bytes = e.params * s.param_bytes;
@@ -281,9 +282,14 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     }
   }
 
-  // Modes: the root keeps its parameters (FSDP2 default), others follow the ZeRO stage and the plan.
+  // Modes: the root keeps its parameters (FSDP2 default), others follow the ZeRO stage, what the
+  // profile recorded, and the plan.
   std::vector<int> mode(nu);
-  for (std::size_t u = 0; u < nu; ++u) mode[u] = m.units[u].is_root || plan.zero_stage == 2 ? kKeepUnsharded : kReshard;
+  for (std::size_t u = 0; u < nu; ++u)
+    mode[u] = m.units[u].is_root || plan.zero_stage == 2 ? kKeepUnsharded
+              : m.units[u].recorded_reshard == 0 || (m.units[u].recorded_reshard >= 2 && s.shard % m.units[u].recorded_reshard == 0)
+                  ? m.units[u].recorded_reshard
+                  : kReshard;
   for (const auto& n : plan.resharded) mode[static_cast<std::size_t>(unit_index(m, n, "resharded"))] = kReshard;
   for (const auto& n : plan.unsharded) mode[static_cast<std::size_t>(unit_index(m, n, "unsharded"))] = kKeepUnsharded;
   for (const auto& [n, k] : plan.reshard_degree) {

@@ -1,6 +1,7 @@
 #include "profiler/sim/profile_extract.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -67,6 +68,14 @@ TimeNs busy_in(const std::vector<Interval>& iv, TimeNs a, TimeNs b) {
 }
 
 
+// modules.reshard_policy -> SimUnit::recorded_reshard ("true" or unknown: 1, "false": 0, "k": k).
+int recorded_reshard(const std::string& policy) {
+  if (policy == "false") return 0;
+  int k = 0;
+  const auto [end, ec] = std::from_chars(policy.data(), policy.data() + policy.size(), k);
+  return ec == std::errc() && end == policy.data() + policy.size() && k >= 2 ? k : 1;
+}
+
 }  // namespace
 
 ProfileInput extract_profile(const Profile& p) {
@@ -81,10 +90,20 @@ ProfileInput extract_profile(const Profile& p) {
   // FSDP units: each module belongs to its nearest unit ancestor (itself included).
   const std::size_t nm = p.modules.size();
   std::vector<int> unit_of(nm, -1);
+  // A grouped unit (fully_shard([norm, output])) is stored as its first member, the unit, and the
+  // other members, which point at it (fsdp_unit_id) without being its children: each such member
+  // is a "group root" whose modules, parameters and ranges are the unit's.
+  std::vector<bool> group_root(nm, false);
+  auto grouped_into = [&](const ModuleNode& m) {
+    return !m.is_fsdp_unit && m.fsdp_unit >= 0 && static_cast<std::size_t>(m.fsdp_unit) < nm &&
+           p.modules[static_cast<std::size_t>(m.fsdp_unit)].is_fsdp_unit;
+  };
   for (std::size_t i = 0; i < nm; ++i) {  // parents come before children
     const auto& m = p.modules[i];
+    const int inherited = m.parent >= 0 ? unit_of[static_cast<std::size_t>(m.parent)] : -1;
     if (m.is_fsdp_unit) unit_of[i] = static_cast<int>(i);
-    else if (m.parent >= 0) unit_of[i] = unit_of[static_cast<std::size_t>(m.parent)];
+    else if (grouped_into(m) && m.fsdp_unit != inherited) unit_of[i] = m.fsdp_unit, group_root[i] = true;
+    else unit_of[i] = inherited;
   }
   std::map<int, int> unit_index;  // module index -> SimModel unit
   SimModel& sm = in.model;
@@ -104,20 +123,25 @@ ProfileInput extract_profile(const Profile& p) {
     // direct children: each nearest one is subtracted once.
     std::int64_t nested = 0, children = 0;
     std::vector<std::int32_t> walk(m.children.begin(), m.children.end());
+    // A grouped unit's other member is another unit's, like a nested unit.
+    const auto elsewhere = [&](std::int32_t c) { return p.modules[static_cast<std::size_t>(c)].is_fsdp_unit || group_root[static_cast<std::size_t>(c)]; };
     for (std::int32_t c : m.children) {
       const auto& cm = p.modules[static_cast<std::size_t>(c)];
-      if (!cm.is_fsdp_unit) children += params_of(cm);
+      if (!elsewhere(c)) children += params_of(cm);
     }
     while (!walk.empty()) {
-      const auto& cm = p.modules[static_cast<std::size_t>(walk.back())];
+      const std::int32_t c = walk.back();
+      const auto& cm = p.modules[static_cast<std::size_t>(c)];
       walk.pop_back();
-      if (cm.is_fsdp_unit) {
+      if (elsewhere(c)) {
         nested += params_of(cm);
         continue;
       }
       walk.insert(walk.end(), cm.children.begin(), cm.children.end());
     }
-    const std::int64_t own = std::max(params_of(m) - nested, counted ? std::int64_t{0} : children - nested);
+    std::int64_t own = std::max(params_of(m) - nested, counted ? std::int64_t{0} : children - nested);
+    for (std::size_t g = 0; g < nm; ++g)  // the other members of a grouped unit
+      if (group_root[g] && unit_of[g] == static_cast<int>(i)) own += params_of(p.modules[g]);
     // The root unit is the model itself; top-level units under a non-unit model are not roots.
     const bool root = m.parent < 0;
     // Greedy planning tries a unit's non-unit parent (layers.3 for layers.3.attention) as a whole.
@@ -126,6 +150,7 @@ ProfileInput extract_profile(const Profile& p) {
       group = p.modules[static_cast<std::size_t>(m.parent)].fqn;
     unit_index[static_cast<int>(i)] = static_cast<int>(sm.units.size());
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
+    sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
   }
   // The gathered dtype, from the profile's own all-gathers: the largest one carries the largest
   // unit (padding aside). Under mixed precision that is bf16 (2, the default); a CPU run without
@@ -245,7 +270,8 @@ ProfileInput extract_profile(const Profile& p) {
   for (std::int32_t ti : rk.range_tracks) {
     for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
       if (r.kind != RangeKind::Module || r.module < 0) continue;
-      auto it = unit_index.find(r.module);
+      const bool member = static_cast<std::size_t>(r.module) < nm && group_root[static_cast<std::size_t>(r.module)];
+      auto it = unit_index.find(member ? unit_of[static_cast<std::size_t>(r.module)] : r.module);
       if (it == unit_index.end()) continue;
       if (r.phase != RangePhase::Forward && r.phase != RangePhase::Backward) continue;
       ranges.push_back({r.start, r.end, it->second, r.phase});
@@ -311,6 +337,26 @@ ProfileInput extract_profile(const Profile& p) {
   }
   if (steps.size() > 1) steps.erase(steps.begin());
   in.steps_used = static_cast<int>(steps.size());
+
+  // Forward all-gathers per unit and step, from FSDP's own ranges (CPU traces have them; NVTX
+  // does not): more than one on a unit is the trainer gathering it again (SimUnit::extra_fwd_gathers).
+  {
+    std::vector<int> gathers(sm.units.size(), 0);
+    for (std::int32_t ti : rk.range_tracks)
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+        if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Forward || r.module < 0) continue;
+        if (p.strings[r.name].rfind("FSDP::all_gather (", 0) != 0) continue;
+        in.fsdp_gather_ranges = true;
+        auto it = unit_index.find(r.module);
+        if (it == unit_index.end()) continue;
+        for (const auto& st : steps)
+          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(it->second)];
+      }
+    for (std::size_t u = 0; u < sm.units.size(); ++u) {
+      const long per_step = std::lround(double(gathers[u]) / double(std::max<std::size_t>(1, steps.size())));
+      if (per_step > 1) sm.units[u].extra_fwd_gathers = static_cast<int>(per_step - 1);
+    }
+  }
 
   const int nu = static_cast<int>(sm.units.size());
   std::vector<Split> fwd(static_cast<std::size_t>(nu)), bwd(static_cast<std::size_t>(nu));
@@ -442,12 +488,11 @@ int root_unit(const SimModel& m) {
 }
 }  // namespace
 
-std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path) {
-  if (in.step_windows.empty()) return 0;
-  sql::Db db = open_profile_readonly(path);
-  // Each step's backward starts at its first backward module range.
-  // One scan of the rank's backward ranges, then a binary search per step (a query per step
-  // scanned the unindexed ranges table once per step: minutes on a profile with 20k steps).
+namespace {
+// Where each used step's backward starts: its first backward range (the step's end without one).
+// One scan of the rank's backward ranges, then a binary search per step (a query per step
+// scanned the unindexed ranges table once per step: minutes on a profile with 20k steps).
+std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
   std::vector<TimeNs> bwd_starts;
   {
     sql::Stmt st(db.get(), "SELECT start_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
@@ -461,6 +506,40 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
     const auto it = std::lower_bound(bwd_starts.begin(), bwd_starts.end(), a);
     bwd_start.push_back(it != bwd_starts.end() && *it <= b ? *it : b);
   }
+  return bwd_start;
+}
+}  // namespace
+
+void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
+  if (in.fsdp_gather_ranges || in.step_windows.empty()) return;
+  // No FSDP ranges (SimpleFSDP gathers each parameter where a module uses it): the forward
+  // all-gathers issued inside each unit's modules, per step.
+  sql::Db db = open_profile_readonly(path);
+  const std::vector<TimeNs> bwd_start = backward_starts(db, in);
+  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
+  std::vector<double> gathers(in.model.units.size(), 0);
+  sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns FROM collectives c JOIN kernels k ON k.id = c.kernel_id "
+                         "WHERE c.rank = ?1 AND c.type = ?2 AND k.module_id IS NOT NULL");
+  st.bind(1, in.rank);
+  st.bind(2, static_cast<int>(CollectiveType::AllGather));
+  while (st.step()) {
+    const auto held = interval_holding(in.step_windows, st.col_int(1));
+    auto it = unit_of.find(st.col_int(0));
+    if (held < 0 || it == unit_of.end() || st.col_int(1) >= bwd_start[static_cast<std::size_t>(held)]) continue;
+    gathers[static_cast<std::size_t>(it->second)] += 1;
+  }
+  const double n = double(in.step_windows.size());
+  for (std::size_t u = 0; u < gathers.size(); ++u) {
+    const long per_step = std::lround(gathers[u] / n);
+    in.model.units[u].extra_fwd_gathers = per_step > 1 ? static_cast<int>(per_step - 1) : 0;
+  }
+}
+
+std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path) {
+  if (in.step_windows.empty()) return 0;
+  sql::Db db = open_profile_readonly(path);
+  // Each step's backward starts at its first backward module range.
+  const std::vector<TimeNs> bwd_start = backward_starts(db, in);
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   const std::size_t nu = in.model.units.size();
   const int root = root_unit(in.model);
@@ -518,6 +597,17 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
 
 std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& path) {
   sql::Db db = open_profile_readonly(path);
+  // Activation checkpointing as recorded: what a unit's recompute (its forward rerun in backward)
+  // allocates lives only from that rerun to the unit's backward, not from the forward on.
+  std::vector<std::pair<TimeNs, TimeNs>> recompute;
+  {
+    sql::Stmt r(db.get(), "SELECT start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
+    r.bind(1, in.rank);
+    r.bind(2, static_cast<int>(RangePhase::Recompute));
+    while (r.step()) recompute.emplace_back(r.col_int(0), r.col_int(1));
+    recompute = interval_union(std::move(recompute));
+  }
+  std::vector<double> rerun(in.model.units.size(), 0);
   sql::Stmt st(db.get(),
                "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 AND bytes > 0");
   st.bind(1, in.rank);
@@ -533,14 +623,17 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     const int unit = it == unit_of.end() ? root : it->second;
     const TimeNs t = st.col_int(1);
     if (interval_holding(in.step_windows, t) < 0) continue;
-    bytes[static_cast<std::size_t>(unit)] += double(st.col_int(2));
-    total += double(st.col_int(2));
+    const bool rerun_alloc = !recompute.empty() && interval_holding(recompute, t) >= 0;
+    (rerun_alloc ? rerun : bytes)[static_cast<std::size_t>(unit)] += double(st.col_int(2));
+    if (!rerun_alloc) total += double(st.col_int(2));
   }
   const double n = double(std::max<std::size_t>(1, in.step_windows.size()));
   for (auto& seg : in.model.segments) {
     double& b = bytes[static_cast<std::size_t>(seg.unit)];
+    double& r = rerun[static_cast<std::size_t>(seg.unit)];
     seg.saved_activation_bytes = static_cast<std::int64_t>(b / n);  // the first segment of a unit takes it all
-    b = 0;
+    seg.recompute_activation_bytes = static_cast<std::int64_t>(r / n);
+    b = r = 0;
   }
   return static_cast<std::int64_t>(total / n);
 }

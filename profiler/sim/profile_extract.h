@@ -30,6 +30,9 @@ struct ProfileInput {
   // No step markers (a window cut from a run): the one "step" is the span of the complete unit
   // ranges, so measured and simulated time cover the same modules.
   bool window_only = false;
+  // Whether the profile has FSDP's own all-gather ranges (FSDP2 on CPU): the units' forward
+  // gathers were counted from them; otherwise add_gathers_from_profile counts the collectives.
+  bool fsdp_gather_ranges = false;
   TimeNs profile_span_ns = 0;  // the whole recording, for saying how much of it was compared
   // What the measured step holds (per step, from the trace): compute busy, non-FSDP collectives
   // while no compute runs, GPU idle; the rest is time only FSDP collectives run.
@@ -60,5 +63,8 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
 // used, put on the unit's last segment (the root's tail, where a loss's temporaries are).
 // Returns the largest of them (0 when the profile has none).
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
+// Without FSDP's ranges (SimpleFSDP): each unit's forward all-gathers per step from the
+// all-gather collectives issued inside its modules; more than one sets SimUnit::extra_fwd_gathers.
+void add_gathers_from_profile(ProfileInput& in, const std::string& path);
 
 }  // namespace ss::sim

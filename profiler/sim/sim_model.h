@@ -18,6 +18,15 @@ struct SimUnit {
   std::string class_name;
   std::int64_t param_count = 0;  // parameters owned by this unit (not by nested units)
   bool is_root = false;          // FSDP2: the root defaults to reshard_after_forward=False
+  // reshard_after_forward as the profile recorded it (modules.reshard_policy): 1 = True (FSDP2's
+  // default, also when unknown), 0 = False, k >= 2 = a 1/k slice. A replay reproduces it; a plan
+  // changes it ("unsharded", "resharded", "reshard_after_forward").
+  int recorded_reshard = 1;
+  // Forward all-gathers of this unit per step beyond the one at its pre-forward, as measured: the
+  // trainer gathers it again in forward (torchtitan's chunked loss unshards the output head
+  // explicitly and sets its reshard policy itself; a grouped unit re-gathers for each member's
+  // forward; SimpleFSDP gathers at every use). Replayed as measured, whatever the plan.
+  int extra_fwd_gathers = 0;
   // Host work of the unit's backward unshard (copy-in, copy-out, hooks) measured on a CPU run;
   // spent on the compute lane only when the unit is gathered in backward.
   TimeNs bwd_unshard_host_ns = 0;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "storage/cpu_device.h"
 #include "storage/units.h"
 
 namespace ss::sim {
@@ -82,16 +83,16 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
   j.end_array();
 }
 
-void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& r, bool per_unit) {
+void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& r, bool per_unit, bool cpu) {
   char line[256];
-  o << "World        " << s.world << " GPUs (shard group " << s.shard << ", replicate " << s.replicate << "), "
-    << s.micro_batches << " micro-batch(es)\n";
-  std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, NCCL busy %.3f ms)\n",
-                to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), to_ms(r.comm_busy_ns));
+  o << "World        " << s.world << (cpu ? " CPU ranks, gloo" : " GPUs") << " (shard group " << s.shard << ", replicate "
+    << s.replicate << "), " << s.micro_batches << " micro-batch(es)\n";
+  std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, %s busy %.3f ms)\n",
+                to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), cpu ? "gloo" : "NCCL", to_ms(r.comm_busy_ns));
   o << line;
   if (r.other_comm_ns > 0 || r.idle_ns > 0) {
-    std::snprintf(line, sizeof line, "  replayed as measured: non-FSDP collectives %.3f ms, GPU idle %.3f ms\n", to_ms(r.other_comm_ns),
-                  to_ms(r.idle_ns));
+    std::snprintf(line, sizeof line, "  replayed as measured: non-FSDP collectives %.3f ms, %s %.3f ms\n", to_ms(r.other_comm_ns),
+                  cpu ? "training thread idle" : "GPU idle", to_ms(r.idle_ns));
     o << line;
   }
   if (r.recomputes > 0) {
@@ -176,8 +177,9 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
 void print_measured_text(std::ostream& o, const SimInputs& in) {
   if (!in.from_profile || in.measured_step_ns <= 0) return;
   char line[256];
-  std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d), GPU idle %.3f ms\n",
-                to_ms(in.measured_compute_ns), to_ms(in.measured_other_comm_ns), in.other_collectives, to_ms(in.measured_idle_ns));
+  std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d), %s %.3f ms\n",
+                to_ms(in.measured_compute_ns), to_ms(in.measured_other_comm_ns), in.other_collectives,
+                is_cpu_device(in.gpu_name) ? "training thread idle" : "GPU idle", to_ms(in.measured_idle_ns));
   o << line;
   if (in.measured_peak_bytes > 0) {
     o << "  measured peak memory " << format_bytes(in.measured_peak_bytes) << "; not modelled (temporaries, inputs, allocator) "
@@ -221,8 +223,10 @@ ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fit
     c.reasons.emplace_back("the profile has no all-gather / reduce-scatter to fit the cluster to, so FSDP's collectives take the preset's times");
   }
   if (share(in.measured_idle_ns) > kReplayWarnPct) {
-    std::snprintf(buf, sizeof buf, "%.0f%% of the measured step is GPU idle (the host was behind), replayed as measured, not modelled",
-                  share(in.measured_idle_ns));
+    std::snprintf(buf, sizeof buf, "%.0f%% of the measured step is %s, replayed as measured, not modelled",
+                  share(in.measured_idle_ns),
+                  is_cpu_device(in.gpu_name) ? "training-thread idle (Python and hooks between operators)"
+                                             : "GPU idle (the host was behind)");
     c.reasons.emplace_back(buf);
   }
   if (share(in.measured_other_comm_ns) > kReplayWarnPct) {

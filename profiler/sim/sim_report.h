@@ -14,7 +14,9 @@ namespace ss::sim {
 double to_ms(TimeNs ns);
 // Writes the result's fields into the currently open JSON object.
 void write_result_fields(JsonWriter& j, const CompiledStep& step, const SimResult& r, bool per_unit);
-void print_result_text(std::ostream& o, const CompiledStep& step, const SimResult& r, bool per_unit);
+// `cpu`: the ranks are CPU processes over gloo (a CPU profile's replay): said in those words, not
+// as GPUs, NCCL and GPU idle.
+void print_result_text(std::ostream& o, const CompiledStep& step, const SimResult& r, bool per_unit, bool cpu = false);
 // What the measured step of a profile holds (compute / non-FSDP collectives / idle) and, for a
 // window without step markers, which span was compared. Nothing when the input is not a profile.
 void write_measured_fields(JsonWriter& j, const SimInputs& in);

@@ -348,6 +348,14 @@ class StepRun {
         const std::int64_t keep = u.reshard == kKeepUnsharded ? u.ag_bytes : u.reshard == kReshard ? 0 : u.ag_bytes / u.reshard;
         mem(lane_[0], keep - st.resident, e, MemCat::UnshardedParam);
         st.resident = keep;
+        // The trainer's own re-gathers (SimUnit::extra_fwd_gathers), as measured whatever the
+        // plan: the compute stream waits for each, its buffer lives until it is done.
+        for (int k = 0; k < u.extra_fwd_gathers && u.ag_bytes > 0; ++k) {
+          const TimeNs a = op(Lane::Nccl, OpKind::AllGather, Phase::Forward, e, lane_[0], u.ag_ns, u.ag_bytes);
+          mem(a, u.ag_bytes, e, MemCat::AllGatherBuffer);
+          lane_[0] = std::max(lane_[0], a + u.ag_ns);
+          mem(lane_[0], -u.ag_bytes, e, MemCat::AllGatherBuffer);
+        }
       }
     }
     if (prev_unit >= 0 && unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {

@@ -68,6 +68,7 @@ struct ExecUnit {
   bool is_root = false;
   TimeNs ag_ns = 0, ag_bwd_ns = 0, rs_ns = 0, ar_ns = 0, copyout_ns = 0, rs_copyin_ns = 0;
   TimeNs bwd_host_ns = 0;  // SimUnit::bwd_unshard_host_ns of the members
+  int extra_fwd_gathers = 0;  // SimUnit::extra_fwd_gathers of the members
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;

@@ -29,10 +29,14 @@ TEST_CASE("unshard advisor wires the planner", "[plugins][advisor]") {
   const auto& s = table_of(r, "summary");
   REQUIRE(s.rows.size() == 1);
 
-  // The same question asked directly: budget = 90% of the synthetic GPU's memory.
+  // The same question asked directly, as `plan --strategy cost` asks it (the cluster fitted to the
+  // profile's collectives when it has them): budget = 90% of the synthetic GPU's memory.
   sim::SimInputRequest req;
   req.profile_path = dir.file("s.ssdb");
+  req.fit_if_available = true;
   sim::SimInputs in = sim::load_sim_inputs(req);
+  REQUIRE(in.fitted);
+  CHECK(text_at(s, s.rows[0], "cluster").find("fitted to the profile's collectives") != std::string::npos);
   sim::CompiledStep base = sim::compile_step(in.model, in.plan, in.cluster);
   sim::PlanRequest pr;
   pr.strategy = sim::Strategy::Cost;

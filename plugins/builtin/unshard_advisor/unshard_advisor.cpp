@@ -3,8 +3,9 @@
 // memory, within a per-rank budget: 90% of the smallest GPU memory among the profile's ranks,
 // or, when no capacity is recorded, 125% of the simulated baseline peak. Every choice is judged
 // by simulating the whole step, so units whose all-gather is already hidden are not chosen.
-// The simulator reads the profile itself (its steps, modules and collectives); the selection
-// does not apply to it.
+// The simulator reads the profile itself (its steps, modules and collectives) and, as `plan` and
+// `simulate` do by default, fits the cluster to the profile's collectives; the selection does not
+// apply to it.
 #include <algorithm>
 #include <cstdio>
 
@@ -23,6 +24,9 @@ constexpr double kBudgetOverBaselinePeak = 1.25;
 void run(const ss::plugin::Host& host) {
   ss::sim::SimInputRequest req;
   req.profile_path = host.api()->profile_path(host.ctx());
+  // The cluster `plan` and `simulate` use by default: fitted to the profile's own collectives when
+  // it has any (the same predictions as `plan --strategy cost` for the same units).
+  req.fit_if_available = true;
   ss::sim::SimInputs in = ss::sim::load_sim_inputs(req);
   ss::sim::CompiledStep base = ss::sim::compile_step(in.model, in.plan, in.cluster);
 
@@ -55,10 +59,11 @@ void run(const ss::plugin::Host& host) {
                           : 0.0;
   host.table("summary", {"strategy", "budget_bytes", "budget_from", "baseline_step_ns", "predicted_step_ns",
                          "gain_pct", "baseline_exposed_comm_ns", "predicted_exposed_comm_ns", "baseline_peak_bytes",
-                         "predicted_peak_bytes", "fits_budget", "units_kept", "simulations"});
+                         "predicted_peak_bytes", "fits_budget", "units_kept", "simulations", "cluster"});
   host.row({"cost", pr.budget_bytes, budget_source, o.baseline.step_ns, o.result.step_ns, gain,
             o.baseline.exposed_comm_ns, o.result.exposed_comm_ns, o.baseline.peak_bytes, o.result.peak_bytes,
-            o.fits ? 1 : 0, static_cast<std::int64_t>(o.unsharded.size()), o.simulations});
+            o.fits ? 1 : 0, static_cast<std::int64_t>(o.unsharded.size()), o.simulations,
+            in.fitted ? in.cluster.name + ", fitted to the profile's collectives" : in.cluster.name});
   host.table("keep_unsharded", {"module"});
   for (const auto& n : o.unsharded) host.row({n});
   host.table("apply", {"fsdp2_python"});

@@ -1,0 +1,150 @@
+"""`shardscope record` on what real trainers do (tests/python/trainer_patterns.py; CPU, gloo, 2
+ranks): meta-device initialisation, a unit of two modules, blocks compiled in place with
+fullgraph=True, the job's own torch.profiler, and `record --no-modules`. Each of these broke
+`record` or its answers before (issue: "ShardScope on the trainers people use", items 1-5)."""
+import _torch_or_skip  # noqa: F401
+
+import glob
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import fsdp2_run as run
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_patterns.py")
+STEPS = 3
+WORLD = 2
+
+
+def record(profile, *args, record_args=()):
+    """(exit code, output) of `shardscope record` over trainer_patterns.py on 2 CPU ranks."""
+    import subprocess
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [run.SHARDSCOPE, "record", "-o", profile] + list(record_args) + ["--"] + run.torchrun(
+        WORLD, SCRIPT, "--steps", str(STEPS), *args)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    return p.returncode, p.stdout
+
+
+class TrainerPatterns(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ss_patterns_")
+        cls.summary = os.path.join(cls.dir, "summary.json")
+        cls.plain = os.path.join(cls.dir, "plain.ssdb")
+        cls.plain_rc, cls.plain_out = record(cls.plain, "--summary", cls.summary)
+        cls.units = {}
+        if os.path.exists(cls.summary):
+            with open(cls.summary) as f:
+                cls.units = json.load(f)["units"]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def expected_collectives(self):
+        """One step: the forward gathers every unit (the root holds no parameter of its own), the
+        backward gathers them again (FSDP2 reshards every non-root unit by default), one
+        reduce-scatter per unit; fp32 on CPU, every dimension even: no padding over 2 ranks."""
+        ag = [("all_gather", 4 * n) for n in self.units.values()]
+        rs = [("reduce_scatter", 4 * n) for n in self.units.values()]
+        return sorted(ag + ag + rs)
+
+    def assert_collectives_exact(self, profile, steps=None):
+        want = self.expected_collectives()
+        for rank in range(WORLD):
+            per_step = run.fsdp_collectives_per_step(profile, rank)
+            for step in (steps if steps is not None else range(STEPS)):
+                self.assertEqual(per_step[step], want, "rank %d step %d" % (rank, step))
+
+    def test_meta_device_init_is_recorded_with_exact_collectives(self):
+        # Before: torch.profiler's record_shapes held the parameters and `to_empty()` failed
+        # ("Couldn't swap FSDPEmbedding.weight").
+        self.assertEqual(self.plain_rc, 0, self.plain_out[-3000:])
+        self.assertEqual(len(self.units), 4)
+        self.assert_collectives_exact(self.plain)
+
+    def test_a_unit_of_two_modules_is_one_unit(self):
+        self.assertEqual(self.plain_rc, 0, self.plain_out[-3000:])
+        mods = {fqn: (unit, owner, count) for fqn, unit, owner, count in run.query(
+            self.plain, "SELECT m.fqn, m.is_fsdp_unit, o.fqn, m.param_count FROM modules m "
+            "LEFT JOIN modules o ON o.id = m.fsdp_unit_id")}
+        self.assertNotIn("norm, head", mods)  # no module invented from FSDP's group name
+        self.assertEqual(mods["norm"][0], 1)
+        self.assertEqual(mods["head"][:2], (0, "norm"))
+        units = sorted(f for f, (u, _, _) in mods.items() if u)
+        self.assertEqual(units, ["", "layers.0", "layers.1", "norm", "tok"])
+        # The replay models one all-gather for the group, as the run made: per step as measured.
+        report = json.loads(run.shardscope("simulate", self.plain, "--fit", "--format", "json"))
+        by_name = {u["name"]: u for u in report["units"]}
+        self.assertEqual(by_name["norm"]["params"], self.units["norm+head"])
+        measured = len([c for c in run.fsdp_collectives_per_step(self.plain, 0)[1] if c[0] == "all_gather"])
+        self.assertEqual(report["all_gathers"], measured)
+
+    def test_info_and_simulate_speak_of_what_ran(self):
+        self.assertEqual(self.plain_rc, 0, self.plain_out[-3000:])
+        # Per rank-step counts leave out the all-gather made during initialisation (before step 0).
+        info = json.loads(run.shardscope("info", self.plain, "--format", "json"))
+        ag = [c for c in info["collective_totals"] if c["type"] == "all_gather"]
+        self.assertEqual(sum(c["count"] for c in ag), WORLD * (STEPS * 8 + 1))
+        self.assertEqual(sum(c["in_steps"] for c in ag), WORLD * STEPS * 8)
+        self.assertIn("%d collective(s) outside every step" % WORLD, run.shardscope("info", self.plain))
+        # A CPU profile's replay is told in its own terms: CPU ranks and gloo, not GPUs and NCCL.
+        text = run.shardscope("simulate", self.plain, "--fit")
+        self.assertIn("2 CPU ranks, gloo", text)
+        self.assertIn("gloo busy", text)
+        self.assertNotIn("NCCL", text)
+        self.assertNotIn("GPU idle", text)
+
+    def test_blocks_compiled_with_fullgraph(self):
+        # Before: the module hooks ran inside Dynamo's tracing and broke fullgraph=True
+        # ("torch.* op returned non-Tensor ... _current_graph_task_id").
+        profile = os.path.join(self.dir, "compiled.ssdb")
+        rc, out = record(profile, "--compile")
+        self.assertEqual(rc, 0, out[-3000:])
+        self.assert_collectives_exact(profile)
+        # Each compiled block still has its forward and backward range (opened around the compiled call).
+        for fqn in ("layers.0", "layers.1"):
+            phases = {p for (p,) in run.query(profile, "SELECT DISTINCT e.label FROM ranges r JOIN modules m ON "
+                                              "m.id = r.module_id JOIN enums e ON e.type = 'range_phase' AND "
+                                              "e.value = r.phase WHERE m.fqn = ? AND r.rank = 0", fqn)}
+            self.assertLessEqual({"forward", "backward"}, phases, fqn)
+
+    def test_the_jobs_own_profiler_runs_and_record_stands_aside(self):
+        # Before: the job's profiler cancelled ours and both ranks died at exit (SIGSEGV).
+        profile = os.path.join(self.dir, "own.ssdb")
+        job_dir = os.path.join(self.dir, "job_traces")
+        os.makedirs(job_dir)
+        rc, out = record(profile, "--own-profiler", job_dir)
+        self.assertEqual(rc, 0, out[-3000:])
+        self.assertIn("the job started its own torch.profiler at step 1", out)
+        traces = sorted(glob.glob(os.path.join(job_dir, "job_rank*.json")))
+        self.assertEqual(len(traces), WORLD)
+        for t in traces:  # the job's trace is its own: operators, and nothing of ShardScope's
+            with open(t) as f:
+                events = json.load(f)["traceEvents"]
+            names = {e.get("name", "") for e in events}
+            self.assertTrue(any(n.startswith("aten::") for n in names))
+            self.assertFalse([n for n in names if n.startswith("ss:")])
+        # What was recorded before the job's profiler started is kept, exactly; steps go on.
+        self.assert_collectives_exact(profile, steps=[0])
+        self.assertEqual(run.query(profile, "SELECT count(*) FROM steps WHERE rank = 0"), [(STEPS,)])
+
+    def test_no_modules_records_the_device(self):
+        # Before: "merge failed: no rank recorded any data", exit 2.
+        profile = os.path.join(self.dir, "nomod.ssdb")
+        rc, out = record(profile, record_args=["--no-modules"])
+        self.assertEqual(rc, 0, out[-3000:])
+        # No module hooks: the only module ranges are FSDP's own (its units' pre/post hooks).
+        ranged = {m for (m,) in run.query(profile, "SELECT DISTINCT m.fqn FROM ranges r JOIN modules m ON m.id = r.module_id "
+                                          "WHERE r.kind = (SELECT value FROM enums WHERE type = 'range_kind' AND label = 'module')")}
+        self.assertLessEqual(ranged, {"", "tok", "layers.0", "layers.1", "norm"})
+        self.assertEqual(run.query(profile, "SELECT count(*) FROM steps WHERE rank = 0"), [(STEPS,)])
+        self.assert_collectives_exact(profile)
+
+
+if __name__ == "__main__":
+    unittest.main()
