@@ -15,6 +15,7 @@
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/sim_report.h"
+#include "storage/cpu_device.h"
 #include "storage/json_writer.h"
 #include "storage/units.h"
 
@@ -34,6 +35,17 @@ std::vector<std::string> split_commas(const std::string& s) {
   }
   if (!s.empty()) out.push_back(cur);
   return out;
+}
+
+// Whether the plan keeps every unit with parameters unsharded after forward.
+bool every_unit_unsharded(const sim::CompiledStep& s) {
+  bool any = false;
+  for (const auto& u : s.units) {
+    if (u.is_root || u.params == 0) continue;
+    any = true;
+    if (u.reshard != sim::kKeepUnsharded) return false;
+  }
+  return any;
 }
 
 }  // namespace
@@ -153,6 +165,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     sim::write_result_fields(j, chosen, o.result, false);
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
     j.kv("fsdp2_python", sim::plan_to_python(plan));
+    j.kv("torchtitan", sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     if (!p.get("output").empty()) j.kv("output", p.get("output"));
     j.end_object();
     std::cout << "\n";
@@ -176,8 +189,12 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     if (plan.offload != "none") std::cout << "Offload      " << plan.offload << (o.offload != base.offload ? " (chosen: nothing else fits)" : "") << "\n";
     std::cout << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
-    sim::print_result_text(std::cout, chosen, o.result, false);
+    sim::print_result_text(std::cout, chosen, o.result, false, is_cpu_device(in.cluster.device));
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
+    std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << (p.get("output").empty() ? "plan.json" : p.get("output"))
+              << "\") before or after the model is sharded; in torchtitan:\n";
+    std::istringstream tt(sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
+    for (std::string line; std::getline(tt, line);) std::cout << "  " << line << "\n";
   }
   return o.fits ? kExitOk : kExitBadInput;
 }

@@ -303,4 +303,24 @@ std::string plan_to_python(const FsdpPlan& p) {
   return s.str();
 }
 
+std::string plan_to_torchtitan(const FsdpPlan& p, const std::string& plan_file, bool every_unit_unsharded) {
+  std::ostringstream s;
+  const std::string file = plan_file.empty() ? std::string("plan.json") : plan_file;
+  s << "# torchtitan (unedited): in the config registry function you pass to --module/--config\n"
+       "from shardscope.torchtitan import parallelize_hook\n"
+       "parallelize_hook(config.model_spec, plan="
+    << JsonWriter::quoted(file) << ")  # set_reshard_after_forward after its parallelize step\n";
+  if (every_unit_unsharded && p.reshard_degree.empty())
+    s << "# or torchtitan's own option: --parallelism.fsdp_reshard_after_forward never\n";
+  const bool any_ckpt = std::any_of(p.checkpoint.begin(), p.checkpoint.end(), [](const auto& kv) { return kv.second != "none"; });
+  if (any_ckpt) {
+    auto all = p.checkpoint.find("*");
+    if (all != p.checkpoint.end() && p.checkpoint.size() == 1 && all->second == "full")
+      s << "# checkpointing: torchtitan's own --activation_checkpoint full does the same (then drop it from the plan)\n";
+    else
+      s << "# checkpointing: the hook wraps the planned modules before parallelize; set --activation_checkpoint none\n";
+  }
+  return s.str();
+}
+
 }  // namespace ss::sim

@@ -83,4 +83,10 @@ inline bool is_selective_checkpoint(const std::string& v) { return v != "full" &
 // FSDP2 Python that applies the plan's per-module choices to `model`.
 std::string plan_to_python(const FsdpPlan& plan);
 
+// The plan in torchtitan's terms (no edit of torchtitan): the config-registry hook that applies
+// the plan file around its parallelize step, and torchtitan's own options where they say the same
+// (`every_unit_unsharded`: the plan keeps every non-root unit unsharded, i.e.
+// --parallelism.fsdp_reshard_after_forward never). Lines of text, each ending in a newline.
+std::string plan_to_torchtitan(const FsdpPlan& plan, const std::string& plan_file, bool every_unit_unsharded);
+
 }  // namespace ss::sim

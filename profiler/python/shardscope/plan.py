@@ -4,7 +4,9 @@ The plan names the modules to keep unsharded after forward (FSDP2 ``reshard_afte
 and, optionally, modules that keep a 1/k slice (``reshard_after_forward=k``). ``apply_plan`` calls
 ``fully_shard`` on exactly those modules, by fully-qualified name, innermost first; wrap the rest of
 the model (the blocks and the root) afterwards as usual -- FSDP2 skips parameters that an earlier,
-nested ``fully_shard`` call already owns.
+nested ``fully_shard`` call already owns. On a model a trainer has already sharded (torchtitan,
+Lightning), it sets each named unit's ``reshard_after_forward`` in place instead
+(``FSDPModule.set_reshard_after_forward``; see shardscope/torchtitan.py for torchtitan's hook).
 
     from shardscope.plan import apply_plan
     apply_plan(model, "plan.json", mesh=mesh, mp_policy=mp)
@@ -76,10 +78,11 @@ def planned_checkpointing(plan):
 
 
 def _blocks(model):
-    """What "*" checkpoints: every element of every nn.ModuleList (a transformer's blocks)."""
+    """What "*" checkpoints: every element of every nn.ModuleList or nn.ModuleDict (a transformer's
+    blocks; torchtitan keeps them in a ModuleDict)."""
     names = []
     for name, mod in model.named_modules():
-        if type(mod).__name__ == "ModuleList":
+        if type(mod).__name__ in ("ModuleList", "ModuleDict"):
             names += [(name + "." + c) if name else c for c, _ in mod.named_children()]
     return names
 
@@ -164,15 +167,68 @@ def warn_unapplied_parallelism(plan):
                       "part" % ", ".join("%s=%s" % kv for kv in degrees.items() if kv[1] != 1), stacklevel=3)
 
 
+def _fsdp_module_class():
+    try:
+        from torch.distributed.fsdp import FSDPModule  # PyTorch >= 2.6
+    except ImportError:  # pragma: no cover - older PyTorch
+        try:
+            from torch.distributed._composable.fsdp import FSDPModule
+        except ImportError:
+            return None
+    return FSDPModule
+
+
+def is_sharded(model):
+    """Whether fully_shard was already applied somewhere in the model (a trainer's parallelize step ran)."""
+    cls = _fsdp_module_class()
+    return cls is not None and any(isinstance(m, cls) for m in model.modules())
+
+
+def _apply_to_sharded(model, plan, policies):
+    """The plan on a model that is already sharded (torchtitan after its parallelize step, Lightning
+    after its strategy's setup): FSDP2 refuses a second fully_shard on a module ("Each distinct
+    composable distributed API can only be applied to a module once"), so each planned unit's
+    `reshard_after_forward` is set in place (`FSDPModule.set_reshard_after_forward`)."""
+    cls = _fsdp_module_class()
+    units = [n for n, m in model.named_modules() if isinstance(m, cls)]
+    targets = []
+    for name, policy in policies:
+        try:
+            module = model.get_submodule(name) if name else model
+        except AttributeError:
+            raise ValueError("plan names module %r, which the model does not have" % name)
+        if not isinstance(module, cls):
+            raise ValueError("plan names module %r, which is not an FSDP unit of the sharded model (units: %s); "
+                             "apply the plan before sharding, or plan from a profile of this model"
+                             % (name, ", ".join(u or "(root)" for u in units)))
+        if not isinstance(policy, bool):
+            raise ValueError("reshard_after_forward.%s = %r: a sharded model takes only true / false "
+                             "(FSDPModule.set_reshard_after_forward); shard that module with fully_shard("
+                             "reshard_after_forward=%r) instead" % (name, policy, policy))
+        targets.append((name, module, policy))
+    if plan.get("offload", "none") != "none":
+        warnings.warn("the plan's offload (%r) is not applied to an already sharded model: pass the offload policy "
+                      "to the trainer's own fully_shard calls" % plan.get("offload"), stacklevel=3)
+    if planned_checkpointing(plan):
+        apply_checkpointing(model, plan)
+    for _, module, policy in targets:
+        module.set_reshard_after_forward(policy, recurse=False)
+    return [(name, module) for name, module, _ in targets]
+
+
 def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwargs):
     """Applies ``fully_shard(module, reshard_after_forward=...)`` to every module the plan names.
 
-    Returns the list of (name, module) that were sharded. Unknown names raise ValueError before
-    anything is applied, so a stale plan never half-applies.
+    On a model that is already sharded (a trainer sharded it), sets each named unit's
+    ``reshard_after_forward`` in place instead (``FSDPModule.set_reshard_after_forward``).
+    Returns the list of (name, module) that were sharded or changed. Unknown names raise
+    ValueError before anything is applied, so a stale plan never half-applies.
     """
     plan = load_plan(plan_path_or_dict)
     warn_unapplied_parallelism(plan)
     policies = planned_policies(plan)
+    if fully_shard_fn is None and is_sharded(model):
+        return _apply_to_sharded(model, plan, policies)
     # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
     if planned_checkpointing(plan):
         apply_checkpointing(model, plan)

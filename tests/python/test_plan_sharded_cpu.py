@@ -1,0 +1,67 @@
+"""shardscope.plan.apply_plan on a model a trainer has already sharded (torchtitan after its
+parallelize step): FSDP2 refuses a second fully_shard ("Each distinct composable distributed API
+can only be applied to a module once"), so the plan sets each unit's reshard_after_forward in
+place. Real FSDP2 on one CPU rank (gloo)."""
+import _torch_or_skip  # noqa: F401
+
+import os
+import tempfile
+import unittest
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from shardscope.plan import apply_plan
+
+
+def reshards(module):
+    group = module._get_fsdp_state()._fsdp_param_group
+    return group.post_forward_mesh_info is not None
+
+
+class ApplyPlanToShardedModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.store_dir = tempfile.mkdtemp(prefix="ss_plan_sharded_")
+        store = dist.FileStore(os.path.join(cls.store_dir, "store"), 1)
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.destroy_process_group()
+
+    def sharded_model(self):
+        from torch.distributed.fsdp import fully_shard
+
+        model = nn.Sequential(nn.Linear(8, 8), nn.Sequential(nn.Linear(8, 8), nn.ReLU()), nn.LayerNorm(8), nn.Linear(8, 4))
+        for i in (0, 1):
+            fully_shard(model[i])
+        fully_shard([model[2], model[3]])  # one unit of two modules, as torchtitan's norm + output
+        fully_shard(model)
+        return model
+
+    def test_sets_reshard_after_forward_in_place(self):
+        model = self.sharded_model()
+        self.assertTrue(reshards(model[1]))
+        applied = apply_plan(model, {"unsharded": ["1", "2"]})
+        self.assertEqual([n for n, _ in applied], ["1", "2"])
+        self.assertFalse(reshards(model[1]))
+        self.assertTrue(reshards(model[0]))
+        self.assertFalse(reshards(model[3]))  # the grouped unit's other member shares its state
+        # The model still trains with the plan.
+        model(torch.randn(2, 8)).sum().backward()
+
+    def test_refuses_what_it_cannot_apply_and_applies_nothing(self):
+        model = self.sharded_model()
+        with self.assertRaisesRegex(ValueError, "not an FSDP unit of the sharded model"):
+            apply_plan(model, {"unsharded": ["0", "1.0"]})  # 1.0 is inside unit 1
+        with self.assertRaisesRegex(ValueError, "which the model does not have"):
+            apply_plan(model, {"unsharded": ["0", "9"]})
+        with self.assertRaisesRegex(ValueError, "takes only true / false"):
+            apply_plan(model, {"reshard_after_forward": {"0": 2}})
+        self.assertTrue(reshards(model[0]))
+
+
+if __name__ == "__main__":
+    unittest.main()
