@@ -512,10 +512,11 @@ std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
 
 void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   if (in.fsdp_gather_ranges || in.step_windows.empty()) return;
-  // No FSDP ranges (SimpleFSDP gathers each parameter where a module uses it): the forward
-  // all-gathers issued inside each unit's modules, per step.
+  // No FSDP ranges (SimpleFSDP gathers each parameter where a module uses it): the all-gathers
+  // issued inside each unit's modules, per step, beyond the modelled ones (one in forward, one
+  // more in backward for a resharded unit). Phases are not told apart: a chunked loss runs the
+  // output head's forwards between backward passes.
   sql::Db db = open_profile_readonly(path);
-  const std::vector<TimeNs> bwd_start = backward_starts(db, in);
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   std::vector<double> gathers(in.model.units.size(), 0);
   sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns FROM collectives c JOIN kernels k ON k.id = c.kernel_id "
@@ -525,13 +526,15 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   while (st.step()) {
     const auto held = interval_holding(in.step_windows, st.col_int(1));
     auto it = unit_of.find(st.col_int(0));
-    if (held < 0 || it == unit_of.end() || st.col_int(1) >= bwd_start[static_cast<std::size_t>(held)]) continue;
+    if (held < 0 || it == unit_of.end()) continue;
     gathers[static_cast<std::size_t>(it->second)] += 1;
   }
   const double n = double(in.step_windows.size());
   for (std::size_t u = 0; u < gathers.size(); ++u) {
+    SimUnit& unit = in.model.units[u];
+    const long modelled = unit.is_root || unit.recorded_reshard == 0 ? 1 : 2;
     const long per_step = std::lround(gathers[u] / n);
-    in.model.units[u].extra_fwd_gathers = per_step > 1 ? static_cast<int>(per_step - 1) : 0;
+    unit.extra_fwd_gathers = per_step > modelled ? static_cast<int>(per_step - modelled) : 0;
   }
 }
 

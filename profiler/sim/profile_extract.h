@@ -63,8 +63,8 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
 // used, put on the unit's last segment (the root's tail, where a loss's temporaries are).
 // Returns the largest of them (0 when the profile has none).
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
-// Without FSDP's ranges (SimpleFSDP): each unit's forward all-gathers per step from the
-// all-gather collectives issued inside its modules; more than one sets SimUnit::extra_fwd_gathers.
+// Without FSDP's ranges (SimpleFSDP): each unit's all-gathers per step from the collectives
+// issued inside its modules; more than the model makes set SimUnit::extra_fwd_gathers.
 void add_gathers_from_profile(ProfileInput& in, const std::string& path);
 
 }  // namespace ss::sim

@@ -1,0 +1,120 @@
+// A replay of a recorded run reproduces that run's configuration (issue "ShardScope on the trainers
+// people use", item 6): the units' recorded reshard_after_forward, a unit of several modules
+// (fully_shard([norm, head])), the trainer's extra forward all-gathers (FSDP's own ranges), and
+// activation checkpointing's recompute allocations. Hand-made CPU-style profiles, counted exactly.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "profiler/sim/profile_extract.h"
+#include "profiler/sim/step_simulator.h"
+#include "storage/profile_reader.h"
+#include "storage/profile_writer.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+constexpr TimeNs us = 1000;
+
+// One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
+// of two modules, norm (10 parameters, the unit) and head (90, pointing to norm). Module ranges in
+// forward and backward for every unit; blocks.2 recorded with `policy2`.
+void write_profile(const std::string& path, const std::string& policy2, int extra_norm_gathers, bool recompute_alloc) {
+  ProfileWriter w(path, Origin{});
+  RankInfo ri;
+  ri.world_size = 2;
+  ri.gpu_name = "CPU";
+  w.add_rank(ri);
+  const RowId thread = w.add_thread({0, 1, "main"});
+  const RowId root = w.add_module({kNoRow, "", "Model", 3100, 12400, true, kNoRow, "false"});
+  std::vector<RowId> mods;
+  for (int i = 0; i < 3; ++i)
+    mods.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow,
+                                 i == 2 ? policy2 : "true"}));
+  const RowId norm = w.add_module({root, "norm", "Norm", 10, 40, true, kNoRow, "true"});
+  const RowId head = w.add_module({root, "head", "Linear", 90, 360, false, norm, "true"});
+  mods.push_back(norm);
+  mods.push_back(head);
+  for (int step = 0; step < 2; ++step) {
+    const TimeNs t0 = step * 10'000 * us;
+    w.add_step({0, step, t0, t0 + 10'000 * us});
+    auto range = [&](RowId m, TimeNs a, TimeNs b, RangePhase ph, RangeKind kind = RangeKind::Module,
+                     const char* name = "m") {
+      w.add_range({0, thread, kNoRow, t0 + a * us, t0 + b * us, w.intern(name), kind, ph, m, kNoRow, 0});
+    };
+    // Forward: blocks 0-2, norm, head; backward in reverse.
+    for (int i = 0; i < 5; ++i) range(mods[static_cast<std::size_t>(i)], 100 + i * 500, 500 + i * 500, RangePhase::Forward);
+    for (int i = 0; i < 5; ++i) range(mods[static_cast<std::size_t>(4 - i)], 3000 + i * 1000, 3800 + i * 1000, RangePhase::Backward);
+    for (int k = 0; k < 1 + extra_norm_gathers; ++k)
+      range(norm, 2100 + k * 100, 2150 + k * 100, RangePhase::Forward, RangeKind::Fsdp, "FSDP::all_gather (norm, head)");
+    if (recompute_alloc) {
+      // blocks.1 checkpointed: its forward rerun in backward allocates 5000 B, freed after its backward.
+      range(mods[1], 6000, 6200, RangePhase::Recompute);
+      w.add_memory_event({0, t0 + 6100 * us, 0x1000, 5000, MemoryCategory::Activation, mods[1], kNoRow});
+      w.add_memory_event({0, t0 + 6700 * us, 0x1000, -5000, MemoryCategory::Activation, mods[1], kNoRow});
+    }
+  }
+  w.finish();
+}
+
+SimResult replay(const std::string& path, ProfileInput* out = nullptr) {
+  ProfileInput in = extract_profile(load_profile(path));
+  add_activations_from_profile(in, path);
+  ClusterModel c;
+  c.world_size = 2;
+  const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, c));
+  if (out) *out = in;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the recorded reshard_after_forward is the replay's baseline; a plan still changes it", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("true.ssdb"), "true", 0, false);
+  write_profile(dir.file("false.ssdb"), "false", 0, false);
+  // blocks 0-2 and the norm+head unit: 4 gathers in forward, 4 again in backward; the root holds
+  // no parameters of its own and gathers nothing.
+  CHECK(replay(dir.file("true.ssdb")).all_gathers == 8);
+  CHECK(replay(dir.file("true.ssdb")).reduce_scatters == 4);
+  // blocks.2 recorded unsharded after forward: no backward re-gather for it.
+  ProfileInput in;
+  CHECK(replay(dir.file("false.ssdb"), &in).all_gathers == 7);
+  FsdpPlan resharded;
+  resharded.resharded = {"blocks.2"};
+  ClusterModel c;
+  c.world_size = 2;
+  CHECK(simulate(compile_step(in.model, resharded, c)).all_gathers == 8);
+}
+
+TEST_CASE("a unit of two modules is one unit with both modules' parameters", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "true", 0, false);
+  ProfileInput in;
+  replay(dir.file("p.ssdb"), &in);
+  std::map<std::string, std::int64_t> params;
+  for (const auto& u : in.model.units) params[u.name] = u.param_count;
+  CHECK(params == std::map<std::string, std::int64_t>{{"", 0}, {"blocks.0", 1000}, {"blocks.1", 1000}, {"blocks.2", 1000}, {"norm", 100}});
+}
+
+TEST_CASE("the trainer's extra forward all-gathers of a unit are replayed", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "true", 2, false);  // FSDP gathered norm+head three times in forward
+  ProfileInput in;
+  CHECK(replay(dir.file("p.ssdb"), &in).all_gathers == 10);
+  for (const auto& u : in.model.units) CHECK(u.extra_fwd_gathers == (u.name == "norm" ? 2 : 0));
+}
+
+TEST_CASE("recomputed activations live from the rerun to the backward, not from the forward", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "true", 0, true);
+  ProfileInput in;
+  replay(dir.file("p.ssdb"), &in);
+  std::int64_t saved = 0, rerun = 0;
+  for (const auto& sg : in.model.segments) saved += sg.saved_activation_bytes, rerun += sg.recompute_activation_bytes;
+  CHECK(saved == 0);
+  CHECK(rerun == 5000);
+}
