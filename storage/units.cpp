@@ -24,6 +24,13 @@ std::string format_duration_ns(std::int64_t ns) {
   return buf;
 }
 
+std::string count_of(std::int64_t n, std::string_view singular, std::string_view plural) {
+  std::string out = std::to_string(n) + " ";
+  if (n == 1) return out.append(singular);
+  if (!plural.empty()) return out.append(plural);
+  return out.append(singular).append("s");
+}
+
 std::string format_bytes(std::int64_t bytes) {
   static constexpr std::array<const char*, 6> kUnits{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);

@@ -34,6 +34,7 @@
 #include "app/gui/profile_loader.h"
 #include "app/gui/trace_import.h"
 #include "app/gui/shortcuts.h"
+#include "storage/units.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_view.h"
 #include "views/timeline/aggregate_model.h"
@@ -143,7 +144,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
     if (!agg) return;
     kernel_agg_->set_rows(agg->by_kernel);
     module_agg_->set_rows(agg->by_module);
-    aggregate_title_->setText(QString("%1 kernels in %2 ms").arg(agg->kernel_count).arg(static_cast<double>(agg->t1 - agg->t0) / 1e6, 0, 'f', 3));
+    aggregate_title_->setText(QString("%1 in %2").arg(QString::fromStdString(count_of(agg->kernel_count, "kernel")),
+                                                      QString::fromStdString(format_duration_ns(agg->t1 - agg->t0))));
     aggregate_dock_->show();
     aggregate_dock_->raise();
   });
@@ -337,12 +339,7 @@ void MainWindow::build_menus() {
   view->addAction("&Unshard planner", QKeySequence("Ctrl+U"), this, &MainWindow::show_unshard_tab);
   view->addAction("&Compare view", QKeySequence("Ctrl+K"), this, &MainWindow::show_compare_tab);
   view->addSeparator();
-  view->addAction("Whole profile", QKeySequence("Ctrl+0"), this, [this] {
-    if (timeline_->controller()) {
-      timeline_->controller()->fit_all();
-      timeline_->update();
-    }
-  });
+  view->addAction("Whole profile", QKeySequence("Ctrl+0"), timeline_, &timeline::TimelineWidget::fitAll)->setObjectName("view_fit_all");
   view->addAction("&Find...", QKeySequence::Find, this, [this] { timeline_->open_find(); });
   // The timeline's analysis marker lanes (it owns them; M in the timeline toggles them too).
   QAction* markers = view->addAction("Analysis &markers");
@@ -466,12 +463,12 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   module_agg_->set_rows({});
   details_->clear();
   setWindowTitle(QString("ShardScope - %1").arg(QFileInfo(pending_path_).fileName()));
-  statusBar()->showMessage(QString("%1: %2 ranks, %3 kernels, %4 ranges, %5 memory events")
-                               .arg(pending_path_)
-                               .arg(profile_->ranks.size())
-                               .arg(profile_->kernel_count)
-                               .arg(profile_->range_count)
-                               .arg(profile_->memory_event_count));
+  statusBar()->showMessage(QString("%1: %2, %3, %4, %5")
+                               .arg(pending_path_,
+                                    QString::fromStdString(count_of(static_cast<std::int64_t>(profile_->ranks.size()), "rank")),
+                                    QString::fromStdString(count_of(profile_->kernel_count, "kernel")),
+                                    QString::fromStdString(count_of(profile_->range_count, "range")),
+                                    QString::fromStdString(count_of(profile_->memory_event_count, "memory event"))));
   // Recent files: what the user opened (a trace reopens through its up-to-date import), or the
   // profile that several imported traces became.
   add_recent(opened_.size() == 1 ? opened_.front() : pending_path_);

@@ -24,7 +24,7 @@ std::optional<double> number(const SqlValue& v) {
 }
 
 std::string plain(const SqlValue& v) {
-  if (std::holds_alternative<std::monostate>(v)) return "";
+  if (std::holds_alternative<std::monostate>(v)) return "\u2014";  // "—": the analysis cannot say
   if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v)) {
     char buf[48];

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <map>
 
+#include "plugins/host/column_units.h"
 #include "plugins/host/plugin_host.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "storage/readonly_query.h"
+#include "storage/units.h"
 #include "tests/plugins/hand_made_profiles.h"
 #include "tests/plugins/builtin_runner.h"
 #include "tests/plugins/result_access.h"
@@ -440,4 +442,23 @@ TEST_CASE("analyses on a synthetic profile agree with a brute-force bitmap", "[p
   const auto& mp = table_of(mem, "peaks");
   REQUIRE(mp.rows.size() == 2);
   for (const auto& [rank, bytes] : peak) CHECK(int_at(mp, row_where(mp, "rank", rank), "peak_bytes") == bytes);
+}
+
+TEST_CASE("memory-peak on a CPU recording: no capacity is '—', not 0 B and 0.0 %; the finding's size reads as the table's", "[plugins]") {
+  const Profile p = load_profile(source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb");
+  AnalysisResult mem = run_ok("memory-peak", p);
+  const auto& t = table_of(mem, "peaks");
+  REQUIRE(t.rows.size() == p.ranks.size());
+  for (const auto& rank : p.ranks) {
+    INFO("rank " << rank.info.rank);
+    const auto& row = row_where(t, "rank", rank.info.rank);
+    CHECK(std::holds_alternative<std::monostate>(row[column_index(t, "gpu_memory_bytes")]));
+    CHECK(std::holds_alternative<std::monostate>(row[column_index(t, "peak_pct_of_capacity")]));
+    CHECK(plugins::format_cell(row[column_index(t, "gpu_memory_bytes")], plugins::ColumnUnit::Bytes, p.time_begin) == "\u2014");
+    const std::string peak = format_bytes(int_at(t, row, "peak_bytes"));
+    bool said = false;
+    for (const auto& f : mem.findings) said |= f.message.find("rank " + std::to_string(rank.info.rank) + " peaks at " + peak + " during") == 0;
+    CHECK(said);
+  }
+  for (const auto& f : mem.findings) CHECK(f.message.find("of the GPU") == std::string::npos);
 }

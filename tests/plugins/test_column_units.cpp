@@ -38,7 +38,8 @@ TEST_CASE("cells format on the profile's time base, exact values name their unit
   CHECK(format_cell(SqlValue{std::int64_t{begin + 65'095'000}}, ColumnUnit::Timestamp, begin) == "65.095 ms");
   CHECK(format_cell(SqlValue{12.345}, ColumnUnit::Percent, begin) == "12.3 %");
   CHECK(format_cell(SqlValue{std::string("aten::mm")}, ColumnUnit::Plain, begin) == "aten::mm");
-  CHECK(format_cell(SqlValue{}, ColumnUnit::Duration, begin).empty());
+  CHECK(format_cell(SqlValue{}, ColumnUnit::Duration, begin) == "\u2014");  // NULL: the analysis cannot say
+  CHECK(format_cell(SqlValue{}, ColumnUnit::Plain, begin) == "\u2014");
   CHECK(exact_cell(SqlValue{std::int64_t{2'281'766'912}}, ColumnUnit::Bytes, begin) == "2281766912 bytes");
   CHECK(exact_cell(SqlValue{std::int64_t{begin + 65'095'123}}, ColumnUnit::Timestamp, begin) ==
         "65095123 ns since the profile's start");

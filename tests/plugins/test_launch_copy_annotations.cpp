@@ -108,7 +108,7 @@ TEST_CASE("launch-stats: call, delay, queue depth and blocked time on the hand-m
   CHECK(text_at(o, c0, "blocked") == "yes");
   CHECK(text_at(o, c0, "api") == "cudaLaunchKernel");
   CHECK(r.markers.size() == 20);
-  REQUIRE(mentions(r, "blocked on a full launch queue for 50.0 us"));
+  REQUIRE(mentions(r, "blocked on a full launch queue for 50 us"));
   for (const auto& f : r.findings)
     if (f.severity == Severity::Warning) CHECK(f.range == std::pair<TimeNs, TimeNs>{15 * us, 70 * us});
 

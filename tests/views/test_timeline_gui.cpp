@@ -15,6 +15,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+#include <QValueAxis>
 #include <QWheelEvent>
 #include <map>
 #include <set>
@@ -23,6 +24,7 @@
 #include "app/gui/profile_loader.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "tests/support/test_paths.h"
+#include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
 #include "views/timeline/aggregate_model.h"
 #include "views/timeline/timeline_widget.h"
@@ -346,4 +348,29 @@ TEST_CASE("profile loader: cancel from the progress callback ends in a cancelled
   CHECK(loaded.count() == 0);
   CHECK(failed.at(0).at(2).toBool());  // cancelled
   CHECK(failed.at(0).at(1).toString().contains("cancel"));
+}
+
+TEST_CASE("View > Whole profile: the memory chart follows at once, not at the next input", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = synthetic_4rank(dir);
+  gui::MainWindow window;
+  show_main_window(window);
+  QSignalSpy loaded(&window, &gui::MainWindow::profileLoaded);
+  window.open_file(QString::fromStdString(path));
+  REQUIRE(loaded.wait(20000));
+  TimelineWidget* tw = window.timeline();
+  settle(tw);
+  auto* chart = window.memory_view()->chart();
+  REQUIRE(QTest::qWaitFor([&] { return chart->x_axis() != nullptr; }, 5000));
+  send_mouse(tw, QEvent::MouseMove, QPointF(kLabelWidth + 300, 120), Qt::NoButton, Qt::NoButton);
+  for (int i = 0; i < 30; ++i) send_key(tw, Qt::Key_W, Qt::NoModifier, "w");
+  const double zoomed_ms = tw->controller()->viewport().width_px * tw->controller()->viewport().ns_per_px / 1e6;
+  REQUIRE(QTest::qWaitFor([&] { return chart->x_axis()->max() - chart->x_axis()->min() < zoomed_ms * 1.01; }, 5000));
+  auto* fit = window.findChild<QAction*>("view_fit_all");
+  REQUIRE(fit);
+  fit->trigger();  // no further input
+  const Viewport& vp = tw->controller()->viewport();
+  const double whole_ms = vp.width_px * vp.ns_per_px / 1e6;
+  CHECK(QTest::qWaitFor([&] { return chart->x_axis()->max() - chart->x_axis()->min() == Approx(whole_ms); }, 5000));
 }

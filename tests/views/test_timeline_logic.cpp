@@ -564,6 +564,24 @@ TEST_CASE("ruler labels keep enough digits to differ at every zoom, and never re
     for (int i = 0; i < 10; ++i) seen.insert(format_tick(first + i * step, step));
     CHECK(seen.size() == 10);
   }
+  // A deep zoom far from the origin: no "1211651.14 us"; one tick in full, the rest as offsets.
+  CHECK(format_tick(1211651140.0, 10) == "1211651.14 us");  // what the ruler no longer shows alone
+  CHECK(tick_needs_base(1211651140.0, 10));
+  CHECK(format_compound(1211651140.0, 10) == "1 s 211 ms 651 us 140 ns");
+  CHECK(format_compound(1211651140.0, 2000) == "1 s 211 ms 651 us");
+  CHECK(format_compound(65000.0, 10) == "65 us 0 ns");
+  CHECK(format_tick(20, 10) == "20 ns");
+  CHECK_FALSE(tick_needs_base(65095123.0, 100));  // "65.0951 ms" reads well as it is
+  CHECK_FALSE(tick_needs_base(2e9, 5e8));
+  for (double nspp = 1e9; nspp >= 0.01; nspp /= 3) {  // at every zoom, no label is longer than 4 integer digits
+    const double step = nice_step(nspp * 110);
+    for (double t : {1211651140.0, 65095123.0, 400e9})
+      if (!tick_needs_base(t, step)) {
+        const std::string label = format_tick(std::ceil(t / step) * step, step);
+        INFO(label);
+        CHECK(label.find_first_of(". ") <= 4);  // integer digits
+      }
+  }
   // Times are counted from the profile's start; before it (the view's margin) they read 0.
   CHECK(format_since(1000, 1000) == "0 ns");
   CHECK(format_since(400, 1000) == "0 ns");

@@ -19,6 +19,7 @@
 #include <QResizeEvent>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QTest>
 #include <QTreeView>
 #include <algorithm>
 #include <map>
@@ -35,6 +36,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
 #include "views/timeline/timeline_widget.h"
+#include "views/unshard/byte_spin_box.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
@@ -742,4 +744,29 @@ TEST_CASE("a large step's timeline is built in the background: the numbers follo
   for (int i = 0; i < 10; ++i) QApplication::processEvents();
   CHECK(panel.timeline_profile()->time_end - panel.timeline_profile()->time_begin == s->prediction().step_ns);
   CHECK_FALSE(has_stream(*panel.timeline_profile(), "nccl PP send/recv"));
+}
+
+TEST_CASE("the memory budget reads and takes sizes by the same unit rules as the peak beside it", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  auto* s = panel.session();
+  auto* box = panel.budget_box();
+  box->set_bytes(std::int64_t{124} << 20);  // as a user's edit: the panel re-predicts
+  CHECK(s->state().budget_bytes == (std::int64_t{124} << 20));
+  CHECK(box->text() == "124 MiB");  // not "0.121 GiB"
+  CHECK(panel.peak_text().contains(" of budget 124 MiB"));
+  // Typed with a unit: the session's budget follows, in bytes.
+  box->selectAll();
+  QTest::keyClicks(box, "0.5 GiB");
+  QTest::keyClick(box, Qt::Key_Enter);
+  CHECK(s->state().budget_bytes == (std::int64_t{1} << 29));
+  CHECK(box->text() == "512 MiB");
+  // A step is an eighth of the power of two below the value: 512 MiB -> 576 MiB.
+  box->stepBy(1);
+  CHECK(s->state().budget_bytes == (std::int64_t{576} << 20));
+  // Text that is not a size does not change it.
+  int pos = 0;
+  QString junk = "lots";
+  CHECK(box->validate(junk, pos) != QValidator::Acceptable);
 }

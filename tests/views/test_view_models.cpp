@@ -18,6 +18,7 @@
 
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
+#include "storage/units.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
 #include "views/memory/memory_axis.h"
@@ -170,7 +171,7 @@ TEST_CASE("memory chart on the real CPU sample: names, units, hover readout, cli
   const memview::MemoryReadout r = memview::readout_at(series, *at);
   REQUIRE(r.valid);
   const QString text = chart->readout_text();
-  CHECK(text.contains(QString::number(static_cast<double>(*at - p->time_begin) / 1e6, 'f', 1)));
+  CHECK(text.contains(QString::fromStdString(format_duration_ns(*at - p->time_begin))));
   CHECK(text.contains("total <b>" + memview::format_bytes(r.total) + "</b>"));
   CHECK(text.contains("Gradients " + memview::format_bytes(r.by_category[static_cast<std::size_t>(MemoryCategory::Gradient)])));
   // One pixel is a few ms here: the time under the cursor is within a pixel of t.
@@ -241,4 +242,64 @@ TEST_CASE("memory chart on the real CPU sample: names, units, hover readout, cli
   int named = 0;
   for (QAbstractSeries* s : chart->view()->chart()->series()) named += s->name().startsWith("layers.1");
   CHECK(named == 0);  // the previous highlight is gone
+}
+
+TEST_CASE("memory chart: a deep zoom and back to the whole profile never lays out more ticks than the target", "[views][gui]") {
+  app();
+  const auto p = std::make_shared<const Profile>(load_profile(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb"));
+  memview::MemoryView view;
+  view.resize(1400, 700);
+  view.show();
+  view.set_profile(p);
+  QApplication::processEvents();
+  auto* chart = view.chart();
+  QValueAxis* ax = chart->x_axis();
+  // Every state Qt Charts lays out (each range or step change) has at most this many ticks.
+  double most = 0;
+  const auto count = [&] {
+    if (ax->tickInterval() > 0) most = std::max(most, (ax->max() - ax->min()) / ax->tickInterval());
+  };
+  QObject::connect(ax, &QValueAxis::rangeChanged, count);
+  QObject::connect(ax, &QValueAxis::tickIntervalChanged, count);
+  const TimeNs mid = p->time_begin + (p->time_end - p->time_begin) / 2;
+  for (TimeNs window : {TimeNs{3'000'000}, TimeNs{130'000}, TimeNs{2'000}}) {
+    chart->set_time_range(mid, mid + window);  // a deep zoom: a step of microseconds
+    CHECK(ax->max() - ax->min() == Approx(static_cast<double>(window) / 1e6));
+    chart->set_time_range(p->time_begin, p->time_end);  // Ctrl+0
+    CHECK(ax->min() == Approx(0.0));
+    CHECK(ax->max() == Approx(static_cast<double>(p->time_end - p->time_begin) / 1e6));
+    chart->set_time_range(mid + window, mid + 2 * window);  // and in again
+  }
+  CHECK(most > 0);
+  CHECK(most <= 9.0 + 1e-9);  // nice_ticks(target 8): at most 8 steps, plus rounding
+}
+
+TEST_CASE("memory chart on a long profile counts seconds on its time axis", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 1;
+  spec.layers = 2;
+  spec.steps = 2600;  // about 12 s
+  write_synthetic_profile(dir.file("long.ssdb"), spec);
+  const auto p = std::make_shared<const Profile>(load_profile(dir.file("long.ssdb")));
+  REQUIRE(p->time_end - p->time_begin > 10'000'000'000);
+  memview::MemoryView view;
+  view.resize(1400, 700);
+  view.show();
+  view.set_profile(p);
+  QApplication::processEvents();
+  auto* chart = view.chart();
+  CHECK(chart->x_axis()->titleText() == "time since profile start (s)");
+  CHECK(chart->x_axis()->max() == Approx(static_cast<double>(p->time_end - p->time_begin) / 1e9).epsilon(0.01));
+  CHECK(chart->x_axis()->max() < 100);
+  // Time and position still map to each other through the seconds axis.
+  const TimeNs t = p->time_begin + (p->time_end - p->time_begin) / 3;
+  const auto back = chart->time_at(chart->point_of(t));
+  REQUIRE(back);
+  const double ns_per_px = (chart->x_axis()->max() - chart->x_axis()->min()) * 1e9 / chart->view()->chart()->plotArea().width();
+  CHECK(std::abs(static_cast<double>(*back - t)) <= ns_per_px);
+  // The title and the readout use the one set of unit rules.
+  const auto& peak = view.model()->stats().series;
+  CHECK(chart->title_text().contains(" at " + QString::fromStdString(format_duration_ns(peak.peak_time - p->time_begin)) + " in "));
 }

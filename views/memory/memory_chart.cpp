@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "storage/units.h"
 #include "views/memory/module_tree_model.h"
 
 namespace ss::memview {
@@ -56,9 +57,8 @@ class Canvas : public QChartView {
   }
 };
 
-double ms_since(TimeNs t, TimeNs origin) { return static_cast<double>(t - origin) / 1e6; }
-
-QString ms_text(double ms) { return QString::number(ms, 'f', ms >= 100 ? 1 : 3) + " ms"; }
+// A time since the profile's start, by the project's unit rules ("87.4 ms", "1.371 s").
+QString since_text(TimeNs t, TimeNs begin) { return QString::fromStdString(format_duration_ns(t - begin)); }
 
 }  // namespace
 
@@ -113,6 +113,7 @@ void MemoryChart::clear(const QString& message) {
   events_.reset();
   areas_.clear();
   module_series_.clear();
+  band_upper_ = nullptr;
   module_fqn_.clear();
   module_ = {};
   legend_names_.clear();
@@ -135,10 +136,19 @@ QStringList MemoryChart::legend_names() const { return legend_names_; }
 void MemoryChart::set_ticks(QValueAxis* axis, double lo, double hi, int target) {
   if (!(hi > lo)) hi = lo + 1;
   const Ticks t = nice_ticks(lo, hi, target);
-  axis->setRange(lo, hi);
+  // Qt Charts lays out one item per tick at every change, so the range and the step must never
+  // be out of step: the new range with the old step of a deep zoom is millions of ticks (seconds
+  // to minutes frozen, and gigabytes, after Ctrl+0). The step grows only with the range, so a
+  // growing step goes first and a shrinking one after the range: never more ticks than before.
+  if (t.step >= axis->tickInterval()) {
+    axis->setTickInterval(t.step);
+    axis->setRange(lo, hi);
+  } else {
+    axis->setRange(lo, hi);
+    axis->setTickInterval(t.step);
+  }
   axis->setTickType(QValueAxis::TicksDynamic);
   axis->setTickAnchor(0);
-  axis->setTickInterval(t.step);
   axis->setMinorTickCount(0);
   axis->setLabelFormat(QStringLiteral("%.%1f").arg(t.decimals));
 }
@@ -153,15 +163,18 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
   t_begin_ = profile.time_begin;
   t_end_ = profile.time_end;
   ax_ = new QValueAxis();
-  ax_->setTitleText(QStringLiteral("time since profile start (ms)"));
   ay_ = new QValueAxis();
   c->addAxis(ax_, Qt::AlignBottom);
   c->addAxis(ay_, Qt::AlignLeft);
-  const double span_ms = ms_since(std::max(t_end_, s.times.empty() ? t_end_ : s.times.back()), t_begin_);
+  // The time axis counts ms, or s from 10 s up (a 400 s profile reads 0..400, not 0..400000).
+  const TimeNs span = std::max(t_end_, s.times.empty() ? t_end_ : s.times.back()) - t_begin_;
+  x_unit_ = span >= 10'000'000'000 ? XUnit{1e9, "s"} : XUnit{1e6, "ms"};
+  ax_->setTitleText(QStringLiteral("time since profile start (%1)").arg(QLatin1String(x_unit_.name)));
+  const double span_x = x_of(t_begin_ + span);
   if (s.times.empty()) {
     unit_ = byte_unit_for(0);
     ay_->setTitleText(QStringLiteral("memory (%1)").arg(unit_.name));
-    set_ticks(ax_, 0, span_ms, 8);
+    set_ticks(ax_, 0, span_x, 8);
     set_ticks(ay_, 0, 1, 4);
     c->setTitle(QStringLiteral("Rank %1: the profile has no memory events").arg(stats.rank));
     readout_->setText(QStringLiteral("No memory events on this rank"));
@@ -183,7 +196,7 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
     auto* upper = new QLineSeries();
     const auto& values = s.by_category[static_cast<std::size_t>(cat)];
     for (std::size_t i = 0; i < s.times.size(); ++i) {
-      const double x = ms_since(s.times[i], t_begin_);
+      const double x = x_of(s.times[i]);
       lower->append(x, below[i]);
       below[i] += static_cast<double>(values[i]) / unit_.bytes;
       upper->append(x, below[i]);
@@ -204,20 +217,20 @@ void MemoryChart::set_data(const Profile& profile, const ModuleMemoryStats& stat
   peak->setName(QStringLiteral("Peak"));
   peak->setMarkerSize(10);
   peak->setColor(Qt::red);
-  peak->append(ms_since(s.peak_time, t_begin_), static_cast<double>(s.peak_bytes) / unit_.bytes);
+  peak->append(x_of(s.peak_time), static_cast<double>(s.peak_bytes) / unit_.bytes);
   c->addSeries(peak);
   peak->attachAxis(ax_);
   peak->attachAxis(ay_);
   legend += QStringLiteral("<span style='color:red'>&#9679;</span>&nbsp;Peak");
   legend_html_ = legend;
   legend_->setText(legend);
-  set_ticks(ax_, 0, span_ms, 8);
+  set_ticks(ax_, 0, span_x, 8);
   y_top_ = nice_ceiling(static_cast<double>(top_bytes) / unit_.bytes * 1.05);
   set_ticks(ay_, 0, y_top_, 6);
   QString module = s.peak_module >= 0 ? QString::fromStdString(profile.modules[static_cast<std::size_t>(s.peak_module)].fqn)
                                       : QStringLiteral("no module range");
   if (s.peak_module >= 0 && module.isEmpty()) module = QStringLiteral("(root)");
-  c->setTitle(QStringLiteral("Rank %1: peak %2 at %3 in %4").arg(stats.rank).arg(format_bytes(s.peak_bytes), ms_text(ms_since(s.peak_time, t_begin_)), module));
+  c->setTitle(QStringLiteral("Rank %1: peak %2 at %3 in %4").arg(stats.rank).arg(format_bytes(s.peak_bytes), since_text(s.peak_time, t_begin_), module));
   readout_->setText(QStringLiteral("Hover the chart for the memory at a time; click to move the timeline there"));
   has_data_ = true;
 }
@@ -231,8 +244,22 @@ void MemoryChart::set_time_range(TimeNs t0, TimeNs t1) {
     else if (shown_.times.size() != series_.times.size() || shown_.times != series_.times)
       show_series(series_);
   }
-  set_ticks(ax_, ms_since(t0, t_begin_), ms_since(t1, t_begin_), 8);
+  set_ticks(ax_, x_of(t0), x_of(t1), 8);
+  update_bands();
   cursor_->hide();
+}
+
+void MemoryChart::update_bands() {
+  if (!band_upper_ || !ax_) return;
+  // The bands of the window the axis shows, merged below a pixel.
+  const TimeNs t0 = time_of_x(ax_->min()), t1 = time_of_x(ax_->max()) + 1;
+  const double width_px = std::max(200.0, view_->chart()->plotArea().width());
+  QList<QPointF> points;
+  for (const auto& [s, e] : visible_runs(module_.running, t0, t1, static_cast<double>(t1 - t0) / width_px)) {
+    const double x0 = x_of(s), x1 = x_of(e);
+    points << QPointF(x0, 0) << QPointF(x0, y_top_) << QPointF(x1, y_top_) << QPointF(x1, 0);
+  }
+  band_upper_->replace(points);
 }
 
 void MemoryChart::show_series(const MemorySeries& s) {
@@ -244,7 +271,7 @@ void MemoryChart::show_series(const MemorySeries& s) {
     lower.reserve(static_cast<qsizetype>(s.times.size()));
     const auto& values = s.by_category[static_cast<std::size_t>(cat)];
     for (std::size_t i = 0; i < s.times.size(); ++i) {
-      const double x = ms_since(s.times[i], t_begin_);
+      const double x = x_of(s.times[i]);
       lower.append(QPointF(x, below[i]));
       below[i] += static_cast<double>(values[i]) / unit_.bytes;
       upper.append(QPointF(x, below[i]));
@@ -261,6 +288,7 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
     delete s;
   }
   module_series_.clear();
+  band_upper_ = nullptr;
   module_fqn_.clear();
   module_ = {};
   legend_->setText(legend_html_);
@@ -268,17 +296,12 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
   module_fqn_ = fqn;
   module_ = m;
   const QColor accent = palette().color(QPalette::Window).lightness() < 128 ? QColor(255, 235, 59) : QColor(216, 27, 96);
-  // When the module runs: translucent bands over the whole height.
+  // When the module runs: translucent bands over the whole height (for the window shown: see
+  // update_bands).
   if (!m.running.empty()) {
-    auto* upper = new QLineSeries();
-    for (const auto& [s, e] : m.running) {
-      const double x0 = ms_since(s, t_begin_), x1 = ms_since(e, t_begin_);
-      upper->append(x0, 0);
-      upper->append(x0, y_top_);
-      upper->append(x1, y_top_);
-      upper->append(x1, 0);
-    }
-    auto* band = new QAreaSeries(upper);
+    band_upper_ = new QLineSeries();
+    update_bands();
+    auto* band = new QAreaSeries(band_upper_);
     band->setName(fqn + QStringLiteral(" running"));
     QColor fill = accent;
     fill.setAlpha(45);
@@ -290,7 +313,7 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
   if (!m.times.empty()) {
     auto* line = new QLineSeries();
     line->setName(fqn);
-    for (std::size_t i = 0; i < m.times.size(); ++i) line->append(ms_since(m.times[i], t_begin_), static_cast<double>(m.bytes[i]) / unit_.bytes);
+    for (std::size_t i = 0; i < m.times.size(); ++i) line->append(x_of(m.times[i]), static_cast<double>(m.bytes[i]) / unit_.bytes);
     QPen pen(accent);
     pen.setWidthF(2);
     line->setPen(pen);
@@ -306,7 +329,7 @@ void MemoryChart::set_module(const QString& fqn, const ModuleSeries& m) {
   }
   readout_->setText(QStringLiteral("<span style='color:%6'>&#9473;</span> <b>%1</b>: peak %2 attributed at %3; "
                                    "<span style='color:%6'>&#9646;</span> running %4 time%5 on this rank")
-                        .arg(fqn.toHtmlEscaped(), format_bytes(m.peak_bytes), ms_text(ms_since(m.peak_time, t_begin_)))
+                        .arg(fqn.toHtmlEscaped(), format_bytes(m.peak_bytes), since_text(m.peak_time, t_begin_))
                         .arg(m.running.size())
                         .arg(m.running.size() == 1 ? "" : "s")
                         .arg(accent.name()));
@@ -318,22 +341,21 @@ std::optional<TimeNs> MemoryChart::time_at(QPoint pos) const {
   const QPointF at = c->mapFromScene(view_->mapToScene(pos));
   const QRectF plot = c->plotArea();
   if (!plot.contains(at) || plot.width() <= 0) return std::nullopt;
-  const double ms = ax_->min() + (at.x() - plot.left()) / plot.width() * (ax_->max() - ax_->min());
-  return t_begin_ + static_cast<TimeNs>(std::llround(ms * 1e6));
+  return time_of_x(ax_->min() + (at.x() - plot.left()) / plot.width() * (ax_->max() - ax_->min()));
 }
 
 QPoint MemoryChart::point_of(TimeNs t) const {
   if (!ax_) return {};
   const QChart* c = view_->chart();
   const QRectF plot = c->plotArea();
-  const double x = plot.left() + (ms_since(t, t_begin_) - ax_->min()) / (ax_->max() - ax_->min()) * plot.width();
+  const double x = plot.left() + (x_of(t) - ax_->min()) / (ax_->max() - ax_->min()) * plot.width();
   return view_->mapFromScene(c->mapToScene(QPointF(x, plot.center().y())));
 }
 
 void MemoryChart::hover_time(TimeNs t) {
   if (!has_data_) return;
   const MemoryReadout r = readout_at(shown_, t);
-  QString text = QStringLiteral("<b>%1</b>").arg(ms_text(ms_since(t, t_begin_)));
+  QString text = QStringLiteral("<b>%1</b>").arg(since_text(t, t_begin_));
   if (!r.valid) {
     readout_->setText(text + QStringLiteral(": before the first memory event"));
   } else {
@@ -351,12 +373,12 @@ void MemoryChart::hover_time(TimeNs t) {
   // The vertical line at t.
   QChart* c = view_->chart();
   const QRectF plot = c->plotArea();
-  const double ms = ms_since(t, t_begin_);
-  if (ms < ax_->min() || ms > ax_->max() || plot.width() <= 0) {
+  const double at = x_of(t);
+  if (at < ax_->min() || at > ax_->max() || plot.width() <= 0) {
     cursor_->hide();
     return;
   }
-  const double x = plot.left() + (ms - ax_->min()) / (ax_->max() - ax_->min()) * plot.width();
+  const double x = plot.left() + (at - ax_->min()) / (ax_->max() - ax_->min()) * plot.width();
   cursor_->setLine(QLineF(c->mapToScene(QPointF(x, plot.top())), c->mapToScene(QPointF(x, plot.bottom()))));
   cursor_->setPen(QPen(palette().color(QPalette::WindowText), 1, Qt::DashLine));
   cursor_->show();

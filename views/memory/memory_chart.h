@@ -11,6 +11,7 @@
 
 #include <QStringList>
 #include <QWidget>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -64,6 +65,10 @@ class MemoryChart : public QWidget {
  private:
   void set_ticks(QValueAxis* axis, double lo, double hi, int target);
   void show_series(const MemorySeries& series);  // new points for the stacked areas
+  void update_bands();  // the highlighted module's running bands for the window shown
+  // The time axis' coordinate of profile time t (in x_unit_ since the profile's start), and back.
+  double x_of(TimeNs t) const { return static_cast<double>(t - t_begin_) / x_unit_.ns; }
+  TimeNs time_of_x(double x) const { return t_begin_ + static_cast<TimeNs>(std::llround(x * x_unit_.ns)); }
   void mouse_moved(QPoint pos);
   void mouse_left();
 
@@ -74,6 +79,7 @@ class MemoryChart : public QWidget {
   QValueAxis* ay_ = nullptr;
   QGraphicsLineItem* cursor_ = nullptr;
   std::vector<QAbstractSeries*> module_series_;
+  QXYSeries* band_upper_ = nullptr;  // the running bands' outline (owned by its area series)
   QString module_fqn_;
   ModuleSeries module_;
   QStringList legend_names_;
@@ -84,6 +90,11 @@ class MemoryChart : public QWidget {
   std::vector<std::pair<int, std::pair<QXYSeries*, QXYSeries*>>> areas_;  // category -> (upper, lower)
   ByteUnit unit_;
   TimeNs t_begin_ = 0, t_end_ = 0;
+  struct XUnit {
+    double ns = 1e6;
+    const char* name = "ms";
+  };
+  XUnit x_unit_;
   double y_top_ = 1;  // in units
   bool has_data_ = false;
 };

@@ -125,7 +125,7 @@ void MemoryView::highlight(int module) {
   }
   const std::string& fqn = profile_->modules[static_cast<std::size_t>(module)].fqn;
   try {
-    chart_->set_module(fqn.empty() ? QStringLiteral("(root)") : QString::fromStdString(fqn), compute_module_series(*profile_, rank_shown_, module));
+    chart_->set_module(fqn.empty() ? QStringLiteral("(root)") : QString::fromStdString(fqn), compute_module_series(*profile_, rank_shown_, module, model_->stats().events.get()));
   } catch (const ProfileError&) {
     chart_->set_module({}, {});  // load_rank has said why the memory events cannot be read
   }

@@ -1,6 +1,7 @@
 #include "views/memory/module_memory_stats.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "storage/profile_reader.h"
 
@@ -26,12 +27,28 @@ const char* column_title(int c) {
 std::vector<MemoryEvent> read_memory_events(const Profile& p, int rank) {
   std::vector<MemoryEvent> rows;
   sql::Db db = open_profile_readonly(p.path);
-  sql::Stmt s(db.get(), "SELECT time_ns, bytes, category, module_id FROM memory_events WHERE rank = ? ORDER BY time_ns, id");
+  sql::Stmt s(db.get(), "SELECT time_ns, bytes, category, module_id, address FROM memory_events WHERE rank = ? ORDER BY time_ns, id");
   s.bind(1, rank);
+  // A free is charged to what its allocation was charged to (module and category): producers
+  // attribute an event to the module running when it happens, and a free that happens outside the
+  // allocating module (after its range, at the optimizer step, between steps) would otherwise
+  // never leave that module, which would then hold more than the rank's total.
+  std::unordered_map<std::int64_t, std::pair<std::int32_t, int>> owner;  // live address -> (module, category)
   while (s.step()) {
     const int cat = static_cast<int>(s.col_int(2));
-    rows.push_back({s.col_int(0), s.col_int(1), (cat >= 0 && cat < kMemoryCategoryCount) ? cat : 0,
-                    s.col_null(3) ? -1 : p.module_index(s.col_int(3))});
+    MemoryEvent e{s.col_int(0), s.col_int(1), (cat >= 0 && cat < kMemoryCategoryCount) ? cat : 0,
+                  s.col_null(3) ? -1 : p.module_index(s.col_int(3))};
+    const std::int64_t address = s.col_null(4) ? 0 : s.col_int(4);
+    if (address != 0 && e.bytes > 0) {
+      owner[address] = {e.module, e.category};
+    } else if (address != 0 && e.bytes < 0) {
+      if (auto it = owner.find(address); it != owner.end()) {
+        e.module = it->second.first;
+        e.category = it->second.second;
+        owner.erase(it);
+      }
+    }
+    rows.push_back(e);
   }
   return rows;
 }
@@ -225,16 +242,22 @@ MemorySeries sample_window(const std::vector<MemoryEvent>& events, TimeNs t0, Ti
   return s;
 }
 
-ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t module, std::size_t max_points) {
+ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t module, const std::vector<MemoryEvent>* events,
+                                   std::size_t max_points) {
   ModuleSeries out;
   if (module < 0 || static_cast<std::size_t>(module) >= p.modules.size()) return out;
   out.module = module;
-  auto inside = [&](std::int32_t m) {
-    for (; m >= 0; m = p.modules[static_cast<std::size_t>(m)].parent)
-      if (m == module) return true;
-    return false;
-  };
-  const std::vector<MemoryEvent> rows = read_memory_events(p, rank);
+  // Which modules are the selected one or below it, decided once per module, not per event.
+  std::vector<char> inside(p.modules.size(), 0);
+  for (std::size_t m = 0; m < p.modules.size(); ++m)
+    for (std::int32_t q = static_cast<std::int32_t>(m); q >= 0; q = p.modules[static_cast<std::size_t>(q)].parent)
+      if (q == module) {
+        inside[m] = 1;
+        break;
+      }
+  std::vector<MemoryEvent> read;
+  if (!events) read = read_memory_events(p, rank);
+  const std::vector<MemoryEvent>& rows = events ? *events : read;
   if (!rows.empty()) {
     const TimeNs t0 = std::min(p.time_begin, rows.front().time), t1 = std::max(p.time_end, rows.back().time);
     const double bucket = std::max(1.0, static_cast<double>(t1 - t0) / static_cast<double>(std::max<std::size_t>(1, max_points)));
@@ -242,7 +265,7 @@ ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t modu
     long current_bucket = -1;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
-      if (r.module >= 0 && inside(r.module)) live += r.bytes;
+      if (r.module >= 0 && inside[static_cast<std::size_t>(r.module)]) live += r.bytes;
       if (i + 1 < rows.size() && rows[i + 1].time == r.time) continue;  // only the state after a timestamp is real
       if (live > out.peak_bytes) {
         out.peak_bytes = live;
@@ -264,6 +287,25 @@ ModuleSeries compute_module_series(const Profile& p, int rank, std::int32_t modu
       for (const RangeEvent& e : p.range_tracks[static_cast<std::size_t>(ti)].events)
         if (e.kind == RangeKind::Module && e.module == module) out.running.emplace_back(e.start, e.end);
   std::sort(out.running.begin(), out.running.end());
+  return out;
+}
+
+std::vector<std::pair<TimeNs, TimeNs>> visible_runs(const std::vector<std::pair<TimeNs, TimeNs>>& running, TimeNs t0, TimeNs t1,
+                                                    double min_gap) {
+  std::vector<std::pair<TimeNs, TimeNs>> out;
+  if (running.empty() || t1 < t0) return out;
+  TimeNs longest = 0;
+  for (const auto& [s, e] : running) longest = std::max(longest, e - s);
+  // Sorted by start: a range overlapping t0 started at most `longest` before it.
+  auto it = std::lower_bound(running.begin(), running.end(), t0 - longest, [](const auto& r, TimeNs t) { return r.first < t; });
+  for (; it != running.end() && it->first <= t1; ++it) {
+    if (it->second < t0) continue;
+    const TimeNs s = std::max(it->first, t0), e = std::min(it->second, t1);
+    if (!out.empty() && static_cast<double>(s - out.back().second) < min_gap)
+      out.back().second = std::max(out.back().second, e);
+    else
+      out.emplace_back(s, e);
+  }
   return out;
 }
 

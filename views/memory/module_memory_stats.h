@@ -58,7 +58,8 @@ struct MemoryEvent {
   int category;
   std::int32_t module;
 };
-// The rank's memory events in time order. Throws ProfileError on read errors.
+// The rank's memory events in time order, each free charged to its allocation's module and
+// category (matched by address). Throws ProfileError on read errors.
 std::vector<MemoryEvent> read_memory_events(const Profile& profile, int rank);
 
 // Events kept in ModuleMemoryStats::events for re-sampling a zoomed chart (24 bytes each: about
@@ -92,7 +93,16 @@ struct ModuleSeries {
   TimeNs peak_time = 0;
   std::vector<std::pair<TimeNs, TimeNs>> running;  // the module's ranges on the rank, by start
 };
-// Throws ProfileError on read errors; an out-of-range module gives an empty series.
-ModuleSeries compute_module_series(const Profile& profile, int rank, std::int32_t module, std::size_t max_points = 1500);
+// `events`: the rank's events when the caller has them (ModuleMemoryStats::events), else they are
+// read from the file. Throws ProfileError on read errors; an out-of-range module gives an empty series.
+ModuleSeries compute_module_series(const Profile& profile, int rank, std::int32_t module,
+                                   const std::vector<MemoryEvent>* events = nullptr, std::size_t max_points = 1500);
+
+// The ranges of `running` (sorted by start) that overlap [t0, t1], clipped to it, with neighbours
+// less than `min_gap` apart merged into one: the bands the chart draws for a module, at most about
+// (t1 - t0) / min_gap of them however many steps the profile holds (a pixel's worth of time as
+// `min_gap` makes the drawing cost follow the chart's width, not the profile's length).
+std::vector<std::pair<TimeNs, TimeNs>> visible_runs(const std::vector<std::pair<TimeNs, TimeNs>>& running, TimeNs t0, TimeNs t1,
+                                                    double min_gap);
 
 }  // namespace ss::memview

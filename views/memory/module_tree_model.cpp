@@ -1,22 +1,12 @@
 #include "views/memory/module_tree_model.h"
 
+#include "storage/units.h"
+
 namespace ss::memview {
 
-QString format_bytes(std::int64_t b) {
-  const double v = static_cast<double>(b);
-  if (v >= 1024.0 * 1024 * 1024) return QString::number(v / (1024.0 * 1024 * 1024), 'f', 2) + " GiB";
-  if (v >= 1024.0 * 1024) return QString::number(v / (1024.0 * 1024), 'f', 1) + " MiB";
-  if (v >= 1024.0) return QString::number(v / 1024.0, 'f', 1) + " KiB";
-  return QString::number(b) + " B";
-}
-
-QString format_duration(std::int64_t ns) {
-  const double v = static_cast<double>(ns);
-  if (v >= 1e9) return QString::number(v / 1e9, 'f', 3) + " s";
-  if (v >= 1e6) return QString::number(v / 1e6, 'f', 3) + " ms";
-  if (v >= 1e3) return QString::number(v / 1e3, 'f', 1) + " us";
-  return QString::number(ns) + " ns";
-}
+// The project's one set of unit rules (storage/units.h), as QStrings.
+QString format_bytes(std::int64_t b) { return QString::fromStdString(ss::format_bytes(b)); }
+QString format_duration(std::int64_t ns) { return QString::fromStdString(format_duration_ns(ns)); }
 
 void ModuleTreeModel::set_data(std::shared_ptr<const Profile> profile, ModuleMemoryStats stats) {
   beginResetModel();

@@ -1,5 +1,9 @@
 #include "views/timeline/aggregate_model.h"
 
+#include <cmath>
+
+#include "storage/units.h"
+
 namespace ss::timeline {
 
 void AggregateModel::set_rows(std::vector<AggregateRow> rows) {
@@ -21,8 +25,8 @@ QVariant AggregateModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Name: return QString::fromStdString(r.name);
       case Count: return QVariant::fromValue<qlonglong>(r.count);
-      case Total: return QString::number(r.total_ns / 1e3, 'f', 1) + " us";
-      case Mean: return QString::number(r.mean_ns / 1e3, 'f', 2) + " us";
+      case Total: return QString::fromStdString(format_duration_ns(static_cast<std::int64_t>(std::llround(r.total_ns))));
+      case Mean: return QString::fromStdString(format_duration_ns(static_cast<std::int64_t>(std::llround(r.mean_ns))));
       case Share: return QString::number(r.share * 100, 'f', 1) + " %";
       default: return {};
     }

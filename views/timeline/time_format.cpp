@@ -28,21 +28,53 @@ double nice_step(double target) {
   return p * 10;
 }
 
-std::string format_tick(double t, double step) {
-  // The unit follows the larger of the time and the step (s, ms, us, ns); the decimals are the
-  // fewest for which one step changes the text (a 100 ns step in ms needs 4). More than 4
-  // decimals read badly, so such labels drop to the next smaller unit.
-  static constexpr double kUnits[] = {1e9, 1e6, 1e3, 1};
-  static constexpr const char* kNames[] = {"s", "ms", "us", "ns"};
+namespace {
+
+constexpr double kUnits[] = {1e9, 1e6, 1e3, 1};
+constexpr const char* kNames[] = {"s", "ms", "us", "ns"};
+
+int decimals_for(double step, int unit) {
+  const double rel = step / kUnits[unit];
+  return rel >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(rel) - 1e-9));
+}
+
+// The unit of a tick label: the one of the larger of the time and the step (s, ms, us, ns), or a
+// smaller one when that would need more than 4 decimals to tell neighbouring ticks apart.
+int tick_unit(double t, double step) {
   const double mag = std::max(std::abs(t), step);
   int u = 0;
   while (u < 3 && mag < kUnits[u]) ++u;
-  auto decimals_for = [&](int unit) {
-    const double rel = step / kUnits[unit];
-    return rel >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(rel) - 1e-9));
-  };
-  while (u < 3 && decimals_for(u) > 4) ++u;
-  const int decimals = std::clamp(decimals_for(u), 0, 9);
+  while (u < 3 && decimals_for(step, u) > 4) ++u;
+  return u;
+}
+
+}  // namespace
+
+bool tick_needs_base(double t, double step) { return std::abs(t) / kUnits[tick_unit(t, step)] >= 1e4; }
+
+std::string format_compound(double t, double step) {
+  std::string out = t < 0 ? "-" : "";
+  // Whole nanoseconds, split into s / ms / us / ns down to the largest unit not above the step.
+  long long rest = std::llround(std::abs(t));
+  int last = 0;
+  while (last < 3 && kUnits[last] > step) ++last;
+  bool any = false;
+  for (int u = 0; u <= last; ++u) {
+    const long long unit = static_cast<long long>(kUnits[u]);
+    const long long v = rest / unit;
+    rest %= unit;
+    if (v == 0 && !any && u < last) continue;
+    if (any) out += ' ';
+    out += std::to_string(v) + " " + kNames[u];
+    any = true;
+  }
+  return out;
+}
+
+std::string format_tick(double t, double step) {
+  // The decimals are the fewest for which one step changes the text (a 100 ns step in ms needs 4).
+  const int u = tick_unit(t, step);
+  const int decimals = std::clamp(decimals_for(step, u), 0, 9);
   const double v = std::abs(t) < step * 1e-6 ? 0.0 : t / kUnits[u];  // no "-0.00"
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, kNames[u]);

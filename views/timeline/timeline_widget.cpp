@@ -1,5 +1,7 @@
 #include "views/timeline/timeline_widget.h"
 
+#include <optional>
+
 #include <imgui.h>
 #include <imgui_impl_opengl3.h>
 
@@ -148,6 +150,13 @@ void TimelineWidget::selectModule(int module) {
 void TimelineWidget::showRange(qint64 t0, qint64 t1, int rank) {
   if (!controller_) return;
   controller_->show_range(t0, t1, rank);
+  request_frames();
+  emit viewportChanged();
+}
+
+void TimelineWidget::fitAll() {
+  if (!controller_) return;
+  controller_->fit_all();
   request_frames();
   emit viewportChanged();
 }
@@ -586,14 +595,22 @@ void TimelineWidget::draw_timeline() {
     dl->AddRectFilled(ImVec2(x - 3, 1), ImVec2(x + w + 3, kRulerHeight - 1), IM_COL32(120, 110, 30, 255), 3);
     dl->AddText(ImVec2(x, 3), th.band_text, text.c_str());
   }
+  std::optional<double> base;  // on a deep zoom: the tick written in full, the others as offsets from it
   for (double t = first; t < vp.end_ns(); t += step) {
     const float x = static_cast<float>(c.x_of(t));
     if (x < kLabelWidth) continue;
     dl->AddLine(ImVec2(x, kRulerHeight - 6), ImVec2(x, kRulerHeight), th.ruler_text);
     if (!time_origin_ && t < origin - step * 1e-6) continue;
-    const std::string label = format_tick(t - origin, step);
+    const double rel = t - origin;
+    const bool full = tick_needs_base(rel, step) && !base;
+    const std::string label = full ? format_compound(rel, step)
+                              : base ? "+" + format_tick(rel - *base, step)
+                                     : format_tick(rel, step);
     const float w = ImGui::CalcTextSize(label.c_str()).x;
-    if (x + w + 3 <= W && ruler.place(0, x, x + w + 6)) dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
+    if (x + w + 3 <= W && ruler.place(0, x, x + w + 6)) {
+      dl->AddText(ImVec2(x + 3, 3), th.ruler_text, label.c_str());
+      if (full) base = rel;
+    }
   }
   dl->AddRectFilled(ImVec2(0, 0), ImVec2(kLabelWidth, kRulerHeight), th.ruler);
 

@@ -62,6 +62,8 @@ class TimelineWidget : public QOpenGLWidget {
   void selectModule(int module);
   // Moves the view to a time range (and a rank's tracks when rank >= 0); see TimelineController.
   void showRange(qint64 t0, qint64 t1, int rank = -1);
+  // The whole profile (View > Whole profile, Ctrl+0); linked views follow through viewportChanged.
+  void fitAll();
   // The analysis marker lanes (View menu, the lane's "x" button, the M key): shown or hidden
   // (the markers are kept), cleared (dropped until the next analysis), the longest
   // kDefaultMarkerLimit or all.

@@ -39,6 +39,7 @@
 #include "storage/errors.h"
 #include "storage/units.h"
 #include "views/timeline/timeline_widget.h"
+#include "views/unshard/byte_spin_box.h"
 #include "views/unshard/simulated_timeline.h"
 #include "views/unshard/unshard_session.h"
 #include "profiler/sim/json_input.h"
@@ -52,7 +53,6 @@
 namespace ss::unshard {
 
 namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 using text::bytes;
 using text::ms;
 
@@ -171,10 +171,7 @@ void UnshardPanel::build() {
   bucket_cap_->setSpecialValueText(kBucketingOff);
   bucket_cap_->setToolTip(QStringLiteral("Default cap of the auto-buckets: consecutive units (forward order) share one all-gather "
                                          "while their parameters stay under the cap"));
-  budget_ = new QDoubleSpinBox;
-  budget_->setRange(0.001, 1e6);
-  budget_->setDecimals(3);
-  budget_->setSuffix(QStringLiteral(" GiB"));
+  budget_ = new ByteSpinBox;
   preset_ = new QComboBox;
   for (auto* w : std::initializer_list<QWidget*>{world_, per_node_, bucket_cap_, budget_}) static_cast<QAbstractSpinBox*>(w)->setKeyboardTracking(false);
   controls->addRow(QStringLiteral("Cluster preset"), preset_);
@@ -318,7 +315,7 @@ void UnshardPanel::build() {
   connect(per_node_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_gpus_per_node(v); }); });
   connect(bucket_cap_, &QDoubleSpinBox::valueChanged, this, [this](double v) { run_change([&] { session_->set_bucket_cap_mb(v); }); });
   connect(budget_, &QDoubleSpinBox::valueChanged, this,
-          [this](double v) { run_change([&] { session_->set_budget_bytes(static_cast<std::int64_t>(v * kGiB)); }); });
+          [this](double v) { run_change([&] { session_->set_budget_bytes(static_cast<std::int64_t>(std::llround(v))); }); });
   connect(add_override_, &QPushButton::clicked, this, &UnshardPanel::add_override);
   connect(remove_override_, &QPushButton::clicked, this, &UnshardPanel::remove_override);
   connect(overrides_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
@@ -752,7 +749,7 @@ void UnshardPanel::show_state() {
                                                                : QStringLiteral("simulator default (%1 MB)").arg(kInductorBucketCapMb, 0, 'f', 0);
     if (bucket_cap_->specialValueText() != off_text) bucket_cap_->setSpecialValueText(off_text);
     bucket_cap_->setValue(s.bucket_cap_mb);
-    budget_->setValue(static_cast<double>(s.budget_bytes) / kGiB);
+    budget_->set_bytes(s.budget_bytes);
     preset_->setCurrentIndex(s.preset);
   }
   step_->setText(ms(p.step_ns));

@@ -47,6 +47,7 @@ class TimelineWidget;
 
 namespace ss::unshard {
 
+class ByteSpinBox;
 class UnshardSession;
 class UnshardUnitModel;
 
@@ -93,6 +94,7 @@ class UnshardPanel : public QWidget {
   QComboBox* preset_box() { return preset_; }
   QSpinBox* world_box() { return world_; }
   QSpinBox* gpus_per_node_box() { return per_node_; }
+  ByteSpinBox* budget_box() { return budget_; }
   // The offload and parallelism controls (tests drive them as a user would).
   QComboBox* offload_box() { return offload_; }
   QSpinBox* offload_prefetch_box() { return offload_prefetch_; }
@@ -186,7 +188,7 @@ class UnshardPanel : public QWidget {
   QSpinBox* world_ = nullptr;
   QSpinBox* per_node_ = nullptr;
   QDoubleSpinBox* bucket_cap_ = nullptr;
-  QDoubleSpinBox* budget_ = nullptr;
+  ByteSpinBox* budget_ = nullptr;
   QComboBox* preset_ = nullptr;
   QComboBox* strategy_ = nullptr;
   QTableWidget* overrides_ = nullptr;

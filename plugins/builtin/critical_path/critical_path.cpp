@@ -20,6 +20,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/critical_path_walk.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -32,8 +33,9 @@ void run(const ss::plugin::Host& host) {
   const CriticalPath cp = compute_critical_path(host, p);
   host.table("steps", {"step", "start_ns", "duration_ns", "compute_ns", "communication_ns", "copy_ns", "launch_ns",
                        "host_ns", "idle_ns", "peer_wait_ns", "ranks_on_path"});
+  // Without recorded steps the whole window is walked as one: its step number is "—", not -1.
   for (const auto& s : cp.steps)
-    host.row({s.step, s.start, s.end - s.start, s.by_kind[kPathCompute], s.by_kind[kPathCommunication],
+    host.row({s.step >= 0 ? ss::plugin::Cell(s.step) : ss::plugin::Cell(), s.start, s.end - s.start, s.by_kind[kPathCompute], s.by_kind[kPathCommunication],
               s.by_kind[kPathCopy], s.by_kind[kPathLaunch], s.by_kind[kPathHost], s.by_kind[kPathIdle], s.peer_wait,
               static_cast<std::int64_t>(s.ranks_on_path)});
   host.table("all_gathers_on_path", {"unit", "on_path_ns", "gathers_on_path", "all_gather_ns", "on_path_pct"});
@@ -53,14 +55,14 @@ void run(const ss::plugin::Host& host) {
     host.row({seg->rank, seg->start, seg->end, seg->end - seg->start, path_kind_name(seg->kind), seg->kernel_name});
     host.marker(seg->start, seg->end, seg->rank, std::string("critical: ") + path_kind_name(seg->kind));
   }
+  if (!cp.steps.empty() && cp.steps.front().step < 0)
+    host.finding(SS_SEVERITY_INFO, "the profile records no training steps: the critical path is that of the whole window");
   if (cp.launch_records != LaunchRecords::Present)
     host.finding(SS_SEVERITY_INFO, std::string(no_launches_message(cp.launch_records)) +
                                        ": host launch time cannot be on the path");
   if (!cp.all_gathers.empty() && cp.all_gathers.front().on_path_ns > 0) {
-    char msg[300];
-    std::snprintf(msg, sizeof msg, "the all-gathers of %s are the most exposed: %.1f us on the critical path",
-                  cp.all_gathers.front().unit.c_str(), double(cp.all_gathers.front().on_path_ns) / 1e3);
-    host.finding(SS_SEVERITY_WARNING, msg);
+    host.finding(SS_SEVERITY_WARNING, "the all-gathers of " + cp.all_gathers.front().unit + " are the most exposed: " +
+                                          ss::format_duration_ns(cp.all_gathers.front().on_path_ns) + " on the critical path");
   }
 }
 

@@ -29,6 +29,7 @@
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/launch_records.h"
 #include "plugins/builtin/common/profile_access.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -188,7 +189,7 @@ void run(const ss::plugin::Host& host) {
   for (std::size_t i = 0; i < longest.size() && i < 5; ++i) {
     const Gap& g = *longest[i];
     char msg[240];
-    std::snprintf(msg, sizeof msg, "compute stream idle for %.1f us on rank %d: %s (%s)", double(g.time.length()) / 1e3,
+    std::snprintf(msg, sizeof msg, "compute stream idle for %s on rank %d: %s (%s)", ss::format_duration_ns(g.time.length()).c_str(),
                   g.rank, g.cause, g.evidence);
     host.finding(i == 0 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg, g.time.start, g.time.end, g.rank);
   }

@@ -19,6 +19,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/stats.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -121,11 +122,7 @@ void sweep_queue(const ss::plugin::Host& host, Stream& s, std::int64_t lo, std::
   }
 }
 
-std::string us(std::int64_t ns) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.1f us", static_cast<double>(ns) / 1e3);
-  return b;
-}
+std::string us(std::int64_t ns) { return ss::format_duration_ns(ns); }
 
 void run(const ss::plugin::Host& host) {
   if (const LaunchRecords lr = launch_records(host); lr != LaunchRecords::Present) {

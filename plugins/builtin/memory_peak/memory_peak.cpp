@@ -8,6 +8,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/profile_access.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -48,15 +49,17 @@ void run(const ss::plugin::Host& host) {
                  live.by_module[mod] += row[1].i;
                  if (++n == peak + 1) allocating = mod;
                });
-    const double pct = r.gpu_memory_bytes > 0 ? 100.0 * double(r.memory[peak].value) / double(r.gpu_memory_bytes) : 0.0;
-    host.row({r.rank, r.memory[peak].value, t, r.gpu_memory_bytes, pct,
-              running ? p.module_name(running->module) : std::string("(none)"), allocating});
+    // A rank without a known capacity (a CPU rank, a trace without device properties) has no
+    // capacity and no share of it: NULL cells ("—"), not "0 B" and "0.0 %".
+    const bool capacity = r.gpu_memory_bytes > 0;
+    const double pct = capacity ? 100.0 * double(r.memory[peak].value) / double(r.gpu_memory_bytes) : 0.0;
+    host.row({r.rank, r.memory[peak].value, t, capacity ? ss::plugin::Cell(r.gpu_memory_bytes) : ss::plugin::Cell(),
+              capacity ? ss::plugin::Cell(pct) : ss::plugin::Cell(), running ? p.module_name(running->module) : std::string("(none)"),
+              allocating});
     host.marker(t, t, r.rank, "memory peak");
-    char msg[300];
-    std::snprintf(msg, sizeof msg, "rank %d peaks at %.2f GiB%s during %s", r.rank,
-                  double(r.memory[peak].value) / double(1ll << 30),
-                  r.gpu_memory_bytes > 0 ? (" (" + std::to_string(static_cast<int>(pct)) + "% of the GPU)").c_str() : "",
-                  running ? p.module_name(running->module).c_str() : "no module range");
+    std::string msg = "rank " + std::to_string(r.rank) + " peaks at " + ss::format_bytes(r.memory[peak].value);
+    if (capacity) msg += " (" + std::to_string(static_cast<int>(pct)) + "% of the GPU)";
+    msg += " during " + (running ? p.module_name(running->module) : std::string("no module range"));
     host.finding(pct > 90 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg, t, t, r.rank);
     lives.push_back(std::move(live));
   }

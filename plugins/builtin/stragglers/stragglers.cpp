@@ -10,6 +10,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/profile_access.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -79,14 +80,14 @@ void run(const ss::plugin::Host& host) {
     if (r.lag > worst_lag) worst_lag = r.lag, worst_rank = rank;
   if (worst_rank >= 0) {
     const auto& r = per_rank[worst_rank];
-    std::snprintf(msg, sizeof msg, "rank %d arrives last at %lld of %lld matched collectives, %.3f ms of waiting in total",
-                  worst_rank, static_cast<long long>(r.last), static_cast<long long>(matched), double(r.lag) / 1e6);
+    std::snprintf(msg, sizeof msg, "rank %d arrives last at %lld of %lld matched collectives, %s of waiting in total",
+                  worst_rank, static_cast<long long>(r.last), static_cast<long long>(matched), ss::format_duration_ns(r.lag).c_str());
     host.finding(SS_SEVERITY_WARNING, msg, 1, 0, worst_rank);
   }
   const Match& w = *v.front();
   if (w.lag() > 0) {
-    std::snprintf(msg, sizeof msg, "largest lag: %s #%lld, rank %d arrives %.1f us after rank %d",
-                  collective_type_name(w.type), static_cast<long long>(w.seq), w.last_rank, double(w.lag()) / 1e3,
+    std::snprintf(msg, sizeof msg, "largest lag: %s #%lld, rank %d arrives %s after rank %d",
+                  collective_type_name(w.type), static_cast<long long>(w.seq), w.last_rank, ss::format_duration_ns(w.lag()).c_str(),
                   w.first_rank);
     host.finding(SS_SEVERITY_INFO, msg, w.first_start, w.last_end, w.last_rank);
     host.marker(w.first_start, w.last_start, w.last_rank, "straggler wait");
