@@ -248,6 +248,16 @@ TEST_CASE("plain values decode exactly", "[pickle]") {
   const Document b = ss::pickle::parse("\x80\x02\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00."s, "b");
   CHECK(b.root->kind == Value::Kind::BigInt);
   CHECK(render(*b.root) == "18446744073709551615");
+  // as_uint64: 0 .. 2^64 - 1 in any of its encodings, nothing outside.
+  std::uint64_t u = 0;
+  CHECK((b.root->as_uint64(u) && u == UINT64_MAX));
+  CHECK(!a.root->as_uint64(u));  // -1
+  CHECK((ss::pickle::parse("\x80\x02K\x07."s, "k").root->as_uint64(u) && u == 7));
+  CHECK((ss::pickle::parse("\x80\x02\x8a\x0a\x05\x00\x00\x00\x00\x00\x00\x80\x00\x00."s, "padded").root->as_uint64(u) &&
+         u == 0x8000000000000005ull));                                                                       // 2^63 + 5, zero-padded
+  CHECK(!ss::pickle::parse("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."s, "2^64").root->as_uint64(u));
+  CHECK(!ss::pickle::parse("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\xff."s, "-2^63").root->as_uint64(u));
+  CHECK(!ss::pickle::parse("\x80\x02N."s, "none").root->as_uint64(u));
   // Duplicate dict keys: the last one set wins, as in Python.
   const Document d = ss::pickle::parse("\x80\x02}(X\x01\x00\x00\x00kK\x01X\x01\x00\x00\x00kK\x02u."s, "d");
   REQUIRE(d.root->get("k"));

@@ -84,6 +84,36 @@ TEST_CASE("a Python-made snapshot imports alike at every protocol", "[snapshot]"
   }
 }
 
+TEST_CASE("a frame line of 2^64 - 1 (PyTorch's unknown line) imports; wider ints stay refused", "[snapshot]") {
+  // Before: "'line' does not fit in 64 bits" for the whole file, as for a real snapshot.
+  TempDir dir;
+  import::ImportOptions o;
+  o.show_progress = false;
+  const std::string fixtures = SHARDSCOPE_PICKLE_FIXTURES;
+  for (int proto = 2; proto <= 5; ++proto) {
+    INFO("protocol " << proto);
+    const std::string out = dir.file("unknown_line_p" + std::to_string(proto) + ".ssdb");
+    import::import_files({fixtures + "/rt_snapshot_unknown_line_p" + std::to_string(proto) + ".pickle"}, out, o);
+    CHECK(query_int(out, "SELECT count(*) FROM memory_events") == 1);
+    // The allocation's module is named by the line that called model.py's forward: unknown.
+    CHECK(query_text(out, "SELECT m.fqn FROM memory_events e JOIN modules m ON m.id = e.module_id") == "train.py:?");
+  }
+  for (const std::string name : {"line_2_64", "line_below_int64"}) {
+    INFO(name);
+    const std::string in = fixtures + "/rt_snapshot_" + name + "_p4.pickle";
+    std::string message;
+    try {
+      import::import_files({in}, dir.file(name + ".ssdb"), o);
+    } catch (const import::ImportError& e) {
+      message = e.what();
+    }
+    CHECK(message.find("'line' does not fit in 64 bits") != std::string::npos);
+    CHECK(message.find(in) != std::string::npos);
+  }
+  CHECK(module_path_from_frames({{"/src/model.py", 51, "forward"}, {"/src/train.py", ss::import::snapshot::kUnknownLine, "main"}})
+            .levels.at(0).name == "train.py:?");
+}
+
 TEST_CASE("FSDP2's record_function ranges give the unit and the all-gather buffer", "[snapshot]") {
   TempDir dir;
   import::ImportOptions o;

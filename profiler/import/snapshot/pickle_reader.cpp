@@ -28,6 +28,24 @@ const Value* Value::get(std::string_view key) const {
   return nullptr;
 }
 
+bool Value::as_uint64(std::uint64_t& out) const {
+  if (kind == Kind::Int) {
+    if (integer < 0) return false;
+    out = static_cast<std::uint64_t>(integer);
+    return true;
+  }
+  if (kind != Kind::BigInt) return false;
+  // Little-endian two's complement: fits when the sign bit is clear and every byte past the
+  // eighth is zero (Python writes 2^64 - 1 as 8 x 0xff and a 0x00 sign byte).
+  if (text.empty() || (static_cast<unsigned char>(text.back()) & 0x80)) return false;
+  for (std::size_t k = 8; k < text.size(); ++k)
+    if (text[k] != 0) return false;
+  std::uint64_t u = 0;
+  for (std::size_t k = 0; k < text.size() && k < 8; ++k) u |= std::uint64_t(static_cast<unsigned char>(text[k])) << (8 * k);
+  out = u;
+  return true;
+}
+
 namespace {
 
 // Opcode names for messages (pickletools' names).

@@ -46,6 +46,10 @@ struct Value {
   std::vector<const Value*> items;
 
   bool is_int() const { return kind == Kind::Int; }
+  // The value of an int in 0 .. 2^64 - 1 (an Int, a non-negative one, or a BigInt that fits in
+  // 64 bits unsigned, such as C++'s uint64_t(-1) that PyTorch writes for an unknown line); false
+  // for anything else.
+  bool as_uint64(std::uint64_t& out) const;
   bool is_str() const { return kind == Kind::Str; }
   bool is_list_like() const { return kind == Kind::List || kind == Kind::Tuple; }
   std::size_t dict_size() const { return kind == Kind::Dict ? items.size() / 2 : 0; }

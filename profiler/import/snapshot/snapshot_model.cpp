@@ -83,6 +83,14 @@ class Reader {
     if (!v || v->kind == Value::Kind::None) return std::nullopt;
     return integer(d, key);
   }
+  // A frame's line: an int64, or an unsigned 64-bit value kept as its 64 bits (2^64 - 1, the
+  // unknown line, is kUnknownLine). Anything wider is still refused by integer().
+  std::int64_t line(const Value& d) {
+    const Value* v = d.get("line");
+    std::uint64_t u = 0;
+    if (v && v->kind == Value::Kind::BigInt && v->as_uint64(u)) return static_cast<std::int64_t>(u);
+    return integer(d, "line");
+  }
   std::string text(const Value& d, const char* key) {
     const Value* v = d.get(key);
     if (!v || v->kind == Value::Kind::None) return {};
@@ -96,7 +104,7 @@ class Reader {
     std::vector<Frame> fl;
     for (const Value* f : list(*v, "frames")) {
       const Value& fd = dict(*f, "frames");
-      fl.push_back({text(fd, "filename"), integer(fd, "line"), text(fd, "name")});
+      fl.push_back({text(fd, "filename"), line(fd), text(fd, "name")});
     }
     const int id = static_cast<int>(out_->frame_lists.size());
     out_->frame_lists.push_back(std::move(fl));

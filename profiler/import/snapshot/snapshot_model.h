@@ -22,9 +22,13 @@ namespace ss::import::snapshot {
 
 struct Frame {
   std::string filename;
+  // PyTorch keeps a frame's line as uint64_t (torch/csrc/profiler/unwind/unwind.h) and writes a
+  // Python frame without one (PyCode_Addr2Line's -1) as 2^64 - 1: read as the same 64 bits,
+  // that is kUnknownLine. Every negative line counts as unknown.
   std::int64_t line = 0;
   std::string name;
 };
+inline constexpr std::int64_t kUnknownLine = -1;
 
 enum class Action : std::uint8_t {
   Alloc,

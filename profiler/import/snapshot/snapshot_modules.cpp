@@ -22,6 +22,9 @@ bool module_call_machinery(const Frame& f) {
   return ends_with(f.filename, "torch/nn/modules/module.py") || ends_with(f.filename, "torch\\nn\\modules\\module.py");
 }
 
+// A caller frame without a line (kUnknownLine) is named "file.py:?".
+std::string line_text(std::int64_t line) { return line < 0 ? "?" : std::to_string(line); }
+
 }  // namespace
 
 std::string class_of_module_label(const std::string& label) {
@@ -51,7 +54,7 @@ ModulePath module_path_from_frames(const std::vector<Frame>& frames) {
     std::size_t c = i + 1;
     while (c < frames.size() && module_call_machinery(frames[c])) ++c;
     ModuleLevel level;
-    level.name = c < frames.size() ? basename(frames[c].filename) + ":" + std::to_string(frames[c].line)
+    level.name = c < frames.size() ? basename(frames[c].filename) + ":" + line_text(frames[c].line)
                                    : basename(f.filename) + ":forward";
     level.class_name = "forward in " + basename(f.filename);
     p.levels.push_back(std::move(level));
