@@ -209,6 +209,9 @@ TEST_CASE("a grouped unit (fully_shard([norm, head])): one unit, its other membe
                    "module\t\tModel\t40\t160\t1\t\n"
                    "module\thead\tLinear\t32\t128\t0\ttrue\tnorm\n"
                    "module\thead.inner\tIdentity\t0\t0\t0\t\n"
+                   "module\tblock\tBlock\t0\t0\t1\ttrue\n"
+                   "module\tblock.inner\tWrapper\t0\t0\t0\t\n"
+                   "module\tblock.inner.mlp\tMLP\t0\t0\t0\t\n"
                    "module\tnorm\tLayerNorm\t8\t32\t1\ttrue\n"
                    "range\t9\t" + std::to_string(kT0 + 1'000) + "\t" + std::to_string(kT0 + 2'000) + "\tss:fwd:head\n" +
                    "range\t9\t" + std::to_string(kT0 + 2'500) + "\t" + std::to_string(kT0 + 2'700) + "\tss:opt:0\n");
@@ -216,7 +219,9 @@ TEST_CASE("a grouped unit (fully_shard([norm, head])): one unit, its other membe
   mo.output = dir.file("run.ssdb");
   merge_rank_files(find_rank_inputs(dir.path()), mo);
   auto db = open_profile_readonly(mo.output);
-  CHECK(q(db, "SELECT count(*) FROM modules WHERE is_fsdp_unit = 1") == 2);  // the root and norm
+  CHECK(q(db, "SELECT count(*) FROM modules WHERE is_fsdp_unit = 1") == 3);  // the root, block and norm
+  // A module two levels below a unit belongs to that unit, not to the root (no owner is no owner).
+  CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id WHERE m.fqn = 'block.inner.mlp' AND u.fqn = 'block'") == 1);
   CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id WHERE m.fqn = 'head' AND u.fqn = 'norm' "
               "AND m.is_fsdp_unit = 0 AND m.reshard_policy = 'true' AND u.id < m.id") == 1);
   // Below the member, its modules' parameters are the group's too.

@@ -366,7 +366,8 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
         for (std::string up = fqn; !up.empty();) {
           up = module_parent(up);
           auto it = module_info.find(up);
-          if (it != module_info.end() && (it->second.is_fsdp_unit || module_ids.count(it->second.unit_owner))) {
+          if (it != module_info.end() &&
+              (it->second.is_fsdp_unit || (!it->second.unit_owner.empty() && module_ids.count(it->second.unit_owner)))) {
             m.fsdp_unit = module_ids.at(it->second.is_fsdp_unit ? up : it->second.unit_owner);
             break;
           }
