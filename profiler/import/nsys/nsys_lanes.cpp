@@ -182,8 +182,9 @@ void Lanes::write(ImportContext& ctx, TimeNs offset) {
         rank_modules[rank].push_back(lr.module);
       }
     }
+    const auto& lane_ranges = lane;  // clang 14 (the fuzz build) cannot capture a structured binding
     add_nested_ranges(w, intervals, [&](std::size_t i) {
-      const LaneRange& lr = lane[i];
+      const LaneRange& lr = lane_ranges[i];
       RangeRow rr;
       rr.rank = rank;
       rr.thread = thread;
