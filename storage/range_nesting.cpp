@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <numeric>
 
+#include "storage/sorted_runs.h"
+
 namespace ss {
 
 NestingResult nest_ranges(const std::vector<std::pair<TimeNs, TimeNs>>& intervals) {
   NestingResult r;
   r.order.resize(intervals.size());
   std::iota(r.order.begin(), r.order.end(), std::size_t{0});
-  // Longer ranges first at equal start, so an enclosing range precedes what it encloses.
-  std::stable_sort(r.order.begin(), r.order.end(), [&](std::size_t a, std::size_t b) {
+  // Longer ranges first at equal start, so an enclosing range precedes what it encloses. A lane's
+  // ranges come in a few time-ordered runs (an importer's module ranges, then its operators).
+  stable_sort_runs(r.order.begin(), r.order.end(), [&](std::size_t a, std::size_t b) {
     if (intervals[a].first != intervals[b].first) return intervals[a].first < intervals[b].first;
     return intervals[a].second > intervals[b].second;
   });

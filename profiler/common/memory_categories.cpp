@@ -5,6 +5,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "storage/sorted_runs.h"
+
 namespace ss {
 namespace {
 
@@ -78,7 +80,8 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
   std::vector<std::size_t> order(events.size());
   std::iota(order.begin(), order.end(), 0);
   // Frees first at equal times: a block freed and reused in the same instant pairs correctly.
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  // Events come in time order, or nearly (a trace's allocator events).
+  stable_sort_runs(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     if (events[a].time != events[b].time) return events[a].time < events[b].time;
     return (events[a].bytes < 0) > (events[b].bytes < 0);
   });
