@@ -314,8 +314,8 @@ TEST_CASE("the writer thread writes the same file as direct inserts", "[storage]
   CHECK(q(db, "SELECT module_id FROM kernels WHERE id = " + std::to_string(b.copy)) == b.layer);
 }
 
-// Long runs of ranges go to SQLite in multi-row INSERTs on the writer thread; short runs, and
-// every row without the thread, one by one. Both give the same file.
+// Long runs of ranges and of memory events go to SQLite in multi-row INSERTs on the writer
+// thread; short runs, and every row without the thread, one by one. Both give the same file.
 TEST_CASE("the writer thread's multi-row range inserts give the same file", "[storage][writer]") {
   test::TempDir dir;
   auto write = [&](const std::string& path, bool threaded) {
@@ -333,6 +333,10 @@ TEST_CASE("the writer thread's multi-row range inserts give the same file", "[st
       parent = w.add_range({i % 2, odd ? kNoRow : th, odd ? 5 : kNoRow, i * 100, i * 100 + 50 + i % 7, name,
                             static_cast<RangeKind>(i % 3), RangePhase::Forward, odd ? kNoRow : i, parent, i % 5});
       if (i % 97 == 0 || i % 41 == 0) w.add_step({0, i, i * 100, i * 100 + 1});
+      if (i % 500 == 0)  // runs of 1..97 memory events, some with NULLs (no module / stream)
+        for (int m = 0; m < 1 + i % 97; ++m)
+          w.add_memory_event({i % 2, i * 100 + m, 0x1000 + m, m % 2 ? -64 : 64 * (m + 1), static_cast<MemoryCategory>(m % 3),
+                              m % 3 ? kNoRow : i, m % 4 ? kNoRow : 5});
     }
     w.finish();
   };
@@ -342,6 +346,9 @@ TEST_CASE("the writer thread's multi-row range inserts give the same file", "[st
   sql::Db db = open_profile_readonly(dir.file("threaded.ssdb"));
   CHECK(q(db, "SELECT count(*) FROM ranges") == 10'000);
   CHECK(q(db, "SELECT count(*) FROM ranges WHERE thread_id IS NULL") == 3334);
+  CHECK(q(db, "SELECT count(*) FROM memory_events") == 930);  // sum of 1 + i % 97 over i = 0, 500, ..., 9500
+  CHECK(q(db, "SELECT max(id) FROM memory_events") == 930);
+  CHECK(q(db, "SELECT count(*) FROM memory_events WHERE module_id IS NULL") > 0);
   CHECK(q(db, "SELECT sum(duration_ns) FROM ranges") == 10'000 * 50 + q(db, "SELECT sum((id - 1) % 7) FROM ranges"));
 }
 
