@@ -1,13 +1,29 @@
 #include "profiler/import/common/unrecorded_frees.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ss::import {
 
 namespace {
+
+// The live blocks of one size, oldest first (what a std::set of their indices would give, without
+// a tree node per allocation: a CPU trace has one [memory] allocation per three operators). Indices
+// are added in increasing order; a removed one is only marked, and skipped when it reaches the front.
+class BlocksOfSize {
+ public:
+  void add(std::size_t index) { indices_.push_back(index); }
+  // The oldest block still in, or SIZE_MAX.
+  std::size_t oldest(const std::vector<char>& in) {
+    while (head_ < indices_.size() && !in[indices_[head_]]) ++head_;
+    return head_ < indices_.size() ? indices_[head_] : SIZE_MAX;
+  }
+
+ private:
+  std::vector<std::size_t> indices_;
+  std::size_t head_ = 0;
+};
 
 // Frees still missing after the reuse rule (a block never allocated again): where the running sum
 // first exceeds the trace's total by exactly the size of a live block, that block was freed
@@ -16,18 +32,20 @@ namespace {
 std::vector<AllocatorEvent> free_by_total(std::vector<AllocatorEvent> events, std::int64_t baseline) {
   std::vector<AllocatorEvent> out;
   out.reserve(events.size());
-  std::unordered_map<std::int64_t, std::size_t> live;       // address -> index in `out`
-  std::map<std::int64_t, std::set<std::size_t>> by_size;   // bytes -> indices in `out` of live blocks
+  std::unordered_map<std::int64_t, std::size_t> live;  // address -> index in `out`
+  std::unordered_map<std::int64_t, BlocksOfSize> by_size;  // bytes -> indices in `out` of live blocks
+  std::vector<char> in_by_size;  // by index in `out`: still listed in by_size
+  auto remove = [&](std::size_t index) { in_by_size[index] = 0; };
   std::int64_t level = baseline;
-  std::set<std::int64_t> freed_here;  // addresses given a free here and not allocated since
+  std::unordered_set<std::int64_t> freed_here;  // addresses given a free here and not allocated since
   for (const AllocatorEvent& e : events) {
     if (e.bytes < 0 && live.count(e.address) == 0 && freed_here.erase(e.address)) continue;  // recorded late after all
     if (e.bytes > 0) freed_here.erase(e.address);
     const std::int64_t gap = level + e.bytes - e.total_allocated;
     if (e.total_allocated >= 0 && gap > 0) {
       auto it = by_size.find(gap);
-      if (it != by_size.end() && !it->second.empty()) {
-        const std::size_t idx = *it->second.begin();
+      const std::size_t idx = it == by_size.end() ? SIZE_MAX : it->second.oldest(in_by_size);
+      if (idx != SIZE_MAX) {
         AllocatorEvent f = out[idx];
         f.bytes = -f.bytes;
         f.time = e.time;
@@ -35,20 +53,24 @@ std::vector<AllocatorEvent> free_by_total(std::vector<AllocatorEvent> events, st
         f.synthetic = true;
         live.erase(f.address);
         freed_here.insert(f.address);
-        it->second.erase(it->second.begin());
+        remove(idx);
         level += f.bytes;
         out.push_back(f);
+        in_by_size.push_back(0);
       }
     }
     level += e.bytes;
     if (e.bytes > 0) {
       live[e.address] = out.size();
-      by_size[e.bytes].insert(out.size());
-    } else if (e.bytes < 0) {
-      if (auto it = live.find(e.address); it != live.end()) {
-        by_size[out[it->second].bytes].erase(it->second);
-        live.erase(it);
-      }
+      by_size[e.bytes].add(out.size());
+      in_by_size.push_back(1);
+    } else {
+      if (e.bytes < 0)
+        if (auto it = live.find(e.address); it != live.end()) {
+          remove(it->second);
+          live.erase(it);
+        }
+      in_by_size.push_back(0);
     }
     out.push_back(e);
   }

@@ -32,6 +32,7 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' +
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
+  if (a == b) return true;  // the usual case: a trace writes its categories as the importer spells them
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;
@@ -205,79 +206,94 @@ bool read_first_string(od::value v, std::string_view& out) {
 }  // namespace
 
 Cat classify_category(std::string_view c) {
-  if (iequals(c, "kernel")) return Cat::Kernel;
-  if (iequals(c, "gpu_memcpy") || iequals(c, "memcpy")) return Cat::Memcpy;
-  if (iequals(c, "gpu_memset") || iequals(c, "memset")) return Cat::Memset;
-  if (iequals(c, "cuda_runtime") || iequals(c, "runtime") || iequals(c, "cuda_driver") || iequals(c, "driver"))
-    return Cat::Runtime;
-  if (iequals(c, "cpu_op") || iequals(c, "operator")) return Cat::CpuOp;
-  if (iequals(c, "user_annotation")) return Cat::UserAnnotation;
-  if (iequals(c, "gpu_user_annotation")) return Cat::GpuUserAnnotation;
-  if (iequals(c, "python_function") || iequals(c, "python")) return Cat::PythonFunction;
-  if (iequals(c, "cpu_instant_event")) return Cat::CpuInstant;
-  if (iequals(c, "ac2g") || iequals(c, "fwdbwd") || iequals(c, "async_cpu_to_gpu") || iequals(c, "forward_backward"))
-    return Cat::Flow;
-  return Cat::Other;
+  // Only names of the category's length can match: most events compare one or two names, not
+  // the whole list in order (the ninth, cpu_op, is most of a CPU trace's events).
+  switch (c.size()) {
+    case 4: return iequals(c, "ac2g") ? Cat::Flow : Cat::Other;
+    case 6:
+      if (iequals(c, "cpu_op")) return Cat::CpuOp;
+      if (iequals(c, "kernel")) return Cat::Kernel;
+      if (iequals(c, "memcpy")) return Cat::Memcpy;
+      if (iequals(c, "memset")) return Cat::Memset;
+      if (iequals(c, "driver")) return Cat::Runtime;
+      if (iequals(c, "python")) return Cat::PythonFunction;
+      if (iequals(c, "fwdbwd")) return Cat::Flow;
+      return Cat::Other;
+    case 7: return iequals(c, "runtime") ? Cat::Runtime : Cat::Other;
+    case 8: return iequals(c, "operator") ? Cat::CpuOp : Cat::Other;
+    case 10:
+      if (iequals(c, "gpu_memcpy")) return Cat::Memcpy;
+      return iequals(c, "gpu_memset") ? Cat::Memset : Cat::Other;
+    case 11: return iequals(c, "cuda_driver") ? Cat::Runtime : Cat::Other;
+    case 12: return iequals(c, "cuda_runtime") ? Cat::Runtime : Cat::Other;
+    case 15:
+      if (iequals(c, "user_annotation")) return Cat::UserAnnotation;
+      return iequals(c, "python_function") ? Cat::PythonFunction : Cat::Other;
+    case 16:
+      if (iequals(c, "async_cpu_to_gpu")) return Cat::Flow;
+      return iequals(c, "forward_backward") ? Cat::Flow : Cat::Other;
+    case 17: return iequals(c, "cpu_instant_event") ? Cat::CpuInstant : Cat::Other;
+    case 19: return iequals(c, "gpu_user_annotation") ? Cat::GpuUserAnnotation : Cat::Other;
+    default: return Cat::Other;
+  }
 }
 
 bool parse_us_token_to_ns(std::string_view tok, std::int64_t& ns) {
   while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
     tok.remove_suffix(1);
   if (tok.empty()) return false;
-  std::size_t i = 0;
-  bool neg = false;
-  if (tok[0] == '-') {
-    neg = true;
-    i = 1;
-  }
+  const char* p = tok.data();
+  const char* const end = p + tok.size();
+  const bool neg = *p == '-';
+  p += neg;
+  auto digit = [](char c, unsigned& d) { return (d = static_cast<unsigned char>(c) - unsigned{'0'}) <= 9; };
   // Exact path: integer microseconds below 9e15 (unix-epoch us fit), then up to 3 (rounded)
-  // decimals. A double would be off by up to 128 ns at epoch-scale values.
+  // decimals. A double would be off by up to 128 ns at epoch-scale values. Up to 16 digits are
+  // summed without a check per digit (below 1e16, no overflow); a 17th, or 9e15 or more, is not exact.
   constexpr std::int64_t kMaxWhole = 9'000'000'000'000'000;
+  const char* const first = p;
+  const char* const stop = end - p > 16 ? p + 16 : end;
   std::int64_t whole = 0;
-  std::size_t digits = 0;
-  bool exact = true;
-  while (i < tok.size() && tok[i] >= '0' && tok[i] <= '9') {
-    if (++digits > 16 || (whole = whole * 10 + (tok[i] - '0')) >= kMaxWhole) {
-      exact = false;
-      break;
-    }
-    ++i;
-  }
-  exact = exact && digits > 0;
+  unsigned d = 0;
+  for (; p != stop && digit(*p, d); ++p) whole = whole * 10 + d;
+  bool exact = p != first && whole < kMaxWhole && !(p != end && digit(*p, d));
   std::int64_t frac = 0;
-  if (exact && i < tok.size() && tok[i] == '.') {
-    ++i;
+  if (exact && p != end && *p == '.') {
+    ++p;
     int fd = 0;
     int round_digit = -1;
-    while (i < tok.size() && tok[i] >= '0' && tok[i] <= '9') {
+    for (; p != end && digit(*p, d); ++p, ++fd) {
       if (fd < 3)
-        frac = frac * 10 + (tok[i] - '0');
+        frac = frac * 10 + d;
       else if (fd == 3)
-        round_digit = tok[i] - '0';
-      ++fd;
-      ++i;
+        round_digit = static_cast<int>(d);
     }
     if (fd == 0) exact = false;
     for (int k = fd; k < 3; ++k) frac *= 10;
     if (round_digit >= 5) ++frac;
   }
-  if (exact && i == tok.size()) {
+  if (exact && p == end) {
     const std::int64_t v = whole * 1000 + frac;
     ns = neg ? -v : v;
     return true;
   }
   // Exponents, very long integers: through double (ns precision is not kept there anyway).
   std::string s(tok);
-  char* end = nullptr;
-  const double d = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || !std::isfinite(d) || std::fabs(d) > 9.0e15) return false;
-  ns = static_cast<std::int64_t>(std::llround(d * 1000.0));
+  char* send = nullptr;
+  const double dv = std::strtod(s.c_str(), &send);
+  if (send == s.c_str() || *send != '\0' || !std::isfinite(dv) || std::fabs(dv) > 9.0e15) return false;
+  ns = static_cast<std::int64_t>(std::llround(dv * 1000.0));
   return true;
 }
 
 struct KinetoParser::Impl {
   od::parser parser;
-  std::vector<RawEvent> spare_events;  // a recycled trace's records: their allocation is reused
+  // A recycled trace's records: their allocations are reused, not faulted in afresh for each rank
+  // file (a CPU trace's [memory] events each have a MemArgs).
+  std::vector<RawEvent> spare_events;
+  std::vector<CommArgs> spare_comms;
+  std::vector<LaunchConfig> spare_launches;
+  std::vector<MemArgs> spare_mems;
 };
 
 KinetoParser::KinetoParser() : impl_(std::make_unique<Impl>()) {}
@@ -765,6 +781,9 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
   KinetoTrace t;
   t.events = std::move(impl_->spare_events);
   t.events.clear();
+  t.comms = std::move(impl_->spare_comms);
+  t.launches = std::move(impl_->spare_launches);
+  t.mems = std::move(impl_->spare_mems);
   // Real traces keep about one event per 300 bytes of JSON (8.6 MB: 27,000). Reserving that up
   // front, under huge pages, spares the vector's regrowth copies and most of its page faults;
   // the reserve only maps memory, pages are touched as events are kept.
@@ -792,6 +811,12 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
 void KinetoParser::recycle(KinetoTrace&& trace) {
   impl_->spare_events = std::move(trace.events);
   impl_->spare_events.clear();
+  impl_->spare_comms = std::move(trace.comms);
+  impl_->spare_comms.clear();
+  impl_->spare_launches = std::move(trace.launches);
+  impl_->spare_launches.clear();
+  impl_->spare_mems = std::move(trace.mems);
+  impl_->spare_mems.clear();
 }
 
 }  // namespace ss::import::kineto
