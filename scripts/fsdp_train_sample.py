@@ -208,6 +208,9 @@ def main():
     ap.add_argument("--no-fsdp", action="store_true")
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
+    ap.add_argument("--torch-profiler-trace", default="",
+                    help="the job's own torch.profiler over the timed steps (CPU + CUDA), its trace written here "
+                         "(rank 0; {rank} is replaced): a job that profiles itself while recorded")
     ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
     ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
@@ -267,8 +270,11 @@ def main():
     prof = None
     times = []
     for step in range(args.steps):
-        if args.torch_profiler_kernels and step == args.warmup:
-            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
+            activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
+            if args.torch_profiler_trace:
+                activities.append(torch.profiler.ProfilerActivity.CPU)
+            prof = torch.profiler.profile(activities=activities)
             prof.__enter__()
         t0 = time.perf_counter()
         if args.arch == "mlp":
@@ -308,9 +314,16 @@ def main():
         if rank == 0:
             print("step %d loss %.4f %.1f ms" % (step, loss.item(), 1000 * times[-1]), flush=True)
     kernels = None
+    kernels_by_kind = None
     if prof is not None:
         prof.__exit__(None, None, None)
-        kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        gpu = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = len(gpu)
+        kernels_by_kind = {"memcpy": sum(1 for n in gpu if n.startswith("Memcpy")),
+                           "memset": sum(1 for n in gpu if n.startswith("Memset"))}
+        kernels_by_kind["kernel"] = kernels - kernels_by_kind["memcpy"] - kernels_by_kind["memset"]
+        if args.torch_profiler_trace and rank == 0:
+            prof.export_chrome_trace(args.torch_profiler_trace.replace("{rank}", str(rank)))
     timed = times[args.warmup:] or times
     summary = {
         "world_size": world,
@@ -322,6 +335,7 @@ def main():
         "steps_per_s": len(timed) / sum(timed),
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
         "torch_profiler_kernels_timed_steps": kernels,
+        "torch_profiler_kernels_by_kind": kernels_by_kind,  # memcpy / memset by name, the rest kernels
         "torch_version": torch.__version__,
     }
     if rank == 0:

@@ -1,4 +1,4 @@
-// shardscope record [-o run.ssdb] [--memory per-tensor|segments|off] [--no-modules] [--keep-parts] -- CMD...
+// shardscope record [-o run.ssdb] [--memory per-tensor|history|segments|off] [--no-modules] [--keep-parts] -- CMD...
 // Runs CMD with the collector injected and the Python hooks on PYTHONPATH, waits for it (Ctrl+C
 // and SIGTERM are forwarded to its process group), merges the per-rank files into one profile on
 // one clock, and exits with CMD's exit code.
@@ -8,6 +8,7 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
 #include "profiler/collector/core/merge.h"
+#include "profiler/collector/launcher/allocator_history.h"
 #include "profiler/collector/launcher/child_process.h"
 #include "profiler/collector/launcher/locate.h"
 #include "profiler/collector/launcher/record_env.h"
@@ -69,9 +70,10 @@ int cmd_record(const std::vector<std::string>& args) {
               "from every rank, merged into one profile on one clock. CMD's exit code is passed through.");
   p.option("output", "FILE", "profile to write", "run.ssdb", 'o')
       .option("memory", "MODE",
-              "per-tensor: PyTorch's cudaMallocAsync backend, one event per tensor; segments: the native allocator's "
-              "cudaMalloc segments only; off: no memory events",
-              "per-tensor", 0, {"per-tensor", "segments", "off"})
+              "per-tensor: PyTorch's cudaMallocAsync backend, one event per tensor; history: the job's own allocator, "
+              "one event per tensor from its history (torch.cuda.memory._record_memory_history); segments: the native "
+              "allocator's cudaMalloc segments only; off: no memory events",
+              "per-tensor", 0, {"per-tensor", "history", "segments", "off"})
       .flag("no-modules", "no Python module hooks (kernels and collectives only)")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
       .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")
@@ -92,6 +94,7 @@ int cmd_record(const std::vector<std::string>& args) {
   const std::string memory = p.get("memory");
   settings.memory = memory == "off" ? record::MemoryMode::Off
                     : memory == "segments" ? record::MemoryMode::Segments
+                    : memory == "history"  ? record::MemoryMode::History
                                            : record::MemoryMode::PerTensor;
   settings.modules = !p.flag_set("no-modules");
   settings.collector_library = record::locate_collector_library();
@@ -120,6 +123,7 @@ int cmd_record(const std::vector<std::string>& args) {
     mo.output = output.string();
     mo.command = join_command(cmd);
     if (p.has("label")) mo.notes = p.get("label");
+    for (const auto& w : record::attach_allocator_history(parts.string()).warnings) std::cerr << "[shardscope] warning: " << w << "\n";
     rank_files_from_cpu_traces(parts);
     auto inputs = collector::find_rank_inputs(parts.string());
     auto result = collector::merge_rank_files(inputs, mo);

@@ -7,22 +7,7 @@ set -u
 SS=$1
 SRC=$2
 PY=${3:-/usr/bin/python3}
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  [ "${SHARDSCOPE_REQUIRE_TORCH:-0}" = 1 ] && { echo "FAIL: $PY has no torch (run scripts/python-env.sh)"; exit 1; }
-  echo "SKIP: $PY has no torch"; exit 77
-fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-PORT=$(( 20000 + RANDOM % 20000 ))
-cat > "$T/two_ranks.sh" <<LAUNCH
-export MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT WORLD_SIZE=2
-RANK=0 LOCAL_RANK=0 $PY "\$@" & p0=\$!
-RANK=1 LOCAL_RANK=1 $PY "\$@" & p1=\$!
-wait \$p0; c0=\$?; wait \$p1; c1=\$?
-exit \$(( c0 > c1 ? c0 : c1 ))
-LAUNCH
+. "$(dirname "$0")/../support/cpu_ranks.sh"  # torch or skip, T, fail, $T/two_ranks.sh
 
 # 1. Two ranks, the job's exit code (3) passed through, one merged profile.
 "$SS" record -o "$T/run.ssdb" -- bash "$T/two_ranks.sh" "$SRC/scripts/fsdp_train_sample.py" \

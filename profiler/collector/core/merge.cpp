@@ -9,9 +9,9 @@
 #include "profiler/collector/core/attributor.h"
 #include "profiler/common/memory_categories.h"
 #include "profiler/common/module_range_name.h"
-#include "storage/interval_union.h"
 #include "profiler/collector/core/clock_alignment.h"
 #include "profiler/collector/core/py_sidecar.h"
+#include "profiler/collector/core/rank_phases.h"
 #include "profiler/collector/core/rank_file_writer.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
@@ -46,7 +46,8 @@ std::vector<RankInputs> find_rank_inputs(const std::string& dir) {
   return out;
 }
 
-bool rank_file_from_sidecar(const std::string& sidecar_path, const RankIdentity& id, const std::string& out_path) {
+bool rank_file_from_sidecar(const std::string& sidecar_path, const RankIdentity& id, const std::string& out_path,
+                            std::optional<TimeNs> earliest_unix_ns) {
   Sidecar sc = read_sidecar(sidecar_path);
   if (sc.ranges.empty()) return false;
   std::sort(sc.ranges.begin(), sc.ranges.end(), [](auto& a, auto& b) { return a.start < b.start; });
@@ -55,7 +56,8 @@ bool rank_file_from_sidecar(const std::string& sidecar_path, const RankIdentity&
   info.pid = id.pid;
   info.world_size = id.world_size;
   if (auto h = sc.meta.find("host"); h != sc.meta.end()) info.host = h->second;
-  RankFileWriter writer(out_path, info, sc.ranges.front().start, "");
+  const TimeNs origin = earliest_unix_ns ? std::min(*earliest_unix_ns, sc.ranges.front().start) : sc.ranges.front().start;
+  RankFileWriter writer(out_path, info, origin, "");
   writer.set_meta("collector.source", "python-sidecar");
   Attributor attributor(0);
   std::uint64_t marker = 1;
@@ -103,46 +105,16 @@ std::string module_parent(const std::string& fqn) {
 
 // The collector's per-tensor events (cudaMallocAsync) come without a category: give them the
 // importers' categories (profiler/common/memory_categories.h) from the rank's steps and hook
-// ranges -- forward until the first backward module range, backward until the optimizer range;
-// recompute and optimizer ranges as contexts. Events that already have one keep it.
+// ranges (rank_phases.h); recompute and optimizer ranges as contexts. Events that already have
+// one keep it.
 void categorize_collector_memory(sql::Db& db, TimeNs shift, std::vector<MemoryEventRow>& rows) {
   if (rows.empty() || std::any_of(rows.begin(), rows.end(), [](const auto& m) { return m.category != MemoryCategory::Unknown; }))
     return;
-  std::vector<StepPhases> steps;
-  {
-    sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns FROM steps ORDER BY start_ns");
-    while (st.step()) steps.push_back({st.col_int(0) + shift, 0, 0, st.col_int(1) + shift});
-  }
-  std::vector<std::pair<TimeNs, TimeNs>> optimizer, recompute;
-  std::vector<TimeNs> backward;
-  {
-    sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns, phase FROM ranges WHERE phase IN (2, 3, 4) ORDER BY start_ns");
-    while (st.step()) {
-      const TimeNs a = st.col_int(0) + shift, b = st.col_int(1) + shift;
-      const auto ph = static_cast<RangePhase>(st.col_int(2));
-      if (ph == RangePhase::Backward) backward.push_back(a);
-      else (ph == RangePhase::Optimizer ? optimizer : recompute).emplace_back(a, b);
-    }
-  }
-  auto first_in = [](const auto& v, TimeNs a, TimeNs b, auto key) {
-    TimeNs best = b;
-    for (const auto& x : v)
-      if (key(x) >= a && key(x) < b) best = std::min(best, key(x));
-    return best;
-  };
-  for (auto& s : steps) {
-    s.optimizer = first_in(optimizer, s.start, s.end, [](const auto& r) { return r.first; });
-    s.backward = std::min(s.optimizer, first_in(backward, s.start, s.end, [](TimeNs t) { return t; }));
-  }
-  optimizer = interval_union(std::move(optimizer));
-  recompute = interval_union(std::move(recompute));
-  auto inside = [](const std::vector<TimeInterval>& v, TimeNs t) { return interval_holding(v, t) >= 0; };
+  const RankPhases phases = read_rank_phases(db, shift);
   std::vector<MemoryEventIn> ins;
   ins.reserve(rows.size());
-  for (const auto& m : rows)
-    ins.push_back({m.time, m.address, m.bytes,
-                   inside(optimizer, m.time) ? MemContext::Optimizer : inside(recompute, m.time) ? MemContext::Recompute : MemContext::None});
-  const auto cats = classify_memory(ins, steps, {});
+  for (const auto& m : rows) ins.push_back({m.time, m.address, m.bytes, phases.context_at(m.time)});
+  const auto cats = classify_memory(ins, phases.steps, {});
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].category = cats[i];
 }
 

@@ -10,6 +10,7 @@
 //    come from the sidecars. Range nesting (depth / parent) is computed per (rank, thread) here.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,9 @@ struct MergeResult {
 // under a temporary name and renamed, so a failed merge leaves no half-written profile.
 MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeOptions& options);
 
-// Builds a rank file from a sidecar's ranges (no CUPTI); returns false when it has none.
-bool rank_file_from_sidecar(const std::string& sidecar, const RankIdentity& id, const std::string& out_path);
+// Builds a rank file from a sidecar's ranges (no CUPTI); returns false when it has none. Its clock
+// starts at the first range, or at `earliest_unix_ns` when that is earlier (events added later).
+bool rank_file_from_sidecar(const std::string& sidecar, const RankIdentity& id, const std::string& out_path,
+                            std::optional<TimeNs> earliest_unix_ns = std::nullopt);
 
 }  // namespace ss::collector

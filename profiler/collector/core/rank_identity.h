@@ -39,7 +39,7 @@ std::optional<RankIdentity> parse_rank_file_stem(std::string_view name);
 
 // Environment variables shared by the launcher, the collector and the Python package.
 inline constexpr const char* kEnvOutputDir = "SHARDSCOPE_OUTPUT_DIR";
-inline constexpr const char* kEnvMemoryMode = "SHARDSCOPE_MEMORY";        // per-tensor | segments | off
+inline constexpr const char* kEnvMemoryMode = "SHARDSCOPE_MEMORY";        // per-tensor | history | segments | off
 inline constexpr const char* kEnvModules = "SHARDSCOPE_MODULES";          // "0" = no module hooks
 inline constexpr const char* kEnvCollector = "SHARDSCOPE_COLLECTOR";      // "1" when the CUPTI collector is injected
 inline constexpr const char* kEnvVerbose = "SHARDSCOPE_VERBOSE";

@@ -18,6 +18,7 @@ std::string trim(std::string s) {
 std::string memory_mode_name(MemoryMode m) {
   switch (m) {
     case MemoryMode::PerTensor: return "per-tensor";
+    case MemoryMode::History: return "history";
     case MemoryMode::Segments: return "segments";
     case MemoryMode::Off: return "off";
   }

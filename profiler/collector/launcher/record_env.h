@@ -1,7 +1,7 @@
 // The environment `shardscope record` gives the recorded command. Pure: takes the current
 // environment and the settings, returns the new one plus warnings, so it is unit-tested.
 //   SHARDSCOPE_OUTPUT_DIR     where every rank writes <stem>.ssdb / <stem>.modules.tsv
-//   SHARDSCOPE_MEMORY         per-tensor | segments | off
+//   SHARDSCOPE_MEMORY         per-tensor | history | segments | off
 //   SHARDSCOPE_MODULES        1 | 0 (--no-modules)
 //   SHARDSCOPE_COLLECTOR      1 when the CUPTI collector is injected
 //   CUDA_INJECTION64_PATH     the collector library (the driver loads it at cuInit)
@@ -16,7 +16,10 @@
 
 namespace ss::record {
 
-enum class MemoryMode { PerTensor, Segments, Off };
+// PerTensor: PyTorch's cudaMallocAsync backend, one CUPTI record per tensor. History: the job's own
+// allocator, per-tensor events from its history (allocator_history.h). Segments: the native
+// allocator's cudaMalloc segments only. Off: none.
+enum class MemoryMode { PerTensor, History, Segments, Off };
 
 struct RecordSettings {
   std::string output_dir;
