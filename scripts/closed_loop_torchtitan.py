@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The closed loop on torchtitan (PyPI, unedited), CPU/gloo, 2 ranks: record -> plan -> apply -> run.
+
+    scripts/closed_loop_torchtitan.py --out /tmp/titan_loop [--repeat 3] [--steps 6]
+
+Per repeat, interleaved (so that the machine's drift hits every column alike):
+1. A: torchtitan's llama3 debug model as it ships (tests/trainers/titan_cpu_config.py), recorded.
+2. Two plans from the first A: manual (`plan --modules layers.4,layers.5`) and automatic under a
+   budget (`plan --budget --strategy cost`, candidates restricted to the blocks: torchtitan's
+   chunked loss sets the output head's reshard policy itself at run time).
+3. For each plan: the prediction from this repeat's A (`simulate A --plan P --fit`); B with the plan
+   applied through shardscope.torchtitan.parallelize_hook ($SHARDSCOPE_PLAN), recorded; and B again
+   without `record` (the job's own step wall times).
+4. Compare: all-gathers per step and their bytes, reduce-scattered bytes per step (predicted vs
+   recorded B: must be equal), step time (pooled means over the repeats), peak memory (against recorded B and against
+   FSDPMemTracker in the unrecorded B).
+Writes OUT/closed_loop_torchtitan.json and prints the rows of docs/accuracy.md. Exit 1 when the
+collectives differ.
+"""
+import argparse
+import json
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TRAINERS = os.path.join(ROOT, "tests", "trainers")
+
+
+def run(cmd, log, env=None, check=True):
+    full = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    full["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "profiler", "python"), TRAINERS, full.get("PYTHONPATH", "")])
+    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(log, "w") as f:
+        f.write(p.stdout)
+    if check and p.returncode != 0:
+        sys.stderr.write(p.stdout[-4000:])
+        raise SystemExit("failed (%d): %s" % (p.returncode, " ".join(cmd)))
+    return p.stdout
+
+
+def titan(a, name, plan=None, record=True):
+    """Runs torchtitan once; returns (profile or None, the job's summary)."""
+    summary = os.path.join(a.out, name + ".json")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=%d" % random.randint(20000, 40000),
+           os.path.join(TRAINERS, "titan_cpu_launch.py"), "--assets", os.path.join(a.out, "assets"), "--steps", str(a.steps),
+           "--summary", summary]
+    cmd += ["--", "--module", "titan_cpu_config", "--config", "llama3_debug_cpu"]
+    profile = os.path.join(a.out, name + ".ssdb") if record else None
+    if record:
+        cmd = [a.ss, "record", "-o", profile, "--"] + cmd
+    run(cmd, os.path.join(a.out, name + ".log"), env={"SHARDSCOPE_PLAN": plan} if plan else None)
+    with open(summary) as f:
+        s = json.load(f)
+    return profile, s
+
+
+def ss_json(a, name, *args):
+    # `plan` exits 2 when its plan does not fit the budget; its JSON still says so (fits_budget).
+    return json.loads(run([a.ss] + list(args) + ["--format", "json"], os.path.join(a.out, name + ".log"), check=args[0] != "plan"))
+
+
+def collectives_per_step(profile, rank=0):
+    db = sqlite3.connect("file:%s?mode=ro" % profile, uri=True)
+    out = []
+    for t0, t1 in db.execute("SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", (rank,)):
+        out.append(sorted(db.execute("SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = 'collective_type' "
+                                     "AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND c.start_ns < ? AND "
+                                     "e.label IN ('all_gather', 'reduce_scatter')", (rank, t0, t1)).fetchall()))
+    db.close()
+    return out
+
+
+def pct(x, ref):
+    return 100.0 * (x - ref) / ref
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="/tmp/shardscope_titan_loop")
+    ap.add_argument("--ss", default=os.path.join(ROOT, "build", "app", "shardscope"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--budget-margin", type=float, default=2.5,
+                    help="automatic plan: budget = A's measured peak + this many of a block's gathered (bf16) size")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    plans, budget, rows, ok = None, None, [], True
+    for rep in range(a.repeat):
+        A, _ = titan(a, "A%d" % rep)
+        replay = ss_json(a, "A%d_replay" % rep, "simulate", A, "--fit")
+        row = {"A": {"measured_step_ms": replay["measured_step_time_ms"], "replayed_step_ms": replay["step_time_ms"],
+                     "measured_peak_bytes": replay["measured_breakdown"]["peak_memory_bytes"],
+                     "replayed_peak_bytes": replay["peak_memory_bytes"], "all_gathers": replay["all_gathers"]}, "plans": {}}
+        if plans is None:
+            blocks = [u["name"] for u in replay["units"] if u["name"].startswith("layers.")]
+            largest = max(u["params"] for u in replay["units"] if u["name"] in blocks) * 2
+            budget = int(replay["measured_breakdown"]["peak_memory_bytes"] + a.budget_margin * largest)
+            plans = {}
+            for name, args in (("manual", ["--modules", ",".join(blocks[-2:])]),
+                               ("auto", ["--budget", str(budget), "--strategy", "cost", "--modules", ",".join(blocks)])):
+                path = os.path.join(a.out, "plan_%s.json" % name)
+                plans[name] = (path, ss_json(a, "plan_" + name, "plan", A, "-o", path, *args))
+        for name, (path, planned) in plans.items():
+            predicted_profile = os.path.join(a.out, "predicted_%s_%d.ssdb" % (name, rep))
+            pred = ss_json(a, "pred_%s_%d" % (name, rep), "simulate", A, "--fit", "--plan", path, "-o", predicted_profile)
+            B, _ = titan(a, "B_%s_%d" % (name, rep), plan=path)
+            # (No FSDPMemTracker here: it refuses torchtitan's chunked loss, which runs the output
+            # head several times per iteration -- "FSDPMemTracker does not support memory tracking
+            # for multiple iterative calls".)
+            _, free = titan(a, "Bfree_%s_%d" % (name, rep), plan=path, record=False)
+            meas = ss_json(a, "B_%s_%d_replay" % (name, rep), "simulate", B, "--fit")
+            want = collectives_per_step(predicted_profile)[0]
+            got = collectives_per_step(B)[1:]
+            # All-gathers exactly (type and bytes each); reduce-scatters by bytes: torchtitan's
+            # chunked loss reduces the output head's gradients apart from the norm's.
+            gathers = lambda step: [c for c in step if c[0] == "all_gather"]
+            scattered = lambda step: sum(b for t, b in step if t == "reduce_scatter")
+            exact = all(gathers(g) == gathers(want) and scattered(g) == scattered(want) for g in got)
+            ok = ok and exact
+            row["plans"][name] = {
+                "unsharded": planned.get("unsharded"), "collectives_exact": exact,
+                "all_gathers": sum(1 for t, _ in want if t == "all_gather"),
+                "reduce_scatters": sum(1 for t, _ in want if t == "reduce_scatter"), "bytes": sum(b for _, b in want),
+                "predicted_step_ms": pred["step_time_ms"], "recorded_step_ms": meas["measured_step_time_ms"],
+                "unrecorded_step_ms": 1000 * statistics.mean(free["step_s"][1:]),
+                "predicted_peak_bytes": pred["peak_memory_bytes"],
+                "recorded_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
+            }
+        rows.append(row)
+    mean = lambda xs: sum(xs) / len(xs)
+    summary = {"repeats": a.repeat, "steps": a.steps, "budget_bytes": budget, "runs": rows, "plans": {}}
+    Am, Ar = mean([r["A"]["measured_step_ms"] for r in rows]), mean([r["A"]["replayed_step_ms"] for r in rows])
+    Apm, Apr = mean([r["A"]["measured_peak_bytes"] for r in rows]), mean([r["A"]["replayed_peak_bytes"] for r in rows])
+    summary["A"] = {"measured_step_ms": Am, "replayed_step_ms": Ar, "replay_error_pct": pct(Ar, Am),
+                    "measured_peak_bytes": Apm, "replayed_peak_bytes": Apr, "peak_error_pct": pct(Apr, Apm)}
+    print("torchtitan llama3 debug (CPU, gloo, 2 ranks), %d interleaved repeats of %d steps" % (a.repeat, a.steps))
+    print("  A replay: step %.1f vs %.1f ms measured (%+.2f %%), peak %.2f vs %.2f MiB (%+.2f %%), %d all-gathers per step"
+          % (Ar, Am, pct(Ar, Am), Apr / 2**20, Apm / 2**20, pct(Apr, Apm), rows[0]["A"]["all_gathers"]))
+    for name in plans:
+        rs = [r["plans"][name] for r in rows]
+        p_ms, rec_ms, free_ms = (mean([x[k] for x in rs]) for k in ("predicted_step_ms", "recorded_step_ms", "unrecorded_step_ms"))
+        p_pk, rec_pk = mean([x["predicted_peak_bytes"] for x in rs]), mean([x["recorded_peak_bytes"] for x in rs])
+        s = {"unsharded": rs[0]["unsharded"], "collectives_exact": all(x["collectives_exact"] for x in rs),
+             "all_gathers": rs[0]["all_gathers"], "reduce_scatters": rs[0]["reduce_scatters"], "bytes": rs[0]["bytes"],
+             "predicted_step_ms": p_ms, "recorded_step_ms": rec_ms, "unrecorded_step_ms": free_ms,
+             "step_error_vs_recorded_pct": pct(p_ms, rec_ms), "step_error_vs_unrecorded_pct": pct(p_ms, free_ms),
+             "predicted_peak_bytes": p_pk, "recorded_peak_bytes": rec_pk, "peak_error_vs_recorded_pct": pct(p_pk, rec_pk),
+             "step_error_per_repeat_vs_unrecorded_pct": [pct(x["predicted_step_ms"], x["unrecorded_step_ms"]) for x in rs]}
+        summary["plans"][name] = s
+        print("  %-6s keep %-22s per step %d AG + %d RS, %d B (%s); step pred %.1f / recorded %.1f (%+.2f %%) / unrecorded %.1f ms "
+              "(%+.2f %%); peak pred %.2f / recorded %.2f MiB (%+.2f %%)"
+              % (name, ",".join(s["unsharded"] or []) or "-", s["all_gathers"], s["reduce_scatters"], s["bytes"],
+                 "exact" if s["collectives_exact"] else "DIFFERENT", p_ms, rec_ms, s["step_error_vs_recorded_pct"], free_ms,
+                 s["step_error_vs_unrecorded_pct"], p_pk / 2**20, rec_pk / 2**20, s["peak_error_vs_recorded_pct"]))
+    with open(os.path.join(a.out, "closed_loop_torchtitan.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""torchtitan (PyPI, unedited) under `shardscope record`: its llama3 debug model (6 layers, dim
+256, 6.16 M parameters) on CPU/gloo with 2 ranks, launched by titan_cpu_launch.py. Recorded as it
+ships (selective activation checkpointing, chunked loss), with its blocks compiled
+(fullgraph=True), and with SimpleFSDP (graph_trainer); then a plan made from the first recording is
+applied through shardscope.torchtitan.parallelize_hook and that run is recorded too. Each run must
+end with the job's exit code; units, parameters and every all-gather / reduce-scatter per step
+(type and bytes) must equal what the job itself counted; `simulate --fit` of each recording must
+reproduce its all-gathers per step exactly and its measured peak within 3 %; the plan's prediction
+its all-gathers exactly and its reduce-scattered bytes. Counts and bytes only: no timings."""
+import _trainers_or_skip  # noqa: F401
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import unittest
+
+import trainer_run as tr
+
+STEPS = 3
+PEAK_TOLERANCE_PCT = 3.0
+LAYER_PARAMS = 852_480  # torchtitan's debug model: per TransformerBlock, as its own log counts
+
+
+def query(profile, sql, *params):
+    db = sqlite3.connect("file:%s?mode=ro" % profile, uri=True)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def fsdp_collectives_per_step(profile, rank=0):
+    out = []
+    for t0, t1 in query(profile, "SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
+        out.append(sorted(query(profile, "SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = "
+                                "'collective_type' AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND "
+                                "c.start_ns < ? AND e.label IN ('all_gather', 'reduce_scatter')", rank, t0, t1)))
+    return out
+
+
+class Torchtitan(unittest.TestCase):
+    runs = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ss_titan_")
+        cls.assets = os.path.join(cls.dir, "assets")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def recorded(cls, name, config, *titan_args, env=None):
+        """Records one configuration once: (profile, the job's summary)."""
+        if name not in cls.runs:
+            profile = os.path.join(cls.dir, name + ".ssdb")
+            summary = os.path.join(cls.dir, name + ".json")
+            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args), profile, env=env)
+            cls.runs[name] = (rc, out, profile, summary)
+        rc, out, profile, summary = cls.runs[name]
+        if rc != 0:
+            raise AssertionError("record of torchtitan %s: exit %d\n%s" % (name, rc, out[-4000:]))
+        return profile, tr.summary(summary)
+
+    def check_recording(self, profile, job, units_expected=None):
+        # Every all-gather and reduce-scatter of every step, as the job issued them.
+        per_step = fsdp_collectives_per_step(profile)
+        self.assertEqual(len(per_step), STEPS)
+        self.assertEqual(len(job["collectives"]), STEPS)
+        for step, (mine, theirs) in enumerate(zip(per_step, job["collectives"])):
+            self.assertEqual([tuple(c) for c in mine], theirs, "step %d" % step)
+        self.assertEqual(per_step[1:], [per_step[1]] * (STEPS - 1))  # steady state
+        # The replay at the recorded configuration: its all-gathers exactly, its peak within 3 %.
+        report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
+        self.assertEqual(report["all_gathers"], sum(1 for t, _ in per_step[1] if t == "all_gather"))
+        measured = report["measured_breakdown"]["peak_memory_bytes"]
+        self.assertGreater(measured, 0)
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+        return report
+
+    def test_as_it_ships(self):
+        profile, job = self.recorded("plain", "llama3_debug_cpu")
+        # Units and their parameters as the trainer built them (the root holds none of its own;
+        # norm and lm_head are one unit, stored under norm).
+        self.assertEqual(job["units"], dict({"tok_embeddings": 524_288, "norm": 256 + 524_288},
+                                            **{"layers.%d" % i: LAYER_PARAMS for i in range(6)}))
+        report = self.check_recording(profile, job)
+        self.assertEqual({u["name"]: u["params"] for u in report["units"] if u["params"] > 0}, job["units"])
+        self.assertEqual(query(profile, "SELECT param_count FROM modules WHERE fqn = ''"), [(6_163_712,)])
+        # Selective activation checkpointing is on: recomputed forwards in backward, replayed.
+        self.assertGreater(query(profile, "SELECT count(*) FROM ranges WHERE phase = (SELECT value FROM enums WHERE "
+                                 "type = 'range_phase' AND label = 'recompute')")[0][0], 0)
+
+    def test_blocks_compiled(self):
+        profile, job = self.recorded("compiled", "llama3_debug_cpu_no_ac", "--compile.enable",
+                                     "--compile.backend", "aot_eager")
+        self.check_recording(profile, job)
+
+    def test_simple_fsdp(self):
+        profile, job = self.recorded("simple_fsdp", "llama3_debug_cpu_simple_fsdp")
+        # SimpleFSDP's units: every module holding parameters (each gathers its own at use), not
+        # an invented "ReplicateComputation" module.
+        self.assertEqual(query(profile, "SELECT count(*) FROM modules WHERE fqn LIKE '%ReplicateComputation%' "
+                               "OR fqn LIKE '%<lambda>%'"), [(0,)])
+        units = dict(query(profile, "SELECT fqn, param_count FROM modules WHERE is_fsdp_unit = 1"))
+        layer0 = {k: v for k, v in units.items() if k.startswith("layers.0.")}
+        self.assertEqual(len(layer0), 7)  # attention_norm, ffn_norm, wqkv, wo, w1, w2, w3
+        self.assertEqual(sum(layer0.values()), LAYER_PARAMS)
+        self.assertEqual(sum(units.values()), 6_163_712)
+        self.check_recording(profile, job)
+
+    def test_plan_applied_through_the_hook(self):
+        a, _ = self.recorded("plain", "llama3_debug_cpu")
+        plan = os.path.join(self.dir, "plan.json")
+        rc, out = tr.run([tr.SHARDSCOPE, "plan", a, "--modules", "layers.4,layers.5", "-o", plan])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("torchtitan", out)  # the plan in the trainer's own terms
+        predicted = os.path.join(self.dir, "predicted.ssdb")
+        rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--plan", plan, "-o", predicted])
+        self.assertEqual(rc, 0, out)
+        b, job = self.recorded("planned", "llama3_debug_cpu", env={"SHARDSCOPE_PLAN": plan})
+        policies = dict(query(b, "SELECT fqn, reshard_policy FROM modules WHERE is_fsdp_unit = 1 AND fqn LIKE 'layers.%'"))
+        self.assertEqual(policies, {"layers.%d" % i: "false" if i >= 4 else "true" for i in range(6)})
+        # The run makes exactly the all-gathers the prediction made from A (two fewer re-gathers)
+        # and reduce-scatters of the same bytes; torchtitan's chunked loss reduces the output
+        # head's gradients apart from the norm's (two reduce-scatters for that unit, one predicted).
+        want = fsdp_collectives_per_step(predicted)[0]
+        gathers = lambda step: [c for c in step if c[0] == "all_gather"]
+        scattered = lambda step: sum(b for t, b in step if t == "reduce_scatter")
+        for step in fsdp_collectives_per_step(b)[1:]:
+            self.assertEqual(gathers(step), gathers(want))
+            self.assertEqual(scattered(step), scattered(want))
+        a_steady = fsdp_collectives_per_step(a)[1]
+        self.assertEqual(len(gathers(a_steady)) - len(gathers(want)), 2)
+        self.check_recording(b, job)
+
+
+if __name__ == "__main__":
+    unittest.main()
