@@ -21,10 +21,12 @@ import argparse
 import json
 import os
 import random
-import sqlite3
 import statistics
 import subprocess
 import sys
+
+import closed_loop  # noqa: E402  (its collectives_per_step and pct)
+from closed_loop import pct  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -64,19 +66,9 @@ def ss_json(a, name, *args):
     return json.loads(run([a.ss] + list(args) + ["--format", "json"], os.path.join(a.out, name + ".log"), check=args[0] != "plan"))
 
 
-def collectives_per_step(profile, rank=0):
-    db = sqlite3.connect("file:%s?mode=ro" % profile, uri=True)
-    out = []
-    for t0, t1 in db.execute("SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", (rank,)):
-        out.append(sorted(db.execute("SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = 'collective_type' "
-                                     "AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND c.start_ns < ? AND "
-                                     "e.label IN ('all_gather', 'reduce_scatter')", (rank, t0, t1)).fetchall()))
-    db.close()
-    return out
-
-
-def pct(x, ref):
-    return 100.0 * (x - ref) / ref
+def collectives_per_step(profile):
+    """[sorted [(type, bytes)] of each step's all-gathers and reduce-scatters] of rank 0, steps in order."""
+    return [v for _, v in sorted(closed_loop.collectives_per_step(profile, skip_first=False).items())]
 
 
 def main():

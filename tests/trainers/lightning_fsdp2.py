@@ -3,8 +3,9 @@
 
     torchrun --nproc_per_node=2 tests/trainers/lightning_fsdp2.py --steps 3 --summary FILE
 
-A small decoder whose blocks and root are sharded with fully_shard in `configure_model` (Lightning's
-way), trained by `lightning.Trainer` on random tokens. --summary writes, from rank 0, the FSDP units
+The fast record tests' small model (tests/python/trainer_patterns.py) whose blocks and root are
+sharded with fully_shard in `configure_model` (Lightning's way), trained by `lightning.Trainer` on
+random tokens. --summary writes, from rank 0, the FSDP units
 and the collectives each training step issues, as the job counts them (job_counts.py).
 """
 import argparse
@@ -16,21 +17,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "python")]
 import job_counts  # noqa: E402
+from trainer_patterns import DIM, LAYERS, VOCAB, Block  # noqa: E402  (the fast record tests' model)
 
-VOCAB, DIM, LAYERS, HIDDEN, BATCH, SEQ = 256, 64, 3, 128, 4, 32
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = nn.LayerNorm(DIM)
-        self.w1 = nn.Linear(DIM, HIDDEN)
-        self.w2 = nn.Linear(HIDDEN, DIM)
-
-    def forward(self, x):
-        return x + self.w2(F.gelu(self.w1(self.norm(x))))
+BATCH, SEQ = 4, 32
 
 
 def main():

@@ -12,32 +12,21 @@ import _trainers_or_skip  # noqa: F401
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
 import unittest
 
+import fsdp2_run as run
 import trainer_run as tr
+from fsdp2_run import query
 
 STEPS = 3
 PEAK_TOLERANCE_PCT = 3.0
 LAYER_PARAMS = 852_480  # torchtitan's debug model: per TransformerBlock, as its own log counts
 
 
-def query(profile, sql, *params):
-    db = sqlite3.connect("file:%s?mode=ro" % profile, uri=True)
-    try:
-        return db.execute(sql, params).fetchall()
-    finally:
-        db.close()
-
-
 def fsdp_collectives_per_step(profile, rank=0):
-    out = []
-    for t0, t1 in query(profile, "SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
-        out.append(sorted(query(profile, "SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = "
-                                "'collective_type' AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND "
-                                "c.start_ns < ? AND e.label IN ('all_gather', 'reduce_scatter')", rank, t0, t1)))
-    return out
+    """[sorted [(type, bytes)] of each step's all-gathers and reduce-scatters], steps in order."""
+    return [v for _, v in sorted(run.fsdp_collectives_per_step(profile, rank).items())]
 
 
 class Torchtitan(unittest.TestCase):
