@@ -125,6 +125,31 @@ TEST_CASE("innermost range index", "[kineto]") {
   CHECK(zero.at(5) == -1);
 }
 
+TEST_CASE("innermost range index: a lookup from the last one's step answers as a search does", "[kineto]") {
+  std::mt19937 rng(5);
+  std::vector<std::pair<TimeNs, TimeNs>> ranges;
+  std::vector<std::int64_t> values;
+  for (int i = 0; i < 300; ++i) {  // nested and overlapping ranges, some of zero length
+    const TimeNs a = static_cast<TimeNs>(rng() % 10000);
+    ranges.emplace_back(a, a + static_cast<TimeNs>(rng() % 400));
+    values.push_back(i);
+  }
+  const InnermostRangeIndex idx(ranges, values);
+  std::vector<TimeNs> queries;
+  for (TimeNs t = -5; t < 10500; t += 3) queries.push_back(t);        // in time order, as a lane's events
+  for (int i = 0; i < 2000; ++i) queries.push_back(static_cast<TimeNs>(rng() % 11000) - 100);  // then anywhere
+  std::size_t hint = 0;
+  for (TimeNs t : queries) {
+    INFO(t);
+    REQUIRE(idx.at(t, -7, hint) == idx.at(t, -7));
+  }
+  std::size_t far = 123456;  // any hint is only a guess
+  CHECK(idx.at(5000, -7, far) == idx.at(5000, -7));
+  const InnermostRangeIndex empty({}, {});
+  std::size_t h = 0;
+  CHECK(empty.at(3, -7, h) == -7);
+}
+
 TEST_CASE("unrecorded frees: a block never allocated again is freed where the total says", "[kineto][memory]") {
   using ss::import::AllocatorEvent;
   // Two all-gather-sized blocks; the older one's free is missing and its address never comes back.

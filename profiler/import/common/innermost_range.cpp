@@ -51,9 +51,23 @@ InnermostRangeIndex::InnermostRangeIndex(const std::vector<std::pair<TimeNs, Tim
 }
 
 std::int64_t InnermostRangeIndex::at(TimeNs t, std::int64_t none) const {
-  auto it = std::upper_bound(times_.begin(), times_.end(), t);
-  if (it == times_.begin()) return none;
-  const std::int64_t v = values_[static_cast<std::size_t>(it - times_.begin() - 1)];
+  std::size_t hint = times_.size();
+  return at(t, none, hint);
+}
+
+std::int64_t InnermostRangeIndex::at(TimeNs t, std::int64_t none, std::size_t& hint) const {
+  // The step holding t is the last one starting at or before t (times_ ascending).
+  const std::size_t n = times_.size();
+  auto holds = [&](std::size_t i) { return times_[i] <= t && (i + 1 == n || t < times_[i + 1]); };
+  if (!(hint < n && holds(hint)) && !(hint + 1 < n && holds(++hint))) {
+    const auto it = std::upper_bound(times_.begin(), times_.end(), t);
+    if (it == times_.begin()) {
+      hint = n;
+      return none;
+    }
+    hint = static_cast<std::size_t>(it - times_.begin() - 1);
+  }
+  const std::int64_t v = values_[hint];
   return v == kNone ? none : v;
 }
 

@@ -19,6 +19,9 @@ class InnermostRangeIndex {
 
   // The value of the innermost range containing t, or `none`.
   std::int64_t at(TimeNs t, std::int64_t none = -1) const;
+  // The same, for queries that mostly come in time order (a lane's events, a trace's allocations):
+  // `hint` keeps where the last one landed, and that step and the next are tried before a search.
+  std::int64_t at(TimeNs t, std::int64_t none, std::size_t& hint) const;
   bool empty() const { return times_.empty(); }
 
  private:
