@@ -126,6 +126,7 @@ def main():
         while not os.path.exists(os.path.join(a.assets, ".complete")):
             time.sleep(0.1)
     os.environ["SS_TITAN_ASSETS"] = a.assets
+    os.environ.setdefault("SS_TITAN_DUMP", os.path.join(a.assets, "dump"))  # torchtitan's outputs, not the cwd
     os.environ["SS_TITAN_STEPS"] = str(a.steps)
     cpu_device_patches()
     time_steps(a.summary, a.mem_tracker_step, a.mem_tracker_out)
