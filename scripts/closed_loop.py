@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
-"""The closed loop on a real FSDP2 job: record -> replay -> plan -> apply_plan -> record -> compare.
+"""The closed loop on a real FSDP2 job: record -> replay -> plan -> apply_plan -> run B -> compare,
+against B recorded and against B as it runs without ShardScope.
 
     scripts/closed_loop.py --arch llama --out /tmp/loop            (CPU, gloo, 2 ranks; or --device cuda)
 
-1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record`.
-2. Replay A: `shardscope simulate A.ssdb` (cluster fitted to A's collectives, the default).
+1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record
+   --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
+   knows the job's step without the profiler).
+2. Replay A: `shardscope simulate A.ssdb` (cluster fitted to A's collectives, replay calibrated to
+   A's unobserved steps: the default) and `--as-profiled` (the job as recorded).
 3. Two plans from A alone: `plan --modules` (the last two layers kept unsharded) and an automatic
    plan under a memory budget (`plan --budget`, cost strategy).
-4. For each plan: predict B (`simulate A.ssdb --plan P -o predicted.ssdb`), run B with the plan
-   applied by shardscope.apply_plan (the training script's --plan), record it.
-5. Compare prediction and measurement: all-gather / reduce-scatter count and bytes per step (must
-   be equal), step time, peak memory.
+4. For each plan: predict B (`simulate A --plan P`, calibrated; and `--as-profiled`), then run B
+   with the plan applied by shardscope.apply_plan (the training script's --plan) twice: recorded
+   (`record --steps W`) and unrecorded (the job's own wall clock per step, and FSDPMemTracker's peak
+   on one step, the job's own memory counter on a CPU).
+5. Compare: all-gather / reduce-scatter count and bytes per step (predicted vs recorded B: must be
+   equal); step time and peak memory, the calibrated prediction against the unrecorded B (what a
+   user runs) and the as-profiled one against the recorded B.
+A and both Bs are run --repeat times, interleaved (the order of the two Bs alternating), and pooled.
 Writes OUT/closed_loop.json and prints a table (the rows of docs/accuracy.md). Exit 1 when the
 collective counts or bytes differ.
 """
 import argparse
 import json
 import os
+import random
 import sqlite3
+import statistics
 import subprocess
 import sys
 
@@ -44,14 +54,34 @@ def shardscope_json(ss, *args):
     return json.loads(run([ss] + list(args) + ["--format", "json"]))
 
 
+def job_argv(a, extra):
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
+            "--master_port=%d" % random.randint(20000, 40000), os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
+    return argv + (["--pin-cores"] if a.device == "cpu" else [])
+
+
 def record(a, name, extra):
+    """B or A under `record --steps WINDOW`; returns the profile."""
     out = os.path.join(a.out, name + ".ssdb")
-    cmd = [a.ss, "record", "-o", out, "--", sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
-           os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
-    if a.device == "cpu":
-        cmd.append("--pin-cores")
-    run(cmd, os.path.join(a.out, name + ".log"))
+    run([a.ss, "record", "-o", out, "--steps", a.window, "--"] + job_argv(a, extra), os.path.join(a.out, name + ".log"))
     return out
+
+
+def unrecorded(a, name, extra):
+    """B without ShardScope: (rank 0's median step time in ms after the warm-up, the tracked step
+    left out; FSDPMemTracker's peak in bytes on that step, rank 0)."""
+    summary, tracker = os.path.join(a.out, name + ".json"), os.path.join(a.out, name + "_tracker_{rank}.json")
+    run(job_argv(a, extra + ["--summary", summary, "--warmup", str(a.warmup)] +
+                 (["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker] if a.device == "cpu" else [])),
+        os.path.join(a.out, name + ".log"))
+    with open(summary) as f:
+        s = json.load(f)
+    steps = [t for n, t in enumerate(s["step_ms"]) if n >= a.warmup and n != a.tracker_step]
+    peak = s.get("max_memory_allocated")
+    if a.device == "cpu":
+        with open(tracker.replace("{rank}", "0")) as f:
+            peak = next(iter(json.load(f)["devices"].values()))["Total"]
+    return statistics.median(steps), peak
 
 
 def collectives_per_step(profile, rank=0, skip_first=True):
@@ -72,12 +102,22 @@ def pct(x, ref):
     return 100.0 * (x - ref) / ref if ref else None
 
 
+def pooled(rows, pred_key, meas_key):
+    """(pooled predicted, pooled measured, error % of the pooled means, per-run errors %)."""
+    mean = lambda xs: sum(xs) / len(xs)
+    p, m = mean([x[pred_key] for x in rows]), mean([x[meas_key] for x in rows])
+    return p, m, pct(p, m), [pct(x[pred_key], x[meas_key]) for x in rows]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", choices=sorted(MODELS), default="llama")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--nproc", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--window", default="3:7", help="record --steps for A and the recorded B (steps 3-6; the rest timed)")
+    ap.add_argument("--warmup", type=int, default=2, help="unrecorded B: steps left out of its step time")
+    ap.add_argument("--tracker-step", type=int, default=8, help="unrecorded B: the step FSDPMemTracker follows (CPU)")
     ap.add_argument("--out", default="/tmp/shardscope_loop")
     ap.add_argument("--ss", default=os.path.join(ROOT, "build", "app", "shardscope"))
     ap.add_argument("--repeat", type=int, default=3, help="A and each B are run this many times, interleaved")
@@ -87,8 +127,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-    # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits both;
-    # each B is predicted from the A recorded just before it, with the plans made from the first A.
+    # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits every
+    # column; each B is predicted from the A recorded just before it, with the plans made from the first A.
     runs = []
     plans = None
     budget = None
@@ -96,6 +136,7 @@ def main():
     for rep in range(a.repeat):
         A = record(a, "A%d" % rep, [])
         replay = shardscope_json(a.ss, "simulate", A)
+        replay_rec = shardscope_json(a.ss, "simulate", A, "--as-profiled")
         if plans is None:
             units = [u for u in replay["units"] if u["name"].startswith("layers.")]
             last_two = ",".join(u["name"] for u in units[-2:])
@@ -105,15 +146,25 @@ def main():
             for name, args in (("manual", ["--modules", last_two]), ("auto", ["--budget", str(budget), "--strategy", "cost"])):
                 plan_file = os.path.join(a.out, "plan_%s.json" % name)
                 plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args))
-        run_ = {"A": {"measured_step_ms": replay["measured_step_time_ms"], "replayed_step_ms": replay["step_time_ms"],
-                      "replay_error_pct": replay["error_pct"], "cluster": replay.get("cluster_used"),
+        u = replay["unobserved"]
+        run_ = {"A": {"profiled_step_ms": replay_rec["measured_step_time_ms"], "replayed_as_profiled_ms": replay_rec["step_time_ms"],
+                      "replay_error_pct": replay_rec["error_pct"], "unobserved_step_ms": u.get("step_time_ms"),
+                      "replayed_calibrated_ms": replay["step_time_ms"], "recording_slowdown_pct": u.get("recording_slowdown_pct"),
+                      "cluster": replay.get("cluster_used"),
                       "measured_peak_bytes": replay["measured_breakdown"]["peak_memory_bytes"],
                       "replayed_peak_bytes": replay["peak_memory_bytes"]}, "plans": {}}
-        for name, (plan_file, planned) in plans.items():
+        for i, (name, (plan_file, planned)) in enumerate(plans.items()):
             predicted_profile = os.path.join(a.out, "predicted_%s_%d.ssdb" % (name, rep))
             pred = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "-o", predicted_profile)
-            B = record(a, "B_%s_%d" % (name, rep), ["--plan", plan_file])
-            meas = shardscope_json(a.ss, "simulate", B)
+            pred_rec = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "--as-profiled")
+            extra = ["--plan", plan_file]
+            if (rep + i) % 2 == 0:
+                B = record(a, "B_%s_%d" % (name, rep), extra)
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
+            else:
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
+                B = record(a, "B_%s_%d" % (name, rep), extra)
+            meas = shardscope_json(a.ss, "simulate", B, "--as-profiled")
             measured_colls = collectives_per_step(B)
             want = next(iter(collectives_per_step(predicted_profile, skip_first=False).values()))
             exact = all(v == want for v in measured_colls.values())
@@ -121,53 +172,53 @@ def main():
             count = lambda lst, t: sum(1 for x in lst if x[0] == t)
             run_["plans"][name] = {
                 "unsharded": planned.get("unsharded"),
-                "predicted_step_ms": pred["step_time_ms"],
-                "measured_step_ms": meas["measured_step_time_ms"],
-                "step_prediction_error_pct": pct(pred["step_time_ms"], meas["measured_step_time_ms"]),
-                "B_replay_error_pct": meas["error_pct"],
-                "predicted_peak_bytes": pred["peak_memory_bytes"],
-                "measured_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
-                "peak_prediction_error_pct": pct(pred["peak_memory_bytes"], meas["measured_breakdown"]["peak_memory_bytes"]),
+                "predicted_step_ms": pred["step_time_ms"], "unrecorded_step_ms": free_ms,
+                "predicted_as_profiled_step_ms": pred_rec["step_time_ms"], "recorded_step_ms": meas["measured_step_time_ms"],
+                "predicted_peak_bytes": pred["peak_memory_bytes"], "unrecorded_peak_bytes": free_peak,
+                "predicted_as_profiled_peak_bytes": pred_rec["peak_memory_bytes"],
+                "recorded_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
                 "collectives_per_step": {"all_gather": count(want, "all_gather"), "reduce_scatter": count(want, "reduce_scatter"),
                                          "bytes": sum(b for _, b in want)},
                 "collectives_exact": exact,
             }
         runs.append(run_)
     mean = lambda xs: sum(xs) / len(xs)
-    summary = {"arch": a.arch, "device": a.device, "nproc": a.nproc, "steps": a.steps, "repeats": a.repeat,
-               "budget_bytes": budget, "runs": runs}
-    A_meas = mean([r["A"]["measured_step_ms"] for r in runs])
-    A_rep = mean([r["A"]["replayed_step_ms"] for r in runs])
-    summary["A"] = {"measured_step_ms": A_meas, "replayed_step_ms": A_rep, "replay_error_pct": pct(A_rep, A_meas),
-                    "replay_error_pct_per_run": [r["A"]["replay_error_pct"] for r in runs],
-                    "measured_peak_bytes": mean([r["A"]["measured_peak_bytes"] for r in runs]),
-                    "replayed_peak_bytes": mean([r["A"]["replayed_peak_bytes"] for r in runs])}
+    summary = {"arch": a.arch, "device": a.device, "nproc": a.nproc, "steps": a.steps, "window": a.window,
+               "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
+    As = [r["A"] for r in runs]
+    summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),
+                    "replay_calibrated": pooled(As, "replayed_calibrated_ms", "unobserved_step_ms"),
+                    "recording_slowdown_pct_per_run": [x["recording_slowdown_pct"] for x in As],
+                    "peak": pooled(As, "replayed_peak_bytes", "measured_peak_bytes")}
     summary["plans"] = {}
     for name in plans:
         rs = [r["plans"][name] for r in runs]
-        pm, mm = mean([x["predicted_step_ms"] for x in rs]), mean([x["measured_step_ms"] for x in rs])
-        pp, mp = mean([x["predicted_peak_bytes"] for x in rs]), mean([x["measured_peak_bytes"] for x in rs])
-        summary["plans"][name] = {"unsharded": rs[0]["unsharded"], "predicted_step_ms": pm, "measured_step_ms": mm,
-                                  "step_prediction_error_pct": pct(pm, mm),
-                                  "step_prediction_error_pct_per_run": [x["step_prediction_error_pct"] for x in rs],
-                                  "predicted_peak_bytes": pp, "measured_peak_bytes": mp, "peak_prediction_error_pct": pct(pp, mp),
-                                  "collectives_per_step": rs[0]["collectives_per_step"],
-                                  "collectives_exact": all(x["collectives_exact"] for x in rs)}
+        summary["plans"][name] = {
+            "unsharded": rs[0]["unsharded"], "collectives_per_step": rs[0]["collectives_per_step"],
+            "collectives_exact": all(x["collectives_exact"] for x in rs),
+            "step_vs_unrecorded": pooled(rs, "predicted_step_ms", "unrecorded_step_ms"),
+            "step_vs_recorded": pooled(rs, "predicted_as_profiled_step_ms", "recorded_step_ms"),
+            "peak_vs_unrecorded": pooled(rs, "predicted_peak_bytes", "unrecorded_peak_bytes"),
+            "peak_vs_recorded": pooled(rs, "predicted_as_profiled_peak_bytes", "recorded_peak_bytes")}
     with open(os.path.join(a.out, "closed_loop.json"), "w") as f:
         json.dump(summary, f, indent=1)
+    per = lambda xs: " ".join("%+.1f" % x for x in xs)
     r = summary["A"]
-    print("%s on %s x%d, %d repeats of %d steps: A measured %.1f ms, replay %.1f ms (%+.2f %%; per run %s); peak %.2f MiB, replayed %.2f MiB"
-          % (a.arch, a.device, a.nproc, a.repeat, a.steps, r["measured_step_ms"], r["replayed_step_ms"], r["replay_error_pct"],
-             " ".join("%+.1f" % x for x in r["replay_error_pct_per_run"]), r["measured_peak_bytes"] / 2**20,
-             r["replayed_peak_bytes"] / 2**20))
+    print("%s on %s x%d, %d repeats of %d steps (window %s): A replay as profiled %.1f vs %.1f ms (%+.2f %%; per run %s); "
+          "calibrated %.1f vs unobserved %.1f ms (%+.2f %%; per run %s); the profiled step %s %% slower; peak %+.2f %%"
+          % (a.arch, a.device, a.nproc, a.repeat, a.steps, a.window, r["replay_as_profiled"][0], r["replay_as_profiled"][1],
+             r["replay_as_profiled"][2], per(r["replay_as_profiled"][3]), r["replay_calibrated"][0], r["replay_calibrated"][1],
+             r["replay_calibrated"][2], per(r["replay_calibrated"][3]), per(r["recording_slowdown_pct_per_run"]), r["peak"][2]))
     for name, p in summary["plans"].items():
         c = p["collectives_per_step"]
-        print("  %-6s keep %-28s step pred %.1f / meas %.1f ms (%+.2f %%; per run %s), peak pred %.2f / meas %.2f MiB (%+.2f %%), "
-              "per step %d AG + %d RS, %d B: %s"
-              % (name, ",".join(p["unsharded"] or []) or "-", p["predicted_step_ms"], p["measured_step_ms"],
-                 p["step_prediction_error_pct"], " ".join("%+.1f" % x for x in p["step_prediction_error_pct_per_run"]),
-                 p["predicted_peak_bytes"] / 2**20, p["measured_peak_bytes"] / 2**20, p["peak_prediction_error_pct"],
-                 c["all_gather"], c["reduce_scatter"], c["bytes"], "exact" if p["collectives_exact"] else "DIFFERENT"))
+        print("  %-6s keep %-28s per step %d AG + %d RS, %d B: %s" % (name, ",".join(p["unsharded"] or []) or "-", c["all_gather"],
+              c["reduce_scatter"], c["bytes"], "exact" if p["collectives_exact"] else "DIFFERENT"))
+        for key, what in (("step_vs_unrecorded", "step vs unrecorded B"), ("step_vs_recorded", "step vs recorded B  "),
+                          ("peak_vs_unrecorded", "peak vs unrecorded B"), ("peak_vs_recorded", "peak vs recorded B  ")):
+            v = p[key]
+            unit, scale = ("MiB", 2**20) if key.startswith("peak") else ("ms", 1)
+            print("         %s: pred %.2f / meas %.2f %s (%+.2f %% pooled; per run %s)" % (what, v[0] / scale, v[1] / scale, unit, v[2],
+                                                                                        per(v[3])))
     return 0 if ok else 1
 
 

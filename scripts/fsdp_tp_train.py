@@ -308,7 +308,7 @@ def main(argv=None):
         opt.step()
         if tracker is not None:
             tracker.__exit__(None, None, None)
-            sample.write_tracker_peak(tracker, args.mem_tracker_out.replace("{rank}", str(rank)), step)
+            sample.write_tracker_peak(tracker, args.mem_tracker_out.replace("{rank}", str(rank)), step, model)
         elif counter is not None:
             counter.__exit__(None, None, None)
             per_step[step] = counter.counts

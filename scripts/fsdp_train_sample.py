@@ -154,12 +154,25 @@ def fsdp2():
     return None
 
 
-def write_tracker_peak(tracker, path, step):
-    """FSDPMemTracker's peak snapshot of this rank's device, bytes per category (its own names)."""
+def _snapshot_bytes(snapshot):
+    return {str(dev): {getattr(k, "value", str(k)): int(v) for k, v in cats.items()} for dev, cats in snapshot.items()}
+
+
+def write_tracker_peak(tracker, path, step, model=None):
+    """FSDPMemTracker's peak snapshot of this rank's device, bytes per category (its own names), and,
+    with the model, its snapshots at the FSDP units' hook points ("modules": {fqn: {state: [one per
+    call]}}, states such as "After Pre-Forward"): points the program defines, unlike the peak, whose
+    moment can move with thread timing between two nearly equal levels."""
     peak = tracker.get_tracker_snapshot("peak")
-    out = {"step": step, "devices": {}}
-    for dev, cats in peak.items():
-        out["devices"][str(dev)] = {getattr(k, "value", str(k)): int(v) for k, v in cats.items()}
+    out = {"step": step, "devices": _snapshot_bytes(peak)}
+    if model is not None:
+        names = {id(m): n for n, m in model.named_modules()}
+        out["modules"] = {}
+        for mod, stats in list(tracker.memory_tracking.items()):
+            if id(mod) not in names or not getattr(stats, "snapshots", None):
+                continue
+            out["modules"][names[id(mod)]] = {getattr(state, "value", str(state)): [_snapshot_bytes(s) for s in snaps]
+                                              for state, snaps in stats.snapshots.items()}
     if path:
         with open(path, "w") as f:
             json.dump(out, f, indent=1)
@@ -304,7 +317,7 @@ def main():
         opt.step()
         if tracker is not None:  # the peak of forward, backward and the optimizer step
             tracker.__exit__(None, None, None)
-            write_tracker_peak(tracker, args.mem_tracker_out.replace("{rank}", str(rank)), step)
+            write_tracker_peak(tracker, args.mem_tracker_out.replace("{rank}", str(rank)), step, model)
         opt.zero_grad(set_to_none=True)
         if device == "cuda":
             torch.cuda.synchronize()
@@ -333,6 +346,7 @@ def main():
         "steps": args.steps,
         "warmup": args.warmup,
         "steps_per_s": len(timed) / sum(timed),
+        "step_ms": [round(1000 * t, 3) for t in times],  # every step, rank 0's wall clock (warm-up included)
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
         "torch_profiler_kernels_timed_steps": kernels,
         "torch_profiler_kernels_by_kind": kernels_by_kind,  # memcpy / memset by name, the rest kernels

@@ -617,6 +617,14 @@ RowId ProfileWriter::add_step(const StepRow& st) {
   return id;
 }
 
+void ProfileWriter::add_unobserved_step(const StepRow& st) {
+  Impl& d = *impl_;
+  d.emit_owned([&d, st] {
+    sql::Stmt ins(d.db.get(), "INSERT INTO unobserved_steps (rank, number, start_ns, duration_ns) VALUES (?,?,?,?)");
+    insert(ins, st.rank, st.number, st.start, st.end - st.start);
+  });
+}
+
 void ProfileWriter::add_skipped(int rank, std::string_view reason, std::int64_t count) {
   Impl& d = *impl_;
   d.skipped += count;

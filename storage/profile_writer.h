@@ -50,6 +50,8 @@ class ProfileWriter {
   RowId add_range(const RangeRow& r);
   RowId add_memory_event(const MemoryEventRow& m);
   RowId add_step(const StepRow& s);
+  // A step outside `record --steps`' capture window: its wall time only (table unobserved_steps).
+  void add_unobserved_step(const StepRow& s);
   void add_skipped(int rank, std::string_view reason, std::int64_t count);
 
   // Updates a module's attribution of a kernel after the fact (importers attribute lazily).

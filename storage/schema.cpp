@@ -134,6 +134,16 @@ const std::vector<Table>& tables() {
         {"name_id", "INTEGER REFERENCES strings(id)"}},
        {},
        true},
+      // Steps the recording did not profile (`record --steps A:B`: the steps outside the capture
+      // window), timed by the wall clock only: the job as it runs without the profiler.
+      {"unobserved_steps",
+       {{"id", "INTEGER PRIMARY KEY"},
+        {"rank", "INTEGER NOT NULL"},
+        {"number", "INTEGER NOT NULL"},
+        {"start_ns", "INTEGER NOT NULL"},
+        {"duration_ns", "INTEGER NOT NULL"}},
+       {},
+       true},
   };
   return kTables;
 }

@@ -70,6 +70,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
       .flag("fit", "fit the cluster model to the profile's collectives (default without --cluster)")
       .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
+      .flag("as-profiled", kAsProfiledHelp)
       .flag("checkpoint", "plan activation checkpointing (full, per unit) jointly with unsharding, under the same budget\n"
                           "(cost: one queue of moves ranked by time saved per byte; exact: every combination)")
       .flag("offload-if-needed", "when no plan fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy)")
@@ -164,6 +165,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     sim::write_result_fields(j, chosen, o.result, false);
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
+    sim::write_calibration_fields(j, in);
     j.kv("fsdp2_python", sim::plan_to_python(plan));
     j.kv("torchtitan", sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     if (!p.get("output").empty()) j.kv("output", p.get("output"));
@@ -179,6 +181,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       std::cout << "\n";
     }
     std::cout << "Baseline     " << sim::to_ms(o.baseline.step_ns) << " ms, peak " << format_bytes(o.baseline.peak_bytes) << "\n";
+    sim::print_calibration_text(std::cout, in);
     std::cout << "Unsharded    " << plan.unsharded.size() << " module(s):";
     for (const auto& n : plan.unsharded) std::cout << " " << (n.empty() ? "(root)" : n);
     std::cout << "\n";

@@ -1,4 +1,4 @@
-// shardscope record [-o run.ssdb] [--memory per-tensor|history|segments|off] [--no-modules] [--keep-parts] -- CMD...
+// shardscope record [-o run.ssdb] [--memory per-tensor|history|segments|off] [--no-modules] [--steps A:B] [--keep-parts] -- CMD...
 // Runs CMD with the collector injected and the Python hooks on PYTHONPATH, waits for it (Ctrl+C
 // and SIGTERM are forwarded to its process group), merges the per-rank files into one profile on
 // one clock, and exits with CMD's exit code.
@@ -75,6 +75,10 @@ int cmd_record(const std::vector<std::string>& args) {
               "allocator's cudaMalloc segments only; off: no memory events",
               "per-tensor", 0, {"per-tensor", "history", "segments", "off"})
       .flag("no-modules", "no Python module hooks (kernels and collectives only)")
+      .option("steps", "A:B",
+              "profile only steps A to B-1 (optimizer steps, from 0; 'A:' to the end): before and after, the job runs\n"
+              "unprofiled and only its step wall times are kept (the profile's unobserved_steps, which simulate and plan\n"
+              "calibrate to). CPU ranks; CUDA ranks' collector records every step")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
       .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")
       .allow_passthrough("CMD...", "the command to record, e.g. torchrun --nproc_per_node=8 train.py")
@@ -85,11 +89,16 @@ int cmd_record(const std::vector<std::string>& args) {
   const auto& cmd = p.passthrough();
   if (cmd.empty()) throw UsageError("missing the command to record after '--'");
 
+  record::RecordSettings settings;
+  if (p.has("steps")) {
+    settings.steps = record::parse_step_window(p.get("steps"));
+    if (!settings.steps)
+      throw UsageError("--steps: expected A:B with 0 <= A < B (steps A to B-1), A: or :B, not '" + p.get("steps") + "'");
+  }
   const fs::path output = fs::absolute(p.get("output"));
   const fs::path parts = output.string() + ".parts";
   clear_parts_dir(parts);
 
-  record::RecordSettings settings;
   settings.output_dir = parts.string();
   const std::string memory = p.get("memory");
   settings.memory = memory == "off" ? record::MemoryMode::Off

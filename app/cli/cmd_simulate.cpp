@@ -89,7 +89,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
       .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives (default without --cluster)")
       .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
-      .flag("units", "list every unit (costs and memory at the peak)");
+      .flag("units", "list every unit (costs and memory at the peak)")
+      .flag("as-profiled", kAsProfiledHelp);
   add_plan_knob_options(p);
   if (!p.parse(args)) return kExitOk;
   sim::SimInputRequest req = sim_input_request(p);
@@ -104,8 +105,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
   sim::CompiledStep step = sim::compile_step(in.model, in.plan, in.cluster);
   sim::SimResult r = sim::simulate(step, true);
   const bool measured = in.from_profile && (in.origin == OriginKind::Measured || in.origin == OriginKind::Imported);
-  const bool comparable = in.from_profile && in.measured_step_ns > 0;
-  const double err = comparable ? 100.0 * (double(r.step_ns) - double(in.measured_step_ns)) / double(in.measured_step_ns) : 0;
+  // The step the simulation is judged against: the unobserved one (the job without the profiler)
+  // when the profile has some and the replay is calibrated to them, else the profiled one.
+  const TimeNs reference_ns = in.reference_step_ns();
+  const bool comparable = in.from_profile && reference_ns > 0;
+  const double err = comparable ? 100.0 * (double(r.step_ns) - double(reference_ns)) / double(reference_ns) : 0;
   // The replay: the profile's own plan at its own world size on this cluster (the step above
   // unless --plan or --world changed it), judged against the measured step.
   sim::ReplayCheck replay;
@@ -131,8 +135,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
     sim::write_result_fields(j, step, r, true);
     if (comparable) {
       // For synthetic inputs the comparison is reported but is not an accuracy figure.
-      j.kv("measured_step_time_ms", sim::to_ms(in.measured_step_ns)).kv("error_pct", err).kv("measured", measured);
+      j.kv("measured_step_time_ms", sim::to_ms(reference_ns)).kv("error_pct", err).kv("measured", measured);
       sim::write_measured_fields(j, in);
+      sim::write_calibration_fields(j, in);
       j.kv("replay_step_time_ms", sim::to_ms(replay.replay_ns)).kv("replay_error_pct", replay.error_pct);
       if (replay.far) {
         j.kv("warning", replay.warning);
@@ -156,10 +161,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
     sim::print_result_text(std::cout, step, r, p.flag_set("units"), cpu);
     if (comparable) {
       char line[160];
-      std::snprintf(line, sizeof line, "Measured     %.3f ms; simulated %+.2f%%%s\n", sim::to_ms(in.measured_step_ns), err,
-                    measured ? "" : " (input is not a measurement)");
+      std::snprintf(line, sizeof line, "Measured     %.3f ms%s; simulated %+.2f%%%s\n", sim::to_ms(reference_ns),
+                    in.calibrated ? " (unobserved step)" : "", err, measured ? "" : " (input is not a measurement)");
       std::cout << line;
       sim::print_measured_text(std::cout, in);
+      sim::print_calibration_text(std::cout, in);
       if (replay.far) std::cout << "WARNING      " << replay.warning << "\n";
     }
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";

@@ -14,6 +14,7 @@ sim::SimInputRequest sim_input_request(const ArgParser& p) {
   req.cluster_path = p.get("cluster");
   req.plan_path = p.get("plan");
   req.fit = p.flag_set("fit");
+  req.calibrate_to_unobserved = !p.flag_set("as-profiled");
   const long long world = p.get_int("world");
   if (world < 0 || world > 10'000'000) throw UsageError("--world must be between 1 and 10000000");
   req.world_override = static_cast<int>(world);

@@ -1,5 +1,5 @@
 // The simulator-input options that `simulate` and `plan` share (IN or --model, --cluster, --plan,
-// --fit, --world), turned into a SimInputRequest with the same usage errors for both.
+// --fit, --world, --as-profiled), turned into a SimInputRequest with the same usage errors for both.
 #pragma once
 
 #include "app/cli/arg_parser.h"
@@ -8,6 +8,11 @@
 namespace ss::cli {
 
 sim::SimInputRequest sim_input_request(const ArgParser& p);
+
+// --as-profiled: a profile with unobserved steps (record --steps A:B) is calibrated to them unless given.
+inline constexpr const char* kAsProfiledHelp =
+    "predict the job as it was profiled: no calibration to the profile's unobserved steps (record --steps A:B\n"
+    "times the steps it does not profile; by default the replay is calibrated to them, the job without the profiler)";
 
 // Plan knobs both commands take on top of --plan: --checkpoint-all MODE, --offload MODE,
 // --offload-prefetch K, --pipelined-optimizer, --parallel SPEC, --micro-batches N.

@@ -73,6 +73,36 @@ std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time) 
   return TensorFact{time, a, *category, std::string(module), has_module};
 }
 
+std::optional<LiveTensor> parse_live_tensor(std::string_view name, TimeNs time) {
+  constexpr std::string_view kPrefix = "ss:live:";
+  if (!starts_with(name, kPrefix)) return std::nullopt;
+  // <category>:<address>:<bytes>[:<module>]: the bytes are taken out, the rest reads as a fact.
+  const std::string_view rest = name.substr(kPrefix.size());
+  const auto c1 = rest.find(':');
+  const auto c2 = c1 == std::string_view::npos ? c1 : rest.find(':', c1 + 1);
+  if (c2 == std::string_view::npos) return std::nullopt;
+  const auto c3 = rest.find(':', c2 + 1);
+  const std::string_view size = rest.substr(c2 + 1, c3 == std::string_view::npos ? std::string_view::npos : c3 - c2 - 1);
+  std::int64_t bytes = 0;
+  auto [p, ec] = std::from_chars(size.data(), size.data() + size.size(), bytes);
+  if (ec != std::errc() || p != size.data() + size.size() || bytes <= 0) return std::nullopt;
+  std::string fact = "ss:mem:" + std::string(rest.substr(0, c2));
+  if (c3 != std::string_view::npos) fact += std::string(rest.substr(c3));
+  auto f = parse_tensor_fact(fact, time);
+  if (!f) return std::nullopt;
+  return LiveTensor{std::move(*f), bytes};
+}
+
+std::optional<std::int64_t> parse_freed_tensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "ss:freed:";
+  if (!starts_with(name, kPrefix)) return std::nullopt;
+  const std::string_view addr = name.substr(kPrefix.size());
+  std::int64_t a = 0;
+  auto [p, ec] = std::from_chars(addr.data(), addr.data() + addr.size(), a);
+  if (ec != std::errc() || p != addr.data() + addr.size()) return std::nullopt;
+  return a;
+}
+
 std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& events, const std::vector<StepPhases>& steps,
                                             const std::vector<TensorFact>& facts, std::vector<int>* fact_of_event) {
   if (fact_of_event) fact_of_event->assign(events.size(), -1);

@@ -81,4 +81,16 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
 // "ss:mem:<category>:<address>[:<module fqn>]" (the Python hooks' tensor facts, zero-length annotations).
 std::optional<TensorFact> parse_tensor_fact(std::string_view name, TimeNs time);
 
+// "A tensor of `bytes` at `address` was alive when the trace began" (record --steps A:B: the
+// parameters, gradients and optimizer state allocated before the capture window; the trace has no
+// allocation event for them): "ss:live:<category>:<address>:<bytes>[:<module fqn>]".
+struct LiveTensor {
+  TensorFact fact;
+  std::int64_t bytes = 0;
+};
+std::optional<LiveTensor> parse_live_tensor(std::string_view name, TimeNs time);
+// "ss:freed:<address>": a live tensor's storage died (the hooks' weakref finalizer); torch.profiler
+// reports no free for a CPU block allocated before it started.
+std::optional<std::int64_t> parse_freed_tensor(std::string_view name);
+
 }  // namespace ss

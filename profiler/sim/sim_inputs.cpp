@@ -1,8 +1,10 @@
 #include "profiler/sim/sim_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "profiler/sim/device_table.h"
 #include "profiler/sim/model_description.h"
@@ -44,6 +46,60 @@ void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& 
   const SimResult as_profiled = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
   in.memory_calibration_bytes = std::max<std::int64_t>(0, in.measured_peak_bytes - as_profiled.peak_bytes);
   in.model.other_memory_bytes += in.memory_calibration_bytes;
+}
+
+// The representative rank's unobserved steps (record --steps A:B; the optional table may be
+// absent): their median wall time and count. Step 0 (the job's warm-up) is left out.
+std::pair<TimeNs, int> unobserved_step(const std::string& path, int rank) {
+  sql::Db db = open_profile_readonly(path);
+  sql::Stmt has(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unobserved_steps'");
+  if (!has.step() || has.col_int(0) == 0) return {0, 0};
+  sql::Stmt st(db.get(), "SELECT duration_ns FROM unobserved_steps WHERE rank = ?1 AND number > 0 ORDER BY duration_ns");
+  st.bind(1, rank);
+  std::vector<TimeNs> d;
+  while (st.step()) d.push_back(st.col_int(0));
+  if (d.empty()) return {0, 0};
+  const std::size_t n = d.size();
+  const TimeNs median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  return {median, static_cast<int>(n)};
+}
+
+// The host's time in the model: on a CPU run the compute itself (the CPU is the device), the
+// host gaps, the optimizer and FSDP's host work; on a GPU run the idle gaps (the GPU waiting for
+// the host), where a profiler's cost shows. Visits each such duration.
+template <typename F>
+void for_each_host_time(SimModel& m, bool cpu, F&& f) {
+  for (auto& s : m.segments) {
+    if (cpu) {
+      f(s.fwd_ns);
+      f(s.bwd_ns);
+      for (auto& part : s.parts) f(part.fwd_ns);
+    }
+    f(s.fwd_extra.idle_ns);
+    f(s.bwd_extra.idle_ns);
+  }
+  if (cpu) {
+    f(m.optimizer_ns);
+    for (auto& u : m.units) f(u.bwd_unshard_host_ns);
+  }
+  f(m.optimizer_extra.idle_ns);
+}
+
+// Calibrates the replay to the unobserved step: the profiled step's extra time is the
+// profiler's work on the host, taken out of the model's host time in proportion (scale
+// (host - extra) / host, kept within [0.05, 20]).
+void calibrate_to_unobserved(SimInputs& in, bool cpu) {
+  const ClusterModel& c = in.cluster;
+  in.replay_as_profiled_ns = simulate(compile_step(in.model, FsdpPlan{}, c)).step_ns;
+  double host = 0;
+  for_each_host_time(in.model, cpu, [&](TimeNs& t) { host += double(t); });
+  if (host <= 0) return;
+  const double extra = double(in.measured_step_ns) - double(in.unobserved_step_ns);
+  in.host_time_scale = std::clamp((host - extra) / host, 0.05, 20.0);
+  const double f = in.host_time_scale;
+  for_each_host_time(in.model, cpu, [&](TimeNs& t) { t = static_cast<TimeNs>(std::llround(double(t) * f)); });
+  in.calibrated = true;
+  in.replay_calibrated_ns = simulate(compile_step(in.model, FsdpPlan{}, c)).step_ns;
 }
 
 }  // namespace
@@ -97,15 +153,20 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.fit = rep;
       in.fitted = true;
     }
-    calibrate_memory(in, pi, req.profile_path);
+    std::tie(in.unobserved_step_ns, in.unobserved_steps) = unobserved_step(req.profile_path, pi.rank);
+    if (req.calibrate_to_unobserved && in.unobserved_step_ns > 0 && in.measured_step_ns > 0 && !in.window_only)
+      calibrate_to_unobserved(in, is_cpu_device(pi.gpu_name));
+    calibrate_memory(in, pi, req.profile_path);  // on the timeline the predictions use
   } else if (!req.model_path.empty()) {
     if (req.fit) throw ProfileError(ProfileErrorKind::MalformedTable, "--fit needs a profile with measured collectives");
     ModelDescription d = load_model_file(req.model_path);
     in.description = d;
-    // Checkpointing decided elsewhere: by a plan that sets every unit's ("*", as `plan --search`
-    // writes; the description's own would otherwise be baked into the segments and the plan's
-    // "none" could not undo it), or by the search, which tries every level.
-    if (in.plan.checkpoint.count("*") > 0 || !req.description_checkpointing) d.activation_checkpointing = "none";
+    // The description's checkpointing is a plan knob, never baked into the segments (where a
+    // plan's "none" could not undo it): "*" for the units the plan does not name. Without it
+    // (`plan --search`, which tries every level), the model has none.
+    if (d.activation_checkpointing != "none" && req.description_checkpointing)
+      in.plan.checkpoint.try_emplace("*", d.activation_checkpointing);
+    d.activation_checkpointing = "none";
     in.model = build_sim_model(d, req.cluster_path.empty() ? "" : in.cluster.device);
     in.source = req.model_path;
     auto dev = find_device(req.cluster_path.empty() ? d.device : in.cluster.device);

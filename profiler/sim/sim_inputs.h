@@ -26,6 +26,9 @@ struct SimInputRequest {
   // false: the model is built without the description's activation_checkpointing (`plan --search`
   // tries every level as a plan knob).
   bool description_checkpointing = true;
+  // A profile with unobserved steps (record --steps A:B): calibrate the replay to them, so that
+  // predictions are of the job as it runs without the profiler. false: --as-profiled.
+  bool calibrate_to_unobserved = true;
 };
 
 struct SimInputs {
@@ -56,6 +59,26 @@ struct SimInputs {
   // what the model predicts (model.other_memory_bytes).
   std::int64_t measured_peak_bytes = 0;
   std::int64_t memory_calibration_bytes = 0;
+  // The unobserved step (record --steps A:B): the median wall time of the representative rank's
+  // steps outside the capture window (the job without the profiler; 0: the profile has none).
+  // When calibrated, the model's host time (a CPU run's compute and host gaps; a GPU run's idle
+  // gaps, where the host was behind) is scaled by host_time_scale so that the profiled step's
+  // extra time (measured_step_ns - unobserved_step_ns) is taken out of the replay: predictions
+  // are then of the job as it runs unprofiled, and compared with unobserved_step_ns.
+  TimeNs unobserved_step_ns = 0;
+  int unobserved_steps = 0;
+  bool calibrated = false;
+  double host_time_scale = 1.0;
+  TimeNs replay_as_profiled_ns = 0;  // the replay before the calibration (of the profiled step)
+  TimeNs replay_calibrated_ns = 0;   // and after it
+  // The step a replay or prediction is judged against: the unobserved one when calibrated.
+  TimeNs reference_step_ns() const { return calibrated ? unobserved_step_ns : measured_step_ns; }
+  // How much slower the profiled step was than the unobserved one, in % (0 without unobserved steps).
+  double recording_slowdown_pct() const {
+    return unobserved_step_ns > 0 && measured_step_ns > 0
+               ? 100.0 * (double(measured_step_ns) - double(unobserved_step_ns)) / double(unobserved_step_ns)
+               : 0.0;
+  }
 };
 
 // Throws ProfileError for unreadable or malformed inputs (file and field named).

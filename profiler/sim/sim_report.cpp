@@ -194,13 +194,54 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
   }
 }
 
+void write_calibration_fields(JsonWriter& j, const SimInputs& in) {
+  if (!in.from_profile || in.measured_step_ns <= 0) return;
+  j.key("unobserved").begin_object().kv("steps", in.unobserved_steps);
+  if (in.unobserved_step_ns > 0) {
+    j.kv("step_time_ms", to_ms(in.unobserved_step_ns))
+        .kv("profiled_step_time_ms", to_ms(in.measured_step_ns))
+        .kv("recording_slowdown_pct", in.recording_slowdown_pct());
+  }
+  j.kv("calibrated", in.calibrated);
+  if (in.calibrated) {
+    j.kv("host_time_scale", in.host_time_scale)
+        .kv("replay_as_profiled_ms", to_ms(in.replay_as_profiled_ns))
+        .kv("replay_calibrated_ms", to_ms(in.replay_calibrated_ns));
+  }
+  j.end_object();
+}
+
+void print_calibration_text(std::ostream& o, const SimInputs& in) {
+  if (!in.from_profile || in.measured_step_ns <= 0) return;
+  char line[320];
+  if (in.unobserved_step_ns <= 0) {
+    o << "Unobserved   none in the profile: predictions are of the job as recorded (record --steps A:B times the "
+         "steps it does not profile)\n";
+    return;
+  }
+  std::snprintf(line, sizeof line,
+                "Unobserved   %.3f ms (median of %d step(s) outside the capture window); the profiled step %.3f ms is "
+                "%+.1f%% from it\n",
+                to_ms(in.unobserved_step_ns), in.unobserved_steps, to_ms(in.measured_step_ns), in.recording_slowdown_pct());
+  o << line;
+  if (in.calibrated) {
+    std::snprintf(line, sizeof line,
+                  "Calibrated   host time x%.4f: the replay %.3f ms -> %.3f ms; predictions are of the job without the "
+                  "profiler (--as-profiled: as recorded)\n",
+                  in.host_time_scale, to_ms(in.replay_as_profiled_ns), to_ms(in.replay_calibrated_ns));
+  } else {
+    std::snprintf(line, sizeof line, "Calibrated   no (--as-profiled): predictions are of the job as recorded\n");
+  }
+  o << line;
+}
+
 ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fitted) {
   ReplayCheck c;
   c.replay_ns = replay_ns;
-  c.measured_ns = in.measured_step_ns;
-  c.comparable = in.from_profile && in.measured_step_ns > 0 && replay_ns > 0;
+  c.measured_ns = in.reference_step_ns();
+  c.comparable = in.from_profile && c.measured_ns > 0 && replay_ns > 0;
   if (!c.comparable) return c;
-  const double measured = double(in.measured_step_ns);
+  const double measured = double(c.measured_ns);
   c.error_pct = 100.0 * (double(replay_ns) - measured) / measured;
   c.far = std::abs(c.error_pct) > kReplayWarnPct;
   if (!c.far) return c;
@@ -242,8 +283,8 @@ ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fit
   if (c.reasons.empty())
     c.reasons.emplace_back("none of the usual causes applies (synthetic input, unfitted cluster, idle or non-FSDP communication, "
                            "few steps, a partial window): see docs/accuracy.md for the simulator's known limits");
-  std::snprintf(buf, sizeof buf, "the replay as profiled (%.3f ms) is %+.1f%% from the measured step (%.3f ms), more than %.0f%%: ",
-                to_ms(replay_ns), c.error_pct, to_ms(in.measured_step_ns), kReplayWarnPct);
+  std::snprintf(buf, sizeof buf, "the replay as profiled (%.3f ms) is %+.1f%% from the %s step (%.3f ms), more than %.0f%%: ",
+                to_ms(replay_ns), c.error_pct, in.calibrated ? "unobserved" : "measured", to_ms(c.measured_ns), kReplayWarnPct);
   c.warning = buf;
   for (std::size_t i = 0; i < c.reasons.size(); ++i) c.warning += (i ? "; " : "") + c.reasons[i];
   return c;

@@ -21,6 +21,11 @@ void print_result_text(std::ostream& o, const CompiledStep& step, const SimResul
 // window without step markers, which span was compared. Nothing when the input is not a profile.
 void write_measured_fields(JsonWriter& j, const SimInputs& in);
 void print_measured_text(std::ostream& o, const SimInputs& in);
+// The unobserved step of a profile recorded with `record --steps A:B` and what the calibration to
+// it did (the profiled step's slowdown, the host-time scale, the replay before and after); a
+// note that predictions are of the profiled job when the profile has none. Nothing for a model.
+void write_calibration_fields(JsonWriter& j, const SimInputs& in);
+void print_calibration_text(std::ostream& o, const SimInputs& in);
 
 // How far the replay of a profile — its own plan at its own world size, on the chosen cluster — is
 // from the measured step, and, when it is far, why that is likely, read from the inputs: a

@@ -196,6 +196,9 @@ TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is i
   fails_with("bogus\t1\n", "s.tsv:1: unknown record type 'bogus'");
   fails_with("range\t1\t9\t5\tss:fwd:\n", "s.tsv:1: range ends before it starts");
   fails_with("module\ta\n", "s.tsv:1: expected 7 or 8 fields");
+  fails_with("step\t3\t9\t5\n", "s.tsv:1: step ends before it starts");
+  fails_with("step\t-1\t5\t9\n", "s.tsv:1: negative step number");
+  fails_with("step\t1\t5\n", "s.tsv:1: expected 4 fields 'step number start_ns end_ns'");
   auto grouped = parse_sidecar("module\thead\tLinear\t8\t32\t0\ttrue\tnorm\n", "g.tsv");
   REQUIRE(grouped.modules.size() == 1);
   CHECK(grouped.modules[0].unit_owner == "norm");
@@ -273,4 +276,28 @@ TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from s
   CHECK(category_of(0x200) == static_cast<int>(MemoryCategory::Temporary));
   CHECK(category_of(0x300) == static_cast<int>(MemoryCategory::Gradient));
   CHECK(category_of(0x400) == static_cast<int>(MemoryCategory::OptimizerState));
+}
+
+// record --steps A:B: the sidecar's wall-clock "step" lines (steps outside the capture window)
+// become unobserved_steps on the profile's clock; a step the rank file profiled is not one.
+TEST_CASE("steps outside the capture window are stored as unobserved steps") {
+  test::TempDir dir;
+  write_rank(dir.file("shardscope_rank0_lrank0_pid100.ssdb"), 0, "node-a", kT0, 0);  // profiled step 0
+  test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
+                   "# shardscope-sidecar 1\nmeta\tcapture_window\t0:1\n"
+                   "step\t0\t" + std::to_string(kT0 + 10'000) + "\t" + std::to_string(kT0 + 31'000) + "\n"
+                   "step\t1\t" + std::to_string(kT0 + 31'500) + "\t" + std::to_string(kT0 + 50'000) + "\n"
+                   "step\t2\t" + std::to_string(kT0 + 50'100) + "\t" + std::to_string(kT0 + 70'000) + "\n");
+  MergeOptions mo;
+  mo.output = dir.file("run.ssdb");
+  merge_rank_files(find_rank_inputs(dir.path()), mo);
+  sql::Db db = open_profile_readonly(mo.output);
+  CHECK(q(db, "SELECT count(*) FROM steps") == 1);
+  CHECK(q(db, "SELECT count(*) FROM unobserved_steps") == 2);
+  CHECK(q(db, "SELECT start_ns FROM unobserved_steps WHERE number = 1") == 31'500);
+  CHECK(q(db, "SELECT duration_ns FROM unobserved_steps WHERE number = 1") == 18'500);
+  CHECK(q(db, "SELECT duration_ns FROM unobserved_steps WHERE number = 2") == 19'900);
+  sql::Stmt st(db.get(), "SELECT value FROM meta WHERE key = 'rank0.capture_window'");
+  REQUIRE(st.step());
+  CHECK(st.col_text(0) == "0:1");
 }

@@ -56,3 +56,23 @@ TEST_CASE("another tool's injection and disabled NCCL NVTX are warned about") {
   CHECK(r.env.at("CUDA_INJECTION64_PATH") == "/lib/ours.so");
   CHECK(r.warnings.size() == 2);
 }
+
+TEST_CASE("record --steps A:B: the capture window is parsed strictly and passed on") {
+  auto w = parse_step_window("3:6");
+  REQUIRE(w);
+  CHECK(w->first == 3);
+  CHECK(w->end == 6);
+  CHECK(w->text() == "3:6");
+  CHECK(parse_step_window("2:")->end == -1);
+  CHECK(parse_step_window("2:")->text() == "2:");
+  CHECK(parse_step_window(":4")->first == 0);
+  CHECK(parse_step_window(":4")->end == 4);
+  for (const char* bad : {"", "3", "6:3", "3:3", "-1:4", "a:4", "3:x", "1:2:3", " 1:2"}) CHECK_FALSE(parse_step_window(bad));
+
+  RecordSettings s;
+  s.output_dir = "/o";
+  s.steps = parse_step_window("3:6");
+  CHECK(build_record_env({}, s).env.at("SHARDSCOPE_STEPS") == "3:6");
+  s.steps.reset();  // a window left in the environment by an outer record is not this one's
+  CHECK_FALSE(build_record_env({{"SHARDSCOPE_STEPS", "1:2"}}, s).env.count("SHARDSCOPE_STEPS"));
+}

@@ -248,6 +248,31 @@ TEST_CASE("memory: the level before the trace and a free the profiler did not re
   CHECK(query_int(db, "SELECT sum(bytes) FROM memory_events") == 5800);
 }
 
+// record --steps A:B on a CPU: the trace begins mid-run. The tensors alive then, told by the hooks
+// with their sizes ("ss:live"), become allocations at its start with their categories and modules,
+// freed at their "ss:freed" marker or, without one, just before a recorded allocation reuses the
+// address; torch.profiler's own totals (which leave them out) still drive the rest.
+TEST_CASE("a capture window's live tensors: allocated at the start, freed at their death or reuse", "[kineto][memory]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("capture_window_cpu.json"));
+  const auto at = [&](const std::string& where) {
+    return query_int(db, "SELECT time_ns - (SELECT min(time_ns) FROM memory_events) FROM memory_events WHERE " + where);
+  };
+  CHECK(query_text(db, "SELECT category || ' ' || module FROM memory_view WHERE address = 4096 AND bytes = 1000") ==
+        "sharded_parameter layers.0");
+  CHECK(query_text(db, "SELECT category || ' ' || module FROM memory_view WHERE address = 8192 AND bytes = 2000") ==
+        "optimizer_state layers.0");
+  CHECK(query_text(db, "SELECT category FROM memory_view WHERE address = 12288 AND bytes = 500") == "gradient");
+  CHECK(at("address = 4096") == 0);  // at the start, before the first recorded event
+  CHECK(at("address = 12288 AND bytes = -500") == 5000);   // its ss:freed marker, 5 us later
+  CHECK(at("address = 20480 AND bytes = -400") == 30000);  // no marker: freed at the reuse
+  CHECK(at("address = 20480 AND bytes = 100") == 30000);
+  CHECK(query_int(db, "SELECT count(*) FROM memory_events WHERE address IN (4096, 8192) AND bytes < 0") == 0);
+  CHECK(query_int(db, "SELECT count(*) FROM memory_events WHERE address = 0") == 0);  // the totals start at zero
+  CHECK(query_int(db, "SELECT sum(bytes) FROM memory_events") == 1000 + 2000 + 100);
+  CHECK(query_int(db, "SELECT count(*) FROM skipped_events WHERE reason LIKE '%did not record%'") == 0);
+}
+
 // Communication kernels that are not NCCL's (issue 14): DeepEP and a custom all-reduce by the
 // built-in rules, a user's rule from a file; each becomes a collective kernel with a collective
 // row, and the rules in effect are stored in the profile.

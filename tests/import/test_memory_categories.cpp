@@ -104,3 +104,25 @@ TEST_CASE("range names map to memory contexts; tensor facts parse strictly", "[m
   CHECK_FALSE(parse_tensor_fact("ss:mem:gradient:12x", 0));
   CHECK_FALSE(parse_tensor_fact("ss:mem:gradient", 0));
 }
+
+TEST_CASE("tensors alive when a capture window starts, and their deaths, parse strictly", "[memory]") {
+  auto l = parse_live_tensor("ss:live:optimizer_state:4096:65536:layers.0.attention.wq", 7);
+  REQUIRE(l);
+  CHECK(l->bytes == 65536);
+  CHECK(l->fact.address == 4096);
+  CHECK(l->fact.category == MemoryCategory::OptimizerState);
+  CHECK(l->fact.time == 7);
+  CHECK(l->fact.module == "layers.0.attention.wq");
+  auto root = parse_live_tensor("ss:live:sharded_parameter:8192:128:", 1);
+  REQUIRE(root);
+  CHECK(root->fact.has_module);
+  CHECK(root->fact.module.empty());
+  CHECK_FALSE(parse_live_tensor("ss:live:gradient:8192:256", 1)->fact.has_module);
+  for (const char* bad : {"ss:live:gradient:8192", "ss:live:gradient:8192:0", "ss:live:gradient:8192:-4", "ss:live:bogus:1:2",
+                          "ss:live:gradient:x:2", "ss:live:gradient:1:2x", "ss:mem:gradient:1"})
+    CHECK_FALSE(parse_live_tensor(bad, 0));
+  CHECK(parse_freed_tensor("ss:freed:4096") == 4096);
+  CHECK_FALSE(parse_freed_tensor("ss:freed:"));
+  CHECK_FALSE(parse_freed_tensor("ss:freed:40x"));
+  CHECK_FALSE(parse_freed_tensor("ss:live:gradient:1:2"));
+}

@@ -19,14 +19,26 @@ def torchrun(nproc, script, *train_args):
             "--master_port=%d" % random.randint(20000, 40000), script, "--device", "cpu"] + list(train_args)
 
 
-def record(out, *train_args, nproc=2, script=TRAIN):
-    """Runs a trainer (default: the sample trainer) under `shardscope record` with torchrun on CPU; returns its output."""
+def record(out, *train_args, nproc=2, script=TRAIN, record_args=()):
+    """Runs a trainer (default: the sample trainer) under `shardscope record` (with `record_args`,
+    e.g. ["--steps", "3:6"]) with torchrun on CPU; returns its output."""
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
-    cmd = [SHARDSCOPE, "record", "-o", out, "--"] + torchrun(nproc, script, *train_args)
+    cmd = [SHARDSCOPE, "record", "-o", out] + list(record_args) + ["--"] + torchrun(nproc, script, *train_args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("record failed (%d):\n%s" % (p.returncode, p.stdout[-4000:]))
+    return p.stdout
+
+
+def train(*train_args, nproc=2, script=TRAIN):
+    """Runs a trainer with torchrun on CPU without ShardScope; returns its output."""
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    p = subprocess.run(torchrun(nproc, script, *train_args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=600)
+    if p.returncode != 0:
+        raise AssertionError("training failed (%d):\n%s" % (p.returncode, p.stdout[-4000:]))
     return p.stdout
 
 

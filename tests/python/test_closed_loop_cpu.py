@@ -1,7 +1,11 @@
-"""The closed loop on real FSDP2 training (CPU, gloo, 2 ranks): record A, replay it, plan B from A
-alone (manual --modules, and automatic under a budget), run B with shardscope.apply_plan, record
-it, and check that the predicted all-gathers and reduce-scatters (count and bytes per step) are
-exactly what B ran. Timings are not asserted (docs/accuracy.md has them, from scripts/closed_loop.py)."""
+"""The closed loop on real FSDP2 training (CPU, gloo, 2 ranks): record A with a capture window
+(`record --steps`: the other steps are timed, and the replay is calibrated to them), replay it,
+plan B from A alone (manual --modules, and automatic under a budget), run B with
+shardscope.apply_plan twice, recorded and unrecorded, and check what the program fixes: the
+predicted all-gathers and reduce-scatters (count and bytes per step) are exactly what the recorded
+B ran, and the unrecorded B, the job as a user runs it, holds the kept units' parameters after
+forward (FSDPMemTracker, at the end of its forward). Timings are not asserted (docs/accuracy.md has
+them, both columns, from scripts/closed_loop.py)."""
 import _torch_or_skip  # noqa: F401
 
 import json
@@ -12,7 +16,9 @@ import unittest
 
 import fsdp2_run as run
 
-STEPS = 4
+STEPS = 6
+WINDOW = "2:4"   # profiled steps 2 and 3; steps 1, 4 and 5 timed only
+TRACKED = 4      # the unrecorded B's FSDPMemTracker step
 
 
 class ClosedLoopCpu(unittest.TestCase):
@@ -20,7 +26,7 @@ class ClosedLoopCpu(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="ss_loop_")
         cls.A = os.path.join(cls.dir, "A.ssdb")
-        run.record(cls.A, "--tiny", "--steps", str(STEPS))
+        run.record(cls.A, "--tiny", "--steps", str(STEPS), record_args=["--steps", WINDOW])
         cls.units = run.tiny_unit_params()
 
     @classmethod
@@ -33,8 +39,18 @@ class ClosedLoopCpu(unittest.TestCase):
         predicted = os.path.join(self.dir, name + "_predicted.ssdb")
         prediction = json.loads(run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted, "--format", "json"))
         B = os.path.join(self.dir, name + "_B.ssdb")
-        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan)
-        return planned, prediction, predicted, B
+        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan, record_args=["--steps", WINDOW])
+        tracker = os.path.join(self.dir, name + "_free_{rank}.json")
+        run.train("--tiny", "--steps", str(STEPS), "--plan", plan, "--mem-tracker-step", str(TRACKED), "--mem-tracker-out", tracker)
+        return planned, prediction, predicted, B, tracker
+
+    def unsharded_after_forward(self, tracker):
+        """The unrecorded B's unsharded parameters at the end of its forward, per rank (FSDPMemTracker)."""
+        out = []
+        for rank in range(2):
+            with open(tracker.replace("{rank}", str(rank))) as f:
+                out.append(json.load(f)["modules"][""]["Before Post-Forward"][0]["cpu"]["Unsharded Param"])
+        return out
 
     def check_exact(self, predicted, B):
         want = list(run.fsdp_collectives_per_step(predicted, 0).values())
@@ -44,15 +60,17 @@ class ClosedLoopCpu(unittest.TestCase):
                 self.assertEqual(got, want[0], "rank %d step %d" % (rank, step))
         return want[0]
 
-    def test_replay_of_a_is_fitted_and_counts_match(self):
+    def test_replay_of_a_is_fitted_calibrated_and_counts_match(self):
         replay = json.loads(run.shardscope("simulate", self.A, "--format", "json"))
         self.assertTrue(replay["cluster_fitted"])
+        self.assertTrue(replay["unobserved"]["calibrated"])
+        self.assertEqual(replay["unobserved"]["steps"], 3)
         self.assertIn("cpu (gloo)", replay["cluster_used"])
         self.assertEqual((replay["all_gathers"], replay["reduce_scatters"]), (5, 3))
         self.assertGreater(replay["measured_breakdown"]["peak_memory_bytes"], 0)
 
     def test_manual_plan_keeps_layer_unsharded_and_removes_its_backward_all_gather(self):
-        planned, prediction, predicted, B = self.predict_and_run("manual", ["--modules", "layers.1"])
+        planned, prediction, predicted, B, tracker = self.predict_and_run("manual", ["--modules", "layers.1"])
         self.assertEqual(planned["unsharded"], ["layers.1"])
         # apply_plan set the policy on the real model: the recording says so.
         policy = dict(run.query(B, "SELECT fqn, reshard_policy FROM modules WHERE is_fsdp_unit = 1"))
@@ -64,16 +82,21 @@ class ClosedLoopCpu(unittest.TestCase):
         self.assertEqual(sorted(ags), sorted([4 * self.units[""], 4 * self.units["layers.0"], 4 * self.units["layers.1"],
                                               4 * self.units["layers.0"]]))
         self.assertEqual((prediction["all_gathers"], prediction["reduce_scatters"]), (4, 3))
+        # The job as a user runs it (no record): layers.1 stays gathered after forward, next to the
+        # root (FSDP2 keeps the root unsharded), while layers.0 is resharded.
+        self.assertEqual(self.unsharded_after_forward(tracker), [4 * (self.units[""] + self.units["layers.1"])] * 2)
 
     def test_automatic_plan_under_a_budget(self):
         replay = json.loads(run.shardscope("simulate", self.A, "--format", "json"))
         # Room for both layers' parameters on top of A's measured peak.
         budget = replay["measured_breakdown"]["peak_memory_bytes"] + 3 * 4 * self.units["layers.0"]
-        planned, prediction, predicted, B = self.predict_and_run("auto", ["--budget", str(budget), "--strategy", "cost"])
+        planned, prediction, predicted, B, tracker = self.predict_and_run("auto", ["--budget", str(budget), "--strategy", "cost"])
         self.assertTrue(planned["fits_budget"])
         self.assertTrue(planned["unsharded"], planned)
         self.assertLessEqual(prediction["peak_memory_bytes"], budget)
         self.check_exact(predicted, B)
+        kept = sum(self.units[u] for u in set(planned["unsharded"]) | {""})
+        self.assertEqual(self.unsharded_after_forward(tracker), [4 * kept] * 2)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,13 @@ Checked:
   gathers the logits: loss_parallel false) and with SP and loss parallel (docs/accuracy.md, "Real
   2D FSDP + TP and pipeline runs on CPU/gloo");
 - FSDPMemTracker's sharded and unsharded parameters equal the simulator's exactly and its optimizer
-  state is within 3 % (AdamW's 4-byte step counts). Activations are not asserted: the description
-  counts bf16 activations of a FlashAttention block, the CPU run keeps fp32 tensors of the eager
-  attention and the logits (docs/accuracy.md has both numbers)."""
+  state is within 3 % (AdamW's 4-byte step counts), taken where the program fixes them: the
+  tracker's snapshot after the last layer's pre-forward (the root and that layer unsharded, its
+  all-gather output held by FSDP), not at the tracker's peak, whose moment moves with gloo's
+  threads (a tensor they release decides between two nearly equal levels: the peak fell there in
+  most runs, and in backward with only the root unsharded in others). Activations are not asserted:
+  the description counts bf16 activations of a FlashAttention block, the CPU run keeps fp32 tensors
+  of the eager attention and the logits (docs/accuracy.md has both numbers)."""
 import _torch_or_skip  # noqa: F401
 
 import json
@@ -103,13 +107,14 @@ class TensorParallelRun(unittest.TestCase):
         unit = expect.F32 * expect.layer_params(M, 2)
         root = expect.F32 * expect.root_params(M, 2)
         sim = self.sim["peak_memory"]["by_category"]
+        last = "layers.%d" % (M["layers"] - 1)
         for rank in range(4):
             with open(os.path.join(self.dir, "mem_%d.json" % rank)) as f:
-                mem = json.load(f)["devices"]["cpu"]
+                mem = json.load(f)["modules"][last]["After Pre-Forward"][0]["cpu"]
             self.assertEqual(mem["Sharded Param"], sharded)
             # AdamW: exp_avg and exp_avg_sq of each shard, and a 4-byte step count per parameter tensor.
             self.assertEqual(mem["OptState"], 2 * sharded + 4 * expect.param_tensors(M))
-            # At the peak: the root and one layer unsharded, one layer's all-gather buffer in flight.
+            # As at the simulated peak: the root and one layer unsharded, one layer's all-gather output.
             self.assertEqual(mem["Unsharded Param"], root + unit)
             self.assertEqual(mem["All Gather"], unit)
             self.assertEqual(sim["sharded_param"], mem["Sharded Param"])

@@ -218,7 +218,7 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
   if (auto dev = sim::find_device(c.device)) p.gpu_capacity_bytes = static_cast<std::int64_t>(dev->memory_GiB * 1024.0 * 1024.0 * 1024.0);
   p.fits_budget = p.peak_bytes <= p.budget_bytes;
   p.fits_gpu = p.gpu_capacity_bytes == 0 || p.peak_bytes <= p.gpu_capacity_bytes;
-  p.measured_step_ns = in_.measured_step_ns;
+  p.measured_step_ns = in_.reference_step_ns();  // the unobserved step when calibrated to it (record --steps)
   const int preset = std::clamp<int>(s.preset, 0, static_cast<int>(presets_.size()) - 1);
   // The baseline is a comparison, not the prediction: when the base plan cannot run on this
   // configuration (its own parallelism does not divide the new world size), there is none.

@@ -60,7 +60,9 @@ struct Prediction {
   std::int64_t gpu_capacity_bytes = 0;  // 0 when the device is unknown
   bool fits_budget = true;
   bool fits_gpu = true;
-  TimeNs measured_step_ns = 0;          // the profile's measured step (0: none)
+  // The profile's measured step (0: none): its unobserved step when it has some (record --steps
+  // A:B), to which load_sim_inputs calibrated the replay (the job without the profiler).
+  TimeNs measured_step_ns = 0;
   // The baseline ("as profiled"): the profile's own plan, simulated on the state's cluster (preset,
   // world size, GPUs per node), so that the difference from it is the plan's alone.
   TimeNs baseline_step_ns = 0;

@@ -173,6 +173,17 @@ void add_steps_after_trace(ProfileWriter& out, MergeResult& result, const RankSo
   }
 }
 
+// `record --steps A:B`: the steps outside the capture window, timed by the sidecar's wall clock
+// ("step" lines), become unobserved_steps; a step the rank file has as a profiled step (a CUDA
+// rank's collector records every step) is not one.
+void add_unobserved_steps(ProfileWriter& out, const RankSource& s, int rank, const std::set<std::int64_t>& profiled) {
+  if (auto w = s.sidecar.meta.find("capture_window"); w != s.sidecar.meta.end())
+    out.set_meta("rank" + std::to_string(rank) + ".capture_window", w->second);
+  const TimeNs to_profile = s.shift - s.origin;
+  for (const auto& st : s.sidecar.steps)
+    if (!profiled.count(st.number)) out.add_unobserved_step({rank, st.number, st.start + to_profile, st.end + to_profile});
+}
+
 }  // namespace
 
 MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeOptions& options) {
@@ -501,15 +512,18 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
       for (const auto& m : rows) out.add_memory_event(m);
     }
     std::int64_t last_step = -1;
+    std::set<std::int64_t> profiled_steps;
     {
       sql::Stmt st(db.get(), "SELECT number, start_ns, duration_ns FROM steps ORDER BY number");
       while (st.step()) {
         out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(1) + shift + st.col_int(2)});
         last_step = std::max(last_step, st.col_int(0));
+        profiled_steps.insert(st.col_int(0));
       }
     }
     if (auto stop = s.sidecar.meta.find("cpu_trace_stopped_at_step"); stop != s.sidecar.meta.end())
       add_steps_after_trace(out, result, s, rank, last_step, stop->second);
+    add_unobserved_steps(out, s, rank, profiled_steps);
     {
       sql::Stmt st(db.get(), "SELECT reason, count FROM skipped_events");
       while (st.step()) out.add_skipped(rank, st.col_text(0), st.col_int(1));

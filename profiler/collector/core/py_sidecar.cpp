@@ -79,9 +79,19 @@ Sidecar parse_sidecar(const std::string& text, const std::string& path) {
       if (r.end < r.start) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": range ends before it starts");
       r.message = f[4];
       out.ranges.push_back(std::move(r));
+    } else if (f[0] == "step") {
+      if (f.size() != 4)
+        throw ProfileError(ProfileErrorKind::MalformedTable, where + ": expected 4 fields 'step number start_ns end_ns'");
+      SidecarStep st;
+      st.number = to_int(f[1], where, "step number");
+      st.start = to_int(f[2], where, "start time");
+      st.end = to_int(f[3], where, "end time");
+      if (st.number < 0) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": negative step number");
+      if (st.end < st.start) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": step ends before it starts");
+      out.steps.push_back(st);
     } else {
       throw ProfileError(ProfileErrorKind::MalformedTable,
-                         where + ": unknown record type '" + std::string(f[0]) + "' (expected meta, module or range)");
+                         where + ": unknown record type '" + std::string(f[0]) + "' (expected meta, module, range or step)");
     }
   }
   return out;

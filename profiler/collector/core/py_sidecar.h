@@ -8,6 +8,9 @@
 //           unit_owner: for a member of a grouped unit (fully_shard([norm, output])) other than the
 //           one that stands for it, that member's fqn (the unit's parameters include this module's)
 //   range   <tid>  <start_unix_ns>  <end_unix_ns>  <nvtx message, e.g. ss:fwd:layers.0>
+//   step    <number>  <start_unix_ns>  <end_unix_ns>
+//           a step outside `record --steps A:B`'s capture window, timed by the wall clock only:
+//           from when the job had control back after step number-1 to the end of its optimizer step
 // The file may end in a partial line (the rank was killed while writing): that line is ignored.
 #pragma once
 
@@ -37,10 +40,17 @@ struct SidecarRange {
   std::string message;
 };
 
+struct SidecarStep {
+  std::int64_t number = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+};
+
 struct Sidecar {
   std::map<std::string, std::string> meta;
   std::vector<SidecarModule> modules;  // later lines with the same fqn replace earlier ones
   std::vector<SidecarRange> ranges;
+  std::vector<SidecarStep> steps;      // unobserved steps (outside the capture window)
 };
 
 // Throws ProfileError (file, line, what was expected) on malformed content.

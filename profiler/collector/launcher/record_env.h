@@ -4,13 +4,16 @@
 //   SHARDSCOPE_MEMORY         per-tensor | history | segments | off
 //   SHARDSCOPE_MODULES        1 | 0 (--no-modules)
 //   SHARDSCOPE_COLLECTOR      1 when the CUPTI collector is injected
+//   SHARDSCOPE_STEPS          A:B with --steps (the capture window; removed without it)
 //   CUDA_INJECTION64_PATH     the collector library (the driver loads it at cuInit)
 //   NVTX_INJECTION64_PATH     the same library (NVTX in libtorch / libnccl reaches CUPTI through it)
 //   PYTHONPATH                the shardscope package first, so its sitecustomize runs at startup
 //   PYTORCH_CUDA_ALLOC_CONF   per-tensor: backend:cudaMallocAsync, the user's other options kept
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +24,22 @@ namespace ss::record {
 // allocator's cudaMalloc segments only. Off: none.
 enum class MemoryMode { PerTensor, History, Segments, Off };
 
+// `record --steps A:B`: profile steps A to B-1 (end -1: to the end of the run), time the others
+// with the wall clock only (profiler/python/shardscope/_window.py).
+struct StepWindow {
+  std::int64_t first = 0;
+  std::int64_t end = -1;
+  std::string text() const;  // "A:B", "A:"
+};
+
+// "A:B" (0 <= A < B), "A:" or ":B"; std::nullopt for anything else.
+std::optional<StepWindow> parse_step_window(const std::string& text);
+
 struct RecordSettings {
   std::string output_dir;
   MemoryMode memory = MemoryMode::PerTensor;
   bool modules = true;
+  std::optional<StepWindow> steps;  // --steps A:B; every step profiled without it
   std::string collector_library;  // "" when the collector is not available
   std::string python_dir;         // contains shardscope/ and sitecustomize.py
 };

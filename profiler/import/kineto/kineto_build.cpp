@@ -185,6 +185,16 @@ class Builder {
               if (auto f = parse_tensor_fact(e.name, rel(e, e.ts))) facts_.push_back(*f);
             break;
           }
+          if (starts_with(e.name, "ss:live:")) {  // tensors alive when a capture window began: not ranges
+            if (e.ts != kAbsent)
+              if (auto l = parse_live_tensor(e.name, rel(e, e.ts))) live_.push_back(std::move(*l));
+            break;
+          }
+          if (starts_with(e.name, "ss:freed:")) {  // a live tensor's death
+            if (e.ts != kAbsent)
+              if (auto a = parse_freed_tensor(e.name)) freed_.emplace_back(*a, rel(e, e.ts));
+            break;
+          }
           // gloo runs collectives on its worker threads, but send and recv inline on the calling
           // (training) thread: those do not make a thread a worker.
           if (starts_with(e.name, "gloo:") && !gloo_inline(e.name)) gloo_tids_.insert(e.tid);
@@ -748,6 +758,53 @@ class Builder {
     }
   }
 
+  // A trace that began mid-run (record --steps A:B) has no allocation for the tensors alive then
+  // (parameters, gradients, optimizer state), and on a CPU torch.profiler reports no free for them
+  // either (it knows no size for a block allocated before it started), nor counts them in its
+  // "Total Allocated". The hooks told them ("ss:live:...", with sizes) and their deaths
+  // ("ss:freed:<address>", a weakref finalizer): each becomes an allocation at the trace's first
+  // memory event (or its fact, if earlier) with a fact for its category and module, and a free
+  // at its death, or just before a recorded allocation reuses its address. Kept apart from the
+  // unrecorded-free repair, which follows the trace's own totals.
+  void add_live_tensors(std::vector<AllocatorEvent>& alloc, std::vector<MemoryEventRow>& rows,
+                        std::vector<MemContext>& contexts) {
+    if (live_.empty()) return;
+    TimeNs at = alloc.empty() ? live_.front().fact.time : alloc.front().time;
+    for (const auto& l : live_) at = std::min(at, l.fact.time);
+    std::unordered_map<std::int64_t, std::vector<TimeNs>> reused;  // address -> recorded allocations there
+    for (const AllocatorEvent& a : alloc)
+      if (a.bytes > 0) reused[a.address].push_back(a.time);
+    std::sort(freed_.begin(), freed_.end());
+    auto add = [&](TimeNs t, std::int64_t address, std::int64_t bytes) {
+      MemoryEventRow r;
+      r.rank = rank_;
+      r.time = t;
+      r.address = address;
+      r.bytes = bytes;
+      alloc.push_back({t, address, bytes, -1, false, rows.size()});
+      rows.push_back(r);
+      contexts.push_back(MemContext::None);
+    };
+    std::set<std::int64_t> seen;
+    for (const auto& l : live_) {
+      const std::int64_t address = l.fact.address;
+      if (!seen.insert(address).second) continue;
+      add(at, address, l.bytes);
+      facts_.push_back(l.fact);
+      std::optional<TimeNs> end;
+      auto d = std::lower_bound(freed_.begin(), freed_.end(), std::make_pair(address, l.fact.time));
+      if (d != freed_.end() && d->first == address) end = d->second;
+      if (auto r = reused.find(address); r != reused.end())
+        for (TimeNs t : r->second)
+          if (t >= at) {
+            if (!end || t < *end) end = t;
+            break;
+          }
+      if (end) add(*end, address, -l.bytes);
+    }
+    stable_sort_runs(alloc.begin(), alloc.end(), [](const AllocatorEvent& a, const AllocatorEvent& b) { return a.time < b.time; });
+  }
+
   // Memory events of the device (c10::DeviceType 1, CUDA; 0, the CPU, when the CPU is the device),
   // each with its category (memory_categories.h) and module. What was allocated before the trace
   // began (the first event's "Total Allocated" less its own bytes) becomes one allocation at the
@@ -790,6 +847,7 @@ class Builder {
       if (b > 0 && b < static_cast<Wide>(INT64_MAX / 4)) before = static_cast<std::int64_t>(b);
     }
     alloc = add_unrecorded_frees(std::move(alloc), before);
+    add_live_tensors(alloc, rows, contexts);
 
     std::vector<MemoryEventRow> out;
     std::vector<MemoryEventIn> ins;
@@ -1208,6 +1266,8 @@ class Builder {
   std::vector<TimeNs> backward_starts_, optimizer_starts_;
   std::optional<TimeNs> first_module_start_;
   std::vector<TensorFact> facts_;
+  std::vector<LiveTensor> live_;  // "ss:live:" tensors (add_live_tensors)
+  std::vector<std::pair<std::int64_t, TimeNs>> freed_;  // "ss:freed:" (address, time)
   std::set<std::int64_t> gloo_tids_;
   std::map<std::int64_t, const ProcessGroupConfig*> pg_of_tid_;
   bool pg_of_tid_built_ = false;

@@ -4,7 +4,9 @@ Importing torch costs seconds, so nothing happens until the program imports torc
 meta-path finder watches for the `torch` import and installs the global hooks right after it.
 Environment (set by record): SHARDSCOPE_OUTPUT_DIR, SHARDSCOPE_MODULES ("0" = off),
 SHARDSCOPE_COLLECTOR ("1" when the CUPTI collector is injected), SHARDSCOPE_CPU_TRACE ("0" = no
-torch.profiler trace on CPU runs, see _cpu_trace.py).
+torch.profiler trace on CPU runs, see _cpu_trace.py), SHARDSCOPE_STEPS ("A:B": the capture window,
+_window.py), SHARDSCOPE_SIDECAR_RANGES ("1": on CPU runs the module ranges go to the sidecar too,
+not only into the trace; see below).
 """
 import atexit
 import importlib.abc
@@ -20,7 +22,7 @@ def _start():
         return
     _started = True
     try:
-        from . import hooks
+        from . import _window, hooks
         from ._sidecar import SidecarWriter
         from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
@@ -34,10 +36,11 @@ def _start():
         # gloo collectives and allocations, with or without the module hooks (--no-modules).
         cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
                      and not _is_launcher())
+        window = None if _is_launcher() else _window.from_env()
         if not modules and not cpu_trace:
             return
         sidecar = None
-        if modules:
+        if modules or window is not None:  # the window's unobserved steps are written there
             sidecar = SidecarWriter.for_this_process(out_dir)
             atexit.register(sidecar.close)
             sidecar.meta("torch_version", torch.__version__)
@@ -51,9 +54,20 @@ def _start():
             # Our ranges go into that trace (same clock) while it records, and into the sidecar.
             from ._cpu_trace import CpuTrace, is_tracing
 
-            trace = CpuTrace.for_this_process(out_dir)
+            trace = CpuTrace.for_this_process(out_dir, start=window is None or window[0] == 0)
             in_trace = ProfilerBackend(active=is_tracing)
-            backend = TeeBackend(in_trace, FileBackend(sidecar)) if sidecar is not None else in_trace
+            # The sidecar (flushed every step) is what survives a killed rank; on CPU the trace
+            # holds the same module ranges, so by default only the optimizer's ranges (the steps)
+            # are written there too: the module ranges' lines cost the job time (docs/benchmarks.md).
+            if sidecar is None:
+                backend = in_trace
+            elif os.environ.get("SHARDSCOPE_SIDECAR_RANGES", "1") == "1":
+                backend = TeeBackend(in_trace, FileBackend(sidecar))
+            else:
+                # Once the job's own profiler stops the trace, the sidecar takes every range.
+                in_sidecar = FileBackend(sidecar, only_prefix="ss:opt:")
+                backend = TeeBackend(in_trace, in_sidecar)
+                trace.on_stand_aside.append(lambda step: setattr(in_sidecar, "only_prefix", None))
             if sidecar is not None:
                 sidecar.meta("ranges", "sidecar+kineto")
                 trace.on_stand_aside.append(lambda step: sidecar.meta("cpu_trace_stopped_at_step", step))
@@ -69,12 +83,18 @@ def _start():
         if trace is not None:
             handle.tracker.step_callbacks.append(trace.capture_distributed)
             trace.step = lambda: handle.tracker.step
+        capture = None
+        if window is not None:
+            capture = _window.CaptureWindow(window[0], window[1], handle.tracker, trace, sidecar)
+            handle.tracker.step_end_callbacks.append(capture.on_step_end)
 
         def at_exit():  # registered last, so it runs before the sidecar closes
             if hooks._global:
                 hooks._global.tracker.close_open_backward()
             if trace is not None:
                 trace.stop_and_write()
+            if capture is not None:
+                capture.at_exit()
 
         atexit.register(at_exit)
     except Exception as e:  # never break the job

@@ -14,7 +14,14 @@ What the job can observe is unchanged (docs/collector.md, "What record changes i
   ranges go into any trace, and the job's profiler runs as it would without `record`. Module ranges
   and steps go on in the sidecar.
 
+A capture window (`record --steps A:B`, _window.py) starts the trace at step A (start()) and
+stops it after step B-1 (stop()); the events it holds are written at exit all the same.
+
 Environment: SHARDSCOPE_CPU_TRACE=0 turns it off (module ranges and steps still come from the sidecar).
+The profiler's options, for measuring what each costs (bench/collector/bench_record_overhead.py;
+defaults chosen from those figures, docs/benchmarks.md): SHARDSCOPE_PROFILE_MEMORY (1: allocations,
+needed for memory by category), SHARDSCOPE_WITH_STACK (0), SHARDSCOPE_RECORD_SHAPES (0; 1 breaks
+meta-device initialisation, see above).
 """
 import os
 import sys
@@ -27,10 +34,21 @@ _active = None  # weak reference to the running CpuTrace: the job's own profiler
 TRACE_SUFFIX = ".kineto.json"
 
 
+def _env_flag(name, default):
+    return os.environ.get(name, "1" if default else "0") not in ("0", "", "false", "no")
+
+
+def profiler_options():
+    """torch.profiler's options for the CPU trace, from the environment (defaults: memory on,
+    stacks and shapes off)."""
+    return {"profile_memory": _env_flag("SHARDSCOPE_PROFILE_MEMORY", True),
+            "with_stack": _env_flag("SHARDSCOPE_WITH_STACK", False),
+            "record_shapes": _env_flag("SHARDSCOPE_RECORD_SHAPES", False)}
+
+
 class CpuTrace:
-    def __init__(self, path):
+    def __init__(self, path, start=True):
         import torch
-        from torch.profiler import ProfilerActivity, profile
 
         self.path = path
         self._torch = torch
@@ -40,9 +58,38 @@ class CpuTrace:
         self.step = lambda: -1
         _collective_sizes.install()
         _watch_job_profilers()
-        self._prof = profile(activities=[ProfilerActivity.CPU], record_shapes=False, profile_memory=True)
+        self._prof = None
+        self._starting = False
         global _active
         _active = weakref.ref(self)
+        self._stopped = False
+        self._pid = os.getpid()
+        self._distributed = None
+        self._pg_threads = {}  # process group name -> the native thread ids its creation started
+        self._watch_process_groups()
+        if start:
+            self.start()
+
+    @classmethod
+    def for_this_process(cls, output_dir, start=True):
+        return cls(os.path.join(output_dir, _rank.stem(_rank.identity()) + TRACE_SUFFIX), start)
+
+    def start(self):
+        """Starts recording (at import, or when a capture window opens). Once only: a trace that
+        stopped, or stood aside for the job's own profiler, does not start again."""
+        if self._prof is not None or self.stood_aside is not None or os.getpid() != self._pid:
+            return False
+        from torch.profiler import ProfilerActivity, profile
+
+        enabled = getattr(self._torch._C._autograd, "_profiler_enabled", lambda: False)
+        if enabled():  # the job's own profiler runs (one Kineto session per process): it wins
+            self.stood_aside = self.step()
+            sys.stderr.write("[shardscope] the job's own torch.profiler runs at step %d: ShardScope's CPU trace does not "
+                             "start\n" % self.stood_aside)
+            for cb in self.on_stand_aside:
+                cb(self.stood_aside)
+            return False
+        self._prof = profile(activities=[ProfilerActivity.CPU], **profiler_options())
         self._starting = True
         try:
             self._prof.start()
@@ -50,15 +97,19 @@ class CpuTrace:
             self._starting = False
         self.running = True
         _collective_sizes.enabled = True
-        self._stopped = False
-        self._pid = os.getpid()
-        self._distributed = None
-        self._pg_threads = {}  # process group name -> the native thread ids its creation started
-        self._watch_process_groups()
+        return True
 
-    @classmethod
-    def for_this_process(cls, output_dir):
-        return cls(os.path.join(output_dir, _rank.stem(_rank.identity()) + TRACE_SUFFIX))
+    def stop(self):
+        """Stops recording (a capture window closes); the events are written at exit."""
+        if not self.running or os.getpid() != self._pid:
+            return
+        self.running = False
+        _collective_sizes.enabled = False
+        try:
+            self.capture_distributed()
+            self._prof.stop()
+        except Exception as e:  # never break the job
+            sys.stderr.write("[shardscope] CPU trace not stopped cleanly: %r\n" % (e,))
 
     def _watch_process_groups(self):
         """gloo runs each process group's collectives on that group's own worker threads, and its
@@ -170,8 +221,9 @@ class CpuTrace:
             cb(self.stood_aside)
 
     def stop_and_write(self):
-        """Stops the profiler and writes the trace (under a temporary name, then renamed)."""
-        if self._stopped or os.getpid() != self._pid:  # a forked child never writes its parent's trace
+        """Stops the profiler and writes the trace (under a temporary name, then renamed); nothing
+        when it never started (a capture window the job did not reach)."""
+        if self._stopped or os.getpid() != self._pid or self._prof is None:  # a forked child never writes its parent's trace
             return
         self._stopped = True
         try:

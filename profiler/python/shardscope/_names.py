@@ -7,6 +7,11 @@ The root module has the empty fqn ("ss:fwd:").
     ss:mem:<category>:<address>[:<fqn>]   a tensor fact (zero-length, only in torch.profiler traces):
                                   the allocation at <address> holds <category> (storage/types.cpp
                                   labels), owned by module <fqn>
+    ss:live:<category>:<address>:<bytes>[:<fqn>]   a tensor alive when a capture window starts
+                                  (record --steps A:B): allocated before the trace, so the trace has
+                                  no allocation event for it; the importer makes one of <bytes>
+    ss:freed:<address>            that tensor's storage died (torch.profiler reports no free on a CPU
+                                  for a block allocated before it started)
 """
 
 FORWARD = "fwd"
@@ -23,6 +28,16 @@ def tensor_fact_message(category, address, module=None):
     if module is None:
         return "ss:mem:%s:%d" % (category, address)
     return "ss:mem:%s:%d:%s" % (category, address, module)
+
+
+def live_tensor_message(category, address, nbytes, module=None):
+    if module is None:
+        return "ss:live:%s:%d:%d" % (category, address, nbytes)
+    return "ss:live:%s:%d:%d:%s" % (category, address, nbytes, module)
+
+
+def freed_tensor_message(address):
+    return "ss:freed:%d" % address
 
 
 def optimizer_message(step):

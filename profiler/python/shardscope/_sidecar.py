@@ -78,6 +78,10 @@ class SidecarWriter:
     def range(self, tid, start_ns, end_ns, message):
         self._line("range", int(tid), int(start_ns), int(end_ns), message)
 
+    def step(self, number, start_ns, end_ns):
+        """A step outside record --steps' capture window, timed by the wall clock only."""
+        self._line("step", int(number), int(start_ns), int(end_ns))
+
     def flush(self):
         with self._lock:
             self._flush_locked()

@@ -79,13 +79,20 @@ class TeeBackend:
 
 
 class FileBackend:
-    def __init__(self, sidecar):
+    """`only_prefix`: only ranges whose message starts with it are written (None: all)."""
+
+    def __init__(self, sidecar, only_prefix=None):
         self.sidecar = sidecar
+        self.only_prefix = only_prefix
 
     def start(self, message):
+        if self.only_prefix is not None and not message.startswith(self.only_prefix):
+            return None
         return (message, _tid(), time.time_ns())
 
     def end(self, token):
+        if token is None:
+            return
         message, tid, start = token
         self.sidecar.range(tid, start, time.time_ns(), message)
 

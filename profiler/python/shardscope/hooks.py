@@ -17,6 +17,7 @@ none do). Tensor hooks are used instead of module full-backward hooks, which rew
 can break modules with in-place ops or views.
 """
 import threading
+import time
 import weakref
 
 from . import _names
@@ -148,6 +149,12 @@ class Tracker:
         self._state_facts_sent = set()
         self._units_refreshed = False
         self.step_callbacks = []  # called at the first optimizer step (e.g. to capture process groups)
+        # False outside `record --steps A:B`'s capture window (_window.py): the hooks then only count
+        # optimizer steps (and name the model once); no range, fact or backward hook is made.
+        self.recording = True
+        # Called after every optimizer step with (the step that ended, its end in ns since the
+        # epoch, the optimizer): the capture window's step clock.
+        self.step_end_callbacks = []
         self._torch = _torch()
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
         compiler = getattr(self._torch, "compiler", None)
@@ -197,6 +204,18 @@ class Tracker:
             name = self._names.get(module, "")
         return name
 
+    def _name_outside_window(self, module):
+        """Outside a capture window: the first model called is named (its whole tree, once), so
+        that the tensors alive when the window starts can be given their modules. Modules without
+        parameters (parametrizations, losses) are left for the window's own hooks."""
+        if not self.enabled or module in self._names or self._compiling():
+            return
+        try:
+            if any(True for _ in module.parameters()):
+                self.register_root(module)
+        except Exception:
+            self._fail("forward_pre")
+
     # -- phases --------------------------------------------------------------------------
     def in_backward(self):
         task = self._graph_task_id
@@ -214,6 +233,9 @@ class Tracker:
     def forward_pre(self, module, inputs):
         # Inside torch.compile's tracing the hooks add nothing to the graph (they would break a
         # fullgraph=True compile); a compiled module's own range comes from _compiled_call below.
+        if not self.recording:
+            self._name_outside_window(module)
+            return
         if not self.enabled or self._compiling():
             return
         try:
@@ -227,7 +249,7 @@ class Tracker:
             self._fail("forward_pre")
 
     def forward_post(self, module, inputs, output):
-        if not self.enabled or self._compiling():
+        if not self.recording or not self.enabled or self._compiling():
             return
         try:
             stack = self._stack()
@@ -323,7 +345,8 @@ class Tracker:
         with the module that owns it. The importer gives those allocations that category and module
         (profiler/common/memory_categories.h). Only backends that write into a trace
         (ProfilerBackend) take facts."""
-        if getattr(self.backend, "fact", None) is None or optimizer is None or id(optimizer) in self._facts_sent:
+        if (not self.recording or getattr(self.backend, "fact", None) is None or optimizer is None
+                or id(optimizer) in self._facts_sent):
             return
         self._facts_sent.add(id(optimizer))
         owners = self._param_owners()
@@ -335,7 +358,8 @@ class Tracker:
 
     def optimizer_state_facts(self, optimizer):
         """After the first step: the optimizer's state tensors, each with its parameter's module."""
-        if getattr(self.backend, "fact", None) is None or optimizer is None or id(optimizer) in self._state_facts_sent:
+        if (not self.recording or getattr(self.backend, "fact", None) is None or optimizer is None
+                or id(optimizer) in self._state_facts_sent):
             return
         self._state_facts_sent.add(id(optimizer))
         owners = self._param_owners()
@@ -344,6 +368,54 @@ class Tracker:
             for value in state.values() if isinstance(state, dict) else []:
                 if isinstance(value, self._torch.Tensor) and value.numel() > 0:
                     self._fact("optimizer_state", value, owners.get(id(p)), seen)
+
+    def live_facts(self, optimizer):
+        """A capture window starts (record --steps A:B, A > 0): the parameters, their gradients and
+        the optimizer's state were allocated before the trace began, so it has no allocation
+        event for them. Each storage alive now is told with its size ("ss:live:..."): the importer
+        makes the allocation and its category from it, so the window's memory is that of the job
+        by category. torch.profiler reports no free of such a block on a CPU: a weakref finalizer
+        on each storage (storages keep their Python object while alive, as FSDPMemTracker relies
+        on) tells its death ("ss:freed:<address>"). Nothing holds the tensors."""
+        if getattr(self.backend, "fact", None) is None or optimizer is None:
+            return
+        self._facts_sent.add(id(optimizer))
+        self._state_facts_sent.add(id(optimizer))
+        owners = self._param_owners()
+        seen = set()
+        torch = self._torch
+
+        def tell(kind, tensor, owner):
+            local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
+            try:
+                storage = local.untyped_storage()
+                addr, nbytes = storage.data_ptr(), storage.nbytes()
+            except Exception:
+                return
+            if addr and nbytes and addr not in seen:
+                seen.add(addr)
+                self.backend.fact(_names.live_tensor_message(kind, addr, nbytes, owner))
+                try:
+                    weakref.finalize(storage, self._live_freed, addr).atexit = False
+                except TypeError:  # a storage type without weak references: its free stays unknown
+                    pass
+
+        for group in getattr(optimizer, "param_groups", []):
+            for p in group.get("params", []):
+                owner = owners.get(id(p))
+                tell("sharded_parameter" if hasattr(p, "to_local") else "unsharded_parameter", p, owner)
+                if p.grad is not None:
+                    tell("gradient", p.grad, owner)
+        for p, state in getattr(optimizer, "state", {}).items():
+            for value in state.values() if isinstance(state, dict) else []:
+                if isinstance(value, torch.Tensor) and value.numel() > 0:
+                    tell("optimizer_state", value, owners.get(id(p)))
+
+    def _live_freed(self, address):
+        try:
+            self.backend.fact(_names.freed_tensor_message(address))
+        except Exception:  # runs wherever the storage dies (any thread): never raise there
+            pass
 
     def refresh_fsdp_units(self):
         """Writes the FSDP units' facts again once training has run: FSDP2 settles some only at
@@ -373,6 +445,7 @@ class Tracker:
     def optimizer_post(self, *args, **kwargs):
         if not self.enabled or self._step_token is None:
             return
+        end_ns = time.time_ns()
         try:
             self.optimizer_state_facts(args[0] if args else None)
         except Exception:
@@ -382,6 +455,8 @@ class Tracker:
         self.step += 1
         if self.sidecar is not None:
             self.sidecar.flush()
+        for cb in self.step_end_callbacks:
+            cb(self.step - 1, end_ns, args[0] if args else None)
 
     def _fail(self, where):
         # Never break the job: switch ourselves off after the first error.

@@ -1,0 +1,95 @@
+"""`record --steps A:B`: profile only steps A to B-1 (a capture range, as in Nsight Systems), and
+time every other step with the wall clock alone.
+
+Steps are the optimizer's (hooks.py: step n ends with optimizer step n). Outside the window the job
+runs unprofiled: no torch.profiler, no module ranges, no backward hooks, no collective sizes; the
+hooks only count optimizer steps, and each step outside the window is written to the sidecar as
+"step <n> <start> <end>" (py_sidecar.h): from when the job had control back after step n-1 (after
+ShardScope started or stopped its trace there, so that cost is not the job's) to the end of its
+optimizer step. `record` stores them in the profile's `unobserved_steps`, and `simulate` / `plan`
+calibrate their predictions to them (the job as it runs without the profiler).
+
+At the window's start (A > 0) the trace begins after step A-1, and the tensors alive then
+(parameters, gradients, optimizer state) are told to it with their sizes (Tracker.live_facts),
+since their allocations happened before it. At its end the trace stops; its events are written at
+exit as usual.
+
+Environment (set by record): SHARDSCOPE_STEPS="A:B" (also "A:" to the end, ":B" from the start).
+"""
+import os
+import sys
+import time
+
+
+def parse_steps(text):
+    """(first, end) of "A:B" (end None for "A:"); raises ValueError for anything else."""
+    a, sep, b = text.partition(":")
+    if not sep:
+        raise ValueError("expected A:B (steps A to B-1), got %r" % text)
+    first = int(a) if a.strip() else 0
+    end = int(b) if b.strip() else None
+    if first < 0 or (end is not None and end <= first):
+        raise ValueError("expected 0 <= A < B in A:B, got %r" % text)
+    return first, end
+
+
+def from_env():
+    text = os.environ.get("SHARDSCOPE_STEPS", "")
+    if not text:
+        return None
+    try:
+        return parse_steps(text)
+    except ValueError as e:
+        sys.stderr.write("[shardscope] SHARDSCOPE_STEPS ignored (every step is profiled): %s\n" % e)
+        return None
+
+
+class CaptureWindow:
+    """Drives the trace and the hooks from the tracker's step ends (Tracker.step_end_callbacks)."""
+
+    def __init__(self, first, end, tracker, trace, sidecar):
+        self.first, self.end = first, end
+        self.tracker, self.trace, self.sidecar = tracker, trace, sidecar
+        self.reached = first == 0
+        self._step_start = None  # when the job had control back for the current step (ns since the epoch)
+        tracker.recording = first == 0
+        if sidecar is not None:
+            sidecar.meta("capture_window", "%d:%s" % (first, "" if end is None else end))
+
+    def inside(self, step):
+        return step >= self.first and (self.end is None or step < self.end)
+
+    def on_step_end(self, step, end_ns, optimizer):
+        if not self.inside(step) and self._step_start is not None and self.sidecar is not None:
+            self.sidecar.step(step, self._step_start, end_ns)
+        following = step + 1
+        if following == self.first:
+            self._open(optimizer)
+        elif self.end is not None and following == self.end:
+            self._close()
+        self._step_start = time.time_ns()
+
+    def _open(self, optimizer):
+        self.reached = True
+        # The hooks record even when the trace cannot start (the job's own profiler runs): their
+        # ranges then go to the sidecar only, as after the trace stands aside.
+        self.tracker.recording = True
+        if self.trace is not None and not self.trace.start():
+            return
+        try:
+            self.tracker.live_facts(optimizer)
+        except Exception as e:  # never break the job
+            sys.stderr.write("[shardscope] tensors alive at the window's start not named: %r\n" % (e,))
+
+    def _close(self):
+        self.tracker.close_open_backward()
+        self.tracker.recording = False
+        if self.trace is not None:
+            self.trace.stop()
+        if self.sidecar is not None:
+            self.sidecar.flush()
+
+    def at_exit(self):
+        if not self.reached and self.tracker.step > 0:  # (a process that trained nothing, e.g. torchrun's agent: silent)
+            sys.stderr.write("[shardscope] the capture window %d:%s was never reached: the job ran %d step(s); nothing "
+                             "was profiled\n" % (self.first, "" if self.end is None else self.end, self.tracker.step))

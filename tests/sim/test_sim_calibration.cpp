@@ -1,0 +1,135 @@
+// Calibration to the unobserved step (issue "Predictions checked against the job as it runs
+// without ShardScope", item 2): a profile recorded with `record --steps A:B` carries the wall times
+// of the steps outside the window (unobserved_steps); load_sim_inputs takes the profiled step's
+// extra time out of the model's host time, so a replay predicts the job without the profiler.
+// Hand-made profiles, exact figures.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/step_simulator.h"
+#include "storage/profile_writer.h"
+#include "storage/sqlite_handle.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+constexpr TimeNs ms = 1'000'000;
+
+// One rank of a 2-rank run on `device`: a root unit and two blocks (forward and backward ranges in
+// each 10 ms step, no collectives), steps 0-2 profiled; `unobserved` wall times of steps 3...; on a
+// GPU a kernel in the first half of every range (the GPU idles the rest: host time).
+void write_profile(const std::string& path, const std::string& device, const std::vector<TimeNs>& unobserved) {
+  ProfileWriter w(path, Origin{});
+  RankInfo ri;
+  ri.world_size = 2;
+  ri.gpu_name = device;
+  w.add_rank(ri);
+  const RowId thread = w.add_thread({0, 1, "main"});
+  const bool gpu = device != "CPU";
+  const RowId stream = gpu ? w.add_stream({0, 0, 7, StreamKind::Compute, "compute"}) : kNoRow;
+  const RowId root = w.add_module({kNoRow, "", "Model", 3000, 12000, true, kNoRow, "false"});
+  const RowId b0 = w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"});
+  const RowId b1 = w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"});
+  for (int step = 0; step < 3; ++step) {
+    const TimeNs t0 = step * 10 * ms;
+    w.add_step({0, step, t0, t0 + 10 * ms});
+    auto range = [&](RowId m, TimeNs a, TimeNs b, RangePhase ph) {
+      w.add_range({0, thread, kNoRow, t0 + a, t0 + b, w.intern("m"), RangeKind::Module, ph, m, kNoRow, 0});
+      if (gpu) {
+        KernelRow k;
+        k.stream = stream;
+        k.start = t0 + a;
+        k.end = t0 + a + (b - a) / 2;
+        k.name = w.intern("gemm");
+        w.add_kernel(k);
+      }
+    };
+    range(root, 0, 5 * ms, RangePhase::Forward);
+    range(b0, 1 * ms, 2 * ms, RangePhase::Forward);
+    range(b1, 2 * ms, 3 * ms, RangePhase::Forward);
+    range(b1, 5 * ms, 7 * ms, RangePhase::Backward);
+    range(b0, 7 * ms, 9 * ms, RangePhase::Backward);
+  }
+  for (std::size_t i = 0; i < unobserved.size(); ++i) {
+    const TimeNs t0 = 40 * ms + static_cast<TimeNs>(i) * 20 * ms;
+    w.add_unobserved_step({0, static_cast<std::int64_t>(3 + i), t0, t0 + unobserved[i]});
+  }
+  w.finish();
+}
+
+SimInputs load(const std::string& path, bool calibrate = true) {
+  SimInputRequest req;
+  req.profile_path = path;
+  req.calibrate_to_unobserved = calibrate;
+  return load_sim_inputs(req);
+}
+
+TimeNs replay(const SimInputs& in) { return simulate(compile_step(in.model, FsdpPlan{}, in.cluster)).step_ns; }
+
+}  // namespace
+
+TEST_CASE("a CPU profile's replay is calibrated to its unobserved step", "[sim][calibration]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms});
+  const SimInputs in = load(dir.file("p.ssdb"));
+  CHECK(in.measured_step_ns == 10 * ms);    // the profiled steps (step 0 left out as warm-up)
+  CHECK(in.unobserved_step_ns == 8 * ms);   // the median of 8, 9 and 7 ms
+  CHECK(in.unobserved_steps == 3);
+  CHECK(in.recording_slowdown_pct() == Approx(25.0));
+  REQUIRE(in.calibrated);
+  CHECK(in.reference_step_ns() == 8 * ms);
+  // On a CPU every nanosecond of the measured step is host time (compute and gaps); the replay
+  // adds the preset's collectives (none were measured). The 2 ms the profiled step took more
+  // come out of the host time: 10 ms of it, scaled by 0.8.
+  CHECK(in.replay_as_profiled_ns > 10 * ms);
+  CHECK(in.host_time_scale == Approx(0.8));
+  CHECK(std::llabs(in.replay_calibrated_ns - (in.replay_as_profiled_ns - 2 * ms)) <= 10);
+  CHECK(replay(in) == in.replay_calibrated_ns);
+}
+
+TEST_CASE("--as-profiled, or no unobserved steps: the replay is of the profiled job", "[sim][calibration]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms});
+  const SimInputs as_profiled = load(dir.file("p.ssdb"), false);
+  CHECK_FALSE(as_profiled.calibrated);
+  CHECK(as_profiled.unobserved_step_ns == 8 * ms);  // still reported
+  CHECK(as_profiled.reference_step_ns() == 10 * ms);
+  CHECK(replay(as_profiled) == load(dir.file("p.ssdb")).replay_as_profiled_ns);
+
+  write_profile(dir.file("all.ssdb"), "CPU", {});
+  const SimInputs all = load(dir.file("all.ssdb"));
+  CHECK_FALSE(all.calibrated);
+  CHECK(all.unobserved_steps == 0);
+  CHECK(all.recording_slowdown_pct() == 0.0);
+
+  // A profile written before the table existed reads the same.
+  {
+    sql::Db db(dir.file("all.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("DROP TABLE unobserved_steps");
+  }
+  CHECK_FALSE(load(dir.file("all.ssdb")).calibrated);
+}
+
+TEST_CASE("a GPU profile's calibration takes the extra time from the host gaps only", "[sim][calibration]") {
+  ss::test::TempDir dir;
+  // Kernels cover half of each range: the GPU waits for the host the rest of the step, and the
+  // 2 ms come out of those gaps, not out of the kernels.
+  write_profile(dir.file("g.ssdb"), "NVIDIA H100 80GB HBM3", {8 * ms});
+  const SimInputs in = load(dir.file("g.ssdb"));
+  REQUIRE(in.calibrated);
+  CHECK(in.measured_idle_ns > 2 * ms);
+  const SimInputs as_profiled = load(dir.file("g.ssdb"), false);
+  TimeNs compute = 0, compute_as_profiled = 0;
+  for (const auto& sg : in.model.segments) compute += sg.fwd_ns + sg.bwd_ns;
+  for (const auto& sg : as_profiled.model.segments) compute_as_profiled += sg.fwd_ns + sg.bwd_ns;
+  CHECK(compute == compute_as_profiled);
+  CHECK(in.host_time_scale < 1.0);
+  CHECK(std::llabs(in.replay_calibrated_ns - (in.replay_as_profiled_ns - 2 * ms)) <= 10);
+}
