@@ -71,6 +71,11 @@ struct RangeTrack {
   int rank = 0;
   RowId thread_id = kNoRow;  // CPU lane, or
   RowId stream_id = kNoRow;  // GPU lane
+  // Framework operators (CpuOp, Fsdp, Nccl) are laid out apart from the structure ranges
+  // (modules, annotations) of their lane, each class packed on its own tracks, and `depth` is the
+  // track within its class (storage/range_lanes.h); the `ranges` table's depth counts nesting
+  // over the whole lane.
+  bool operators = false;
   int depth = 0;
   std::vector<RangeEvent> events;  // sorted by start
   TimeNs max_duration = 0;

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "storage/range_lanes.h"
 #include "storage/schema.h"
 
 namespace ss {
@@ -521,6 +522,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
         ++p.range_count;
       }
       progress.rows(batch, "ranges");
+      lay_out_range_lanes(p.range_tracks);
       for (auto& t : p.range_tracks) finish_track(t);
     }
 
@@ -615,7 +617,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
   std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
     const auto& x = p.range_tracks[static_cast<std::size_t>(a)];
     const auto& y = p.range_tracks[static_cast<std::size_t>(b)];
-    return std::tie(x.rank, x.stream_id, x.thread_id, x.depth) < std::tie(y.rank, y.stream_id, y.thread_id, y.depth);
+    return std::tie(x.rank, x.stream_id, x.thread_id, x.operators, x.depth) < std::tie(y.rank, y.stream_id, y.thread_id, y.operators, y.depth);
   });
   for (std::int32_t i : order) {
     auto& t = p.range_tracks[static_cast<std::size_t>(i)];

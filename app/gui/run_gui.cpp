@@ -43,11 +43,6 @@ void stage_demo(MainWindow& w) {
   auto* c = w.timeline()->controller();
   if (!c) return;
   w.memory_view()->tree()->expandToDepth(1);
-  // Collapse the deeper CPU range lanes (framework operators) so more ranks fit on screen.
-  for (auto& t : c->tracks())
-    if (t.kind == timeline::TrackKind::Ranges && t.label.find("cpu ranges") != std::string::npos &&
-        w.profile()->range_tracks[static_cast<std::size_t>(t.index)].depth >= 2)
-      t.collapsed = true;
   // The third collective kernel of rank 0 with a sequence number (so it links to other ranks),
   // else the longest kernel.
   const auto& p = *w.profile();

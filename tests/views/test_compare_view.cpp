@@ -6,6 +6,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QLayout>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileInfo>
@@ -474,48 +475,56 @@ TEST_CASE("compare view: reset and a new A drop B and the comparison", "[compare
   CHECK(view.timeline_b()->controller() == nullptr);
 }
 
-TEST_CASE("compare view: CPU operator lanes fold by default so the next rows move up", "[compare][gui]") {
+TEST_CASE("compare view: folded panes show every rank's communication and no row cut at the bottom; unfolded, every row", "[compare][gui]") {
   app();
   const QString sample = QString::fromStdString(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb");
   CompareView view;
+  view.resize(1400, 900);  // laid out, not shown: the offscreen platform has no OpenGL
+  view.layout()->activate();
   view.set_profile(std::make_shared<const Profile>(load_profile(sample.toStdString())), sample);
   REQUIRE(view.compare_with(sample));
+  const auto is_comm = [](const timeline::TimelineController& c, const timeline::Track& t) {
+    return t.kind == timeline::TrackKind::Stream && c.profile().stream_tracks[static_cast<std::size_t>(t.index)].kind == StreamKind::Nccl;
+  };
   for (auto* tl : {view.timeline_a(), view.timeline_b()}) {
     auto* c = tl->controller();
     REQUIRE(c);
-    int operator_lanes = 0;
-    std::int32_t memory_track = -1;
+    const float height = static_cast<float>(tl->height());
+    REQUIRE(height > 50);
+    int operator_lanes = 0, comm = 0;
     for (std::size_t i = 0; i < c->tracks().size(); ++i) {
       const auto& t = c->tracks()[i];
       if (is_cpu_operator_lane(c->profile(), t)) {
         ++operator_lanes;
-        CHECK(t.collapsed);
-        // Only lanes without modules: a lane with a module range is never folded.
-        const auto& events = c->profile().range_tracks[static_cast<std::size_t>(t.index)].events;
-        CHECK(std::none_of(events.begin(), events.end(), [](const RangeEvent& e) { return e.kind == RangeKind::Module; }));
-      } else if (t.kind == timeline::TrackKind::Ranges) {
-        CHECK_FALSE(t.collapsed);
+        CHECK((t.collapsed || !t.laid_out()));
       }
-      if (memory_track < 0 && t.rank == 1 && t.kind == timeline::TrackKind::Memory) memory_track = static_cast<std::int32_t>(i);
+      if (is_comm(*c, t)) {  // both ranks' gloo lanes: laid out, open, inside the pane
+        ++comm;
+        CHECK(t.laid_out());
+        CHECK_FALSE(t.collapsed);
+        CHECK(c->track_y(static_cast<std::int32_t>(i)) + t.height() <= height);
+      }
     }
     CHECK(operator_lanes > 0);
-    REQUIRE(memory_track >= 0);
-    const float folded_y = c->track_y(memory_track) + c->scroll_y();
+    CHECK(comm == 4);
+    CHECK(timeline::total_tracks_height(c->tracks()) <= height - timeline::kRulerHeight);  // no row cut at the bottom
     view.fold_cpu_box()->setChecked(false);
-    const float open_y = c->track_y(memory_track) + c->scroll_y();
-    CHECK(open_y - folded_y == Approx(operator_lanes * (timeline::kRowHeight - timeline::kCollapsedHeight)).margin(0.5));
+    for (const auto& t : c->tracks()) {
+      CHECK_FALSE(t.collapsed);
+      CHECK_FALSE(t.folded);
+    }
     view.fold_cpu_box()->setChecked(true);
   }
-  // "Compared ranks only": every row of the other rank folds as well; the compared rank's GPU-side
-  // and memory rows stay open.
+  // "Compared ranks only": every row of the other rank folds as well; the compared rank's
+  // communication stays open.
   REQUIRE(view.comparison()->alignment.a.rank == 0);
   view.only_rank_box()->setChecked(true);
   for (auto* tl : {view.timeline_a(), view.timeline_b()}) {
     int open_rows = 0;
     for (const auto& t : tl->controller()->tracks()) {
-      if (t.rank != 0) CHECK(t.collapsed);
-      if (t.rank == 0 && t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
-      open_rows += !t.collapsed;
+      if (t.rank != 0) CHECK((t.collapsed || !t.laid_out()));
+      if (t.rank == 0 && is_comm(*tl->controller(), t)) CHECK_FALSE(t.collapsed);
+      open_rows += !t.collapsed && t.laid_out();
     }
     CHECK(open_rows > 0);
   }
@@ -524,9 +533,11 @@ TEST_CASE("compare view: CPU operator lanes fold by default so the next rows mov
   al.rank_a = 1;
   al.rank_b = 1;
   REQUIRE(view.set_alignment(al));
-  for (const auto& t : view.timeline_a()->controller()->tracks())
-    if (t.kind != timeline::TrackKind::Ranges) CHECK(t.collapsed == (t.rank != 1));
+  for (const auto& t : view.timeline_a()->controller()->tracks()) {
+    if (t.rank != 1) CHECK((t.collapsed || !t.laid_out()));
+    if (t.rank == 1 && is_comm(*view.timeline_a()->controller(), t)) CHECK_FALSE(t.collapsed);
+  }
   view.only_rank_box()->setChecked(false);
-  for (const auto& t : view.timeline_b()->controller()->tracks())
-    if (t.kind != timeline::TrackKind::Ranges) CHECK_FALSE(t.collapsed);
+  view.fold_cpu_box()->setChecked(false);
+  for (const auto& t : view.timeline_b()->controller()->tracks()) CHECK_FALSE(t.collapsed);
 }

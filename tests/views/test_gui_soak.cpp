@@ -318,6 +318,10 @@ struct Soak {
   }
 };
 
+bool background_busy(gui::MainWindow& w) {
+  return w.analyses()->busy() || w.unshard_panel()->loading() || w.unshard_panel()->timeline_pending();
+}
+
 // Opens `path` in a fresh main window and runs `actions` random actions on it.
 void soak(const std::string& path, const std::string& label, std::uint64_t seed, long actions) {
   const double max_action_ms = static_cast<double>(env_long("SHARDSCOPE_SOAK_MAX_ACTION_MS", 250));
@@ -360,7 +364,9 @@ void soak(const std::string& path, const std::string& label, std::uint64_t seed,
     if (verbose) std::printf("%s%s: %.1f ms CPU, rss %ld MB\n", prefix.c_str(), what.c_str(), ms, rss_mb());
     INFO(prefix << what << ": main thread busy " << ms << " ms CPU; rss " << rss_mb() << " MB");
     REQUIRE(ms <= max_action_ms);
-    if (rss_base > 0) REQUIRE(rss_mb() <= rss_base + rss_growth_mb);
+    // What the window keeps, not what a background job holds for a while (the critical path of
+    // 1M kernels takes a few hundred MB on its worker thread and gives it back).
+    if (rss_base > 0 && !background_busy(window)) REQUIRE(rss_mb() <= rss_base + rss_growth_mb);
   }
   std::printf("soak %s seed %llu: %ld actions, worst %.1f ms CPU (%s), rss %ld MB (after 10 actions %ld MB)\n", label.c_str(),
               static_cast<unsigned long long>(seed), actions, worst_ms, worst.c_str(), rss_mb(), rss_base);

@@ -314,7 +314,11 @@ TEST_CASE("timeline: marker lanes toggled from the View menu and M, hover gone o
   CHECK_FALSE(c.hovered().valid());
 
   // Scroll half way down, draw: the ruler's top row is the ruler's colour everywhere (no track
-  // drawn over it); the scrollbar's thumb is off the top.
+  // drawn over it); the scrollbar's thumb is off the top. Every row open: more than fits.
+  for (std::size_t i = 0; i < c.tracks().size(); ++i) {
+    c.tracks()[i].collapsed = false;
+    if (c.tracks()[i].group_size > 1) set_group_open(c.tracks(), i, true);
+  }
   c.fit_all();
   const Scrollbar sb = c.scrollbar();
   REQUIRE(sb.visible);

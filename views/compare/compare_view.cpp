@@ -196,6 +196,7 @@ void CompareView::set_profile(std::shared_ptr<const Profile> a, const QString& p
   path_a_ = path_a;
   timeline_a_->set_profile(a_);
   apply_folding();
+  fold_on_show_ = !isVisible();
   caption_a_->setText(QStringLiteral("A: %1").arg(QFileInfo(path_a_).fileName()));
   reset();
 }
@@ -226,7 +227,14 @@ void CompareView::apply_folding() {
     FoldOptions o;
     o.cpu_operator_lanes = fold_cpu_->isChecked();
     if (only_rank_->isChecked() && comparison_) o.only_rank = b_side ? comparison_->alignment.b.rank : comparison_->alignment.a.rank;
-    if (apply_folds(*tl->controller(), o) > 0) tl->update();
+    apply_folds(*tl->controller(), o);
+    // Folded, a pane also fits its rows to its height (every rank's communication, no row cut
+    // at the bottom): the panes are a third of the window each.
+    if (o.cpu_operator_lanes) {
+      tl->controller()->set_size(static_cast<float>(tl->width()), static_cast<float>(tl->height()));
+      tl->controller()->fit_rows_to_height();
+    }
+    tl->update();
   }
 }
 
@@ -321,6 +329,7 @@ bool CompareView::run(const std::shared_ptr<const Profile>& b, const QString& pa
   fill_choices();
   save_->setEnabled(true);
   apply_folding();  // the compared ranks may have changed
+  fold_on_show_ = !isVisible();
   show_window();
   fit_on_show_ = !timeline_a_->isVisible();
   emit comparisonChanged();
@@ -401,8 +410,12 @@ void CompareView::mirror(bool from_a) {
 
 void CompareView::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
-  if (!fit_on_show_ || !comparison_) return;
   QTimer::singleShot(0, this, [this] {
+    // Shown for the first time since its profiles changed: the panes have their height now.
+    if (fold_on_show_) {
+      fold_on_show_ = false;
+      apply_folding();
+    }
     if (!fit_on_show_ || !comparison_) return;  // a row click since then has placed the view
     fit_on_show_ = false;
     show_window();

@@ -97,6 +97,7 @@ class CompareView : public QWidget {
   TimeNs offset_ = 0;
   bool mirroring_ = false;
   bool fit_on_show_ = false;  // compared while hidden: the timelines had no width to fit to
+  bool fold_on_show_ = false;  // folded while hidden: the panes had no height to fit the rows to
   bool reading_ = false;
   int generation_ = 0;  // bumped by reset(): a background read for an older A is dropped
   CompareTableModel* model_ = nullptr;

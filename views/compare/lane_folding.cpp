@@ -5,15 +5,7 @@ namespace ss::compareview {
 bool is_cpu_operator_lane(const Profile& p, const timeline::Track& t) {
   if (t.kind != timeline::TrackKind::Ranges || t.index < 0 || static_cast<std::size_t>(t.index) >= p.range_tracks.size()) return false;
   const RangeTrack& rt = p.range_tracks[static_cast<std::size_t>(t.index)];
-  if (rt.stream_id != kNoRow) return false;
-  // Operators (aten::*, FSDP runtime calls, NCCL API calls) and no module: annotation-only lanes
-  // (steps, user NVTX ranges) are few and short, and stay open.
-  bool operators = false;
-  for (const RangeEvent& e : rt.events) {
-    if (e.kind == RangeKind::Module) return false;
-    operators = operators || e.kind == RangeKind::CpuOp || e.kind == RangeKind::Fsdp || e.kind == RangeKind::Nccl;
-  }
-  return operators;
+  return rt.operators && rt.stream_id == kNoRow;  // storage/range_lanes.h
 }
 
 int apply_folds(timeline::TimelineController& c, const FoldOptions& o) {
@@ -25,6 +17,7 @@ int apply_folds(timeline::TimelineController& c, const FoldOptions& o) {
       ++changed;
     }
   }
+  open_all_ranks(c.tracks());  // CompareView fits a folded pane again (fit_rows_to_height)
   if (changed) c.set_scroll_y(c.scroll_y());  // re-clamp: the content got shorter or taller
   return changed;
 }

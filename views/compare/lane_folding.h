@@ -10,8 +10,8 @@
 
 namespace ss::compareview {
 
-// True for a CPU range lane (not on a GPU stream) with operator ranges (CpuOp, Fsdp, Nccl) and
-// no module range.
+// True for a CPU range lane (not on a GPU stream) of framework operators (CpuOp, Fsdp, Nccl), which
+// the profile lays out apart from the module ranges (RangeTrack::operators).
 bool is_cpu_operator_lane(const Profile& profile, const timeline::Track& track);
 
 struct FoldOptions {

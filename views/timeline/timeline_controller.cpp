@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace ss::timeline {
 
@@ -134,6 +135,66 @@ std::size_t TimelineController::memory_bytes() const {
   for (const auto& ix : span_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
   for (const auto& ix : cover_index_) b += sizeof(ix) + ix.memory_bytes();
   return b;
+}
+
+int TimelineController::fit_rows_to_height() {
+  open_all_ranks(tracks_);  // from the rows as they are, ranks unfolded
+  const float visible = height_ - kRulerHeight;
+  const auto stream_kind = [&](const Track& t) { return profile_.stream_tracks[static_cast<std::size_t>(t.index)].kind; };
+  const auto is_module_lane = [&](const Track& t) {  // modules and annotations on a CPU thread
+    if (t.kind != TrackKind::Ranges) return false;
+    const RangeTrack& rt = profile_.range_tracks[static_cast<std::size_t>(t.index)];
+    return !rt.operators && rt.stream_id == kNoRow;
+  };
+  const auto module_depth = [&](const Track& t) {
+    return is_module_lane(t) ? profile_.range_tracks[static_cast<std::size_t>(t.index)].depth : -1;
+  };
+  const auto is_comm = [&](const Track& t) { return t.kind == TrackKind::Stream && stream_kind(t) == StreamKind::Nccl; };
+  const std::vector<std::function<bool(const Track&)>> levels = {
+      [](const Track& t) { return t.kind == TrackKind::Memory; },
+      [&](const Track& t) {
+        if (t.kind == TrackKind::Stream) return stream_kind(t) != StreamKind::Compute && stream_kind(t) != StreamKind::Nccl;
+        return t.kind == TrackKind::Ranges && !is_module_lane(t);
+      },
+      [&](const Track& t) { return module_depth(t) >= 3; },
+      [&](const Track& t) { return module_depth(t) >= 1; },
+      [&](const Track& t) { return module_depth(t) >= 0 || t.kind == TrackKind::Steps; },
+      [&](const Track& t) { return t.kind == TrackKind::Stream && stream_kind(t) == StreamKind::Compute; },
+  };
+  const auto fits = [&] { return total_tracks_height(tracks_) <= visible; };
+  std::vector<std::vector<std::size_t>> changed(levels.size());
+  std::size_t applied = 0;
+  for (; applied < levels.size() && !fits(); ++applied)
+    for (std::size_t i = 0; i < tracks_.size(); ++i)
+      if (!tracks_[i].collapsed && tracks_[i].laid_out() && levels[applied](tracks_[i])) {
+        tracks_[i].collapsed = true;
+        changed[applied].push_back(i);
+      }
+  // Still too many ranks: each folds to its first row and its compute and communication streams.
+  bool ranks_folded = false;
+  if (!fits()) {
+    std::vector<bool> keep(tracks_.size());
+    for (std::size_t i = 0; i < tracks_.size(); ++i)
+      keep[i] = is_comm(tracks_[i]) || (tracks_[i].kind == TrackKind::Stream && stream_kind(tracks_[i]) == StreamKind::Compute);
+    int last_rank = -1;
+    for (std::size_t i = 0; i < tracks_.size(); ++i) {
+      if (tracks_[i].rank == last_rank || !tracks_[i].laid_out()) continue;
+      last_rank = tracks_[i].rank;
+      if (!keep[i]) set_rank_open(tracks_, i, false, keep);
+    }
+    ranks_folded = true;
+  }
+  // Give the room left back to the rows folded last, a whole level at a time (the last level
+  // applied was needed, unless the ranks were folded after it).
+  for (std::size_t l = ranks_folded ? applied : applied - (applied > 0 ? 1 : 0); l-- > 0;) {
+    for (std::size_t i : changed[l]) tracks_[i].collapsed = false;
+    if (!fits())
+      for (std::size_t i : changed[l]) tracks_[i].collapsed = true;
+  }
+  int n = 0;
+  for (const Track& t : tracks_) n += t.collapsed || !t.laid_out();
+  clamp_scroll();
+  return n;
 }
 
 void TimelineController::set_size(float width, float height) {
@@ -377,6 +438,10 @@ bool TimelineController::mouse_press(float x, float y, MouseButton button, bool 
     }
     if (shift)
       t.pinned = !t.pinned;
+    else if (t.rank_head && !t.rank_open) {  // a folded rank's head unfolds it
+      set_rank_open(tracks_, static_cast<std::size_t>(ti), true, {});
+    } else if (t.group_size > 1)  // a folded group's head opens or folds the group
+      set_group_open(tracks_, static_cast<std::size_t>(ti), !t.group_open);
     else
       t.collapsed = !t.collapsed;
     clamp_scroll();
@@ -532,6 +597,12 @@ void TimelineController::select(const EventRef& ref, bool reveal_it) {
           clamp_scroll();
         }
         if (tracks_[i].collapsed) tracks_[i].collapsed = false;
+        if (tracks_[i].hidden)  // inside a folded group: open it
+          for (std::size_t h = 0; h < i; ++h)
+            if (tracks_[h].group == tracks_[i].group && tracks_[h].group_size > 0) set_group_open(tracks_, h, true);
+        if (tracks_[i].folded)  // in a folded rank: unfold it
+          for (std::size_t h = 0; h < tracks_.size(); ++h)
+            if (tracks_[h].rank_head && tracks_[h].rank == tracks_[i].rank) set_rank_open(tracks_, h, true, {});
       }
   }
   if (on_selection_changed) on_selection_changed(selected_);

@@ -91,6 +91,14 @@ class TimelineController {
 
   void set_size(float width, float height);
   void fit_all();
+  // The rows of a profile's first screen: collapse (draw thin) the rows an FSDP user looks at
+  // last until every rank fits the height, in this order: memory counters; folded operator groups,
+  // GPU range lanes, copy and other streams; module and annotation lanes below the third; those
+  // below the first; the outermost ones and the steps; compute streams. When the ranks still do
+  // not fit, each is folded to its first row (a click unfolds it) and its compute and
+  // communication streams. Then the room left goes back to the rows collapsed last, a level at a
+  // time. Communication streams always stay open. Returns how many rows are collapsed or folded.
+  int fit_rows_to_height();
   // Keeps the view inside the profile's span plus kViewMargin of it on either side: the scale is
   // at most that whole window over the width, and the start moves inside it.
   void clamp_view();

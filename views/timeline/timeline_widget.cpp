@@ -114,6 +114,7 @@ void TimelineWidget::set_profile(std::shared_ptr<const Profile> profile) {
   if (controller_) {
     controller_->set_size(static_cast<float>(width()), static_cast<float>(height()));
     controller_->fit_all();
+    if (fit_rows_) controller_->fit_rows_to_height();  // every rank's compute and communication on the first screen
     controller_->on_selection_changed = [this](const EventRef& ref) {
       emit selectionChanged(ref);
       if (ref.valid()) {
@@ -512,7 +513,10 @@ void TimelineWidget::draw_timeline() {
     // Label column.
     dl->AddRectFilled(ImVec2(0, y0), ImVec2(kLabelWidth, y1), t.pinned ? th.label_pinned_bg : th.label_bg);
     if (!t.collapsed) {
-      std::string label = std::string(t.pinned ? "* " : "") + "- " + t.label;
+      // "+" on a folded group's head (a click opens it), "-" on every row that a click folds.
+      const bool opens = (t.group_size > 1 && !t.group_open) || (t.rank_head && !t.rank_open);
+      std::string label = std::string(t.pinned ? "* " : "") + (opens ? "+ " : "- ") + t.label;
+      if (t.rank_head && !t.rank_open) label += " (rank folded)";
       float right = kLabelWidth - 2;
       if (t.kind == TrackKind::Markers) {
         // "top"/"all" toggles the top-N limit, "x" hides the lanes (M or View > Analysis markers

@@ -26,6 +26,10 @@ class TimelineWidget : public QOpenGLWidget {
   ~TimelineWidget() override;
 
   void set_profile(std::shared_ptr<const Profile> profile);
+  // Whether set_profile folds rows until every rank fits (TimelineController::fit_rows_to_height;
+  // on by default). Off for a timeline whose profile is replaced on every change (the what-if
+  // panel's), where the user's own row state and scroll are kept.
+  void set_fit_rows(bool on) { fit_rows_ = on; }
   TimelineController* controller() { return controller_.get(); }
   bool find_open() const { return find_open_; }
   void open_find();
@@ -99,6 +103,7 @@ class TimelineWidget : public QOpenGLWidget {
   double last_cpu_ms_ = 0;
   std::optional<TimeNs> time_origin_;
   bool find_open_ = false;
+  bool fit_rows_ = true;
   bool dark_ = true;  // ImGui style follows the Qt palette
   bool find_focus_ = false;
   char find_buffer_[256] = {};

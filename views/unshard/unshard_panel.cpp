@@ -274,6 +274,7 @@ void UnshardPanel::build() {
   tree_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
   tree_->setItemDelegateForColumn(UnshardUnitModel::ColCheckpoint, new CheckpointDelegate(tree_));
   timeline_ = new timeline::TimelineWidget;
+  timeline_->set_fit_rows(false);  // replaced on every change: the user's rows and scroll stay
   timeline_->setMinimumHeight(160);
   timeline_->installEventFilter(this);
   split_ = new QSplitter(Qt::Vertical);
