@@ -232,11 +232,22 @@ TEST_CASE("a plan that sets \"*\" checkpointing overrides a description's own", 
   CHECK(simulate(compile_step(none.model, none.plan, none.cluster)).recomputes == 0);
   req.plan_path.clear();
   const SimInputs as_described = load_sim_inputs(req);
-  FsdpPlan p;
+  // The description's own checkpointing is a plan knob ("*"), not baked into the model.
+  REQUIRE(as_described.plan.checkpoint.count("*") == 1);
+  CHECK(as_described.plan.checkpoint.at("*") == "full");
+  FsdpPlan p = as_described.plan;
   p.world_size = 512;
   const SimResult r = simulate(compile_step(as_described.model, p, as_described.cluster));
-  CHECK(r.recomputes == 0);  // the description's own checkpointing is inside its backward
+  CHECK(r.recomputes > 0);
   CHECK(r.peak_bytes < simulate(compile_step(none.model, none.plan, none.cluster)).peak_bytes);
+  // A plan that names one layer only: that layer as the plan says, the others as the description.
+  ss::test::write_file(dir.file("one.json"), R"({"activation_checkpointing": {"layers.3": "none"}, "world_size": 512})");
+  req.plan_path = dir.file("one.json");
+  const SimInputs one = load_sim_inputs(req);
+  CHECK(one.plan.checkpoint.at("*") == "full");
+  CHECK(one.plan.checkpoint.at("layers.3") == "none");
+  const SimResult r1 = simulate(compile_step(one.model, one.plan, one.cluster));
+  CHECK(r1.recomputes == r.recomputes - 1);
 }
 
 namespace {

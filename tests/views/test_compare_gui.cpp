@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <QApplication>
+#include <QTableWidget>
+#include <QSpinBox>
+#include <QPushButton>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileInfo>
@@ -20,6 +23,7 @@
 #include <QTableView>
 #include <QTest>
 #include <QValueAxis>
+#include <map>
 
 #include "app/gui/main_window.h"
 #include "tests/support/test_paths.h"
@@ -31,6 +35,7 @@
 #include "views/memory/memory_view.h"
 #include "views/memory/module_tree_model.h"
 #include "views/timeline/timeline_widget.h"
+#include "views/unshard/byte_spin_box.h"
 #include "views/unshard/unshard_panel.h"
 #include "views/unshard/unshard_session.h"
 #include "views/unshard/unshard_unit_model.h"
@@ -219,4 +224,64 @@ TEST_CASE("main window: a new A drops B; Compare shown at load still fills the m
   CHECK(QTest::qWaitFor([&] { return std::abs(chart->x_axis()->min() - start_ms) < 1e-3; }, 3000));
   CHECK(chart->x_axis()->min() == Approx((v.start_ns - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
   CHECK(chart->x_axis()->max() == Approx((v.end_ns() - static_cast<double>(w.profile()->time_begin)) / 1e6).margin(1e-3));
+}
+
+namespace {
+// Where each of the panel's controls is, relative to the panel, after its layouts have settled.
+std::map<QString, QPoint> control_positions(unshard::UnshardPanel& panel) {
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  std::map<QString, QPoint> at;
+  for (QPushButton* b : panel.findChildren<QPushButton*>()) at["button " + b->text()] = b->mapTo(&panel, QPoint(0, 0));
+  at["tp"] = panel.tp_box()->mapTo(&panel, QPoint(0, 0));
+  at["pp"] = panel.pp_box()->mapTo(&panel, QPoint(0, 0));
+  at["offload"] = panel.offload_box()->mapTo(&panel, QPoint(0, 0));
+  at["budget"] = panel.budget_box()->mapTo(&panel, QPoint(0, 0));
+  at["world"] = panel.world_box()->mapTo(&panel, QPoint(0, 0));
+  at["preset"] = panel.preset_box()->mapTo(&panel, QPoint(0, 0));
+  at["per node"] = panel.gpus_per_node_box()->mapTo(&panel, QPoint(0, 0));
+  at["overrides"] = panel.bucket_overrides()->mapTo(&panel, QPoint(0, 0));
+  return at;
+}
+// The controls that moved since `before`: "name: (x,y) -> (x,y)".
+std::string moved(const std::map<QString, QPoint>& before, const std::map<QString, QPoint>& now) {
+  std::string out;
+  for (const auto& [name, p] : before)
+    if (auto it = now.find(name); it == now.end() || it->second != p)
+      out += name.toStdString() + ": (" + std::to_string(p.x()) + "," + std::to_string(p.y()) + ") -> (" +
+             (it == now.end() ? std::string("gone") : std::to_string(it->second.x()) + "," + std::to_string(it->second.y())) + "); ";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the what-if panel's controls stay where they are through a refused change, its undo and a tp change", "[unshard][gui]") {
+  // In the main window at 1600x1000, shown: the settings column scrolls as a user sees it.
+  app();
+  gui::MainWindow w;
+  w.set_interactive(false);
+  w.resize(1600, 1000);
+  w.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&w));
+  w.show_unshard_tab();
+  unshard::UnshardPanel& panel = *w.unshard_panel();
+  REQUIRE(panel.open_model_description(QString::fromStdString(test::source_dir() + "/resources/models/llama3-8b.json"), 64));
+  control_positions(panel);  // a first pass settles what the first layout left pending
+  const auto before = control_positions(panel);
+  REQUIRE(before.count("button Undo"));
+  REQUIRE(before.count("button Export plan…"));
+  // pp 2, then offload to the CPU: refused ("offload together with pipeline parallelism is not
+  // modelled"); the red line shows below the last control.
+  panel.pp_box()->setValue(2);
+  panel.offload_box()->setCurrentIndex(panel.offload_box()->findData(QStringLiteral("cpu")));
+  CHECK(panel.error_text().contains("offload together with pipeline"));
+  CHECK(moved(before, control_positions(panel)) == "");
+  // Undo back to the baseline: the refusal's line and its status go, nothing moves.
+  panel.undo();
+  panel.undo();
+  CHECK(panel.error_text().isEmpty());
+  CHECK_FALSE(panel.status_text().startsWith("Not simulated"));
+  CHECK(moved(before, control_positions(panel)) == "");
+  // tp 8 with sequence parallelism: longer summaries, the controls stay.
+  panel.tp_box()->setValue(8);
+  CHECK(panel.whatif_text().contains("TP"));
+  CHECK(moved(before, control_positions(panel)) == "");
 }

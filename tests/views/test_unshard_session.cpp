@@ -678,3 +678,31 @@ TEST_CASE("plan automatically on a pipeline with checkpointing plans or refuses,
     CHECK(s.state() == before);
   }
 }
+
+TEST_CASE("a description that checkpoints every layer: each layer reads 'full' and can be taken back; numbers as simulate gives them", "[unshard][whatif]") {
+  // llama3-70b.json declares "activation_checkpointing": "full". Baked into the model, no unit
+  // could be checkpointed (or un-checkpointed) and every layer read "none".
+  UnshardSession s = UnshardSession::from_model(model("llama3-70b.json"), 64, clusters());
+  const Prediction p0 = s.prediction();
+  int full = 0, choosable = 0;
+  for (int u = 0; u < s.unit_count(); ++u) {
+    if (s.inputs().model.units[static_cast<std::size_t>(u)].is_root) continue;
+    full += s.state().checkpoint[static_cast<std::size_t>(u)] == "full";
+    const auto& choices = s.checkpoint_choices(u);
+    choosable += std::find(choices.begin(), choices.end(), "none") != choices.end();
+  }
+  CHECK(full == 80);
+  CHECK(choosable == 80);
+  // The numbers of `shardscope simulate --model llama3-70b.json --world 64` (the description's
+  // checkpointing built into the model): the same step; the peak within one layer's checkpointed
+  // input (128 MiB of 40 GiB: built in, the layer being recomputed also keeps its saved input).
+  const sim::SimResult cli = simulate_model_cli_way(model("llama3-70b.json"), 64, "");
+  CHECK(cli.step_ns == p0.step_ns);
+  CHECK(std::abs(cli.peak_bytes - p0.peak_bytes) <= (std::int64_t{128} << 20));
+  // Taken back on one layer: more memory, less time.
+  const int l3 = s.inputs().model.find_unit("layers.3");
+  REQUIRE(l3 >= 0);
+  s.set_checkpoint(l3, "none");
+  CHECK(s.prediction().peak_bytes > p0.peak_bytes);
+  CHECK(s.prediction().step_ns < p0.step_ns);
+}

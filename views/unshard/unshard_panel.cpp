@@ -158,7 +158,6 @@ void UnshardPanel::build() {
   warning_->setStyleSheet(kWarningStyle);
   warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   warning_->hide();
-  outer->addWidget(warning_);
   auto* controls = new QFormLayout;
   world_ = new QSpinBox;
   world_->setRange(1, 10'000'000);
@@ -186,7 +185,9 @@ void UnshardPanel::build() {
   overrides_->horizontalHeader()->setStretchLastSection(true);
   overrides_->setSelectionBehavior(QAbstractItemView::SelectRows);
   overrides_->setSelectionMode(QAbstractItemView::SingleSelection);
-  overrides_->setMaximumHeight(84);
+  // A fixed height: a table that may grow takes whatever height the column has spare, so that
+  // every text below changing length would move the controls under it.
+  overrides_->setFixedHeight(84);
   overrides_->setToolTip(QStringLiteral("Caps for single buckets, by index in forward order; edit a cap to change it"));
   add_override_ = new QPushButton(QStringLiteral("Add"));
   remove_override_ = new QPushButton(QStringLiteral("Remove"));
@@ -225,26 +226,33 @@ void UnshardPanel::build() {
   numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 3, 0);
   numbers->addWidget(peak_, 3, 1);
   numbers->addWidget(memory_bar_, 4, 0, 1, 2);
+  // "measured ...; simulated as profiled ...": two lines whatever it says, so that nothing below moves.
+  delta_->setMinimumHeight(2 * delta_->fontMetrics().lineSpacing());
+  // What the plan's knobs add up to: below every control (their texts change length with the
+  // knobs, and rows growing above a control would move it under the cursor).
+  auto* details = new QGridLayout;
   recompute_ = new QLabel;
   offload_sum_ = new QLabel;
   model_parallel_ = new QLabel;
   pipeline_ = new QLabel;
-  int row = 5;
+  int row = 0;
   for (auto [name, l] : {std::pair<const char*, QLabel*>{"Recompute", recompute_}, {"Offload", offload_sum_},
                          {"TP / CP / EP", model_parallel_}, {"Pipeline", pipeline_}}) {
     l->setWordWrap(true);
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    numbers->addWidget(new QLabel(QString::fromLatin1(name)), row, 0, Qt::AlignTop);
-    numbers->addWidget(l, row++, 1);
+    details->addWidget(new QLabel(QString::fromLatin1(name)), row, 0, Qt::AlignTop);
+    details->addWidget(l, row++, 1);
   }
+  details->setColumnStretch(1, 1);
 
   // The prediction first: with the what-if controls the column is taller than most windows, and
-  // the numbers a change moves must stay in view while the controls below are used.
+  // the numbers a change moves must stay in view while the controls below are used. Undo, Redo
+  // and Export right under them; every message that comes and goes (a refused change, the replay
+  // warning) and every text that changes length goes below the last control.
   outer->addLayout(numbers);
-  outer->addSpacing(8);
-  outer->addLayout(controls);
-  outer->addSpacing(8);
+  outer->addSpacing(6);
 
+  auto* edit_buttons = new QHBoxLayout;
   auto* buttons = new QGridLayout;
   undo_button_ = new QPushButton(QStringLiteral("Undo"));
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
@@ -260,13 +268,21 @@ void UnshardPanel::build() {
   strategy_->addItem(QStringLiteral("exact"), static_cast<int>(sim::Strategy::Exact));
   strategy_->setToolTip(QStringLiteral("cost: exposed all-gather time saved per byte; greedy: reverse forward order, "
                                        "splitting what does not fit; exact: every subset (up to 20 candidate units)"));
-  buttons->addWidget(undo_button_, 0, 0);
-  buttons->addWidget(redo_button_, 0, 1);
-  buttons->addWidget(export_button_, 0, 2);
-  buttons->addWidget(plan_button_, 1, 0, 1, 2);
-  buttons->addWidget(strategy_, 1, 2);
-  buttons->addWidget(model_button_, 2, 0, 1, 3);
+  edit_buttons->addWidget(undo_button_);
+  edit_buttons->addWidget(redo_button_);
+  edit_buttons->addWidget(export_button_);
+  outer->addLayout(edit_buttons);
+  outer->addSpacing(6);
+  outer->addLayout(controls);
+  outer->addSpacing(6);
+  buttons->addWidget(plan_button_, 0, 0, 1, 2);
+  buttons->addWidget(strategy_, 0, 2);
+  buttons->addWidget(model_button_, 1, 0, 1, 3);
   outer->addLayout(buttons);
+  outer->addSpacing(6);
+  outer->addLayout(details);
+  outer->addWidget(error_line_);
+  outer->addWidget(warning_);
 
   tree_ = new QTreeView;
   tree_->setUniformRowHeights(true);
@@ -498,6 +514,8 @@ void UnshardPanel::run_change(const std::function<void()>& change) {
   try {
     change();
     hide_error_line();
+    // A refusal's line goes with it once a change works again (an undo back to where it was).
+    if (status_->text().startsWith(QStringLiteral("Not simulated"))) status_->clear();
   } catch (const std::exception& e) {
     // A ProfileError from the simulator (or anything else a change threw: never a crash). The
     // session kept its state and prediction; the controls snap back to it in show_state.
@@ -731,6 +749,7 @@ QString UnshardPanel::step_text() const { return step_->text(); }
 QString UnshardPanel::peak_text() const { return peak_->text(); }
 QString UnshardPanel::delta_text() const { return delta_->text(); }
 QString UnshardPanel::warning_text() const { return warning_->isHidden() ? QString() : warning_->text(); }
+QString UnshardPanel::status_text() const { return status_->text(); }
 QString UnshardPanel::error_text() const { return error_line_->isHidden() ? QString() : error_line_->text(); }
 QString UnshardPanel::whatif_text() const {
   return QStringList{recompute_->text(), offload_sum_->text(), model_parallel_->text(), pipeline_->text()}.join(QLatin1Char('\n'));

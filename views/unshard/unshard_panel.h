@@ -118,6 +118,7 @@ class UnshardPanel : public QWidget {
   double last_simulate_ms() const { return last_simulate_ms_; }
   double last_refresh_ms() const { return last_refresh_ms_; }
   QString last_error() const { return error_; }
+  QString status_text() const;  // the line at the bottom of the settings column
 
   // What the panel shows, as text (tests compare these with the simulator's own numbers).
   QString step_text() const;

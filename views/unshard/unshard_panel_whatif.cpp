@@ -68,6 +68,7 @@ void UnshardPanel::build_whatif_controls(QFormLayout* controls) {
 
   // The parallelism row: a grid inside a group, since a single row would not fit the column.
   auto* group = new QGroupBox(QStringLiteral("Parallelism (world = pp × dp × cp × tp)"));
+  group->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);  // never given the column's spare height
   auto* g = new QGridLayout(group);
   g->setContentsMargins(6, 6, 6, 6);
   tp_ = degree_box(1024, QStringLiteral("Megatron tensor parallel degree (inside a node when it fits)"));
@@ -107,8 +108,7 @@ void UnshardPanel::build_whatif_controls(QFormLayout* controls) {
   error_line_->setWordWrap(true);
   error_line_->setStyleSheet(kWarningStyle);
   error_line_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  error_line_->hide();
-  controls->addRow(error_line_);
+  error_line_->hide();  // UnshardPanel::build puts it below the last control
 }
 
 void UnshardPanel::change_parallelism(const std::function<void(sim::Parallelism&)>& edit) {
@@ -186,6 +186,9 @@ void UnshardPanel::show_whatif_state() {
     if (shown != modes || checkpoint_all_->count() == 0) {
       checkpoint_all_->clear();
       checkpoint_all_->addItem(modes.isEmpty() ? QStringLiteral("(no unit can be checkpointed)") : QStringLiteral("choose…"));
+      checkpoint_all_->setToolTip(modes.isEmpty() ? QStringLiteral("No unit keeps activations for backward that recomputing "
+                                                                   "would free (or the model records none)")
+                                                  : QStringLiteral("Set every unit's activation checkpointing at once"));
       for (const QString& m : modes) checkpoint_all_->addItem(UnshardUnitModel::checkpoint_label(m), m);
     }
     checkpoint_all_->setCurrentIndex(0);
