@@ -47,6 +47,7 @@
 namespace ss::gui {
 
 namespace {
+const QString kAggregateHint = QStringLiteral("Right-drag (or Shift+drag) over the timeline to aggregate a time range");
 constexpr int kMaxRecent = 8;
 // Saved with the dock layout: a layout saved by an older build (docks ~150 px wide, Unshard in
 // a dock) is not restored; the window opens with the defaults of apply_default_sizes().
@@ -149,6 +150,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), loader_(new Profi
     aggregate_dock_->show();
     aggregate_dock_->raise();
   });
+  connect(timeline_, &timeline::TimelineWidget::aggregateCleared, this, [this] {
+    kernel_agg_->set_rows({});
+    module_agg_->set_rows({});
+    aggregate_title_->setText(kAggregateHint);
+  });
 
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -231,6 +237,7 @@ void MainWindow::on_first_part(std::shared_ptr<const Profile> profile, qint64 to
   analyses_->set_profile(nullptr);  // no analysis of a part
   kernel_agg_->set_rows({});
   module_agg_->set_rows({});
+  aggregate_title_->setText(kAggregateHint);
   details_->clear();
   statusBar()->showMessage(QString("Showing the first %1 of %2 kernels of %3 while the rest loads")
                                .arg(profile_->kernel_count)
@@ -260,7 +267,7 @@ void MainWindow::build_docks() {
   auto* agg = new QWidget();
   auto* layout = new QVBoxLayout(agg);
   layout->setContentsMargins(2, 2, 2, 2);
-  aggregate_title_ = new QLabel("Right-drag (or Shift+drag) over the timeline to aggregate a time range");
+  aggregate_title_ = new QLabel(kAggregateHint);
   aggregate_title_->setWordWrap(true);
   layout->addWidget(aggregate_title_);
   auto* tabs = new QTabWidget();
@@ -435,7 +442,7 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
     timeline_->update();
   }
   analyses_->set_profile(profile_);
-  unshard_->set_profile_path(pending_path_);
+  unshard_->set_profile_path(pending_path_, profile_);
   compare_->set_profile(profile_, pending_path_);
   // The memory view reads memory events from the file and builds the chart: fill it after the
   // timeline has shown its first frame, so that the profile appears at once.
@@ -461,6 +468,7 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
   }
   kernel_agg_->set_rows({});
   module_agg_->set_rows({});
+  aggregate_title_->setText(kAggregateHint);
   details_->clear();
   setWindowTitle(QString("ShardScope - %1").arg(QFileInfo(pending_path_).fileName()));
   statusBar()->showMessage(QString("%1: %2, %3, %4, %5")

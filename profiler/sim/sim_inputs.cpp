@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <tuple>
 
 #include "profiler/sim/device_table.h"
@@ -109,10 +110,13 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
   if (!req.cluster_path.empty()) in.cluster = load_cluster_file(req.cluster_path);
   if (!req.plan_path.empty()) in.plan = load_plan_file(req.plan_path);
   if (!req.profile_path.empty()) {
-    LoadOptions lo;
-    lo.memory = false;
-    Profile p = load_profile(req.profile_path, lo);
-    ProfileInput pi = extract_profile(p);
+    std::optional<Profile> read;
+    if (!req.loaded) {
+      LoadOptions lo;
+      lo.memory = false;
+      read = load_profile(req.profile_path, lo);
+    }
+    ProfileInput pi = extract_profile(req.loaded ? *req.loaded : *read);
     add_activations_from_profile(pi, req.profile_path);
     add_temporaries_from_profile(pi, req.profile_path);
     add_gathers_from_profile(pi, req.profile_path);

@@ -2,6 +2,7 @@
 // (optionally fitted to the profile's collectives), and a base plan.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,10 @@
 #include "profiler/sim/model_description.h"
 #include "profiler/sim/sim_model.h"
 #include "storage/types.h"
+
+namespace ss {
+struct Profile;
+}
 
 namespace ss::sim {
 
@@ -29,6 +34,9 @@ struct SimInputRequest {
   // A profile with unobserved steps (record --steps A:B): calibrate the replay to them, so that
   // predictions are of the job as it runs without the profiler. false: --as-profiled.
   bool calibrate_to_unobserved = true;
+  // profile_path already read (ranges and collectives; memory counters are not needed), e.g. by
+  // the app that shows it: used instead of reading the file's kernels and ranges a second time.
+  std::shared_ptr<const Profile> loaded;
 };
 
 struct SimInputs {

@@ -87,6 +87,18 @@ TEST_CASE("truncated JSON", "[kineto][bad]") {
   const auto p = write_json(dir, "cut.json", json.substr(0, json.size() * 2 / 3));
   const auto m = import_error(dir, {p});
   CHECK_THAT(m, Catch::Contains("cut.json") && Catch::Contains("JSON"));
+  // Cut between events, inside an event, inside a string: said as a cut file, at its end (the
+  // parser's place in a document that ended early read "at byte 0").
+  for (const std::string cut : {std::string(R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "k", "ts": 12)"),
+                                std::string(R"({"schemaVersion": 1, "traceEvents": [)"),
+                                std::string(R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "k", "ts)")}) {
+    INFO(cut);
+    const auto q = write_json(dir, "cut60.json", cut);
+    const auto m60 = import_error(dir, {q});
+    CHECK_THAT(m60, Catch::Contains("cut60.json") && Catch::Contains("truncated?") &&
+                        Catch::Contains("at byte " + std::to_string(cut.size())));
+    CHECK_THAT(m60, !Catch::Contains("at byte 0"));
+  }
 }
 
 TEST_CASE("trailing garbage after the document", "[kineto][bad]") {

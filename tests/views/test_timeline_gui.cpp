@@ -179,6 +179,11 @@ TEST_CASE("main window: open, zoom, pan, box-select, find and select with synthe
     CHECK(km->data(km->index(r, AggregateModel::Total), Qt::UserRole).toDouble() == Approx(expect[name].second));
   }
   CHECK(window.module_aggregate()->rowCount() > 0);
+  // Esc drops the range and what the dock showed for it.
+  send_key(tw, Qt::Key_Escape);
+  CHECK_FALSE(c.aggregate());
+  CHECK(window.kernel_aggregate()->rowCount() == 0);
+  CHECK(window.module_aggregate()->rowCount() == 0);
 
   // Find: Ctrl+F, type into the ImGui find bar, Enter selects the first match in time; F3 the next.
   send_key(tw, Qt::Key_Escape);

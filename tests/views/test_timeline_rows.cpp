@@ -9,6 +9,7 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "views/timeline/analysis.h"
 #include "views/timeline/timeline_controller.h"
 
 using namespace ss;
@@ -127,4 +128,21 @@ TEST_CASE("first screen of an 8-rank profile: every rank's communication fits; a
   const Track& t = c.tracks()[other];
   c.select({TrackKind::Ranges, t.index, 0}, true);
   CHECK(c.tracks()[other].laid_out());
+}
+
+TEST_CASE("find: a record_function range around the collective of the same name is one match, not two", "[views][timeline]") {
+  const Profile p = load_profile(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb");
+  std::size_t kernels = 0;
+  for (const auto& t : p.stream_tracks)
+    for (const auto& e : t.events) kernels += p.strings[e.name] == "gloo:all_gather";
+  REQUIRE(kernels == 90);
+  const auto found = find_events(p, "gloo:all_gather");
+  CHECK(found.size() == kernels);  // was 180: the range on the gloo thread matched too
+  for (const auto& ref : found) CHECK(ref.kind == TrackKind::Stream);
+  // Steps through them one by one in time order.
+  for (std::size_t i = 1; i < found.size(); ++i) CHECK(event_info(p, found[i - 1]).start <= event_info(p, found[i]).start);
+  // A name only ranges carry is still found on them (module ranges).
+  const auto modules = find_events(p, "layers.2.attention.wq");
+  REQUIRE_FALSE(modules.empty());
+  for (const auto& ref : modules) CHECK(ref.kind == TrackKind::Ranges);
 }

@@ -18,6 +18,7 @@
 #include "profiler/sim/step_simulator.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/errors.h"
+#include "storage/profile_reader.h"
 #include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 #include "views/unshard/simulated_timeline.h"
@@ -705,4 +706,16 @@ TEST_CASE("a description that checkpoints every layer: each layer reads 'full' a
   s.set_checkpoint(l3, "none");
   CHECK(s.prediction().peak_bytes > p0.peak_bytes);
   CHECK(s.prediction().step_ns < p0.step_ns);
+}
+
+TEST_CASE("a session made from the app's already-read profile equals one that reads the file", "[unshard]") {
+  const std::string path = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  const auto loaded = std::make_shared<const Profile>(load_profile(path));
+  UnshardSession read = UnshardSession::from_profile(path, clusters());
+  UnshardSession given = UnshardSession::from_profile(path, clusters(), loaded);
+  REQUIRE(read.unit_count() == given.unit_count());
+  CHECK(read.prediction().step_ns == given.prediction().step_ns);
+  CHECK(read.prediction().peak_bytes == given.prediction().peak_bytes);
+  CHECK(read.inputs().measured_step_ns == given.inputs().measured_step_ns);
+  CHECK(read.plan_file_json() == given.plan_file_json());
 }

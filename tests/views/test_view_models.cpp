@@ -303,3 +303,18 @@ TEST_CASE("memory chart on a long profile counts seconds on its time axis", "[vi
   const auto& peak = view.model()->stats().series;
   CHECK(chart->title_text().contains(" at " + QString::fromStdString(format_duration_ns(peak.peak_time - p->time_begin)) + " in "));
 }
+
+TEST_CASE("memory chart placeholder follows a palette set after it was made (no white box in the dark palette)", "[views][gui]") {
+  app();
+  memview::MemoryView view;  // made with the default (light) palette
+  view.set_profile(nullptr);
+  auto* chart = view.chart();
+  CHECK(chart->view()->chart()->theme() != QChart::ChartThemeDark);
+  QPalette dark = view.palette();
+  dark.setColor(QPalette::Window, QColor(40, 40, 46));
+  dark.setColor(QPalette::Base, QColor(30, 30, 34));
+  view.setPalette(dark);  // as MainWindow::set_dark does for the whole app
+  QApplication::processEvents();
+  CHECK(chart->view()->chart()->theme() == QChart::ChartThemeDark);
+  CHECK(chart->title_text().contains("open a profile"));
+}

@@ -67,6 +67,10 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   top_layout->setContentsMargins(0, 0, 0, 0);
   plugin_list_ = new QListWidget();
   plugin_list_->setObjectName("analyses_plugins");
+  // Names and titles elided to the dock's width, never a horizontal scroll bar (which also took
+  // a row's height from the list): the whole description is below it and in the tooltip.
+  plugin_list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  plugin_list_->setTextElideMode(Qt::ElideRight);
   top_layout->addWidget(plugin_list_, 1);
   description_ = new QLabel();
   description_->setWordWrap(true);
@@ -164,9 +168,9 @@ void AnalysesDock::discover(const std::vector<std::string>& dirs) {
 }
 
 void AnalysesDock::fit_plugin_list() {
-  // Every entry visible up to 6 rows (a scroll bar beyond), and no taller: the description,
-  // the buttons and the results below need the rest of the dock.
-  const int rows = std::clamp(plugin_list_->count(), 3, 6);
+  // Every entry visible (the 11 built-in analyses and a few more; a scroll bar beyond), and no
+  // taller: the description, the buttons and the results below need the rest of the dock.
+  const int rows = std::clamp(plugin_list_->count(), 3, 13);
   const int row_h = plugin_list_->count() > 0 ? plugin_list_->sizeHintForRow(0) : fontMetrics().height() + 4;
   plugin_list_->setFixedHeight(rows * row_h + 2 * plugin_list_->frameWidth() + 6);
   // The splitter above the results must not squeeze this part below the list, a four-line

@@ -129,6 +129,11 @@ void MemoryChart::clear(const QString& message) {
   legend_html_.clear();
 }
 
+void MemoryChart::changeEvent(QEvent* e) {
+  QWidget::changeEvent(e);
+  if (e->type() == QEvent::PaletteChange && !has_data_ && !ax_) clear(view_->chart()->title());
+}
+
 QString MemoryChart::title_text() const { return view_->chart()->title(); }
 QString MemoryChart::readout_text() const { return readout_->text(); }
 QStringList MemoryChart::legend_names() const { return legend_names_; }

@@ -62,6 +62,11 @@ class MemoryChart : public QWidget {
  signals:
   void timeClicked(qint64 t);
 
+ protected:
+  // A placeholder follows the palette (made before the app's dark palette, it stayed a white box);
+  // a chart with data is redrawn by its owner (MainWindow::set_dark sets the profile again).
+  void changeEvent(QEvent* e) override;
+
  private:
   void set_ticks(QValueAxis* axis, double lo, double hi, int target);
   void show_series(const MemorySeries& series);  // new points for the stacked areas

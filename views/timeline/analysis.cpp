@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <unordered_map>
 
 namespace ss::timeline {
@@ -81,10 +82,30 @@ std::vector<EventRef> find_events(const Profile& p, std::string_view query) {
       if (matches(ev[i].name))
         hits.push_back({ev[i].start, {TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)}});
   }
+  // A range that only wraps a device event of the same name (a CPU trace's record_function
+  // "gloo:all_gather" around the collective it times, an NVTX range named like its kernel) is
+  // the same match twice: the device event is kept.
+  std::map<std::pair<int, std::uint32_t>, std::vector<std::pair<TimeNs, TimeNs>>> device;  // (rank, name) -> spans by start
+  for (const auto& [start, ref] : hits) {
+    const StreamTrack& st = p.stream_tracks[static_cast<std::size_t>(ref.track)];
+    const KernelEvent& e = st.events[ref.index];
+    device[{st.rank, e.name}].emplace_back(e.start, e.end);
+  }
+  for (auto& [key, spans] : device) std::sort(spans.begin(), spans.end());
+  const auto wraps_device_event = [&](int rank, const RangeEvent& r) {
+    const auto it = device.find({rank, r.name});
+    if (it == device.end()) return false;
+    const auto& spans = it->second;
+    // The first device event starting at or after the range's start, and the one before it.
+    auto at = std::lower_bound(spans.begin(), spans.end(), std::make_pair(r.start, TimeNs{0}));
+    for (auto c : {at, at == spans.begin() ? spans.end() : std::prev(at)})
+      if (c != spans.end() && c->first < r.end && r.start < c->second) return true;
+    return false;
+  };
   for (std::size_t t = 0; t < p.range_tracks.size(); ++t) {
     const auto& ev = p.range_tracks[t].events;
     for (std::size_t i = 0; i < ev.size(); ++i)
-      if (matches(ev[i].name))
+      if (matches(ev[i].name) && !wraps_device_event(p.range_tracks[t].rank, ev[i]))
         hits.push_back({ev[i].start, {TrackKind::Ranges, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)}});
   }
   std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

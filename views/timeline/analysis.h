@@ -48,7 +48,9 @@ struct EventInfo {
 };
 EventInfo event_info(const Profile& profile, const EventRef& ref);
 
-// Every kernel and range whose name contains `query` (ASCII case-insensitive), in start order.
+// Every kernel and range whose name contains `query` (ASCII case-insensitive), in start order;
+// a range that overlaps a device event of the same name on its rank (a record_function wrapped
+// around the collective it times) is that event's match, not a second one.
 std::vector<EventRef> find_events(const Profile& profile, std::string_view query);
 
 // The same collective (same process group and sequence number) on the other ranks, as kernel

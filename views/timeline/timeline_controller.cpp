@@ -547,6 +547,10 @@ bool TimelineController::key(char k, bool ctrl, bool shift) {
     case 27:
       box_ = {};
       range_.reset();
+      if (aggregate_) {
+        aggregate_.reset();
+        if (on_aggregate_cleared) on_aggregate_cleared();
+      }
       select({}, false);
       return true;
     default: return false;

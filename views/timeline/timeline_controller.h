@@ -169,6 +169,7 @@ class TimelineController {
   // Callbacks for the widget and the docks.
   std::function<void(const EventRef&)> on_selection_changed;
   std::function<void(const Aggregate&)> on_aggregate;
+  std::function<void()> on_aggregate_cleared;  // Esc dropped the selected range and its aggregate
   std::function<void()> on_markers_changed;  // visibility, show-all or the markers themselves
 
   double x_of(double t) const { return kLabelWidth + viewport_.x_of(t); }

@@ -123,6 +123,7 @@ void TimelineWidget::set_profile(std::shared_ptr<const Profile> profile) {
       }
     };
     controller_->on_aggregate = [this](const Aggregate&) { emit aggregateReady(); };
+    controller_->on_aggregate_cleared = [this] { emit aggregateCleared(); };
     controller_->on_markers_changed = [this] {
       request_frames();
       emit markersChanged();

@@ -58,6 +58,7 @@ class TimelineWidget : public QOpenGLWidget {
   void selectionChanged(ss::timeline::EventRef ref);
   void moduleSelected(int module);
   void aggregateReady();
+  void aggregateCleared();  // Esc cleared the selected range
   void profileFrameDrawn();  // after each frame that drew a profile
   void viewportChanged();    // zoom or pan by input or showRange (not set_view)
   void markersChanged();     // markers set, shown, hidden, cleared or their limit toggled

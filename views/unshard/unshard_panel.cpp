@@ -31,6 +31,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <type_traits>
 #include <optional>
 
 #include "profiler/sim/fsdp_plan.h"
@@ -56,15 +57,21 @@ namespace {
 using text::bytes;
 using text::ms;
 
-// Starts `timer` (made on first use, owned by `owner`) to call `on_ready` once `f` has its result:
-// the panel's background work (reading a profile, building a timeline) finishes on the GUI thread.
-template <typename T, typename OnReady>
-void poll_future(QObject* owner, QTimer*& timer, int interval_ms, const std::future<T>& f, OnReady on_ready) {
+// Starts `timer` (made on first use, owned by `owner`) to call `on_ready` once `f` has its result,
+// and `on_wait` at every poll before (e.g. to say for how long): the panel's background work
+// (reading a profile, building a timeline) finishes on the GUI thread. The callbacks are those of
+// the first call: they must read what changes from the owner, not capture it.
+template <typename T, typename OnReady, typename OnWait = std::nullptr_t>
+void poll_future(QObject* owner, QTimer*& timer, int interval_ms, const std::future<T>& f, OnReady on_ready, OnWait on_wait = nullptr) {
   if (!timer) {
     timer = new QTimer(owner);
     timer->setInterval(interval_ms);
-    QObject::connect(timer, &QTimer::timeout, owner, [&f, on_ready] {
-      if (f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) on_ready();
+    QObject::connect(timer, &QTimer::timeout, owner, [&f, on_ready, on_wait] {
+      if (!f.valid()) return;
+      if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+        on_ready();
+      else if constexpr (!std::is_same_v<OnWait, std::nullptr_t>)
+        on_wait();
     });
   }
   timer->start();
@@ -403,15 +410,26 @@ bool UnshardPanel::open_model_description(const QString& path, int world) {
   });
 }
 
-void UnshardPanel::open_profile_in_background(const QString& path) {
+void UnshardPanel::open_profile_in_background(const QString& path, std::shared_ptr<const Profile> loaded) {
   if (loading_.valid()) finish_loading();
-  show_unavailable(QStringLiteral("Reading %1 for re-simulation…").arg(QFileInfo(path).fileName()));
-  status_->setText(QStringLiteral("Reading %1 for re-simulation…").arg(path));
+  loading_message_ = (loaded ? QStringLiteral("Preparing %1 for re-simulation (FSDP units, compute per module, collectives)")
+                             : QStringLiteral("Reading %1 for re-simulation"))
+                         .arg(QFileInfo(path).fileName());
+  show_unavailable(loading_message_ + QStringLiteral("…"));
+  status_->setText(loading_message_ + QStringLiteral("…"));
   loading_path_ = path;
-  loading_ = std::async(std::launch::async, [p = path.toStdString()] {
-    return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR));
+  loading_clock_.start();
+  loading_ = std::async(std::launch::async, [p = path.toStdString(), loaded = std::move(loaded)] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR, loaded));
   });
-  poll_future(this, loading_poll_, 30, loading_, [this] { finish_loading(); });
+  // Every poll that finds it still running says for how long: a wait of seconds with a frozen
+  // message reads as a hang, and the disabled controls as clicks dropped.
+  poll_future(this, loading_poll_, 30, loading_, [this] { finish_loading(); }, [this] {
+    const qint64 s = loading_clock_.elapsed() / 1000;
+    if (s < 1) return;
+    const QString text = loading_message_ + QStringLiteral("… %1 s. The settings and the tree take input when it is done.").arg(s);
+    if (unavailable_->text() != text) unavailable_->setText(text);
+  });
 }
 
 void UnshardPanel::finish_loading() {
@@ -475,11 +493,12 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   return true;
 }
 
-void UnshardPanel::set_profile_path(const QString& path) {
+void UnshardPanel::set_profile_path(const QString& path, std::shared_ptr<const Profile> loaded) {
   pending_path_ = path;
+  pending_loaded_ = std::move(loaded);
   if (isVisible()) {
     pending_path_.clear();
-    open_profile_in_background(path);
+    open_profile_in_background(path, std::move(pending_loaded_));
   }
 }
 
@@ -489,7 +508,7 @@ void UnshardPanel::showEvent(QShowEvent* e) {
   if (!pending_path_.isEmpty()) {
     const QString path = pending_path_;
     pending_path_.clear();
-    open_profile_in_background(path);
+    open_profile_in_background(path, std::move(pending_loaded_));
   }
 }
 

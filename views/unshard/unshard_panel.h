@@ -15,6 +15,7 @@
 // prediction stays. Besides a profile the panel opens a model description (resources/models).
 #pragma once
 
+#include <QElapsedTimer>
 #include <QWidget>
 #include <functional>
 #include <future>
@@ -62,10 +63,11 @@ class UnshardPanel : public QWidget {
   // Loads a model description (resources/models/*.json) at `world` GPUs (0: its default): the
   // input tensor, context and expert parallelism need. False (and last_error()) when unreadable.
   bool open_model_description(const QString& path, int world = 0);
-  // The main window's profile: read on a worker thread when the panel is shown (at once if it is
-  // visible), since re-reading a large profile for the simulator takes seconds; the panel says
-  // so meanwhile and stays responsive.
-  void set_profile_path(const QString& path);
+  // The main window's profile (`loaded`: as the app read it, so that the worker does not read its
+  // kernels and ranges again): made into a session on a worker thread when the panel is shown (at
+  // once if it is visible), since that takes seconds on a big profile; meanwhile the panel says
+  // what it is doing and for how long, and its controls wait.
+  void set_profile_path(const QString& path, std::shared_ptr<const Profile> loaded = nullptr);
   // The session of the profile last set; nullptr while that profile waits to be shown (the
   // session still held is the previous profile's and must not be used for this one). While it
   // is being read in the background, this waits for it.
@@ -84,7 +86,7 @@ class UnshardPanel : public QWidget {
   void wait_for_timeline();
   // Reads the profile for the simulator on a worker thread; the session is installed when it
   // arrives (a timer polls), or at once by session() / apply_plan_json().
-  void open_profile_in_background(const QString& path);
+  void open_profile_in_background(const QString& path, std::shared_ptr<const Profile> loaded = nullptr);
   UnshardUnitModel* model() { return model_.get(); }
   QTreeView* tree() { return tree_; }
   // The timeline of the current prediction, and the simulated profile it shows.
@@ -240,6 +242,9 @@ class UnshardPanel : public QWidget {
   std::future<std::unique_ptr<UnshardSession>> loading_;
   QString loading_path_;
   QTimer* loading_poll_ = nullptr;
+  QElapsedTimer loading_clock_;
+  QString loading_message_;  // what the background read is doing, for the waiting notice
+  std::shared_ptr<const Profile> pending_loaded_;  // with pending_path_
   std::future<std::shared_ptr<const Profile>> timeline_build_;
   bool timeline_stale_ = false;  // the state changed while a build ran: build again when it lands
   QTimer* timeline_poll_ = nullptr;

@@ -131,9 +131,11 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
   ++revision_;
 }
 
-UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir) {
+UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir,
+                                           std::shared_ptr<const Profile> loaded) {
   sim::SimInputRequest req;
   req.profile_path = path;
+  req.loaded = std::move(loaded);
   req.fit = true;
   sim::SimInputs in = sim::load_sim_inputs(req);
   // The profile's configuration on the preset cluster first; the same fitted to the profile's own

@@ -103,7 +103,10 @@ class UnshardSession {
   // The profile's own configuration; presets: the profile's (unfitted), the same fitted to its
   // collectives when it has any the fit can use — then the default, as in `shardscope simulate` —
   // and the files in `clusters_dir`.
-  static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "");
+  // `loaded`: the profile at `path` already read (the app's), so its kernels and ranges are not
+  // read a second time (seconds on a big profile).
+  static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "",
+                                     std::shared_ptr<const Profile> loaded = nullptr);
   // A model description (resources/models/*.json) at `world` GPUs (0: the description's or the
   // default cluster's): what tensor, context and expert parallelism need (a profile has no layer
   // shapes). Presets: the default cluster, then the files in `clusters_dir`.

@@ -331,6 +331,13 @@ class TraceReader {
                       (is_gz_ ? " of the inflated JSON)" : ")"));
   }
 
+  // simdjson's error `e` at the document's current place; a document that ends inside an object
+  // or array is a cut file, where what to say is where it ends.
+  [[noreturn]] void fail_json(od::document& doc, simdjson::error_code e) const {
+    if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) fail(json_.size(), "invalid JSON: the file ends before the trace does (truncated?)");
+    fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(e));
+  }
+
   std::uint64_t offset_of(od::document& doc) const {
     const char* loc = nullptr;
     if (!doc.current_location().get(loc) && loc >= json_.data() && loc <= json_.data() + json_.size())
@@ -341,7 +348,7 @@ class TraceReader {
   void run(od::document& doc, bool inflated) {
     is_gz_ = inflated;
     od::json_type type;
-    if (auto e = doc.type().get(type)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(e));
+    if (auto e = doc.type().get(type)) fail_json(doc, e);
     if (type == od::json_type::array) {
       // Chrome's "JSON Array Format": a bare list of events.
       od::array events = doc.get_array().value();
@@ -650,7 +657,7 @@ class TraceReader {
       bool has_ts = false, has_dur = false, flow = false;
       for (auto fr : o) {
         od::field f;
-        if (!unwrap(fr, f)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(fr.error()));
+        if (!unwrap(fr, f)) fail_json(doc, fr.error());
         const char* k = f.key().raw();
         od::value v = f.value();
         if (raw_key_is(k, "ph")) {
@@ -702,7 +709,7 @@ class TraceReader {
   // A field of the wrong type, or no valid JSON value at all: say which.
   [[noreturn]] void fail_field(od::document& doc, od::value& v, std::uint64_t offset, const std::string& what) const {
     od::json_type jt;
-    if (auto err = v.type().get(jt)) fail(offset_of(doc), std::string("invalid JSON: ") + simdjson::error_message(err));
+    if (auto err = v.type().get(jt)) fail_json(doc, err);
     fail(offset, what);
   }
 
@@ -816,6 +823,10 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
   simdjson::padded_string_view view(json.data(), json.size(), json.capacity());
   od::document doc;
   if (auto e = impl_->parser.iterate(view).get(doc)) {
+    // A string never closed runs to the end of the file: a cut file, where it ends is what to say.
+    if (e == simdjson::UNCLOSED_STRING)
+      throw ImportError("'" + label + "': invalid JSON: the file ends inside a string, at byte " + std::to_string(json.size()) +
+                        (inflated ? " of the inflated JSON" : "") + " (truncated?)");
     throw ImportError("'" + label + "': invalid JSON: " + simdjson::error_message(e) +
                       (e == simdjson::EMPTY ? " (the file is empty)" : " (found while indexing the document)"));
   }
@@ -823,7 +834,7 @@ KinetoTrace KinetoParser::parse(const std::string& json, const std::string& labe
   try {
     r.run(doc, inflated);
   } catch (const simdjson::simdjson_error& e) {
-    r.fail(r.offset_of(doc), std::string("invalid JSON: ") + e.what());
+    r.fail_json(doc, e.error());
   }
   return t;
 }
