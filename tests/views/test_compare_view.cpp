@@ -541,3 +541,10 @@ TEST_CASE("compare view: folded panes show every rank's communication and no row
   view.fold_cpu_box()->setChecked(false);
   for (const auto& t : view.timeline_b()->controller()->tracks()) CHECK_FALSE(t.collapsed);
 }
+
+TEST_CASE("compare view: the empty B pane points to Compare with..., not to File > Open (which replaces A)", "[compare][gui]") {
+  app();
+  CompareView view;
+  CHECK(view.timeline_b()->placeholder().find("Compare with") != std::string::npos);
+  CHECK(view.timeline_b()->placeholder().find("File > Open") == std::string::npos);
+}

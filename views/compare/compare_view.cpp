@@ -142,6 +142,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   };
   add_timeline(caption_a_, timeline_a_);
   add_timeline(caption_b_, timeline_b_);
+  timeline_a_->set_placeholder("A: the profile open in the main window (File > Open)");
+  timeline_b_->set_placeholder("B: press \"Compare with...\" above to choose the profile to compare with");
   model_ = new CompareTableModel(this);
   proxy_ = new CompareFilterProxy(this);
   proxy_->setSourceModel(model_);

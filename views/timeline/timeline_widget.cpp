@@ -329,7 +329,7 @@ void TimelineWidget::paintGL() {
     if (find_open_) draw_find_bar();
   } else {
     ImDrawList* dl = ImGui::GetBackgroundDrawList();
-    dl->AddText(ImVec2(20, 20), IM_COL32(200, 200, 200, 255), "Open a profile (File > Open, or drop a .ssdb file here)");
+    dl->AddText(ImVec2(20, 20), IM_COL32(200, 200, 200, 255), placeholder_.c_str());
   }
   ImGui::Render();
   last_cpu_ms_ = static_cast<double>(paint_clock.nsecsElapsed()) / 1e6;

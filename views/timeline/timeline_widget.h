@@ -30,6 +30,13 @@ class TimelineWidget : public QOpenGLWidget {
   // on by default). Off for a timeline whose profile is replaced on every change (the what-if
   // panel's), where the user's own row state and scroll are kept.
   void set_fit_rows(bool on) { fit_rows_ = on; }
+  // What the widget says while it has no profile (the Compare view's B pane: not File > Open,
+  // which replaces A).
+  void set_placeholder(std::string text) {
+    placeholder_ = std::move(text);
+    update();
+  }
+  const std::string& placeholder() const { return placeholder_; }
   TimelineController* controller() { return controller_.get(); }
   bool find_open() const { return find_open_; }
   void open_find();
@@ -105,6 +112,7 @@ class TimelineWidget : public QOpenGLWidget {
   std::optional<TimeNs> time_origin_;
   bool find_open_ = false;
   bool fit_rows_ = true;
+  std::string placeholder_ = "Open a profile (File > Open, or drop a .ssdb file here)";
   bool dark_ = true;  // ImGui style follows the Qt palette
   bool find_focus_ = false;
   char find_buffer_[256] = {};

@@ -15,6 +15,7 @@
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/units.h"
 
 namespace {
 
@@ -86,17 +87,15 @@ void run(const ss::plugin::Host& host) {
                                      "measured critical path: the measured gain may be smaller than predicted");
   }
 
-  char msg[400];
   if (o.unsharded.empty()) {
-    std::snprintf(msg, sizeof msg, "no unit is worth keeping unsharded within %.2f GiB per rank",
-                  double(pr.budget_bytes) / double(1ll << 30));
-    host.finding(SS_SEVERITY_INFO, msg);
+    host.finding(SS_SEVERITY_INFO, "no unit is worth keeping unsharded within " + ss::format_bytes(pr.budget_bytes) + " per rank");
   } else {
-    std::snprintf(msg, sizeof msg,
-                  "keep %zu unit(s) unsharded: predicted step %.3f ms -> %.3f ms (%.1f%% faster), peak %.2f GiB",
-                  o.unsharded.size(), double(o.baseline.step_ns) / 1e6, double(o.result.step_ns) / 1e6, gain,
-                  double(o.result.peak_bytes) / double(1ll << 30));
-    host.finding(gain > 1 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg);
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f%%", gain);
+    host.finding(gain > 1 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO,
+                 "keep " + ss::count_of(static_cast<std::int64_t>(o.unsharded.size()), "unit") + " unsharded: predicted step " +
+                     ss::format_duration_ns(o.baseline.step_ns) + " -> " + ss::format_duration_ns(o.result.step_ns) + " (" + pct +
+                     " faster), peak " + ss::format_bytes(o.result.peak_bytes));
   }
 }
 
