@@ -441,6 +441,8 @@ void MainWindow::on_loaded(std::shared_ptr<const Profile> profile) {
     timeline_->controller()->viewport() = *keep;
     timeline_->update();
   }
+  // W/A/S/D work at once, without a click on the timeline first.
+  if (tabs_->currentWidget() == timeline_page_) timeline_->setFocus(Qt::OtherFocusReason);
   analyses_->set_profile(profile_);
   unshard_->set_profile_path(pending_path_, profile_);
   compare_->set_profile(profile_, pending_path_);
