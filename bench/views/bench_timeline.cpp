@@ -5,13 +5,14 @@
 //  2. time to first frame for a 1M-kernel profile: load_profile + timeline setup + first draw list;
 //  3. RAM per event of the loaded model plus the timeline's own state.
 //
-// Usage: bench_timeline [--events N] [--frames N] [--profile PATH] [--skip-first-frame]
+// Usage: bench_timeline [--events N] [--frames N] [--levels N] [--profile PATH] [--skip-first-frame]
 // The 1M-kernel profile is generated with the synthetic generator at PATH when it is missing.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -28,6 +29,14 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// This thread's CPU time: unlike the wall clock, it leaves out the time other jobs on a shared
+// machine hold the core (the cache they evict still counts).
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -111,36 +120,43 @@ Profile make_profile(std::int64_t target_events, int ranks) {
   return p;
 }
 
-void frame_benchmark(std::int64_t events, int frames) {
+void frame_benchmark(std::int64_t events, int frames, int levels) {
   auto t = Clock::now();
   const Profile p = make_profile(events, 8);
   std::printf("in-memory profile: %lld kernels, %lld ranges, %lld counter points, %.1f s to build\n",
               static_cast<long long>(p.kernel_count), static_cast<long long>(p.range_count),
               static_cast<long long>(p.memory_event_count), ms_since(t) / 1000);
+  t = Clock::now();
   TimelineController c(p);
+  std::printf("timeline setup (tracks and their indexes): %.1f ms, %.1f bytes per event\n", ms_since(t),
+              static_cast<double>(c.memory_bytes()) / static_cast<double>(p.kernel_count + p.range_count + p.memory_event_count));
   // Every track on screen at once: the worst case for one frame.
   c.set_size(1600 + kLabelWidth, kRulerHeight + total_tracks_height(c.tracks()) + 10);
   Frame frame;
   std::mt19937_64 rng(2);
-  std::printf("%-28s %10s %10s %10s %12s\n", "visible span", "p50 ms", "p99 ms", "max ms", "boxes/frame");
+  std::printf("%-28s %10s %10s %10s %12s %10s %10s\n", "visible span", "p50 ms", "p99 ms", "max ms", "boxes/frame", "cpu p50", "cpu p99");
   const double whole = static_cast<double>(p.time_end - p.time_begin);
   std::vector<double> all;
-  for (double span = whole; span >= 5000; span /= 10) {
-    std::vector<double> times;
+  int level = 0;
+  for (double span = whole; span >= 5000 && level < levels; span /= 10, ++level) {
+    std::vector<double> times, cpu;
     std::size_t items = 0;
     for (int f = 0; f < frames; ++f) {
       const double start = static_cast<double>(rng() % static_cast<std::uint64_t>(std::max(1.0, whole - span + 1)));
       c.viewport().fit(start, start + span);
       const auto t0 = Clock::now();
+      const double c0 = thread_cpu_ms();
       c.build_frame(frame);
+      cpu.push_back(thread_cpu_ms() - c0);
       times.push_back(ms_since(t0));
       items += frame.items;
     }
     all.insert(all.end(), times.begin(), times.end());
     char label[64];
     std::snprintf(label, sizeof label, "%.3g ms", span / 1e6);
-    std::printf("%-28s %10.3f %10.3f %10.3f %12zu\n", label, percentile(times, 0.5), percentile(times, 0.99),
-                *std::max_element(times.begin(), times.end()), items / static_cast<std::size_t>(frames));
+    std::printf("%-28s %10.3f %10.3f %10.3f %12zu %10.3f %10.3f\n", label, percentile(times, 0.5), percentile(times, 0.99),
+                *std::max_element(times.begin(), times.end()), items / static_cast<std::size_t>(frames), percentile(cpu, 0.5),
+                percentile(cpu, 0.99));
   }
   std::printf("all zoom levels: p50 %.3f ms, p99 %.3f ms over %zu frames\n", percentile(all, 0.5), percentile(all, 0.99),
               all.size());
@@ -183,19 +199,21 @@ void first_frame_benchmark(const std::string& path) {
 int main(int argc, char** argv) {
   std::int64_t events = 10'000'000;
   int frames = 200;
+  int levels = 1000;
   std::string path = (std::filesystem::temp_directory_path() / "shardscope-bench-1m.ssdb").string();
   bool first_frame = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--events") && i + 1 < argc) events = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) levels = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc) path = argv[++i];
     else if (!std::strcmp(argv[i], "--skip-first-frame")) first_frame = false;
     else {
-      std::fprintf(stderr, "usage: bench_timeline [--events N] [--frames N] [--profile PATH] [--skip-first-frame]\n");
+      std::fprintf(stderr, "usage: bench_timeline [--events N] [--frames N] [--levels N] [--profile PATH] [--skip-first-frame]\n");
       return 1;
     }
   }
-  frame_benchmark(events, frames);
+  frame_benchmark(events, frames, levels);
   if (first_frame) first_frame_benchmark(path);
   return 0;
 }

@@ -10,10 +10,12 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/lod_compare.h"
 #include "views/timeline/analysis.h"
 #include "views/timeline/density.h"
 #include "views/timeline/draw_items.h"
 #include "views/timeline/label_layout.h"
+#include "views/timeline/span_lod.h"
 #include "views/timeline/time_format.h"
 #include "views/timeline/timeline_controller.h"
 
@@ -96,6 +98,31 @@ Viewport random_viewport(std::mt19937_64& rng, TimeNs t_begin, TimeNs t_end) {
   const double start = static_cast<double>(t_begin) - visible * 0.1 + static_cast<double>(rng() % 1000) / 1000.0 * span;
   vp.fit(start, start + visible);
   return vp;
+}
+
+// Counter bars by brute force: per column, the value carried in from before it and every point
+// inside it.
+std::vector<CounterBar> reference_bars(const std::vector<CounterPoint>& pts, const Viewport& vp) {
+  std::vector<CounterBar> slow;
+  const int columns = static_cast<int>(std::ceil(vp.width_px));
+  for (int c = 0; c < columns; ++c) {
+    const double a = vp.time_at(c), b = vp.time_at(c + 1);
+    bool any = false;
+    std::int64_t lo = 0, hi = 0;
+    auto take = [&](std::int64_t x) {
+      lo = any ? std::min(lo, x) : x;
+      hi = any ? std::max(hi, x) : x;
+      any = true;
+    };
+    const CounterPoint* before = nullptr;
+    for (const auto& p : pts)
+      if (static_cast<double>(p.time) <= a) before = &p;
+    if (before) take(before->value);
+    for (const auto& p : pts)
+      if (static_cast<double>(p.time) > a && static_cast<double>(p.time) < b) take(p.value);
+    if (any) slow.push_back({static_cast<float>(c), lo, hi});
+  }
+  return slow;
 }
 
 }  // namespace
@@ -183,25 +210,7 @@ TEST_CASE("counter bars match a per-column brute force", "[views][timeline]") {
     build_counter_bars(pts, vp, fast);
     const CounterIndex index = build_counter_index(pts);
     build_counter_bars(pts, vp, indexed, &index);
-    std::vector<CounterBar> slow;
-    const int columns = static_cast<int>(std::ceil(vp.width_px));
-    for (int c = 0; c < columns; ++c) {
-      const double a = vp.time_at(c), b = vp.time_at(c + 1);
-      bool any = false;
-      std::int64_t lo = 0, hi = 0;
-      auto take = [&](std::int64_t x) {
-        lo = any ? std::min(lo, x) : x;
-        hi = any ? std::max(hi, x) : x;
-        any = true;
-      };
-      const CounterPoint* before = nullptr;
-      for (const auto& p : pts)
-        if (static_cast<double>(p.time) <= a) before = &p;
-      if (before) take(before->value);
-      for (const auto& p : pts)
-        if (static_cast<double>(p.time) > a && static_cast<double>(p.time) < b) take(p.value);
-      if (any) slow.push_back({static_cast<float>(c), lo, hi});
-    }
+    const std::vector<CounterBar> slow = reference_bars(pts, vp);
     INFO("trial " << trial);
     REQUIRE(fast.size() == slow.size());
     REQUIRE(indexed.size() == slow.size());
@@ -214,6 +223,45 @@ TEST_CASE("counter bars match a per-column brute force", "[views][timeline]") {
       REQUIRE(indexed[i].max == slow[i].max);
     }
   }
+}
+
+TEST_CASE("counter bars from the time buckets match the brute force at every zoom, bursts included", "[views][timeline]") {
+  std::mt19937_64 rng(31);
+  int bucketed = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    // Allocations come in bursts: runs of points at one time or a few ns apart, between long
+    // quiet stretches (a bucket may hold thousands of points or none).
+    std::vector<CounterPoint> pts;
+    TimeNs t = static_cast<TimeNs>(rng() % 100000);
+    std::int64_t v = 0;
+    const int n = 2000 + static_cast<int>(rng() % 60000);
+    for (int i = 0; i < n; ++i) {
+      const int k = static_cast<int>(rng() % 100);
+      t += k < 60 ? 0 : k < 95 ? static_cast<TimeNs>(rng() % 50) : static_cast<TimeNs>(rng() % 2000000);
+      v += static_cast<std::int64_t>(rng() % 2001) - 1000;
+      pts.push_back({t, v});
+    }
+    const CounterIndex index = build_counter_index(pts);
+    const double whole = static_cast<double>(pts.back().time - pts.front().time + 1);
+    for (double span = whole * 1.2; span > whole * 1e-4; span *= 0.5) {
+      Viewport vp;
+      vp.width_px = 60 + static_cast<double>(rng() % 240);
+      const double start = static_cast<double>(pts.front().time) - span * 0.1 + static_cast<double>(rng() % 1000) / 1000.0 * whole;
+      vp.fit(start, start + span);
+      std::vector<CounterBar> got;
+      build_counter_bars(pts, vp, got, &index);
+      const std::vector<CounterBar> want = reference_bars(pts, vp);
+      INFO("trial " << trial << " points " << n << " ns/px " << vp.ns_per_px << " bucket " << index.width);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        REQUIRE(got[i].x == want[i].x);
+        REQUIRE(got[i].min == want[i].min);
+        REQUIRE(got[i].max == want[i].max);
+      }
+      bucketed += index.buckets_apply(vp.ns_per_px);
+    }
+  }
+  CHECK(bucketed > 30);
 }
 
 TEST_CASE("hit-testing matches a linear scan", "[views][timeline]") {
@@ -758,6 +806,125 @@ TEST_CASE("density: columns holding thousands of events use the block states, wi
       CHECK(col.busy == Approx(std::min(1.0, want / v.ns_per_px)).margin(0.05));
     }
   }
+}
+
+namespace {
+// Tracks whose ends are in start order (one CUDA stream, one range depth), in the shapes that
+// matter to the level-of-detail path: kernels of lognormal lengths, a regular grid (where a fold's
+// walk depends on where it started), bursts with idle gaps of every length from 1 ns to 10 ms (so
+// that some gap lands between min_px and 2 min_px at every zoom), zero-length events, events that
+// overlap while their ends stay sorted, and random_track's mix.
+std::vector<Ev> lod_track(std::mt19937_64& rng, int shape, std::size_t n) {
+  if (shape == 5) return random_track(rng, n, false);
+  std::vector<Ev> ev;
+  std::lognormal_distribution<double> kernel(std::log(2000.0), 1.0);
+  TimeNs t = 5000 + static_cast<TimeNs>(rng() % 1000);
+  for (std::size_t i = 0; i < n; ++i) {
+    TimeNs d = 0, gap = 0;
+    switch (shape) {
+      case 0: d = 100 + static_cast<TimeNs>(kernel(rng)); gap = static_cast<TimeNs>(rng() % 400); break;
+      case 1: d = 900; gap = 100; break;
+      case 2:
+        d = 50 + static_cast<TimeNs>(rng() % 500);
+        gap = rng() % 16 == 0 ? static_cast<TimeNs>(std::pow(10.0, static_cast<double>(rng() % 7000) / 1000.0)) : static_cast<TimeNs>(rng() % 30);
+        break;
+      case 3: d = rng() % 3 == 0 ? 0 : 1 + static_cast<TimeNs>(rng() % 100); gap = static_cast<TimeNs>(rng() % 60); break;
+      default: {  // overlapping, ends sorted
+        const TimeNs start = t + static_cast<TimeNs>(rng() % 40);
+        const TimeNs end = std::max(ev.empty() ? start : ev.back().end, start + static_cast<TimeNs>(rng() % 300));
+        ev.push_back({start, end});
+        t = start;
+        continue;
+      }
+    }
+    t += gap;
+    ev.push_back({t, t + d});
+    t += d;
+  }
+  return ev;
+}
+
+// A view `span` ns wide at a random place over the track (whole track: span = 0).
+Viewport view_over(std::mt19937_64& rng, const std::vector<Ev>& ev, double width, double span) {
+  Viewport vp;
+  vp.width_px = width;
+  const double a = static_cast<double>(ev.front().start), b = static_cast<double>(ev.back().end);
+  if (span <= 0) {
+    vp.fit(a, b);
+    return vp;
+  }
+  const double start = a - span * 0.2 + static_cast<double>(rng() % 10000) / 10000.0 * (b - a + span * 0.2);
+  vp.fit(start, start + span);
+  return vp;
+}
+}  // namespace
+
+TEST_CASE("level of detail: folding and density follow the exact path at every zoom", "[views][timeline]") {
+  std::mt19937_64 rng(24);
+  int views = 0, lod_views = 0;
+  for (int trial = 0; trial < 36; ++trial) {
+    const int shape = trial % 6;
+    const auto ev = lod_track(rng, shape, 500 + rng() % (trial < 30 ? 20000 : 300000));
+    const SpanLod lod = build_span_lod(ev, ends_sorted(ev));
+    REQUIRE(ends_sorted(ev));
+    REQUIRE_FALSE(lod.empty());
+    const test::CoveredTime covered(ev);
+    const double whole = static_cast<double>(ev.back().end - ev.front().start);
+    // The whole track, then zooming in by 0.8 from there: every scale, down to a few events
+    // on screen, and random widths.
+    for (double span = 0; span == 0 || span > whole * 1e-5; span = span == 0 ? whole : span * 0.8) {
+      const Viewport vp = view_over(rng, ev, 200 + static_cast<double>(rng() % 1800), span);
+      const std::string err = test::lod_mismatch(ev, lod, covered, vp);
+      INFO("trial " << trial << " shape " << shape << " events " << ev.size() << " ns/px " << vp.ns_per_px << " from "
+                    << vp.start_ns << " bucket " << lod.cover.bucket_ns() << " ns");
+      REQUIRE(err.empty());
+      ++views;
+      lod_views += lod.applies(vp.ns_per_px);
+    }
+  }
+  // Both sides of the switch were exercised.
+  CHECK(lod_views > 100);
+  CHECK(views - lod_views > 100);
+}
+
+TEST_CASE("level of detail: the work of a zoomed-out frame follows the pixels, not the events", "[views][timeline]") {
+  // Reads of the events, counted: the summaries are read instead.
+  struct Counting {
+    const std::vector<Ev>* ev;
+    mutable std::size_t reads = 0;
+    std::size_t size() const { return ev->size(); }
+    const Ev& operator[](std::size_t i) const {
+      ++reads;
+      return (*ev)[i];
+    }
+  };
+  std::mt19937_64 rng(5);
+  std::vector<std::size_t> reads;
+  for (const std::size_t n : {20000u, 200000u, 2000000u}) {
+    const auto ev = lod_track(rng, 0, n);  // sub-pixel kernels back to back, one fold
+    const Counting track{&ev};
+    const SpanLod lod = build_span_lod(track, true);
+    const auto block_ends = build_span_index(ev);
+    Viewport vp;
+    vp.width_px = 1600;
+    vp.fit(static_cast<double>(ev.front().start), static_cast<double>(ev.back().end));
+    REQUIRE(lod.applies(vp.ns_per_px));
+    track.reads = 0;
+    std::vector<SpanItem> items;
+    std::vector<DensityColumn> cols;
+    build_span_items_lod(track, lod, block_ends, vp, items);
+    build_density_lod(track, lod, block_ends, items, vp, cols);
+    CHECK(cols.size() >= 1590);  // shaded across the width
+    std::size_t total = 0;
+    for (const auto& s : items) total += s.count;
+    CHECK(total == n);
+    reads.push_back(track.reads);
+  }
+  INFO("event reads at 20k, 200k, 2M events: " << reads[0] << ", " << reads[1] << ", " << reads[2]);
+  // A few reads per run and per sparse column, plus the searches for the view's ends: the count
+  // does not grow with the events.
+  CHECK(reads[2] <= 200);
+  CHECK(reads[2] <= reads[0] + 64);
 }
 
 TEST_CASE("labels are placed only where they do not overlap one on the same row", "[views][timeline]") {

@@ -2,10 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <random>
 
 #include "profiler/import/import.h"
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
+#include "tests/views/lod_compare.h"
 #include "views/memory/module_memory_stats.h"
 #include "views/timeline/analysis.h"
 #include "views/timeline/timeline_controller.h"
@@ -96,4 +98,86 @@ TEST_CASE("2-GPU FSDP Nsight trace: module forward times in the memory view matc
   CHECK(s.modules[static_cast<std::size_t>(m)][memview::kActivations] == memview::kMissing);
   CHECK(s.modules[static_cast<std::size_t>(m)][memview::kParamsUnsharded] == memview::kMissing);
   CHECK(s.series.times.empty());
+}
+
+TEST_CASE("real traces: the level-of-detail draw lists follow the exact ones on every track at every zoom", "[views][realdata]") {
+  if (!test::traces_available()) {
+    WARN("traces not available");
+    return;
+  }
+  test::TempDir dir;
+  import::ImportOptions quiet;
+  quiet.show_progress = false;
+  const std::vector<std::vector<std::string>> sources = {
+      {test::trace("nsys-h100-fsdp-2gpu/mfu_2gpu_after.sqlite")},
+      {test::trace("kineto-a100-ddp/nccl_data.json.gz")},
+      {test::trace("kineto-b200-modules/eager_trace.json.gz")},
+      dlrm_files(),
+  };
+  std::mt19937_64 rng(8);
+  int tracks = 0, lod_views = 0, frames_checked = 0;
+  for (std::size_t si = 0; si < sources.size(); ++si) {
+    const std::string path = dir.file("real" + std::to_string(si) + ".ssdb");
+    import::import_files(sources[si], path, quiet);
+    const Profile p = load_profile(path);
+    // Every stream and range track whose ends are sorted, alone: from twice the profile down to a
+    // few events on screen, at several widths.
+    auto check_track = [&](const auto& ev, const std::string& name) {
+      if (ev.size() < 2 || !ends_sorted(ev)) return;
+      ++tracks;
+      const SpanLod lod = build_span_lod(ev, true);
+      const test::CoveredTime covered(ev);
+      const double a = static_cast<double>(p.time_begin), whole = static_cast<double>(p.time_end - p.time_begin);
+      for (double span = whole * 2; span > 2000; span *= 0.7) {
+        Viewport vp;
+        vp.width_px = std::vector<double>{16, 60, 300, 1600}[rng() % 4];
+        const double start = a - span * 0.5 + static_cast<double>(rng() % 1000) / 1000.0 * whole;
+        vp.fit(start, start + span);
+        const std::string err = test::lod_mismatch(ev, lod, covered, vp);
+        INFO(sources[si][0] << ": " << name << ", " << ev.size() << " events, ns/px " << vp.ns_per_px << " from " << vp.start_ns);
+        REQUIRE(err.empty());
+        lod_views += lod.applies(vp.ns_per_px);
+      }
+    };
+    for (const StreamTrack& t : p.stream_tracks) check_track(t.events, "stream " + t.name);
+    for (const RangeTrack& t : p.range_tracks) check_track(t.events, "ranges depth " + std::to_string(t.depth));
+
+    // Through the controller: each stream and range row of a zoomed-out frame is the
+    // level-of-detail draw list where the summaries apply, the exact one elsewhere.
+    TimelineController c(p);
+    c.set_size(kLabelWidth + 40, 100000);  // narrow: most rows are zoomed out enough
+    c.fit_all();
+    Frame f;
+    c.build_frame(f);
+    for (const TrackDraw& d : f.tracks) {
+      const Track& t = c.tracks()[static_cast<std::size_t>(d.track)];
+      auto check_row = [&](const auto& ev, TimeNs max_duration) {
+        const SpanLod lod = build_span_lod(ev, t.ends_sorted);
+        INFO(sources[si][0] << ": row " << t.label);
+        if (lod.applies(c.viewport().ns_per_px)) {
+          CHECK(test::lod_mismatch(ev, test::CoveredTime(ev), c.viewport(), d.spans, &d.density).empty());
+          ++frames_checked;
+          return;
+        }
+        std::vector<SpanItem> exact;
+        build_span_items(ev, max_duration, t.ends_sorted, c.viewport(), exact);
+        REQUIRE(exact.size() == d.spans.size());
+        for (std::size_t i = 0; i < exact.size(); ++i) {
+          CHECK(exact[i].first == d.spans[i].first);
+          CHECK(exact[i].count == d.spans[i].count);
+          CHECK(exact[i].x1 == d.spans[i].x1);
+        }
+      };
+      if (t.kind == TrackKind::Stream) {
+        const StreamTrack& st = p.stream_tracks[static_cast<std::size_t>(t.index)];
+        check_row(st.events, st.max_duration);
+      } else if (t.kind == TrackKind::Ranges) {
+        const RangeTrack& rt = p.range_tracks[static_cast<std::size_t>(t.index)];
+        check_row(rt.events, rt.max_duration);
+      }
+    }
+  }
+  CHECK(tracks > 50);
+  CHECK(lod_views > 200);
+  CHECK(frames_checked > 10);
 }

@@ -117,6 +117,16 @@ class CoverCursor {
   TimeNs until_ = std::numeric_limits<TimeNs>::lowest();
 };
 
+// The pixel columns [c0, c1) shaded under a fold whose first event starts at first_x and whose
+// extent ends at last_x (its largest end, or its box's right edge when that is further), leaving
+// out the columns before next_col (done by the previous fold: folds may share a boundary column).
+inline std::pair<int, int> fold_columns(double first_x, double last_x, int next_col, const Viewport& vp) {
+  const int width = static_cast<int>(std::ceil(vp.width_px));
+  const int c0 = std::max({next_col, static_cast<int>(std::floor(std::max(first_x, -1.0))), 0});
+  const int c1 = std::min(width, static_cast<int>(std::ceil(std::min(std::max(last_x, first_x + 1), vp.width_px + 1))));
+  return {c0, c1};
+}
+
 // The shaded columns under the folded items (count > 1) of `items` (build order), from the run's
 // first start to its last end, appended to `out` in x order; columns with nothing covered are
 // left out. (A fold's box ends at the run's last absorbing end, a few pixels short of the events
@@ -126,8 +136,7 @@ void build_density(const std::vector<Event>& events, const CoverIndex& index, co
                    const Viewport& vp, std::vector<DensityColumn>& out) {
   if (events.empty() || index.empty()) return;
   CoverCursor<Event> cursor(events, index);
-  const int width = static_cast<int>(std::ceil(vp.width_px));
-  int next_col = 0;  // columns before this one are done (folds may share a boundary column)
+  int next_col = 0;
   double before = -1, before_t = 0;
   for (const SpanItem& s : items) {
     if (s.count <= 1) continue;
@@ -138,10 +147,8 @@ void build_density(const std::vector<Event>& events, const CoverIndex& index, co
       for (std::uint32_t i = s.first; i < s.first + s.count; ++i) last_end = std::max(last_end, events[i].end);
     else
       last_end = std::max(last_end, events[s.first + s.count - 1].end);
-    const double first_x = vp.x_of(static_cast<double>(events[s.first].start));
-    const double last_x = std::max(vp.x_of(static_cast<double>(last_end)), static_cast<double>(s.x1));
-    const int c0 = std::max({next_col, static_cast<int>(std::floor(std::max(first_x, -1.0))), 0});
-    const int c1 = std::min(width, static_cast<int>(std::ceil(std::min(std::max(last_x, first_x + 1), vp.width_px + 1))));
+    const auto [c0, c1] = fold_columns(vp.x_of(static_cast<double>(events[s.first].start)),
+                                       std::max(vp.x_of(static_cast<double>(last_end)), static_cast<double>(s.x1)), next_col, vp);
     // Many events per column: block states only (see above).
     const bool coarse = c1 > c0 && s.count / static_cast<std::size_t>(c1 - c0) >= kCoarseEvents;
     auto covered_before = [&](double t) { return coarse ? cursor.coarse_covered_before(t) : cursor.covered_before(t); };

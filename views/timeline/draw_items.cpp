@@ -1,5 +1,6 @@
 #include "views/timeline/draw_items.h"
 
+#include <bit>
 #include <cmath>
 
 namespace ss::timeline {
@@ -27,8 +28,92 @@ CounterIndex build_counter_index(const std::vector<CounterPoint>& points) {
     ix.large_min.push_back(lo);
     ix.large_max.push_back(hi);
   }
+  // Time buckets: the smallest power of two holding at most kPointsPerBucket points on average.
+  if (n == 0) return ix;
+  ix.origin = points.front().time;
+  const auto span = static_cast<std::uint64_t>(points.back().time - ix.origin) + 1;
+  const std::uint64_t per_bucket = (span * CounterIndex::kPointsPerBucket + n - 1) / n;
+  ix.shift = static_cast<int>(std::bit_width(std::max<std::uint64_t>(1, per_bucket) - 1));
+  ix.width = std::ldexp(1.0, ix.shift);
+  const std::size_t buckets = static_cast<std::size_t>((span - 1) >> ix.shift) + 1;  // the last point is in the last one
+  ix.bucket_first.resize(buckets + 1);
+  std::vector<CounterIndex::MinMax> level(buckets);
+  std::size_t k = 0;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    ix.bucket_first[b] = static_cast<std::uint32_t>(k);
+    const TimeNs end = ix.origin + (static_cast<TimeNs>(b + 1) << ix.shift);
+    for (; k < n && points[k].time < end; ++k) {
+      level[b].min = std::min(level[b].min, points[k].value);
+      level[b].max = std::max(level[b].max, points[k].value);
+    }
+  }
+  ix.bucket_first[buckets] = static_cast<std::uint32_t>(n);
+  ix.bucket_minmax.push_back(std::move(level));
+  while (ix.bucket_minmax.back().size() > CounterIndex::kBucketFan) {
+    const auto& below = ix.bucket_minmax.back();
+    std::vector<CounterIndex::MinMax> up((below.size() + CounterIndex::kBucketFan - 1) / CounterIndex::kBucketFan);
+    for (std::size_t b = 0; b < below.size(); ++b) {
+      auto& u = up[b / CounterIndex::kBucketFan];
+      u.min = std::min(u.min, below[b].min);
+      u.max = std::max(u.max, below[b].max);
+    }
+    ix.bucket_minmax.push_back(std::move(up));
+  }
   return ix;
 }
+
+namespace {
+std::size_t bucket_of(const CounterIndex& ix, TimeNs t) { return static_cast<std::size_t>((t - ix.origin) >> ix.shift); }
+
+// The first point whose time is at least t, from the bucket holding t: a scan of its points, or a
+// binary search in a bucket of a burst.
+std::size_t first_at_or_after(const std::vector<CounterPoint>& points, const CounterIndex& ix, double t) {
+  const double x = (t - static_cast<double>(ix.origin)) / ix.width;
+  if (!(x > 0)) return 0;  // t at or before the first point
+  const std::size_t buckets = ix.bucket_first.size() - 1;
+  if (x >= static_cast<double>(buckets)) return points.size();
+  const auto b = static_cast<std::size_t>(x);
+  std::size_t a = ix.bucket_first[b];
+  const std::size_t e = ix.bucket_first[b + 1];
+  if (e - a > 16)
+    return static_cast<std::size_t>(std::lower_bound(points.begin() + static_cast<std::ptrdiff_t>(a), points.begin() + static_cast<std::ptrdiff_t>(e), t,
+                                                     [](const CounterPoint& p, double v) { return static_cast<double>(p.time) < v; }) -
+                                    points.begin());
+  while (a < e && static_cast<double>(points[a].time) < t) ++a;
+  return a;
+}
+
+// Min and max of points[a, b) (a < b): the partial buckets at either end from the blocks, the
+// whole buckets between from the bucket summaries (up the levels where aligned, kBucketFan
+// entries at most per level and side).
+std::pair<std::int64_t, std::int64_t> bucket_range_minmax(const std::vector<CounterPoint>& points, const CounterIndex& ix,
+                                                          std::size_t a, std::size_t b) {
+  const std::size_t ba = bucket_of(ix, points[a].time), bb = bucket_of(ix, points[b - 1].time);
+  if (ba == bb) return counter_range_minmax(points, ix, a, b);
+  auto [lo, hi] = counter_range_minmax(points, ix, a, ix.bucket_first[ba + 1]);
+  const auto right = counter_range_minmax(points, ix, ix.bucket_first[bb], b);
+  lo = std::min(lo, right.first);
+  hi = std::max(hi, right.second);
+  auto take = [&](const CounterIndex::MinMax& m) {
+    lo = std::min(lo, m.min);
+    hi = std::max(hi, m.max);
+  };
+  constexpr std::size_t F = CounterIndex::kBucketFan;
+  std::size_t l = ba + 1, r = bb;  // whole buckets [l, r) at level L
+  for (std::size_t L = 0; l < r; ++L) {
+    const auto& level = ix.bucket_minmax[L];
+    if (L + 1 == ix.bucket_minmax.size()) {
+      for (; l < r; ++l) take(level[l]);
+      break;
+    }
+    for (; l < r && l % F; ++l) take(level[l]);
+    for (; l < r && r % F; --r) take(level[r - 1]);
+    l /= F;
+    r /= F;
+  }
+  return {lo, hi};
+}
+}  // namespace
 
 std::pair<std::int64_t, std::int64_t> counter_range_minmax(const std::vector<CounterPoint>& points,
                                                            const CounterIndex& ix, std::size_t a, std::size_t b) {
@@ -51,6 +136,7 @@ void build_counter_bars(const std::vector<CounterPoint>& points, const Viewport&
                         const CounterIndex* index) {
   if (points.empty()) return;
   const int columns = static_cast<int>(std::ceil(vp.width_px));
+  const bool by_bucket = index && index->buckets_apply(vp.ns_per_px);
   // Last point at or before the first column's start: its value is carried into the window.
   const double t_first = vp.time_at(0);
   auto it = std::upper_bound(points.begin(), points.end(), t_first,
@@ -63,7 +149,9 @@ void build_counter_bars(const std::vector<CounterPoint>& points, const Viewport&
     bool any = have;
     // Points inside the column: [it, stop).
     auto stop = it;
-    if (index) {
+    if (by_bucket) {
+      stop = points.begin() + static_cast<std::ptrdiff_t>(std::max(static_cast<std::size_t>(it - points.begin()), first_at_or_after(points, *index, col_end)));
+    } else if (index) {
       const std::size_t k = detail::blocked_lower_bound(
           static_cast<std::size_t>(it - points.begin()), points.size(), col_end, index->small_last_time, CounterIndex::kSmall,
           [&](std::size_t i) { return static_cast<double>(points[i].time); });
@@ -72,12 +160,13 @@ void build_counter_bars(const std::vector<CounterPoint>& points, const Viewport&
     else
       while (stop != points.end() && static_cast<double>(stop->time) < col_end) ++stop;
     if (stop != it) {
-      const auto [mn, mx] = index ? counter_range_minmax(points, *index, static_cast<std::size_t>(it - points.begin()),
-                                                         static_cast<std::size_t>(stop - points.begin()))
+      const auto a = static_cast<std::size_t>(it - points.begin()), b = static_cast<std::size_t>(stop - points.begin());
+      const auto [mn, mx] = by_bucket ? bucket_range_minmax(points, *index, a, b)
+                            : index   ? counter_range_minmax(points, *index, a, b)
                                   : [&] {
-                                      std::int64_t a = it->value, b = it->value;
-                                      for (auto k = it; k != stop; ++k) a = std::min(a, k->value), b = std::max(b, k->value);
-                                      return std::pair{a, b};
+                                      std::int64_t mn0 = it->value, mx0 = it->value;
+                                      for (auto k = it; k != stop; ++k) mn0 = std::min(mn0, k->value), mx0 = std::max(mx0, k->value);
+                                      return std::pair{mn0, mx0};
                                     }();
       lo = any ? std::min(lo, mn) : mn;
       hi = any ? std::max(hi, mx) : mx;

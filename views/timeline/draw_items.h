@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "storage/profile_model.h"
@@ -195,13 +196,34 @@ void build_span_items(const std::vector<Event>& events, TimeNs max_duration, boo
 
 // Block minima and maxima of a counter (blocks of 32 and of 1024 points, under 1 byte per
 // point), so that a pixel column spanning many points costs a few block reads, not a scan.
+//
+// Level of detail (as span_lod.h for event tracks): the points are also bucketed by time, in
+// buckets of 2^shift ns holding about kPointsPerBucket points, with the first point of each bucket
+// and the minimum and maximum of each bucket, of each 8 buckets, and so on. When a pixel column
+// spans at least two buckets, its end is found in one bucket's points instead of by a search, and
+// its whole buckets are a few reads of the summaries: the bars are the same, the points read are
+// those of the buckets at the column's ends.
 struct CounterIndex {
   static constexpr std::size_t kSmall = 32, kLarge = 1024;
   std::vector<std::int64_t> small_min, small_max, large_min, large_max;
   std::vector<TimeNs> small_last_time;  // time of each small block's last point (for searching)
+
+  static constexpr std::size_t kPointsPerBucket = 16, kBucketFan = 8;
+  struct MinMax {
+    std::int64_t min = std::numeric_limits<std::int64_t>::max(), max = std::numeric_limits<std::int64_t>::lowest();  // empty
+  };
+  TimeNs origin = 0;  // the first point's time
+  int shift = 0;
+  double width = 1;                                 // 2^shift
+  std::vector<std::uint32_t> bucket_first;          // per bucket boundary: the first point at or after it
+  std::vector<std::vector<MinMax>> bucket_minmax;   // per bucket, per 8 buckets, ...
+
+  bool buckets_apply(double ns_per_px) const { return !bucket_first.empty() && ns_per_px >= 2 * width; }
   std::size_t memory_bytes() const {
-    return (small_min.capacity() + small_max.capacity() + large_min.capacity() + large_max.capacity() +
-            small_last_time.capacity()) * sizeof(std::int64_t);
+    std::size_t b = (small_min.capacity() + small_max.capacity() + large_min.capacity() + large_max.capacity() +
+                     small_last_time.capacity()) * sizeof(std::int64_t) + bucket_first.capacity() * sizeof(std::uint32_t);
+    for (const auto& level : bucket_minmax) b += level.capacity() * sizeof(MinMax);
+    return b;
   }
 };
 CounterIndex build_counter_index(const std::vector<CounterPoint>& points);
@@ -211,7 +233,8 @@ std::pair<std::int64_t, std::int64_t> counter_range_minmax(const std::vector<Cou
 
 // Step-function counter (value holds from one point to the next, and after the last) as one
 // min/max bar per pixel column c, covering times [time_at(c), time_at(c + 1)). With an index the
-// work per column is logarithmic; without, it is a scan of the visible points.
+// work per column is logarithmic (bounded, with its time buckets, when zoomed out); without, it is
+// a scan of the visible points.
 void build_counter_bars(const std::vector<CounterPoint>& points, const Viewport& vp, std::vector<CounterBar>& out,
                         const CounterIndex* index = nullptr);
 

@@ -29,17 +29,20 @@ void TimelineController::index_tracks() {
   counter_index_.assign(tracks_.size(), {});
   span_index_.assign(tracks_.size(), {});
   cover_index_.assign(tracks_.size(), {});
+  span_lod_.assign(tracks_.size(), {});
   for (std::size_t i = 0; i < tracks_.size(); ++i) {
     const Track& t = tracks_[i];
     if (t.kind == TrackKind::Stream) {
       const auto& ev = profile_.stream_tracks[static_cast<std::size_t>(t.index)].events;
       span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
       cover_index_[i] = build_cover_index(ev);
+      span_lod_[i] = build_span_lod(ev, t.ends_sorted);
     }
     if (t.kind == TrackKind::Ranges) {
       const auto& ev = profile_.range_tracks[static_cast<std::size_t>(t.index)].events;
       span_index_[i] = t.ends_sorted ? build_span_index(ev) : build_block_max_index(ev);
       cover_index_[i] = build_cover_index(ev);
+      span_lod_[i] = build_span_lod(ev, t.ends_sorted);
     }
     if (t.kind == TrackKind::Steps) cover_index_[i] = build_cover_index(profile_.ranks[static_cast<std::size_t>(t.index)].steps);
     const std::vector<CounterPoint>* points = nullptr;
@@ -134,6 +137,7 @@ std::size_t TimelineController::memory_bytes() const {
   for (const auto& ix : counter_index_) b += sizeof(ix) + ix.memory_bytes();
   for (const auto& ix : span_index_) b += sizeof(ix) + ix.capacity() * sizeof(TimeNs);
   for (const auto& ix : cover_index_) b += sizeof(ix) + ix.memory_bytes();
+  for (const auto& lod : span_lod_) b += sizeof(lod) + lod.memory_bytes();
   return b;
 }
 
@@ -276,18 +280,15 @@ void TimelineController::build_track(const Track& t, TrackDraw& d) const {
   d.bars.clear();
   d.density.clear();
   const auto ti = static_cast<std::size_t>(&t - tracks_.data());
-  const std::vector<TimeNs>* block_ends = ti < span_index_.size() && !span_index_[ti].empty() ? &span_index_[ti] : nullptr;
   switch (t.kind) {
     case TrackKind::Stream: {
       const StreamTrack& st = profile_.stream_tracks[static_cast<std::size_t>(t.index)];
-      build_span_items(st.events, st.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
-      build_density(st.events, cover_index_[ti], d.spans, viewport_, d.density);
+      build_span_track(st.events, st.max_duration, t.ends_sorted, span_index_[ti], cover_index_[ti], span_lod_[ti], viewport_, d.spans, d.density);
       break;
     }
     case TrackKind::Ranges: {
       const RangeTrack& rt = profile_.range_tracks[static_cast<std::size_t>(t.index)];
-      build_span_items(rt.events, rt.max_duration, t.ends_sorted, viewport_, d.spans, kMinVisiblePx, block_ends);
-      build_density(rt.events, cover_index_[ti], d.spans, viewport_, d.density);
+      build_span_track(rt.events, rt.max_duration, t.ends_sorted, span_index_[ti], cover_index_[ti], span_lod_[ti], viewport_, d.spans, d.density);
       break;
     }
     case TrackKind::Markers: {

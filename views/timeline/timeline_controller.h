@@ -24,6 +24,7 @@
 #include "views/timeline/density.h"
 #include "views/timeline/draw_items.h"
 #include "views/timeline/marker_lanes.h"
+#include "views/timeline/span_lod.h"
 #include "views/timeline/tracks.h"
 #include "views/timeline/viewport.h"
 
@@ -197,6 +198,7 @@ class TimelineController {
   std::vector<CounterIndex> counter_index_;  // per track (memory tracks; empty otherwise)
   std::vector<std::vector<TimeNs>> span_index_;  // per stream/range track: build_span_index, or build_block_max_index for unsorted ends
   std::vector<CoverIndex> cover_index_;  // per stream, range and steps track (density.h)
+  std::vector<SpanLod> span_lod_;  // per stream and range track whose ends are sorted (span_lod.h)
   std::vector<OverlayMarker> markers_;
   std::vector<std::uint32_t> shown_markers_;
   std::vector<MarkerLane> marker_lanes_;
