@@ -280,6 +280,12 @@ TEST_CASE("the what-if panel's controls stay where they are through a refused ch
   CHECK(panel.error_text().isEmpty());
   CHECK_FALSE(panel.status_text().startsWith("Not simulated"));
   CHECK(moved(before, control_positions(panel)) == "");
+  if (const char* shots = std::getenv("SHARDSCOPE_SCREENSHOT_DIR")) {  // for docs/screenshots
+    for (auto* dock : w.findChildren<QDockWidget*>()) dock->hide();  // the tab gets the window, as gui --model shows it
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();
+    CHECK(w.grab().save(QString::fromUtf8(shots) + "/whatif-panel-after-undo.png"));
+    for (auto* dock : w.findChildren<QDockWidget*>()) dock->show();
+  }
   // tp 8 with sequence parallelism: longer summaries, the controls stay.
   panel.tp_box()->setValue(8);
   CHECK(panel.whatif_text().contains("TP"));

@@ -361,10 +361,13 @@ TEST_CASE("profile loader: cancel from the progress callback ends in a cancelled
 
 TEST_CASE("View > Whole profile: the memory chart follows at once, not at the next input", "[views][gui]") {
   app();
-  test::TempDir dir;
-  const std::string path = synthetic_4rank(dir);
+  // The bundled real sample at 1600x1000, as a user opens it.
+  const std::string path = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
   gui::MainWindow window;
-  show_main_window(window);
+  window.set_interactive(false);
+  window.resize(1600, 1000);
+  window.show();
+  REQUIRE(QTest::qWaitForWindowExposed(&window));
   QSignalSpy loaded(&window, &gui::MainWindow::profileLoaded);
   window.open_file(QString::fromStdString(path));
   REQUIRE(loaded.wait(20000));
@@ -387,4 +390,9 @@ TEST_CASE("View > Whole profile: the memory chart follows at once, not at the ne
   const Viewport& vp = tw->controller()->viewport();
   const double whole_ms = vp.width_px * vp.ns_per_px / 1e6;
   CHECK(QTest::qWaitFor([&] { return chart->x_axis()->max() - chart->x_axis()->min() == Approx(whole_ms); }, 5000));
+  // A screenshot for docs/screenshots (SHARDSCOPE_SCREENSHOT_DIR): the chart after the zoom-out.
+  if (const char* shots = std::getenv("SHARDSCOPE_SCREENSHOT_DIR")) {
+    settle(tw);
+    CHECK(window.grab().save(QString::fromUtf8(shots) + "/memory-after-deep-zoom-and-ctrl0.png"));
+  }
 }

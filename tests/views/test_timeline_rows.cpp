@@ -10,6 +10,7 @@
 #include "storage/profile_reader.h"
 #include "tests/support/test_paths.h"
 #include "views/timeline/analysis.h"
+#include "views/timeline/label_layout.h"
 #include "views/timeline/timeline_controller.h"
 
 using namespace ss;
@@ -145,4 +146,16 @@ TEST_CASE("find: a record_function range around the collective of the same name 
   const auto modules = find_events(p, "layers.2.attention.wq");
   REQUIRE_FALSE(modules.empty());
   for (const auto& ref : modules) CHECK(ref.kind == TrackKind::Ranges);
+}
+
+TEST_CASE("row labels too long for the label column keep their start and their end", "[views][timeline]") {
+  const auto chars = [](const std::string& s) { return static_cast<float>(s.size()); };  // one unit per character
+  CHECK(elide_middle("rank 0 steps", 20, chars) == "rank 0 steps");
+  const std::string long_label = "+ rank 0 operators t1 (10 rows)";
+  const std::string e = elide_middle(long_label, 20, chars);
+  CHECK(e.size() <= 20);
+  CHECK(e.find("..") != std::string::npos);
+  CHECK(e.rfind("+ rank 0", 0) == 0);               // the rank stays readable
+  CHECK(e.substr(e.size() - 5) == "rows)");          // and what ends it
+  CHECK(elide_middle(long_label, 2, chars).size() <= 3);
 }

@@ -703,7 +703,7 @@ TEST_CASE("on a model description the parallelism row drives tp, sp, cp, pp and 
   all->setCurrentIndex(full);
   emit all->activated(full);
   CHECK(s->prediction().result.recomputes == 32);
-  CHECK(panel.whatif_text().contains("32 unit(s) checkpointed; 32 forward reruns"));
+  CHECK(panel.whatif_text().contains("32 units checkpointed; 32 forward reruns"));
   CHECK(all->currentIndex() == 0);  // back to the prompt
   CHECK_FALSE(panel.open_model_description(QStringLiteral("/nonexistent/model.json")));
   CHECK_FALSE(panel.last_error().isEmpty());

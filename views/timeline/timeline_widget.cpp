@@ -536,6 +536,7 @@ void TimelineWidget::draw_timeline() {
         right = all_x;
       }
       const ImVec4 label_clip(0, y0, right, y1);
+      label = elide_middle(label, right - 6, [&](const std::string& t) { return font->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; });
       dl->AddText(font, fs, ImVec2(4, text_y), th.label_text, label.c_str(), nullptr, 0, &label_clip);
     }
   }

@@ -698,10 +698,10 @@ void UnshardPanel::plan_automatically() {
   run_change([this] {
     const auto strategy = static_cast<sim::Strategy>(strategy_->currentData().toInt());
     const auto o = session_->plan_automatically(strategy);
-    status_->setText(QStringLiteral("%1 planner: %2 unit(s) kept unsharded after %3 simulations%4")
-                         .arg(strategy_->currentText())
-                         .arg(o.unsharded.size())
-                         .arg(o.simulations)
+    status_->setText(QStringLiteral("%1 planner: %2 kept unsharded after %3%4")
+                         .arg(strategy_->currentText(),
+                              QString::fromStdString(count_of(static_cast<std::int64_t>(o.unsharded.size()), "unit")),
+                              QString::fromStdString(count_of(o.simulations, "simulation")))
                          .arg(o.fits ? QString() : QStringLiteral(" — does NOT fit the budget")));
   });
 }

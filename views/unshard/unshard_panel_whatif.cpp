@@ -199,8 +199,9 @@ void UnshardPanel::show_whatif_state() {
   const QString where = r.stages.empty() ? QString() : QStringLiteral(" in the stage shown");
   recompute_->setText(r.recomputes == 0 && checkpointed == 0
                           ? QStringLiteral("none")
-                          : QStringLiteral("%1 unit(s) checkpointed; %2 forward reruns%3, %4")
-                                .arg(checkpointed).arg(r.recomputes).arg(where, ms(r.recompute_ns)));
+                          : QStringLiteral("%1 checkpointed; %2%3, %4")
+                                .arg(QString::fromStdString(count_of(checkpointed, "unit")),
+                                     QString::fromStdString(count_of(r.recomputes, "forward rerun")), where, ms(r.recompute_ns)));
   if (s.offload == "none") offload_sum_->setText(QStringLiteral("none"));
   else
     offload_sum_->setText(QStringLiteral("%1: host copies %2 (%3), CPU optimizer %4")

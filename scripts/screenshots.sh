@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Regenerates the screenshots in docs/screenshots from a GUI build, under Xvfb at 1600x1000, from
+# the bundled samples, the model descriptions and the real traces in ../shared/data/traces
+# (those shots are skipped, with a message, where the folder is absent). docs/gui.md
+# ("Screenshots") says what each one shows.
+#
+#   scripts/screenshots.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, docs/screenshots)
+#
+# Each `gui --screenshot` run writes its fixed file names into a scratch folder of its own; the
+# ones kept are copied under the names the docs use. Look at them before committing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-docs/screenshots}
+exe="$build/app/shardscope"
+[ -x "$exe" ] || { echo "screenshots.sh: $exe not built (a GUI build)" >&2; exit 2; }
+traces=../shared/data/traces
+work=$(mktemp -d /tmp/shardscope-shots.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+
+xvfb() { xvfb-run -a -s "-screen 0 1600x1000x24" "$@"; }
+# shot NAME ARGS...: runs `gui ARGS --screenshot` into $work/NAME
+shot() {
+  local name=$1; shift
+  mkdir -p "$work/$name"
+  echo "== $name: gui $*"
+  xvfb "$exe" gui "$@" --screenshot "$work/$name" >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; return 1; }
+}
+keep() { cp "$work/$1" "$out/$2"; echo "   $out/$2"; }
+
+sample=resources/samples/cpu-fsdp2-llama-2rank.ssdb
+shot sample "$sample"
+keep sample/sample-main-window.png sample-main-window.png
+keep sample/analyses.png analyses.png
+keep sample/unshard-panel.png unshard-panel.png
+keep sample/memory.png memory-cpu-sample.png
+
+shot synthetic resources/samples/synthetic-fsdp-4rank.ssdb
+keep synthetic/unshard-panel.png unshard-panel-warning.png
+keep synthetic/memory.png memory-synthetic.png
+
+echo '{"gradient_accumulation": 16, "parallelism": {"tp": 8, "sequence_parallel": true, "pp": 4}}' >"$work/tp8-pp4.json"
+shot model --model resources/models/llama3-8b.json --world 64 --plan "$work/tp8-pp4.json"
+keep model/whatif-panel.png whatif-panel.png
+keep model/whatif-timeline-lanes.png whatif-timeline-lanes.png
+
+# The two shots the GUI tests take at the moments they check (docs/gui.md).
+echo "== test shots (test_timeline_gui, test_compare_gui)"
+mkdir -p "$work/tests"
+SHARDSCOPE_SCREENSHOT_DIR="$work/tests" xvfb "$build/tests/views/test_timeline_gui" "View > Whole profile*" >/dev/null
+SHARDSCOPE_SCREENSHOT_DIR="$work/tests" xvfb "$build/tests/views/test_compare_gui" "the what-if panel's controls*" >/dev/null
+keep tests/memory-after-deep-zoom-and-ctrl0.png memory-after-deep-zoom-and-ctrl0.png
+keep tests/whatif-panel-after-undo.png whatif-panel-after-undo.png
+
+if [ -d "$traces/nsys-h100-fsdp-2gpu" ] && [ -d "$traces/kineto-v100-dlrm-8ranks" ]; then
+  "$exe" import "$traces/nsys-h100-fsdp-2gpu/mfu_2gpu_after.sqlite" -o "$work/nsys-after.ssdb" >/dev/null 2>&1
+  "$exe" import "$traces/nsys-h100-fsdp-2gpu/mfu_2gpu_before.sqlite" -o "$work/nsys-before.ssdb" >/dev/null 2>&1
+  "$exe" import "$traces"/kineto-v100-dlrm-8ranks/*.json.gz -o "$work/dlrm8.ssdb" >/dev/null 2>&1
+  shot nsys "$work/nsys-after.ssdb"
+  keep nsys/main-window.png main-window.png
+  keep nsys/memory.png memory.png
+  shot dlrm "$work/dlrm8.ssdb"
+  keep dlrm/timeline.png timeline.png
+  keep dlrm/sample-main-window.png first-screen-8rank.png
+  shot compare "$work/nsys-before.ssdb" --compare "$work/nsys-after.ssdb"
+  keep compare/compare.png compare-real.png
+else
+  echo "screenshots.sh: $traces absent: main-window, memory, timeline, first-screen-8rank and compare-real not retaken" >&2
+fi
+echo "screenshots.sh: done; look at each one in $out"
