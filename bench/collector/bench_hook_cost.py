@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What ShardScope's module hooks cost a training step, in one process, by CPU time.
+
+    .venv/bin/python bench/collector/bench_hook_cost.py [--rounds 16] [--arch llama|mlp]
+
+The end-to-end benchmarks (bench_record_overhead.py: separate runs; bench_profiler_options.py: one
+FSDP2 job switching modes) measure wall time on a shared 2-core VM whose speed drifts up to 2x, so
+a cost of a few per cent is inside their spread. This one takes the hooks alone, without gloo's
+threads or a profiler: scripts/fsdp_train_sample.py's model (--small shape), one thread, forward +
+backward + AdamW, timed by the process's CPU time, two steps per mode, the modes interleaved and
+their order reversed every other round:
+
+  off        no hook
+  recording  `record`'s hooks as inside a capture window: a range per module call (forward,
+             backward, recompute), written to a sidecar file (the FileBackend; on CPU ranks the
+             same ranges also go into torch.profiler's trace, whose cost is the profiler's)
+  outside    the same hooks outside the window (`record --steps A:B`): they count optimizer steps
+
+Prints the median step per mode and each mode's cost against `off` (median and spread over the
+rounds, each round's modes against that round's `off`).
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "profiler", "python"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=16)
+    ap.add_argument("--arch", choices=["llama", "mlp"], default="llama")
+    a = ap.parse_args()
+
+    import torch
+
+    import fsdp_train_sample as sample
+    from shardscope import hooks
+    from shardscope._sidecar import SidecarWriter
+    from shardscope.backends import FileBackend
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    dim, layers, heads, hidden, vocab, seq, batch = sample.PRESETS["small"]
+    if a.arch == "llama":
+        model = sample.Llama(vocab, dim, layers, heads, hidden, False)
+        inputs = torch.randint(0, vocab, (batch, seq))
+    else:
+        model = sample.ResidualMlp(dim, layers, hidden)
+        inputs = torch.randn(batch * seq, dim)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        model(inputs).float().mean().backward()
+        opt.step()
+        opt.zero_grad()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sidecar = SidecarWriter(os.path.join(tmp, "sidecar.tsv"))
+        for _ in range(3):  # warm-up: allocator, optimizer state
+            step()
+        modes = ("off", "recording", "outside")
+        times = {m: [] for m in modes}
+        for r in range(a.rounds):
+            for mode in modes if r % 2 == 0 else tuple(reversed(modes)):
+                handle = None
+                if mode != "off":
+                    handle = hooks.install(FileBackend(sidecar), sidecar=sidecar)
+                    handle.tracker.recording = mode == "recording"
+                t = time.process_time()
+                step()
+                step()
+                times[mode].append((time.process_time() - t) / 2 * 1e3)
+                if handle is not None:
+                    hooks.uninstall()
+        sidecar.close()
+    calls = sum(1 for _ in model.modules())
+    print("%s (--small shape), %d modules, %d rounds, CPU time per step" % (a.arch, calls, a.rounds))
+    for mode in modes:
+        costs = [100 * (t - o) / o for t, o in zip(times[mode], times["off"])]
+        print("  %-10s %7.1f ms   cost %+6.2f %% (%+.2f .. %+.2f)" % (
+            mode, statistics.median(times[mode]), statistics.median(costs), min(costs), max(costs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
