@@ -126,6 +126,10 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The unrecorded B applies the plan with the shardscope package, which `record` puts on the
+    # path of the job it runs; without record, the job finds it here.
+    package = os.path.join(ROOT, "profiler", "python")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH", "")) if p)
 
     # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits every
     # column; each B is predicted from the A recorded just before it, with the plans made from the first A.
