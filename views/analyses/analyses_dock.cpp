@@ -14,6 +14,10 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QThread>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -25,6 +29,15 @@
 namespace ss::analyses {
 
 namespace {
+
+// Hands the heap an analysis freed back to the system. Each run's worker thread allocates in a
+// malloc arena of its own, which glibc does not trim when the thread ends: on a 1M-kernel profile
+// critical-path left the app 400 MB larger after every run (the GUI soak test's RSS bound).
+void release_freed_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 constexpr int kPluginNameRole = Qt::UserRole;
 constexpr int kFindingRole = Qt::UserRole + 1;
 constexpr int kMaxColumnWidth = 360;
@@ -278,6 +291,7 @@ bool AnalysesDock::run(const QString& name) {
     worker->deleteLater();
     worker_ = nullptr;
     show_result(*out);
+    release_freed_heap();
     update_run_enabled();
     emit finished();
   });
