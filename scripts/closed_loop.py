@@ -39,8 +39,9 @@ MODELS = {  # training-script options per model shape
 }
 
 
-def run(cmd, log=None, check=True):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, log=None, check=True, env=None):
+    """Runs cmd (env: the whole environment, None for this one's), its output to log; exits on a failure when check."""
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if log:
         with open(log, "w") as f:
             f.write(p.stdout)

@@ -22,10 +22,9 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 
-import closed_loop  # noqa: E402  (its collectives_per_step and pct)
+import closed_loop  # noqa: E402  (its run, collectives_per_step and pct)
 from closed_loop import pct  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,13 +35,7 @@ TRAINERS = os.path.join(ROOT, "tests", "trainers")
 def run(cmd, log, env=None, check=True):
     full = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     full["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "profiler", "python"), TRAINERS, full.get("PYTHONPATH", "")])
-    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    with open(log, "w") as f:
-        f.write(p.stdout)
-    if check and p.returncode != 0:
-        sys.stderr.write(p.stdout[-4000:])
-        raise SystemExit("failed (%d): %s" % (p.returncode, " ".join(cmd)))
-    return p.stdout
+    return closed_loop.run(cmd, log, check, full)
 
 
 def titan(a, name, plan=None, record=True):
