@@ -40,6 +40,10 @@ shot synthetic resources/samples/synthetic-fsdp-4rank.ssdb
 keep synthetic/unshard-panel.png unshard-panel-warning.png
 keep synthetic/memory.png memory-synthetic.png
 
+shot h100 resources/samples/h100-fsdp2-decoder-1gpu.ssdb
+keep h100/sample-main-window.png h100-sample-main-window.png
+keep h100/memory.png memory-h100-sample.png
+
 echo '{"gradient_accumulation": 16, "parallelism": {"tp": 8, "sequence_parallel": true, "pp": 4}}' >"$work/tp8-pp4.json"
 shot model --model resources/models/llama3-8b.json --world 64 --plan "$work/tp8-pp4.json"
 keep model/whatif-panel.png whatif-panel.png

@@ -1,4 +1,4 @@
-// shardscope record [-o run.ssdb] [--memory per-tensor|history|segments|off] [--no-modules] [--steps A:B] [--keep-parts] -- CMD...
+// shardscope record [-o run.ssdb] [--memory history|per-tensor|segments|off] [--no-modules] [--steps A:B] [--keep-parts] -- CMD...
 // Runs CMD with the collector injected and the Python hooks on PYTHONPATH, waits for it (Ctrl+C
 // and SIGTERM are forwarded to its process group), merges the per-rank files into one profile on
 // one clock, and exits with CMD's exit code.
@@ -70,15 +70,16 @@ int cmd_record(const std::vector<std::string>& args) {
               "from every rank, merged into one profile on one clock. CMD's exit code is passed through.");
   p.option("output", "FILE", "profile to write", "run.ssdb", 'o')
       .option("memory", "MODE",
-              "per-tensor: PyTorch's cudaMallocAsync backend, one event per tensor; history: the job's own allocator, "
-              "one event per tensor from its history (torch.cuda.memory._record_memory_history); segments: the native "
-              "allocator's cudaMalloc segments only; off: no memory events",
-              "per-tensor", 0, {"per-tensor", "history", "segments", "off"})
+              "history: the job's own allocator, one event per tensor from its history\n"
+              "(torch.cuda.memory._record_memory_history); per-tensor: switches the job to PyTorch's cudaMallocAsync\n"
+              "backend, one CUPTI event per tensor (changes the job's memory and speed, docs/gpu-runs.md);\n"
+              "segments: the native allocator's cudaMalloc segments only; off: no memory events",
+              "history", 0, {"history", "per-tensor", "segments", "off"})
       .flag("no-modules", "no Python module hooks (kernels and collectives only)")
       .option("steps", "A:B",
               "profile only steps A to B-1 (optimizer steps, from 0; 'A:' to the end): before and after, the job runs\n"
               "unprofiled and only its step wall times are kept (the profile's unobserved_steps, which simulate and plan\n"
-              "calibrate to). CPU ranks; CUDA ranks' collector records every step")
+              "calibrate to). On CUDA ranks the collector traces kernels, copies and ranges inside the window only")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
       .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")
       .allow_passthrough("CMD...", "the command to record, e.g. torchrun --nproc_per_node=8 train.py")
@@ -101,10 +102,10 @@ int cmd_record(const std::vector<std::string>& args) {
 
   settings.output_dir = parts.string();
   const std::string memory = p.get("memory");
-  settings.memory = memory == "off" ? record::MemoryMode::Off
-                    : memory == "segments" ? record::MemoryMode::Segments
-                    : memory == "history"  ? record::MemoryMode::History
-                                           : record::MemoryMode::PerTensor;
+  settings.memory = memory == "off"          ? record::MemoryMode::Off
+                    : memory == "segments"   ? record::MemoryMode::Segments
+                    : memory == "per-tensor" ? record::MemoryMode::PerTensor
+                                             : record::MemoryMode::History;
   settings.modules = !p.flag_set("no-modules");
   settings.collector_library = record::locate_collector_library();
   settings.python_dir = record::locate_python_dir();

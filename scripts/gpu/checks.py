@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU kit's checks (issue 23; docs/gpu-runs.md). Run through scripts/gpu/checks.sh.
 
-Stages, in order, each with a time cap so that the whole fits its budget (6 minutes on an H100):
+Stages, in order, each with a time cap so that the whole fits its budget (9 1/3 minutes on an H100):
   kit       the bundle, its libraries, python / torch / CUDA / the GPU
   cupti     which libcupti: the system's vs the one in PyTorch's wheel (nvidia-cuda-cupti), and the
             one torch itself loads; each loaded with the collector, and on a GPU a tiny recorded
@@ -11,7 +11,8 @@ Stages, in order, each with a time cap so that the whole fits its budget (6 minu
             count on the same loop, dropped records, module ranges per phase, steps; and NCCL
             collectives of known type and size (collectives_job.py: FSDP2 issues none at world
             size 1) recorded with exactly those types and bytes
-  overhead  the same job with and without record, 3 interleaved pairs: step time and peak memory
+  overhead  the same job without record, with record, and with record --steps (a capture window), 2
+            interleaved rounds: step time (outside and inside the window too) and peak memory
   memory    per-tensor GPU memory from the caching allocator's history (record --memory history):
             peak against torch.cuda.max_memory_allocated, categories against FSDPMemTracker
   loop      record A, simulate --fit; plans for an unshard set, activation checkpointing and
@@ -464,35 +465,60 @@ def stage_health(r, f, t):
     t["kernels_equal_torch_profiler"] = target(ours, theirs, absolute=False)
 
 
+def step_medians(summary, warmup, window=None):
+    """Median step wall time (ms) of a run after its warmup: all steps, and with a capture window
+    (first, end) the steps outside it and inside it (the job's own clock, per step)."""
+    ms = summary["step_ms"][warmup:]
+    steps = range(warmup, warmup + len(ms))
+    out = {"all": statistics.median(ms)}
+    if window:
+        inside = [m for n, m in zip(steps, ms) if window[0] <= n < window[1]]
+        outside = [m for n, m in zip(steps, ms) if not window[0] <= n < window[1]]
+        out.update(inside=statistics.median(inside), outside=statistics.median(outside))
+    return out
+
+
 def stage_overhead(r, f, t):
-    steps, warmup = ("8", "2") if r.cpu else ("30", "5")
-    pairs = 1 if r.cpu else 3  # the dry run proves the stage, a GPU measures it
-    base, rec = [], []
-    for i in range(1, pairs + 1):
-        base.append(r.job("base%d" % i, "--steps", steps, "--warmup", warmup))
-        rec.append(r.job("rec%d" % i, "--steps", steps, "--warmup", warmup, record=True))
-        f["pairs_done"] = i
-    ms = lambda s: 1000.0 / s["steps_per_s"]
-    b, c = [ms(s) for s in base], [ms(s) for s in rec]
-    f["step_ms_without"] = [round(x, 3) for x in b]
-    f["step_ms_with_record"] = [round(x, 3) for x in c]
-    f["overhead_pct_per_pair"] = [round(pct(y, x), 2) for x, y in zip(b, c)]
-    f["overhead_pct_median"] = pct(statistics.median(c), statistics.median(b))
-    # As bench/collector/bench_record_overhead.py reports it: the median of the pairs' overheads and their spread.
-    f["overhead_pct_median_of_pairs"] = statistics.median(f["overhead_pct_per_pair"])
-    f["overhead_pct_spread"] = [min(f["overhead_pct_per_pair"]), max(f["overhead_pct_per_pair"])]
-    f["dropped_records"] = sum(profile_health(r.w("rec%d.ssdb" % i), int(warmup))["dropped_records"] for i in range(1, pairs + 1))
+    """Interleaved rounds of the same job: without record, with record (every step traced) and with
+    record --steps (the collector traces only the window). This VM class drifts by a third between
+    runs (docs/gpu-runs.md), so besides the pairs the window run compares itself: its steps outside
+    the window against its steps inside."""
+    steps, warmup, window = (8, 2, (4, 6)) if r.cpu else (24, 4, (12, 16))
+    rounds = 1 if r.cpu else 2  # the dry run proves the stage, a GPU measures it
+    runs = {"base": [], "rec": [], "win": []}
+    common = ("--steps", str(steps), "--warmup", str(warmup))
+    for i in range(1, rounds + 1):
+        runs["base"].append(r.job("base%d" % i, *common))
+        runs["rec"].append(r.job("rec%d" % i, *common, record=True))
+        runs["win"].append(r.job("win%d" % i, *common, record=True, record_args=["--steps", "%d:%d" % window]))
+        f["rounds_done"] = i
+    base = [step_medians(s, warmup)["all"] for s in runs["base"]]
+    rec = [step_medians(s, warmup)["all"] for s in runs["rec"]]
+    win = [step_medians(s, warmup, window) for s in runs["win"]]
+    f["step_ms_without"] = [round(x, 3) for x in base]
+    f["step_ms_with_record"] = [round(x, 3) for x in rec]
+    f["step_ms_window_outside"] = [round(w["outside"], 3) for w in win]
+    f["step_ms_window_inside"] = [round(w["inside"], 3) for w in win]
+    f["overhead_pct_per_pair"] = [round(pct(y, x), 2) for x, y in zip(base, rec)]
+    f["overhead_pct_median"] = statistics.median(f["overhead_pct_per_pair"])
+    f["window_outside_overhead_pct_per_pair"] = [round(pct(w["outside"], x), 2) for x, w in zip(base, win)]
+    f["window_outside_overhead_pct_median"] = statistics.median(f["window_outside_overhead_pct_per_pair"])
+    f["window_inside_vs_outside_pct"] = [round(pct(w["inside"], w["outside"]), 2) for w in win]
+    f["dropped_records"] = sum(profile_health(r.w("%s%d.ssdb" % (k, i)), warmup if k == "rec" else window[0])["dropped_records"]
+                               for k in ("rec", "win") for i in range(1, rounds + 1))
+    # Targets (issue 22): what the job pays, every step traced and outside a --steps window.
     t["overhead_pct"] = target(f["overhead_pct_median"], 3.0 if r.cpu else 2.0, judged=not r.cpu)
+    t["window_outside_overhead_pct"] = target(f["window_outside_overhead_pct_median"], 3.0 if r.cpu else 2.0, judged=not r.cpu)
     t["dropped_records"] = target(f["dropped_records"], 0, absolute=False)
     if not r.cpu:
-        f["max_memory_allocated_without"] = [s["max_memory_allocated"] for s in base]
-        f["max_memory_allocated_with_record"] = [s["max_memory_allocated"] for s in rec]
-        t["job_memory_unchanged_pct"] = target(pct(statistics.median(f["max_memory_allocated_with_record"]),
-                                                   statistics.median(f["max_memory_allocated_without"])), 0.0)
-        # The default memory mode (per-tensor: cudaMallocAsync, CUPTI's records) against the job's own peak.
+        for k in runs:
+            f["max_memory_allocated_%s" % k] = [s["max_memory_allocated"] for s in runs[k]]
+        # The job's own counter with and without record (unrecorded runs differ by ~0.02 % among themselves).
+        t["job_memory_unchanged_pct"] = target(pct(statistics.median(f["max_memory_allocated_rec"]),
+                                                   statistics.median(f["max_memory_allocated_base"])), 0.1)
         peak, _ = memory_peak(db_of(r.w("rec1.ssdb")))
-        f["per_tensor_mode_peak_bytes"] = peak
-        f["per_tensor_mode_peak_vs_max_memory_allocated_pct"] = pct(peak, rec[0]["max_memory_allocated"])
+        f["default_mode_peak_bytes"] = peak
+        f["default_mode_peak_vs_max_memory_allocated_pct"] = pct(peak, runs["rec"][0]["max_memory_allocated"])
 
 
 def stage_memory(r, f, t):
@@ -545,7 +571,9 @@ def stage_loop(r, f, t):
     sys.path.insert(0, r.scripts)
     import closed_loop  # collectives_per_step
 
-    A = r.w("rec1.ssdb")
+    # A: the overhead stage's --steps recording, whose replay is calibrated to its unobserved steps
+    # (the job without the profiler); else its fully traced one; else a recording of its own.
+    A = r.w("win1.ssdb") if os.path.exists(r.w("win1.ssdb")) else r.w("rec1.ssdb")
     if not os.path.exists(A):
         r.job("loopA", "--steps", "8" if r.cpu else "20", "--warmup", "2", record=True)
         A = r.w("loopA.ssdb")
@@ -592,7 +620,8 @@ def stage_loop(r, f, t):
         row["peak_error_pct"] = pct(row["predicted_peak_bytes"], peak_ref)
         want = next(iter(closed_loop.collectives_per_step(pred_profile, skip_first=False).values()), [])
         got = closed_loop.collectives_per_step(r.w("B_%s.ssdb" % name))
-        row["collectives_exact"] = bool(got) and all(v == want for v in got.values())
+        # At world size 1 FSDP2 issues none: then none predicted and none recorded is exact.
+        row["collectives_exact"] = all(v == want for v in got.values()) if got else not want
         t["%s_step_error_pct" % name] = target(row["step_error_pct"], 5.0, judged=not r.cpu)
         t["%s_peak_error_pct" % name] = target(row["peak_error_pct"], 3.0, judged=not r.cpu)
         t["%s_collectives_exact" % name] = target(row["collectives_exact"], True, absolute=False)
@@ -625,19 +654,27 @@ def stage_coexist(r, f, t):
         r.skip_on_cpu(f, "GPU kernels in the job's own trace (CPU ops only here)")
         f["own_trace_cpu_ops"] = idb.execute("SELECT count(*) FROM kernels").fetchone()[0]
         return
+    # CUPTI serves one subscriber and the collector holds it: the job's own trace gets no CUDA
+    # activity (first H100 run: Kineto's CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), which
+    # record must say (judged above). Its kernels are reported; compared only when it has some.
     base = r.results["stages"].get("health", {}).get("figures", {}).get("torch_profiler_kernels_by_kind") or {}
-    t["own_trace_kernels_unchanged"] = target(kinds.get("kernel", 0), base.get("kernel"), absolute=False)
-    t["imported_trace_equals_recording"] = target(f["imported_trace_kernels"], f["recorded_kernels_timed_steps"], absolute=False)
+    has_gpu = kinds.get("kernel", 0) > 0
+    t["own_trace_kernels_unchanged"] = target(kinds.get("kernel", 0), base.get("kernel"), absolute=False,
+                                              judged=has_gpu and base.get("kernel") is not None)
+    t["imported_trace_equals_recording"] = target(f["imported_trace_kernels"], f["recorded_kernels_timed_steps"],
+                                                  absolute=False, judged=has_gpu)
 
 
+# GPU caps from the first H100 run (docs/gpu-runs.md): each job there takes 16-28 s, most of it
+# torch's import and CUDA / NCCL start-up, so a stage's cap is about its jobs x 25 s.
 STAGES = [  # name, cap on a GPU (s), cap on CPU (s), function
     ("kit", 10, 10, stage_kit),
-    ("cupti", 40, 15, stage_cupti),
-    ("health", 50, 40, stage_health),
-    ("overhead", 85, 60, stage_overhead),
-    ("memory", 30, 25, stage_memory),
-    ("loop", 115, 60, stage_loop),
-    ("coexist", 30, 20, stage_coexist),
+    ("cupti", 60, 15, stage_cupti),
+    ("health", 80, 40, stage_health),
+    ("overhead", 160, 60, stage_overhead),
+    ("memory", 40, 25, stage_memory),
+    ("loop", 175, 60, stage_loop),
+    ("coexist", 40, 20, stage_coexist),
 ]
 
 
@@ -649,10 +686,10 @@ def main():
     ap.add_argument("--work", default=None, help="scratch folder (default: /tmp/ss_kit_work)")
     ap.add_argument("--python", default="python3")
     ap.add_argument("--nproc", type=int, default=0, help="ranks (default: 2 on CPU, 1 GPU; more on a multi-GPU machine)")
-    ap.add_argument("--budget", type=float, default=None, help="seconds for all stages (default 360 on a GPU, 175 on CPU)")
+    ap.add_argument("--budget", type=float, default=None, help="seconds for all stages (default 560 on a GPU, 175 on CPU)")
     ap.add_argument("--only", default="", help="comma-separated stages")
     a = ap.parse_args()
-    a.budget = a.budget or (175.0 if a.cpu else 360.0)
+    a.budget = a.budget or (175.0 if a.cpu else 560.0)
     a.work = a.work or "/tmp/ss_kit_work"
     r = Run(a)
     r.log("ShardScope GPU kit checks (%s): kit %s, python %s, out %s" % (r.results["meta"]["mode"], r.kit, r.py, r.out))
@@ -671,7 +708,8 @@ def main():
     r.save()
     with tarfile.open(os.path.join(r.out, "artifacts.tar.gz"), "w:gz") as tar:
         for p in sorted(glob.glob(os.path.join(r.work, "*"))):
-            if os.path.isfile(p) and os.path.getsize(p) < 4 << 20 and not p.endswith(".ssdb"):
+            # The small recordings too (the collectives job's: what NCCL's records were), not the big ones.
+            if os.path.isfile(p) and os.path.getsize(p) < (1 << 20 if p.endswith(".ssdb") else 4 << 20):
                 tar.add(p, arcname=os.path.basename(p))
     r.log("== summary (%.0f s)\n%s" % (r.results["meta"]["seconds"], "\n".join(summary)))
     statuses = {n: s["status"] for n, s in r.results["stages"].items()}

@@ -64,3 +64,18 @@ TEST_CASE("kernel names are demangled; plain names pass through") {
   CHECK(cache("_Z6kernelv") == "kernel()");
   CHECK(&cache("_Z6kernelv") == &cache("_Z6kernelv"));
 }
+
+TEST_CASE("the capture window's first step, as the Python side reads SHARDSCOPE_STEPS") {
+  CHECK(first_captured_step(nullptr) == 0);
+  CHECK(first_captured_step("") == 0);
+  CHECK(first_captured_step("10:20") == 10);
+  CHECK(first_captured_step("7:") == 7);
+  CHECK(first_captured_step(":5") == 0);
+  // Malformed: every step is profiled (_window.from_env ignores it), so the collector traces from the start.
+  CHECK(first_captured_step("10") == 0);
+  CHECK(first_captured_step("10:10") == 0);
+  CHECK(first_captured_step("10:4") == 0);
+  CHECK(first_captured_step("-3:4") == 0);
+  CHECK(first_captured_step("a:4") == 0);
+  CHECK(first_captured_step("3:4x") == 0);
+}

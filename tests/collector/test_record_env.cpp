@@ -17,7 +17,9 @@ TEST_CASE("record environment: injection paths, PYTHONPATH, output dir") {
   CHECK(r.env.at("SHARDSCOPE_MODULES") == "1");
   CHECK(r.env.at("PYTHONPATH") == "/opt/ss/python/shardscope/_site:/opt/ss/python:/home/u/src");
   CHECK(r.env.at("HOME") == "/home/u");
-  CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "backend:cudaMallocAsync");
+  // The default memory mode leaves the job's allocator alone.
+  CHECK(r.env.at("SHARDSCOPE_MEMORY") == "history");
+  CHECK_FALSE(r.env.count("PYTORCH_CUDA_ALLOC_CONF"));
   CHECK(r.warnings.empty());
 }
 
@@ -32,6 +34,15 @@ TEST_CASE("no collector library: no injection variables; --no-modules; segments 
   CHECK(r.env.at("SHARDSCOPE_MODULES") == "0");
   CHECK(r.env.at("SHARDSCOPE_MEMORY") == "segments");
   CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True");
+}
+
+TEST_CASE("--memory per-tensor switches the job to the cudaMallocAsync backend") {
+  RecordSettings s;
+  s.output_dir = "/o";
+  s.memory = MemoryMode::PerTensor;
+  auto r = build_record_env({}, s);
+  CHECK(r.env.at("SHARDSCOPE_MEMORY") == "per-tensor");
+  CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "backend:cudaMallocAsync");
 }
 
 TEST_CASE("per-tensor memory: backend forced, the user's other options kept, native-only ones dropped") {

@@ -43,5 +43,11 @@ inline constexpr const char* kEnvMemoryMode = "SHARDSCOPE_MEMORY";        // per
 inline constexpr const char* kEnvModules = "SHARDSCOPE_MODULES";          // "0" = no module hooks
 inline constexpr const char* kEnvCollector = "SHARDSCOPE_COLLECTOR";      // "1" when the CUPTI collector is injected
 inline constexpr const char* kEnvVerbose = "SHARDSCOPE_VERBOSE";
+inline constexpr const char* kEnvSteps = "SHARDSCOPE_STEPS";              // record --steps A:B (the capture window)
+
+// The first profiled step of SHARDSCOPE_STEPS ("A:B", "A:", ":B"): the collector traces nothing
+// before it. 0 when the variable is absent or malformed: the Python side then profiles every step
+// too (_window.py), and the collector must not miss what it profiles.
+std::int64_t first_captured_step(const char* steps);
 
 }  // namespace ss::collector

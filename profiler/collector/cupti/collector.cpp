@@ -3,6 +3,7 @@
 #include <cupti.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -49,6 +50,10 @@ struct State {
   pid_t pid = 0;
   CUpti_SubscriberHandle subscriber = nullptr;
   std::vector<CUpti_ActivityKind> enabled;
+  std::mutex kinds_mutex;          // enabled, capturing: the job's thread (set_capture) vs the exit / writer
+  bool capturing = false;          // the trace kinds are on (record --steps: only inside the window)
+  std::int64_t first_captured_step = 0;
+  std::atomic<std::int64_t> capture_switches{0};
   BufferQueue queue;
   std::thread writer_thread;
   std::unique_ptr<RankFileWriter> writer;  // owned by the writer thread once it runs
@@ -98,12 +103,12 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 void disable_all(State& s) {
-  // The writer thread (give_up) and the exit handler may both get here.
-  static std::mutex kinds_mutex;
-  std::lock_guard<std::mutex> lock(kinds_mutex);
+  // The writer thread (give_up), the exit handler and set_capture may all get here.
+  std::lock_guard<std::mutex> lock(s.kinds_mutex);
   for (auto k : s.enabled) cuptiActivityDisable(k);
   s.enabled.clear();
   s.recording = false;
+  s.capturing = false;
 }
 
 // Turns the collector off after an error in the writer thread; the job goes on.
@@ -132,6 +137,7 @@ void write_final_stats(State& s, Tally& tally) {
   s.writer->add_skipped("host (non-device) memory records", st.non_device_memory);
   s.writer->set_meta("collector.memory_pool_events", std::to_string(tally.pool_events));
   s.writer->set_meta("collector.nccl_calls_without_kernel", std::to_string(st.nccl_calls_without_kernel));
+  s.writer->set_meta("collector.capture_switches", std::to_string(s.capture_switches.load()));
   for (const auto& [kind, v] : tally.overhead) {
     s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".count", std::to_string(v.first));
     s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".ns", std::to_string(v.second));
@@ -193,11 +199,62 @@ bool check(CUptiResult r, const char* what) {
 bool enable(State& s, CUpti_ActivityKind kind, const char* name, bool required) {
   CUptiResult r = cuptiActivityEnable(kind);
   if (r == CUPTI_SUCCESS) {
-    s.enabled.push_back(kind);
+    if (std::find(s.enabled.begin(), s.enabled.end(), kind) == s.enabled.end()) s.enabled.push_back(kind);
     return true;
   }
   if (required) return check(r, name);
   log_once(std::string("kind-") + name, std::string("activity kind ") + name + " unavailable: " + cupti_error(r));
+  return true;
+}
+
+// What `record --steps A:B` switches: everything that costs the job something per launch, copy or
+// range. Kernels first: instrumenting at module load is what makes the first step slow (research
+// 2.6). Memory records (MEMORY2, MEMORY_POOL) stay on for the whole run, so that the window's live
+// memory includes what was allocated before it.
+struct TraceKind {
+  CUpti_ActivityKind kind;
+  const char* name;
+  bool required;
+};
+constexpr TraceKind kTraceKinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true},
+    {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false},
+};
+// Launch / allocation API records only (research 2.3): correlation -> thread and time.
+constexpr CUpti_CallbackId kRuntimeApis[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020};
+constexpr CUpti_CallbackId kDriverApis[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync};
+
+// Turns the trace kinds and API records on or off; kinds_mutex held.
+bool switch_trace_kinds(State& s, bool on) {
+  for (const auto& k : kTraceKinds) {
+    if (on) {
+      if (!enable(s, k.kind, k.name, k.required)) return false;
+    } else if (auto it = std::find(s.enabled.begin(), s.enabled.end(), k.kind); it != s.enabled.end()) {
+      cuptiActivityDisable(k.kind);
+      s.enabled.erase(it);
+    }
+  }
+  for (CUpti_CallbackId cbid : kRuntimeApis)
+    if (!check(cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0), "cuptiActivityEnableRuntimeApi")) return false;
+  for (CUpti_CallbackId cbid : kDriverApis)
+    if (!check(cuptiActivityEnableDriverApi(cbid, on ? 1 : 0), "cuptiActivityEnableDriverApi")) return false;
+  s.capturing = on;
   return true;
 }
 
@@ -252,32 +309,18 @@ bool setup(State& s) {
   }
   s.attributor = std::make_unique<Attributor>();
 
-  // Kernels first: instrumenting at module load is what makes the first step slow (research 2.6).
-  bool ok = enable(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true) &&
-            enable(s, CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true) && enable(s, CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true) &&
-            enable(s, CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true) &&
-            enable(s, CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false) &&
-            enable(s, CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false) && enable(s, CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false);
-  if (ok && memory != "off") {
-    ok = enable(s, CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", false) && enable(s, CUPTI_ACTIVITY_KIND_MEMORY_POOL, "MEMORY_POOL", false);
+  // Under `record --steps A:B` with A > 0 the trace kinds wait for the job's Python side to open the
+  // window (shardscope_collector_capture, _collector.py); until then the job runs untraced.
+  s.first_captured_step = first_captured_step(std::getenv(kEnvSteps));
+  if (const char* steps = std::getenv(kEnvSteps)) s.writer->set_meta("collector.capture_window", steps);
+  bool ok = true;
+  {
+    std::lock_guard<std::mutex> lock(s.kinds_mutex);
+    if (s.first_captured_step == 0) ok = switch_trace_kinds(s, true);
+    if (ok) ok = enable(s, CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false);
+    if (ok && memory != "off")
+      ok = enable(s, CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", false) && enable(s, CUPTI_ACTIVITY_KIND_MEMORY_POOL, "MEMORY_POOL", false);
   }
-  // Launch / allocation API records only (research 2.3): correlation -> thread and time.
-  for (CUpti_CallbackId cbid :
-       {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020})
-    if (ok) ok = check(cuptiActivityEnableRuntimeApi(cbid, 1), "cuptiActivityEnableRuntimeApi");
-  for (CUpti_CallbackId cbid :
-       {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-        CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync})
-    if (ok) ok = check(cuptiActivityEnableDriverApi(cbid, 1), "cuptiActivityEnableDriverApi");
   if (!ok) {
     disable_all(s);
     s.writer.reset();
@@ -305,6 +348,22 @@ bool start_collector() {
     log_once("init-exc", std::string("collector setup failed: ") + e.what() + "; the job runs on");
     return false;
   }
+}
+
+bool set_capture(bool on) {
+  State& s = state();
+  if (!s.recording || s.pid != getpid()) return false;
+  {
+    std::lock_guard<std::mutex> lock(s.kinds_mutex);
+    if (s.capturing == on) return true;
+    if (!switch_trace_kinds(s, on)) {
+      log_once("capture-switch", std::string("cannot switch the trace ") + (on ? "on" : "off") + " at the capture window");
+      return false;
+    }
+  }
+  ++s.capture_switches;
+  log_verbose(std::string("trace ") + (on ? "on" : "off") + " (capture window)");
+  return true;
 }
 
 void stop_collector() {

@@ -1,4 +1,6 @@
 // The library's only exported symbols.
+//  - shardscope_collector_capture: the Python side's switch for `record --steps A:B`
+//    (shardscope/_collector.py finds this library, already loaded, by CUDA_INJECTION64_PATH).
 //  - InitializeInjection: the CUDA driver calls it at cuInit when CUDA_INJECTION64_PATH names
 //    this library (research/collector.md 1.1).
 //  - InitializeInjectionNvtx / Nvtx2 / NvtxExtension: NVTX (in libtorch, libnccl, ...) calls them at
@@ -33,5 +35,10 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* p) {
 __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void* module_info) {
   if (!ss::collector::start_collector()) return 0;
   return cuptiNvtxExtensionInitialize(module_info) == CUPTI_SUCCESS ? 1 : 0;
+}
+
+// 1 on / 0 off; returns 1 when done (or already so), 0 when the collector is not recording.
+__attribute__((visibility("default"))) int shardscope_collector_capture(int on) {
+  return ss::collector::set_capture(on != 0) ? 1 : 0;
 }
 }

@@ -37,7 +37,7 @@ def _start():
         cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
                      and not _is_launcher())
         window = None if _is_launcher() else _window.from_env()
-        if not modules and not cpu_trace:
+        if not modules and not cpu_trace and window is None:
             return
         sidecar = None
         if modules or window is not None:  # the window's unobserved steps are written there
@@ -47,9 +47,17 @@ def _start():
         # NVTX only reaches a profile when the collector runs and CUDA exists; otherwise the ranges
         # are timed here and written to the sidecar.
         trace = None
+        window_trace = None  # what the capture window starts and stops: the CPU trace or the collector's
         if os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available():
             backend = NvtxBackend()
             sidecar.meta("ranges", "nvtx")
+            from ._collector import say_when_the_job_profiles
+
+            say_when_the_job_profiles()
+            if window is not None:  # the collector's trace follows the window (_collector.py)
+                from ._collector import CollectorCapture
+
+                window_trace = CollectorCapture(torch)
         elif cpu_trace:
             # Our ranges go into that trace (same clock) while it records, and into the sidecar.
             from ._cpu_trace import CpuTrace, is_tracing
@@ -78,6 +86,9 @@ def _start():
             from . import _cuda_memory
 
             backend = _cuda_memory.start_if_asked(out_dir, backend, torch)
+            history = getattr(backend, "history", None)
+            if window_trace is not None and history is not None and window[1] is not None:
+                window_trace.after_stop.append(history.dump_and_stop)
         # --no-modules: only the optimizer's steps (the iterations), no module hooks.
         handle = hooks.install(backend, sidecar, modules=modules)
         if trace is not None:
@@ -85,7 +96,7 @@ def _start():
             trace.step = lambda: handle.tracker.step
         capture = None
         if window is not None:
-            capture = _window.CaptureWindow(window[0], window[1], handle.tracker, trace, sidecar)
+            capture = _window.CaptureWindow(window[0], window[1], handle.tracker, window_trace or trace, sidecar)
             handle.tracker.step_end_callbacks.append(capture.on_step_end)
 
         def at_exit():  # registered last, so it runs before the sidecar closes

@@ -57,7 +57,7 @@ class CpuTrace:
         self.on_stand_aside = []  # callbacks(step) when the job's profiler stops this trace
         self.step = lambda: -1
         _collective_sizes.install()
-        _watch_job_profilers()
+        watch_job_profilers(_stand_aside_for_the_jobs_profiler)
         self._prof = None
         self._starting = False
         global _active
@@ -246,10 +246,14 @@ class CpuTrace:
             sys.stderr.write("[shardscope] CPU trace not written: %r\n" % (e,))
 
 
-def _watch_job_profilers():
-    """Wraps the one place every torch.profiler session starts (torch.profiler.profile and the
-    legacy torch.autograd.profiler.profile both prepare through it): a session the job starts
-    while ours runs makes ours stand aside first."""
+_job_profiler_callbacks = []  # called (no arguments) before any torch.profiler session the job starts
+
+
+def watch_job_profilers(callback):
+    """Calls `callback` before every torch.profiler session the job starts (torch.profiler.profile
+    and the legacy torch.autograd.profiler.profile both prepare through _prepare_trace)."""
+    if callback not in _job_profiler_callbacks:
+        _job_profiler_callbacks.append(callback)
     try:
         from torch.autograd import profiler as autograd_profiler
 
@@ -259,15 +263,24 @@ def _watch_job_profilers():
             return
 
         def _prepare_trace(prof, *args, **kwargs):
-            ours = _active() if _active is not None else None
-            if ours is not None and ours.running and not ours._starting:
-                ours.stand_aside()
+            for cb in list(_job_profiler_callbacks):
+                try:
+                    cb()
+                except Exception as e:  # never break the job
+                    sys.stderr.write("[shardscope] %r\n" % (e,))
             return original(prof, *args, **kwargs)
 
         _prepare_trace._shardscope_wrapped = True
         cls._prepare_trace = _prepare_trace
     except Exception as e:  # never break the job
         sys.stderr.write("[shardscope] the job's own profilers are not watched: %r\n" % (e,))
+
+
+def _stand_aside_for_the_jobs_profiler():
+    """A session the job starts while ours runs makes ours stand aside first."""
+    ours = _active() if _active is not None else None
+    if ours is not None and ours.running and not ours._starting:
+        ours.stand_aside()
 
 
 def is_tracing():

@@ -67,6 +67,16 @@ class AllocatorHistory:
                 error = e
         sys.stderr.write("[shardscope] allocator history not recorded: %r\n" % (error,))  # the job runs on
 
+    def dump_and_stop(self):
+        """At the end of a capture window (record --steps A:B): the snapshot then holds the window,
+        whatever the job runs after it, and the history costs nothing more."""
+        self.dump()
+        if self.enabled:
+            try:
+                self._torch.cuda.memory._record_memory_history(enabled=None)
+            except Exception as e:  # never break the job
+                sys.stderr.write("[shardscope] allocator history not stopped: %r\n" % (e,))
+
     def fact(self, message):
         """A tensor fact from the hooks ("ss:mem:<category>:<address>[:<module>]"), timed now."""
         self._facts.append((time.time_ns(), message))

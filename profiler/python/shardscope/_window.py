@@ -2,7 +2,8 @@
 time every other step with the wall clock alone.
 
 Steps are the optimizer's (hooks.py: step n ends with optimizer step n). Outside the window the job
-runs unprofiled: no torch.profiler, no module ranges, no backward hooks, no collective sizes; the
+runs unprofiled: no torch.profiler on a CPU rank, no kernel, copy or launch tracing by the CUPTI
+collector on a GPU rank (_collector.py), no module ranges, no backward hooks, no collective sizes; the
 hooks only count optimizer steps, and each step outside the window is written to the sidecar as
 "step <n> <start> <end>" (py_sidecar.h): from when the job had control back after step n-1 (after
 ShardScope started or stopped its trace there, so that cost is not the job's) to the end of its

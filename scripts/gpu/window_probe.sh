@@ -1,0 +1,50 @@
+#!/bin/bash
+# A short GPU probe of what `record` costs a launch-bound FSDP2 job, by mode (docs/gpu-runs.md):
+# interleaved runs of the kit's training script without record, with `record --steps A:B` (the
+# collector traces only inside the window), and without record on PyTorch's cudaMallocAsync
+# backend (what the default --memory per-tensor switches the job to). One JSON line per run in
+# $OUT/runs.jsonl (the job's own per-step wall times and max_memory_allocated), the window
+# profile's `info` in $OUT/window_info.txt.
+#   scripts/gpu/window_probe.sh [ROUNDS] [STEPS] [WINDOW]     (defaults 1, 24, 12:16)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KIT=${KIT:-$ROOT/gpu-kit}
+OUT=${OUT:-/tmp/ss_window_probe}
+ROUNDS=${1:-1} STEPS=${2:-24} WINDOW=${3:-12:16}
+S=$KIT/share/shardscope/scripts/fsdp_train_sample.py
+W=$(mktemp -d /tmp/ss_probe.XXXXXX)
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
+DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
+job() { echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
+          $DEVICE_ARGS --steps "$STEPS" --warmup 4 --summary "$W/$1.json"; }
+one() {  # NAME [ENV=V ...] -- CMD...
+  local name=$1; shift
+  local t0; t0=$(date +%s%N)
+  env "$@" > "$W/$name.log" 2>&1
+  local rc=$? t1; t1=$(date +%s%N)
+  python3 - "$name" "$rc" "$t0" "$t1" "$W/$name.json" >> "$OUT/runs.jsonl" <<'PY'
+import json, sys
+name, rc, t0, t1, path = sys.argv[1:]
+try:
+    s = json.load(open(path))
+except Exception:
+    s = None
+print(json.dumps({"name": name, "rc": int(rc), "wall_s": (int(t1) - int(t0)) / 1e9, "summary": s}))
+PY
+  [ "$rc" = 0 ] || { echo "== $name rc=$rc"; tail -25 "$W/$name.log"; } >> "$OUT/failures.txt"
+  echo "$name rc=$rc $(( (t1 - t0) / 1000000 )) ms"
+}
+for i in $(seq 1 "$ROUNDS"); do
+  one "base$i" $(job "base$i")
+  one "window$i" "$KIT/bin/shardscope" record --steps "$WINDOW" -o "$W/window$i.ssdb" -- $(job "window$i")
+  one "async$i" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync $(job "async$i")
+done
+"$KIT/bin/shardscope" info "$W/window1.ssdb" > "$OUT/window_info.txt" 2>&1
+"$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT key, value FROM meta WHERE key LIKE '%capture%' OR key LIKE '%memory_mode%'" \
+  >> "$OUT/window_info.txt" 2>&1
+"$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT s.number, (SELECT count(*) FROM kernels k WHERE k.rank = s.rank AND k.start_ns >= s.start_ns AND k.start_ns < s.start_ns + s.duration_ns) FROM steps s ORDER BY s.number" \
+  >> "$OUT/window_info.txt" 2>&1
+"$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT count(*), min(start_ns), max(start_ns) FROM kernels" >> "$OUT/window_info.txt" 2>&1
+"$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT number, duration_ns FROM unobserved_steps ORDER BY number" >> "$OUT/window_info.txt" 2>&1
+grep -h "shardscope\]" "$W"/window*.log | sort | uniq -c | head -20 >> "$OUT/window_info.txt"
