@@ -41,12 +41,48 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
   return static_cast<std::int64_t>(sum / double(peaks.size()));
 }
 
+// Every byte count of the model that lives only part of the step: saved and recomputed
+// activations, a checkpointed unit's input, temporaries.
+SimModel with_transients_scaled(SimModel m, double f) {
+  auto scaled = [f](std::int64_t& b) { b = static_cast<std::int64_t>(std::llround(double(b) * f)); };
+  for (auto& seg : m.segments) {
+    scaled(seg.saved_activation_bytes);
+    scaled(seg.recompute_activation_bytes);
+    scaled(seg.input_bytes);
+    scaled(seg.fwd_temp_bytes);
+    scaled(seg.bwd_temp_bytes);
+    for (auto& part : seg.parts) scaled(part.saved_bytes);
+  }
+  return m;
+}
+
 void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& path) {
   in.measured_peak_bytes = measured_step_peak(path, pi);
   if (in.measured_peak_bytes <= 0) return;
-  const SimResult as_profiled = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
-  in.memory_calibration_bytes = std::max<std::int64_t>(0, in.measured_peak_bytes - as_profiled.peak_bytes);
-  in.model.other_memory_bytes += in.memory_calibration_bytes;
+  auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, FsdpPlan{}, in.cluster)).peak_bytes; };
+  const std::int64_t model_peak = peak_of(in.model);
+  in.memory_calibration_bytes = in.measured_peak_bytes - model_peak;
+  if (in.memory_calibration_bytes >= 0) {
+    // What the model does not explain (inputs, allocator slack): a constant in every what-if.
+    in.model.other_memory_bytes += in.memory_calibration_bytes;
+    return;
+  }
+  // The model explains more than was measured: its transient bytes (taken at their largest per
+  // unit, and coinciding in the replay where the job's did not quite) are scaled down until the
+  // replay's peak is the measured one. The peak only grows with the scale, so bisection finds it;
+  // the largest scale whose peak does not exceed the measured one is kept. A constant cannot do
+  // this: it would be a negative "other" that a plan with less memory could take below zero.
+  double lo = 0, hi = 1;
+  if (peak_of(with_transients_scaled(in.model, 0)) > in.measured_peak_bytes) {
+    in.transient_memory_scale = 1;  // the persistent state alone is larger: nothing transient to take
+    return;
+  }
+  for (int i = 0; i < 40 && hi - lo > 1e-9; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (peak_of(with_transients_scaled(in.model, mid)) > in.measured_peak_bytes ? hi : lo) = mid;
+  }
+  in.transient_memory_scale = lo;
+  in.model = with_transients_scaled(in.model, lo);
 }
 
 // The representative rank's unobserved steps (record --steps A:B; the optional table may be

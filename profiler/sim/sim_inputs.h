@@ -61,12 +61,15 @@ struct SimInputs {
   FitReport fit;
   int fit_samples_available = 0;  // the profile's collectives that fit_cluster can use (0: nothing to fit to)
   ClusterModel unfitted_cluster;  // the cluster before --fit (equal to `cluster` without it)
-  // Memory replay: the profile's measured peak (mean over the steps used, representative rank),
-  // and what the model does not explain of it (temporaries, allocator slack, inputs), added as a
-  // constant "other" so that the replay's peak is the measured one and a what-if moves it by
-  // what the model predicts (model.other_memory_bytes).
+  // Memory replay: the profile's measured peak (mean over the steps used, representative rank)
+  // less the model's peak at the profile's own plan. Positive: what the model does not explain
+  // (allocator slack, inputs), added as a constant "other" (model.other_memory_bytes). Negative:
+  // the model over-explains, and its transient bytes (activations, temporaries) are scaled by
+  // transient_memory_scale (< 1). Either way the replay's peak is the measured one and a what-if
+  // moves it by what the model predicts.
   std::int64_t measured_peak_bytes = 0;
   std::int64_t memory_calibration_bytes = 0;
+  double transient_memory_scale = 1.0;
   // The unobserved step (record --steps A:B): the median wall time of the representative rank's
   // steps outside the capture window (the job without the profiler; 0: the profile has none).
   // When calibrated, the model's host time (a CPU run's compute and host gaps; a GPU run's idle

@@ -161,6 +161,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("other_collectives", in.other_collectives)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
+      .kv("transient_memory_scale", in.transient_memory_scale)
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
       .end_object();
   if (in.window_only) {
@@ -182,8 +183,17 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                 is_cpu_device(in.gpu_name) ? "training thread idle" : "GPU idle", to_ms(in.measured_idle_ns));
   o << line;
   if (in.measured_peak_bytes > 0) {
-    o << "  measured peak memory " << format_bytes(in.measured_peak_bytes) << "; not modelled (temporaries, inputs, allocator) "
-      << format_bytes(in.memory_calibration_bytes) << ", kept as 'other' in every what-if\n";
+    o << "  measured peak memory " << format_bytes(in.measured_peak_bytes);
+    if (in.memory_calibration_bytes >= 0) {
+      o << "; not modelled (inputs, allocator) " << format_bytes(in.memory_calibration_bytes) << ", kept as 'other' in every what-if\n";
+    } else if (in.transient_memory_scale < 1) {
+      std::snprintf(line, sizeof line, "; the model's was %s more: its activations and temporaries scaled by %.4f in every what-if\n",
+                    format_bytes(-in.memory_calibration_bytes).c_str(), in.transient_memory_scale);
+      o << line;
+    } else {
+      o << "; the model's persistent state alone is " << format_bytes(-in.memory_calibration_bytes)
+        << " more (memory events that miss the parameters?): not calibrated\n";
+    }
   }
   if (in.window_only) {
     std::snprintf(line, sizeof line,

@@ -133,3 +133,39 @@ TEST_CASE("a GPU profile's calibration takes the extra time from the host gaps o
   CHECK(in.host_time_scale < 1.0);
   CHECK(std::llabs(in.replay_calibrated_ns - (in.replay_as_profiled_ns - 2 * ms)) <= 10);
 }
+
+// Memory: the replay's peak is the measured one whether the model explains less than was measured
+// (a constant "other") or more (its transient bytes scaled down), on the bundled real recordings.
+TEST_CASE("the memory replay is calibrated in both directions on real recordings", "[sim][calibration][memory]") {
+  auto inputs = [](const char* sample) {
+    SimInputRequest req;
+    req.profile_path = ss::test::source_dir() + "/resources/samples/" + sample;
+    return load_sim_inputs(req);
+  };
+  auto peak = [](const SimInputs& in, const FsdpPlan& plan) { return simulate(compile_step(in.model, plan, in.cluster)).peak_bytes; };
+  {
+    INFO("CPU FSDP2 recording: the model explains less than was measured");
+    const SimInputs in = inputs("cpu-fsdp2-llama-2rank.ssdb");
+    REQUIRE(in.measured_peak_bytes > 0);
+    CHECK(in.memory_calibration_bytes > 0);
+    CHECK(in.transient_memory_scale == 1.0);
+    CHECK(peak(in, FsdpPlan{}) == in.measured_peak_bytes);
+  }
+  {
+    INFO("H100 FSDP2 recording: the model explains more than was measured");
+    const SimInputs in = inputs("h100-fsdp2-decoder-1gpu.ssdb");
+    REQUIRE(in.measured_peak_bytes > 0);
+    CHECK(in.memory_calibration_bytes < 0);
+    CHECK(in.transient_memory_scale > 0.5);
+    CHECK(in.transient_memory_scale < 1.0);
+    const std::int64_t replay = peak(in, FsdpPlan{});
+    CHECK(replay <= in.measured_peak_bytes);
+    CHECK(double(in.measured_peak_bytes - replay) <= 1e-6 * double(in.measured_peak_bytes));
+    CHECK(in.model.other_memory_bytes >= 0);  // nothing negative is added
+    // A plan still moves the peak by what the (scaled) model predicts: checkpointing every unit
+    // keeps less.
+    FsdpPlan ckpt;
+    ckpt.checkpoint["*"] = "full";
+    CHECK(peak(in, ckpt) < replay);
+  }
+}
