@@ -25,7 +25,10 @@ constexpr TimeNs ms = 1'000'000;
 // One rank of a 2-rank run on `device`: a root unit and two blocks (forward and backward ranges in
 // each 10 ms step, no collectives), steps 0-2 profiled; `unobserved` wall times of steps 3...; on a
 // GPU a kernel in the first half of every range (the GPU idles the rest: host time).
-void write_profile(const std::string& path, const std::string& device, const std::vector<TimeNs>& unobserved) {
+// `resident` bytes allocated before the first step and never freed: memory no module explains
+// (the model then replays less than was measured).
+void write_profile(const std::string& path, const std::string& device, const std::vector<TimeNs>& unobserved,
+                   std::int64_t resident = 0) {
   ProfileWriter w(path, Origin{});
   RankInfo ri;
   ri.world_size = 2;
@@ -37,6 +40,13 @@ void write_profile(const std::string& path, const std::string& device, const std
   const RowId root = w.add_module({kNoRow, "", "Model", 3000, 12000, true, kNoRow, "false"});
   const RowId b0 = w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"});
   const RowId b1 = w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"});
+  if (resident > 0) {
+    MemoryEventRow m;
+    m.time = 0;
+    m.address = 0x1000;
+    m.bytes = resident;
+    w.add_memory_event(m);
+  }
   for (int step = 0; step < 3; ++step) {
     const TimeNs t0 = step * 10 * ms;
     w.add_step({0, step, t0, t0 + 10 * ms});
@@ -135,25 +145,28 @@ TEST_CASE("a GPU profile's calibration takes the extra time from the host gaps o
 }
 
 // Memory: the replay's peak is the measured one whether the model explains less than was measured
-// (a constant "other") or more (its transient bytes scaled down), on the bundled real recordings.
-TEST_CASE("the memory replay is calibrated in both directions on real recordings", "[sim][calibration][memory]") {
+// (a constant "other") or more (its transient bytes scaled down).
+TEST_CASE("memory the model does not explain is kept as a constant", "[sim][calibration][memory]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("p.ssdb"), "CPU", {}, 64 << 20);
+  const SimInputs in = load(dir.file("p.ssdb"));
+  CHECK(in.measured_peak_bytes == 64 << 20);
+  REQUIRE(in.memory_calibration_bytes > 0);
+  CHECK(in.transient_memory_scale == 1.0);
+  CHECK(simulate(compile_step(in.model, FsdpPlan{}, in.cluster)).peak_bytes == in.measured_peak_bytes);
+}
+
+TEST_CASE("a model that explains more than was measured has its transients scaled (real recordings)",
+          "[sim][calibration][memory]") {
   auto inputs = [](const char* sample) {
     SimInputRequest req;
     req.profile_path = ss::test::source_dir() + "/resources/samples/" + sample;
     return load_sim_inputs(req);
   };
   auto peak = [](const SimInputs& in, const FsdpPlan& plan) { return simulate(compile_step(in.model, plan, in.cluster)).peak_bytes; };
-  {
-    INFO("CPU FSDP2 recording: the model explains less than was measured");
-    const SimInputs in = inputs("cpu-fsdp2-llama-2rank.ssdb");
-    REQUIRE(in.measured_peak_bytes > 0);
-    CHECK(in.memory_calibration_bytes > 0);
-    CHECK(in.transient_memory_scale == 1.0);
-    CHECK(peak(in, FsdpPlan{}) == in.measured_peak_bytes);
-  }
-  {
-    INFO("H100 FSDP2 recording: the model explains more than was measured");
-    const SimInputs in = inputs("h100-fsdp2-decoder-1gpu.ssdb");
+  for (const char* sample : {"cpu-fsdp2-llama-2rank.ssdb", "h100-fsdp2-decoder-1gpu.ssdb"}) {
+    INFO(sample);
+    const SimInputs in = inputs(sample);
     REQUIRE(in.measured_peak_bytes > 0);
     CHECK(in.memory_calibration_bytes < 0);
     CHECK(in.transient_memory_scale > 0.5);
@@ -167,5 +180,11 @@ TEST_CASE("the memory replay is calibrated in both directions on real recordings
     FsdpPlan ckpt;
     ckpt.checkpoint["*"] = "full";
     CHECK(peak(in, ckpt) < replay);
+  }
+  {
+    INFO("synthetic profile: its memory events miss the parameters, so nothing transient can explain the gap");
+    const SimInputs in = inputs("synthetic-fsdp-4rank.ssdb");
+    CHECK(in.memory_calibration_bytes < 0);
+    CHECK(in.transient_memory_scale == 1.0);
   }
 }
