@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "profiler/sim/device_table.h"
@@ -20,12 +21,49 @@
 namespace ss::sim {
 namespace {
 
-// The peak allocated bytes of a step on a rank, averaged over the steps used (the representative
-// rank's, by number) on every rank that has memory events; 0 without any. Over ranks too, because
-// one rank's per-step peak moves with thread timing: on CPU FSDP2 runs, how many gradient buffers
-// are alive at the peak depends on when gloo's reduce-scatters finish, and rank 0's mean of three
-// steps ranged 88.9-98.0 MiB over three runs of one job where every rank's ranged 91.2-92.8 MiB
-// (docs/accuracy.md). The step-to-step variation is the job's; only its mean is calibrated to.
+// On a CPU run, allocations that are gloo's transport, not the job's tensors: made on a comm lane
+// (gloo's worker threads) or inside a c10d op on the training thread (its staging copies). The
+// job's own memory counter (FSDPMemTracker) never sees them, and when they fall on a step's peak
+// depends on thread timing (scripts/memory_vs_tracker.py reports the same kinds). On a GPU, NCCL
+// allocates nothing through the job's allocator inside a collective, and what is made on a
+// collective's stream is the job's (FSDP's buffers): nothing is left out there.
+struct TransportAllocations {
+  std::vector<TimeInterval> c10d_ops;  // merged, sorted
+  std::vector<std::int64_t> comm_streams;
+
+  TransportAllocations(sql::Db& db, int rank, bool cpu) {
+    if (!cpu) return;
+    sql::Stmt ops(db.get(),
+                  "SELECT r.start_ns, r.start_ns + r.duration_ns FROM ranges r JOIN strings s ON s.id = r.name_id "
+                  "WHERE r.rank = ?1 AND s.value LIKE 'c10d::%' ORDER BY r.start_ns");
+    ops.bind(1, rank);
+    while (ops.step()) {
+      const TimeInterval iv{ops.col_int(0), ops.col_int(1)};
+      if (!c10d_ops.empty() && iv.first <= c10d_ops.back().second)
+        c10d_ops.back().second = std::max(c10d_ops.back().second, iv.second);
+      else
+        c10d_ops.push_back(iv);
+    }
+    sql::Stmt comm(db.get(), "SELECT id FROM streams WHERE rank = ?1 AND kind = ?2");
+    comm.bind(1, rank);
+    comm.bind(2, static_cast<std::int64_t>(StreamKind::Nccl));
+    while (comm.step()) comm_streams.push_back(comm.col_int(0));
+  }
+
+  bool operator()(TimeNs t, std::optional<std::int64_t> stream) const {
+    if (stream && std::find(comm_streams.begin(), comm_streams.end(), *stream) != comm_streams.end()) return true;
+    auto it = std::upper_bound(c10d_ops.begin(), c10d_ops.end(), t, [](TimeNs v, const TimeInterval& iv) { return v < iv.first; });
+    return it != c10d_ops.begin() && t <= std::prev(it)->second;
+  }
+};
+
+// The peak allocated bytes of a step on a rank, gloo's transport left out on CPU runs (above),
+// averaged over the steps used (the representative rank's, by number) on every rank that has
+// memory events; 0 without any. Over ranks too, because one rank's per-step peak moves with thread
+// timing: on CPU FSDP2 runs, how many gradient buffers are alive at the peak depends on when gloo's
+// reduce-scatters finish, and rank 0's mean of three steps ranged 88.9-98.0 MiB over three runs of
+// one job where every rank's ranged 91.2-92.8 MiB (docs/accuracy.md). Without the transport, an
+// mlp's per-step peak was the same in every step, rank and run (230.2 MiB).
 std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi) {
   if (pi.step_windows.empty()) return 0;
   sql::Db db = open_profile_readonly(path);
@@ -47,7 +85,9 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
   double sum = 0;
   int counted = 0;
   for (const auto& [rank, steps] : windows) {
-    sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 ORDER BY time_ns, bytes");
+    const TransportAllocations transport(db, rank, is_cpu_device(pi.gpu_name));
+    std::set<std::int64_t> transport_live;  // addresses of transport allocations not yet freed
+    sql::Stmt st(db.get(), "SELECT time_ns, bytes, address, stream_id FROM memory_events WHERE rank = ?1 ORDER BY time_ns, bytes");
     st.bind(1, rank);
     std::vector<std::int64_t> peaks(steps.size(), 0);
     std::int64_t level = 0;
@@ -55,9 +95,18 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
     bool any = false;
     while (st.step()) {
       const TimeNs t = st.col_int(0);
-      for (; opened < steps.size() && steps[opened].first <= t; ++opened) peaks[opened] = level;
-      level += st.col_int(1);
+      const std::int64_t bytes = st.col_int(1);
       any = true;
+      if (!st.col_null(2)) {
+        const std::int64_t address = st.col_int(2);
+        if (bytes > 0 && transport(t, st.col_null(3) ? std::nullopt : std::optional<std::int64_t>(st.col_int(3)))) {
+          transport_live.insert(address);
+          continue;
+        }
+        if (bytes < 0 && transport_live.erase(address)) continue;
+      }
+      for (; opened < steps.size() && steps[opened].first <= t; ++opened) peaks[opened] = level;
+      level += bytes;
       if (const auto k = interval_holding(steps, t); k >= 0)
         peaks[static_cast<std::size_t>(k)] = std::max(peaks[static_cast<std::size_t>(k)], level);
     }

@@ -183,7 +183,8 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                 is_cpu_device(in.gpu_name) ? "training thread idle" : "GPU idle", to_ms(in.measured_idle_ns));
   o << line;
   if (in.measured_peak_bytes > 0) {
-    o << "  measured peak memory " << format_bytes(in.measured_peak_bytes);
+    o << "  measured peak memory " << format_bytes(in.measured_peak_bytes)
+      << (is_cpu_device(in.gpu_name) ? " (the job's tensors: gloo's transport buffers left out)" : "");
     if (in.memory_calibration_bytes >= 0) {
       o << "; not modelled (inputs, allocator) " << format_bytes(in.memory_calibration_bytes) << ", kept as 'other' in every what-if\n";
     } else if (in.transient_memory_scale < 1) {

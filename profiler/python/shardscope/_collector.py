@@ -4,8 +4,8 @@ The collector (libshardscope_collector.so, loaded into this process by the CUDA 
 CUDA_INJECTION64_PATH) traces kernels, copies, NVTX ranges and launch-API records only while the
 capture window is open: under SHARDSCOPE_STEPS with A > 0 it starts with them off, and this switch,
 driven by the window (_window.CaptureWindow, in place of the CPU trace), turns them on after step
-A-1 and off after step B-1. Outside the window the job then pays for none of it (on an H100 the
-full trace made a launch-bound FSDP2 step 14-62 % slower, docs/gpu-runs.md). Memory records stay on
+A-1 and off after step B-1. Outside the window the job then pays for none of the trace (on an
+H100 it made a launch-bound FSDP2 step 10-62 % slower, docs/gpu-runs.md). Memory records stay on
 for the whole run in the collector itself.
 
 The library is reached without loading it a second time (RTLD_NOLOAD): if CUDA has not loaded it,
