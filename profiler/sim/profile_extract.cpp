@@ -611,32 +611,65 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     recompute = interval_union(std::move(recompute));
   }
   std::vector<double> rerun(in.model.units.size(), 0);
+  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
+  const int root = root_unit(in.model);
+  // The root's tail (norm, output head, loss: after the last other unit's forward) is the first
+  // segment backward runs, and what it saved is freed there, not with the head's at the end of
+  // the backward: in each step, when the last non-root unit's forward ended.
+  const SimSegment* root_tail = nullptr;
+  int root_segments = 0;
+  for (const auto& seg : in.model.segments)
+    if (seg.unit == root) ++root_segments, root_tail = &seg;
+  std::vector<TimeNs> tail_from(in.step_windows.size(), std::numeric_limits<TimeNs>::max());
+  if (root >= 0 && root_segments > 1) {
+    sql::Stmt r(db.get(), "SELECT module_id, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND kind = ?2 AND phase = ?3 "
+                          "AND module_id IS NOT NULL");
+    r.bind(1, in.rank);
+    r.bind(2, static_cast<int>(RangeKind::Module));
+    r.bind(3, static_cast<int>(RangePhase::Forward));
+    std::vector<TimeNs> last_end(in.step_windows.size(), 0);
+    while (r.step()) {
+      auto it = unit_of.find(r.col_int(0));
+      if (it == unit_of.end() || it->second == root) continue;
+      if (const auto k = interval_holding(in.step_windows, r.col_int(1)); k >= 0)
+        last_end[static_cast<std::size_t>(k)] = std::max(last_end[static_cast<std::size_t>(k)], r.col_int(1));
+    }
+    for (std::size_t k = 0; k < last_end.size(); ++k)
+      if (last_end[k] > 0) tail_from[k] = last_end[k];
+  }
   sql::Stmt st(db.get(),
                "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 AND bytes > 0");
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(MemoryCategory::Activation));
-  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   std::vector<double> bytes(in.model.units.size(), 0);
-  double total = 0;
-  const int root = root_unit(in.model);
+  double tail_bytes = 0, total = 0;
   while (st.step()) {
     // Made outside every module (the loss, the batch): the caller of the root's forward.
     auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
     if (it == unit_of.end() && !(st.col_null(0) && root >= 0)) continue;
     const int unit = it == unit_of.end() ? root : it->second;
     const TimeNs t = st.col_int(1);
-    if (interval_holding(in.step_windows, t) < 0) continue;
+    const auto k = interval_holding(in.step_windows, t);
+    if (k < 0) continue;
     const bool rerun_alloc = !recompute.empty() && interval_holding(recompute, t) >= 0;
-    (rerun_alloc ? rerun : bytes)[static_cast<std::size_t>(unit)] += double(st.col_int(2));
-    if (!rerun_alloc) total += double(st.col_int(2));
+    const double b = double(st.col_int(2));
+    if (rerun_alloc)
+      rerun[static_cast<std::size_t>(unit)] += b;
+    else if (unit == root && t >= tail_from[static_cast<std::size_t>(k)])
+      tail_bytes += b;
+    else
+      bytes[static_cast<std::size_t>(unit)] += b;
+    if (!rerun_alloc) total += b;
   }
   const double n = double(std::max<std::size_t>(1, in.step_windows.size()));
   for (auto& seg : in.model.segments) {
     double& b = bytes[static_cast<std::size_t>(seg.unit)];
     double& r = rerun[static_cast<std::size_t>(seg.unit)];
-    seg.saved_activation_bytes = static_cast<std::int64_t>(b / n);  // the first segment of a unit takes it all
+    // The first segment of a unit takes what it saved (the root's head: what came before its tail).
+    seg.saved_activation_bytes = static_cast<std::int64_t>(b / n);
     seg.recompute_activation_bytes = static_cast<std::int64_t>(r / n);
     b = r = 0;
+    if (root_segments > 1 && &seg == root_tail) seg.saved_activation_bytes = static_cast<std::int64_t>(tail_bytes / n);
   }
   return static_cast<std::int64_t>(total / n);
 }

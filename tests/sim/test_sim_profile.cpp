@@ -155,3 +155,27 @@ TEST_CASE("profiles that cannot be simulated are refused with a reason", "[sim][
   }
   CHECK_THROWS_WITH(extract_profile(load_profile(dir.file("noranges.ssdb"))), Catch::Contains("no forward/backward module ranges"));
 }
+
+TEST_CASE("the root's tail keeps what it saved itself, so the backward frees it first (real recording)", "[sim][profile]") {
+  const std::string path = ss::test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  ProfileInput in = extract_profile(load_profile(path));
+  const std::int64_t total = add_activations_from_profile(in, path);
+  const SimModel& m = in.model;
+  int root = -1;
+  for (std::size_t u = 0; u < m.units.size(); ++u)
+    if (m.units[u].is_root) root = static_cast<int>(u);
+  REQUIRE(root >= 0);
+  std::vector<const SimSegment*> root_segments;
+  std::int64_t sum = 0;
+  for (const auto& seg : m.segments) {
+    sum += seg.saved_activation_bytes;
+    if (seg.unit == root) root_segments.push_back(&seg);
+  }
+  REQUIRE(root_segments.size() == 2);  // the head (embedding) and the tail (norm, output, loss)
+  // The norm's and output head's activations and the loss's saved tensors (made after the last
+  // layer's forward) stay with the tail; the embedding's and the batch's with the head.
+  CHECK(root_segments.back()->saved_activation_bytes > 0);
+  CHECK(root_segments.front()->saved_activation_bytes > 0);
+  // Nothing is lost or counted twice (per-step averages, rounded per segment).
+  CHECK(std::abs(double(sum - total)) <= double(m.segments.size()));
+}
