@@ -4,6 +4,7 @@
 
 #include "profiler/collector/core/demangle.h"
 #include "profiler/collector/core/rank_identity.h"
+#include "profiler/collector/core/step_window.h"
 
 using namespace ss::collector;
 

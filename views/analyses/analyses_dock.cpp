@@ -14,14 +14,13 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QThread>
-
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#ifdef __GLIBC__
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "views/analyses/result_table_model.h"
 #include "views/timeline/timeline_widget.h"

@@ -87,20 +87,4 @@ std::optional<RankIdentity> parse_rank_file_stem(std::string_view name) {
   return id;
 }
 
-std::int64_t first_captured_step(const char* steps) {
-  if (!steps) return 0;
-  const std::string_view text(steps);
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos) return 0;
-  auto number = [](std::string_view s, std::int64_t& out) {
-    if (s.empty()) return true;  // an open side
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size() && out >= 0;
-  };
-  std::int64_t first = 0, end = -1;
-  if (!number(text.substr(0, colon), first) || !number(text.substr(colon + 1), end)) return 0;
-  if (colon + 1 < text.size() && end <= first) return 0;
-  return first;
-}
-
 }  // namespace ss::collector

@@ -39,15 +39,10 @@ std::optional<RankIdentity> parse_rank_file_stem(std::string_view name);
 
 // Environment variables shared by the launcher, the collector and the Python package.
 inline constexpr const char* kEnvOutputDir = "SHARDSCOPE_OUTPUT_DIR";
-inline constexpr const char* kEnvMemoryMode = "SHARDSCOPE_MEMORY";        // per-tensor | history | segments | off
+inline constexpr const char* kEnvMemoryMode = "SHARDSCOPE_MEMORY";        // history | per-tensor | segments | off
 inline constexpr const char* kEnvModules = "SHARDSCOPE_MODULES";          // "0" = no module hooks
 inline constexpr const char* kEnvCollector = "SHARDSCOPE_COLLECTOR";      // "1" when the CUPTI collector is injected
 inline constexpr const char* kEnvVerbose = "SHARDSCOPE_VERBOSE";
 inline constexpr const char* kEnvSteps = "SHARDSCOPE_STEPS";              // record --steps A:B (the capture window)
-
-// The first profiled step of SHARDSCOPE_STEPS ("A:B", "A:", ":B"): the collector traces nothing
-// before it. 0 when the variable is absent or malformed: the Python side then profiles every step
-// too (_window.py), and the collector must not miss what it profiles.
-std::int64_t first_captured_step(const char* steps);
 
 }  // namespace ss::collector

@@ -20,6 +20,7 @@
 #include "profiler/collector/core/log_once.h"
 #include "profiler/collector/core/rank_file_writer.h"
 #include "profiler/collector/core/rank_identity.h"
+#include "profiler/collector/core/step_window.h"
 #include "profiler/collector/cupti/activity_decode.h"
 
 namespace ss::collector {

@@ -1,7 +1,7 @@
 // The environment `shardscope record` gives the recorded command. Pure: takes the current
 // environment and the settings, returns the new one plus warnings, so it is unit-tested.
 //   SHARDSCOPE_OUTPUT_DIR     where every rank writes <stem>.ssdb / <stem>.modules.tsv
-//   SHARDSCOPE_MEMORY         per-tensor | history | segments | off
+//   SHARDSCOPE_MEMORY         history (default) | per-tensor | segments | off
 //   SHARDSCOPE_MODULES        1 | 0 (--no-modules)
 //   SHARDSCOPE_COLLECTOR      1 when the CUPTI collector is injected
 //   SHARDSCOPE_STEPS          A:B with --steps (the capture window; removed without it)
@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "profiler/collector/core/step_window.h"
+
 namespace ss::record {
 
 // History (the default): the job's own allocator, per-tensor events from its history
@@ -26,16 +28,8 @@ namespace ss::record {
 // Segments: the native allocator's cudaMalloc segments only. Off: none.
 enum class MemoryMode { PerTensor, History, Segments, Off };
 
-// `record --steps A:B`: profile steps A to B-1 (end -1: to the end of the run), time the others
-// with the wall clock only (profiler/python/shardscope/_window.py).
-struct StepWindow {
-  std::int64_t first = 0;
-  std::int64_t end = -1;
-  std::string text() const;  // "A:B", "A:"
-};
-
-// "A:B" (0 <= A < B), "A:" or ":B"; std::nullopt for anything else.
-std::optional<StepWindow> parse_step_window(const std::string& text);
+using collector::parse_step_window;  // record --steps A:B (core/step_window.h)
+using collector::StepWindow;
 
 struct RecordSettings {
   std::string output_dir;
