@@ -2,6 +2,7 @@
 steps, module sizes, global install through sitecustomize."""
 import _torch_or_skip  # noqa: F401  (exits 77 without torch)
 
+import gc
 import json
 import os
 import subprocess
@@ -115,6 +116,39 @@ class HookTests(unittest.TestCase):
         self.assertLess(order.index("ss:bwd:layers.1"), order.index("ss:rcp:layers.0"))
         # The recomputed graph still gives backward ranges for the checkpointed modules.
         self.assertIn("layers.0.attn", by_phase(b, "bwd"))
+
+    def test_checkpointing_with_early_stop_leaks_nothing(self):
+        # Non-reentrant checkpointing stops a recomputation by raising inside the module once the
+        # tensors backward needs exist; the hooks must close that range and drop the inputs they
+        # held, or every step's graph stays alive (found on an H100: 29.6 GB recorded vs 5.9 GB).
+        def live_elements_per_step(with_hooks):
+            torch.manual_seed(0)
+            model = Model(layers=3)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            b = RecordingBackend()
+            handle = shardscope.annotate(model, backend=b, optimizer=opt) if with_hooks else None
+            counts = []
+            try:
+                for _ in range(4):
+                    x = model.embed(torch.randint(0, 16, (4, 6)))
+                    for layer in model.layers:
+                        x = checkpoint.checkpoint(layer, x, use_reentrant=False)
+                    model.head(x).pow(2).mean().backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    del x
+                    gc.collect()
+                    counts.append(sum(o.numel() for o in gc.get_objects() if isinstance(o, torch.Tensor)))
+            finally:
+                if handle is not None:
+                    handle.remove()
+            return counts, b
+
+        without, _ = live_elements_per_step(False)
+        with_hooks, b = live_elements_per_step(True)
+        self.assertEqual(with_hooks, without)
+        self.assertEqual(b.open, {})  # every recompute range was closed
+        self.assertEqual(by_phase(b, "rcp").count("layers.2"), 4)
 
     def test_optimizer_steps_are_numbered(self):
         b = RecordingBackend()

@@ -594,6 +594,17 @@ def _hook_compiled_modules(tracker):
     return [restore]
 
 
+def _always_called(register, hook):
+    """Registers a forward hook that runs even when the forward raises. Activation checkpointing
+    stops a recomputation early by raising inside the module (_StopRecomputationError): without
+    this the module's range would stay open and its stack entry would keep the recomputed inputs,
+    and with them each step's graph, alive for the rest of the run."""
+    try:
+        return register(hook, always_call=True)
+    except TypeError:  # torch < 2.1 has no always_call
+        return register(hook)
+
+
 def install(backend, sidecar=None, modules=True):
     """Global hooks on every module (unless modules=False: optimizer steps only) and optimizer.
     Returns the handle (also kept module-wide)."""
@@ -607,7 +618,7 @@ def install(backend, sidecar=None, modules=True):
     if modules:
         removers += [
             mm.register_module_forward_pre_hook(tracker.forward_pre).remove,
-            mm.register_module_forward_hook(tracker.forward_post).remove,
+            _always_called(mm.register_module_forward_hook, tracker.forward_post).remove,
         ]
         removers += _patch_backward_entry(tracker)
         removers += _hook_compiled_modules(tracker)
@@ -634,7 +645,7 @@ def annotate(model, backend=None, optimizer=None, sidecar=None):
     removers = []
     for m in model.modules():
         removers.append(m.register_forward_pre_hook(tracker.forward_pre).remove)
-        removers.append(m.register_forward_hook(tracker.forward_post).remove)
+        removers.append(_always_called(m.register_forward_hook, tracker.forward_post).remove)
     removers += _patch_backward_entry(tracker)
     if optimizer is not None:
         removers += _hook_optimizers(tracker, optimizer)
