@@ -136,6 +136,32 @@ TEST_CASE("simulated profile round trip: write, read back, re-simulate", "[sim][
   CHECK(r2.peak_bytes - r.peak_bytes == 0);
 }
 
+TEST_CASE("a shard group of one calls no FSDP collective, as FSDP2 skips them", "[sim][profile]") {
+  // FSDP2 at world size 1 reuses the local shard instead of an all-gather and copies instead of a
+  // reduce-scatter (_fsdp_param_group.py, _fsdp_collectives.py); an H200 recording of it has none.
+  ss::test::TempDir dir;
+  SyntheticSpec spec;
+  spec.layers = 3;
+  write_synthetic_profile(dir.file("in.ssdb"), spec);
+  ProfileInput in = extract_profile(load_profile(dir.file("in.ssdb")));
+  ClusterModel c;
+  c.world_size = 1;
+  const CompiledStep s = compile_step(in.model, FsdpPlan{}, c);
+  const SimResult r = simulate(s, true);
+  CHECK(r.all_gathers == 0);
+  CHECK(r.reduce_scatters == 0);
+  const auto fsdp_ops = std::count_if(r.ops.begin(), r.ops.end(), [](const SimOp& o) {
+    return o.kind == OpKind::AllGather || o.kind == OpKind::ReduceScatter;
+  });
+  CHECK(fsdp_ops > 0);  // still scheduled (zero time), so the unsharded buffers keep their lifetimes
+  write_simulated_profile(dir.file("sim.ssdb"), in.model, s, r, {"in.ssdb", "NVIDIA H200", "{\"plan\": {}}"});
+  const Profile sim = load_profile(dir.file("sim.ssdb"));
+  CHECK(sim.collectives.empty());
+  const auto idle_ops = std::count_if(r.ops.begin(), r.ops.end(), [](const SimOp& o) { return o.kind == OpKind::Idle; });
+  CHECK(sim.kernel_count == static_cast<std::int64_t>(r.ops.size()) - idle_ops - fsdp_ops);
+  CHECK(sim.memory_event_count == static_cast<std::int64_t>(r.memory.size()));
+}
+
 TEST_CASE("profiles that cannot be simulated are refused with a reason", "[sim][profile]") {
   ss::test::TempDir dir;
   {
