@@ -80,3 +80,16 @@ TEST_CASE("the capture window's first step, as the Python side reads SHARDSCOPE_
   CHECK(first_captured_step("a:4") == 0);
   CHECK(first_captured_step("3:4x") == 0);
 }
+
+TEST_CASE("SHARDSCOPE_TRACE_KINDS picks what the window switches on", "[collector][window]") {
+  for (const char* g : {"kernel", "memcpy", "api"}) {
+    CHECK(trace_group_on("all", g));
+    CHECK(trace_group_on("", g));
+    CHECK_FALSE(trace_group_on("none", g));
+  }
+  CHECK(trace_group_on("kernel,api", "kernel"));
+  CHECK(trace_group_on("kernel,api", "api"));
+  CHECK_FALSE(trace_group_on("kernel,api", "memcpy"));
+  CHECK_FALSE(trace_group_on("kernels", "kernel"));  // whole names only
+  CHECK_FALSE(trace_group_on("kernel", "kern"));
+}

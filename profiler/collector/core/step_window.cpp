@@ -1,5 +1,6 @@
 #include "profiler/collector/core/step_window.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -29,6 +30,17 @@ std::int64_t first_captured_step(const char* steps) {
   if (!steps) return 0;
   const auto w = parse_step_window(steps);
   return w ? w->first : 0;
+}
+
+bool trace_group_on(const std::string& kinds, const std::string& group) {
+  if (kinds.empty() || kinds == "all") return true;
+  std::size_t at = 0;
+  while (at <= kinds.size()) {
+    const std::size_t comma = std::min(kinds.find(',', at), kinds.size());
+    if (kinds.compare(at, comma - at, group) == 0) return true;
+    at = comma + 1;
+  }
+  return false;
 }
 
 }  // namespace ss::collector

@@ -54,6 +54,7 @@ struct State {
   std::mutex kinds_mutex;          // enabled, capturing: the job's thread (set_capture) vs the exit / writer
   bool capturing = false;          // the trace kinds are on (record --steps: only inside the window)
   std::int64_t first_captured_step = 0;
+  std::string trace_kinds = "all";  // SHARDSCOPE_TRACE_KINDS (measurement only)
   std::atomic<std::int64_t> capture_switches{0};
   BufferQueue queue;
   std::thread writer_thread;
@@ -216,15 +217,17 @@ struct TraceKind {
   CUpti_ActivityKind kind;
   const char* name;
   bool required;
+  const char* group;  // its name in SHARDSCOPE_TRACE_KINDS
 };
 constexpr TraceKind kTraceKinds[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
-    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
-    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true},
-    {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false},
-    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true, "kernel"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true, "memcpy"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true, "memset"},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true, "marker"},
+    {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false, "marker"},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false, "kernel"},
 };
+
 // Launch / allocation API records only (research 2.3): correlation -> thread and time.
 constexpr CUpti_CallbackId kRuntimeApis[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
@@ -244,6 +247,7 @@ constexpr CUpti_CallbackId kDriverApis[] = {
 // Turns the trace kinds and API records on or off; kinds_mutex held.
 bool switch_trace_kinds(State& s, bool on) {
   for (const auto& k : kTraceKinds) {
+    if (on && !trace_group_on(s.trace_kinds, k.group)) continue;
     if (on) {
       if (!enable(s, k.kind, k.name, k.required)) return false;
     } else if (auto it = std::find(s.enabled.begin(), s.enabled.end(), k.kind); it != s.enabled.end()) {
@@ -251,10 +255,11 @@ bool switch_trace_kinds(State& s, bool on) {
       s.enabled.erase(it);
     }
   }
+  const int api = on && trace_group_on(s.trace_kinds, "api") ? 1 : 0;
   for (CUpti_CallbackId cbid : kRuntimeApis)
-    if (!check(cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0), "cuptiActivityEnableRuntimeApi")) return false;
+    if (!check(cuptiActivityEnableRuntimeApi(cbid, api), "cuptiActivityEnableRuntimeApi")) return false;
   for (CUpti_CallbackId cbid : kDriverApis)
-    if (!check(cuptiActivityEnableDriverApi(cbid, on ? 1 : 0), "cuptiActivityEnableDriverApi")) return false;
+    if (!check(cuptiActivityEnableDriverApi(cbid, api), "cuptiActivityEnableDriverApi")) return false;
   s.capturing = on;
   return true;
 }
@@ -313,6 +318,11 @@ bool setup(State& s) {
   // Under `record --steps A:B` with A > 0 the trace kinds wait for the job's Python side to open the
   // window (shardscope_collector_capture, _collector.py); until then the job runs untraced.
   s.first_captured_step = first_captured_step(std::getenv(kEnvSteps));
+  if (const char* kinds = std::getenv(kEnvTraceKinds); kinds && *kinds) {
+    s.trace_kinds = kinds;
+    s.writer->set_meta("collector.trace_kinds", kinds);
+    log_once("trace-kinds", std::string("trace kinds limited to '") + kinds + "' (" + kEnvTraceKinds + ")");
+  }
   if (const char* steps = std::getenv(kEnvSteps)) s.writer->set_meta("collector.capture_window", steps);
   bool ok = true;
   {

@@ -1,0 +1,58 @@
+#!/bin/bash
+# What each part of `record` costs a launch-bound FSDP2 job on a GPU (issue 22: "measure what each
+# profiler option costs and choose the defaults from those numbers"); docs/gpu-runs.md.
+# Every recorded run uses a capture window (`record --steps 10:18` of 24 steps), so the job's own
+# steps inside the window (traced) are compared with its steps outside it (untraced) in the same
+# process, where the VM's drift between processes cancels. SHARDSCOPE_TRACE_KINDS picks what the
+# window switches on: all (the default), none (the module hooks' ranges alone), kernel, kernel+api,
+# kernel+memcpy+memset, kernel+marker. Then activation checkpointing with and without `record`
+# (the job's max_memory_allocated). One JSON line per run in $OUT/cost_runs.jsonl.
+#   scripts/gpu/cost_probe.sh [BUDGET_S]      (default 300: no run starts after that)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KIT=${KIT:-$ROOT/gpu-kit}
+OUT=${OUT:-/tmp/ss_cost_probe}
+BUDGET=${1:-300}
+S=$KIT/share/shardscope/scripts/fsdp_train_sample.py
+W=$(mktemp -d /tmp/ss_cost.XXXXXX)
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
+DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
+START=$(date +%s)
+job() { local name=$1; shift
+        echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
+          $DEVICE_ARGS --summary "$W/$name.json" "$@"; }
+one() {  # NAME KINDS [ENV=V ...] CMD...
+  local name=$1 kinds=$2; shift 2
+  if [ $(( $(date +%s) - START )) -ge "$BUDGET" ]; then echo "$name skipped (budget)"; return; fi
+  local t0; t0=$(date +%s%N)
+  env "$@" > "$W/$name.log" 2>&1
+  local rc=$? t1; t1=$(date +%s%N)
+  python3 - "$name" "$kinds" "$rc" "$t0" "$t1" "$W/$name.json" >> "$OUT/cost_runs.jsonl" <<'PY'
+import json, sys
+name, kinds, rc, t0, t1, path = sys.argv[1:]
+try:
+    s = json.load(open(path))
+except Exception:
+    s = None
+print(json.dumps({"name": name, "kinds": kinds, "rc": int(rc), "wall_s": (int(t1) - int(t0)) / 1e9, "summary": s}))
+PY
+  [ "$rc" = 0 ] || { echo "== $name rc=$rc"; tail -25 "$W/$name.log"; } >> "$OUT/failures.txt"
+  grep -h "shardscope\]" "$W/$name.log" | sed "s/^/$name: /" >> "$OUT/messages.txt"
+  echo "$name rc=$rc $(( (t1 - t0) / 1000000 )) ms"
+}
+rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb"; }
+
+one ckpt_base - $(job ckpt_base --checkpointing --steps 8 --warmup 2)
+one ckpt_rec all $(rec ckpt_rec) -- $(job ckpt_rec --checkpointing --steps 8 --warmup 2)
+for i in 1 2 3; do
+  one "base$i" - $(job "base$i" --steps 24 --warmup 4)
+  for kinds in all none kernel kernel,api kernel,memcpy,memset kernel,marker; do
+    one "w_${kinds//,/+}_$i" "$kinds" SHARDSCOPE_TRACE_KINDS="$kinds" $(rec "w_${kinds//,/+}_$i") --steps 10:18 -- \
+      $(job "w_${kinds//,/+}_$i" --steps 24 --warmup 4)
+  done
+done
+[ -f "$W/ckpt_rec.ssdb" ] && "$KIT/bin/shardscope" info "$W/ckpt_rec.ssdb" > "$OUT/ckpt_rec_info.txt" 2>&1
+[ -f "$W/w_all_1.ssdb" ] && "$KIT/bin/shardscope" sql "$W/w_all_1.ssdb" \
+  "SELECT key, value FROM meta WHERE key LIKE '%capture%' OR key LIKE '%trace_kinds%'" > "$OUT/window_meta.txt" 2>&1
+echo "cost_probe: $(( $(date +%s) - START )) s"
