@@ -9,8 +9,9 @@ against B recorded and against B as it runs without ShardScope.
    knows the job's step without the profiler).
 2. Replay A: `shardscope simulate A.ssdb` (cluster fitted to A's collectives, replay calibrated to
    A's unobserved steps: the default) and `--as-profiled` (the job as recorded).
-3. Two plans from A alone: `plan --modules` (the last two layers kept unsharded) and an automatic
-   plan under a memory budget (`plan --budget`, cost strategy).
+3. Plans from A alone: `plan --modules` (manual: the last two layers kept unsharded), an automatic
+   plan under a memory budget (auto: `plan --budget`, cost strategy) and, with --plans, activation
+   checkpointing of every block (checkpoint: {"activation_checkpointing": {"*": "full"}}).
 4. For each plan: predict B (`simulate A --plan P`, calibrated; and `--as-profiled`), then run B
    with the plan applied by shardscope.apply_plan (the training script's --plan) twice: recorded
    (`record --steps W`) and unrecorded (the job's own wall clock per step, and FSDPMemTracker's peak
@@ -124,7 +125,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="A and each B are run this many times, interleaved")
     ap.add_argument("--budget-margin", type=float, default=2.5,
                     help="automatic plan: budget = A's measured peak + this many of the largest unit's gathered size")
+    ap.add_argument("--plans", default="manual,auto", help="which plans: manual, auto, checkpoint (comma list)")
     a = ap.parse_args()
+    wanted = a.plans.split(",")
+    if not wanted or any(p not in ("manual", "auto", "checkpoint") for p in wanted):
+        ap.error("--plans: a comma list of manual, auto, checkpoint")
     os.makedirs(a.out, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # The unrecorded B applies the plan with the shardscope package, which `record` puts on the
@@ -149,8 +154,14 @@ def main():
             budget = int(replay["measured_breakdown"]["peak_memory_bytes"] + a.budget_margin * largest)
             plans = {}
             for name, args in (("manual", ["--modules", last_two]), ("auto", ["--budget", str(budget), "--strategy", "cost"])):
-                plan_file = os.path.join(a.out, "plan_%s.json" % name)
-                plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args))
+                if name in wanted:
+                    plan_file = os.path.join(a.out, "plan_%s.json" % name)
+                    plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args))
+            if "checkpoint" in wanted:
+                plan_file = os.path.join(a.out, "plan_checkpoint.json")
+                with open(plan_file, "w") as f:
+                    json.dump({"activation_checkpointing": {"*": "full"}}, f)
+                plans["checkpoint"] = (plan_file, {"unsharded": []})
         u = replay["unobserved"]
         run_ = {"A": {"profiled_step_ms": replay_rec["measured_step_time_ms"], "replayed_as_profiled_ms": replay_rec["step_time_ms"],
                       "replay_error_pct": replay_rec["error_pct"], "unobserved_step_ms": u.get("step_time_ms"),
