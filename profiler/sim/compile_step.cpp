@@ -248,6 +248,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     ExecSegment es;
     es.exec = e, es.fwd_ns = sg.fwd_ns, es.bwd_ns = sg.bwd_ns;
     es.saved_bytes = sg.saved_activation_bytes, es.recompute_bytes = sg.recompute_activation_bytes;
+    es.loss_saved_bytes = std::clamp<std::int64_t>(sg.loss_saved_bytes, 0, sg.saved_activation_bytes);
     // Checkpointing modes. Full: only the input stays saved; backward reruns the forward first and
     // rebuilds the rest (saved - input) transiently. A model description already checkpointed
     // (recompute bytes > 0, rerun inside bwd_ns) and the root keep their own values.

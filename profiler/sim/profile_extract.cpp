@@ -489,18 +489,27 @@ int root_unit(const SimModel& m) {
 }  // namespace
 
 namespace {
-// Where each used step's backward starts: its first backward range (the step's end without one).
+// Where each used step's backward starts, as FSDP sees it: its first backward module range (the
+// root's pre-backward), else its first backward range of any kind (the step's end without one).
+// The loss's backward runs before the first module range, outside every module, and what it
+// allocates lives with the forward's last activations: in the job that is the step's peak (on the
+// CPU llama run: both 3.97 MiB temporaries of the cross-entropy's backward, freed before the
+// root's pre-backward prefetches the last layer and allocates its gradients), so it counts with
+// the root's forward temporaries; counted with the backward's, the model stacked it on those.
 // One scan of the rank's backward ranges, then a binary search per step (a query per step
 // scanned the unindexed ranges table once per step: minutes on a profile with 20k steps).
 std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
   std::vector<TimeNs> bwd_starts;
-  {
-    sql::Stmt st(db.get(), "SELECT start_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
+  for (const bool modules_only : {true, false}) {
+    sql::Stmt st(db.get(), modules_only ? "SELECT start_ns FROM ranges WHERE rank = ?1 AND phase = ?2 AND kind = ?3"
+                                        : "SELECT start_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
     st.bind(1, in.rank);
     st.bind(2, static_cast<int>(RangePhase::Backward));
+    if (modules_only) st.bind(3, static_cast<int>(RangeKind::Module));
     while (st.step()) bwd_starts.push_back(st.col_int(0));
-    std::sort(bwd_starts.begin(), bwd_starts.end());
+    if (!bwd_starts.empty()) break;
   }
+  std::sort(bwd_starts.begin(), bwd_starts.end());
   std::vector<TimeNs> bwd_start;
   for (const auto& [a, b] : in.step_windows) {
     const auto it = std::lower_bound(bwd_starts.begin(), bwd_starts.end(), a);
@@ -642,7 +651,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(MemoryCategory::Activation));
   std::vector<double> bytes(in.model.units.size(), 0);
-  double tail_bytes = 0, total = 0;
+  double tail_bytes = 0, loss_bytes = 0, total = 0;
   while (st.step()) {
     // Made outside every module (the loss, the batch): the caller of the root's forward.
     auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
@@ -656,7 +665,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     if (rerun_alloc)
       rerun[static_cast<std::size_t>(unit)] += b;
     else if (unit == root && t >= tail_from[static_cast<std::size_t>(k)])
-      tail_bytes += b;
+      tail_bytes += b, loss_bytes += st.col_null(0) ? b : 0;
     else
       bytes[static_cast<std::size_t>(unit)] += b;
     if (!rerun_alloc) total += b;
@@ -669,7 +678,11 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     seg.saved_activation_bytes = static_cast<std::int64_t>(b / n);
     seg.recompute_activation_bytes = static_cast<std::int64_t>(r / n);
     b = r = 0;
-    if (root_segments > 1 && &seg == root_tail) seg.saved_activation_bytes = static_cast<std::int64_t>(tail_bytes / n);
+    if (root_segments > 1 && &seg == root_tail) {
+      seg.saved_activation_bytes = static_cast<std::int64_t>(tail_bytes / n);
+      // Made outside every module after the last unit's forward: the loss's, freed by its backward.
+      seg.loss_saved_bytes = static_cast<std::int64_t>(loss_bytes / n);
+    }
   }
   return static_cast<std::int64_t>(total / n);
 }

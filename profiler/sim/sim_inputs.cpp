@@ -124,6 +124,7 @@ SimModel with_transients_scaled(SimModel m, double f) {
   auto scaled = [f](std::int64_t& b) { b = static_cast<std::int64_t>(std::llround(double(b) * f)); };
   for (auto& seg : m.segments) {
     scaled(seg.saved_activation_bytes);
+    scaled(seg.loss_saved_bytes);
     scaled(seg.recompute_activation_bytes);
     scaled(seg.input_bytes);
     scaled(seg.fwd_temp_bytes);

@@ -100,6 +100,9 @@ struct SimSegment {
   // Transient while this segment computes (its ops' temporaries, e.g. a loss's softmax), measured
   // from a profile's temporary allocations; 0 for model descriptions.
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;
+  // The root's tail only: the part of saved_activation_bytes made outside every module (the loss's
+  // saved tensors), which the loss's backward frees before the root's pre-backward runs.
+  std::int64_t loss_saved_bytes = 0;
   MeasuredExtra fwd_extra{}, bwd_extra{};       // profile replay only; zero for model descriptions
   // Activation checkpointing as a plan knob (FsdpPlan::checkpoint): what a checkpointed segment
   // keeps (its input) and its sub-modules for selective checkpointing. input_bytes 0 with saved

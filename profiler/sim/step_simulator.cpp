@@ -341,6 +341,13 @@ class StepRun {
             all_gather(next, prev_copyout_end, Phase::Forward);
         }
       }
+      if (u.is_root && static_cast<int>(i) == u.last_seg && u.first_seg != u.last_seg && prev_unit >= 0 &&
+          unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
+        // The root's tail holds the loss, which runs after the root's post-forward has released
+        // the last all-gather buffer (profile_extract.cpp: backward_starts).
+        mem(lane_[0], -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
+        unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
+      }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
       model_parallel(sg, e, Phase::Forward, t);
       mem(t, sg.saved_bytes, e, MemCat::Activation);
@@ -387,6 +394,9 @@ class StepRun {
       const int e = sg.exec;
       UnitState& st = unit_[static_cast<std::size_t>(e)];
       const ExecUnit& u = eu(e);
+      // The loss's backward runs first, outside every module, and frees what the loss saved.
+      const std::int64_t loss_saved = std::min(sg.loss_saved_bytes, sg.saved_bytes);
+      mem(lane_[0], -loss_saved, e, MemCat::Activation);
       if (static_cast<int>(i) == u.last_seg) {  // pre_backward(u): unshard, then prefetch
         const bool gathered = needs_gather(e);
         if (gathered && !st.issued) all_gather(e, issue, Phase::Backward);
@@ -427,7 +437,7 @@ class StepRun {
       if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
       transient(t, sg.bwd_temp_bytes, e);
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
-      mem(lane_[0], -sg.recompute_bytes - sg.saved_bytes, e, MemCat::Activation);
+      mem(lane_[0], -sg.recompute_bytes - (sg.saved_bytes - loss_saved), e, MemCat::Activation);
       if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
         if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
           mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);

@@ -99,6 +99,7 @@ struct ExecSegment {
   int exec = 0;
   TimeNs fwd_ns = 0, bwd_ns = 0;
   std::int64_t saved_bytes = 0, recompute_bytes = 0;
+  std::int64_t loss_saved_bytes = 0;  // SimSegment: freed by the loss's backward, before pre-backward
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle

@@ -273,3 +273,37 @@ TEST_CASE("measured non-FSDP collectives scale with the world size only when the
   m.other_comm_world = 0;  // sizes unknown (nsys exports): replayed as measured
   CHECK(compile_step(m, FsdpPlan{}, test::linear_cluster(8)).segments[0].fwd_other_ns == 1000);
 }
+
+TEST_CASE("the loss runs between the root's post-forward and its pre-backward", "[sim][exact][memory]") {
+  // Root head + u0 + root tail (norm, output head and loss). What the loss saved (loss_saved_bytes,
+  // a part of the tail's saved activations) is freed by the loss's backward before the backward's
+  // first all-gather and gradients, and u0's forward all-gather buffer is gone before the tail's
+  // forward (the root's post-forward released it), as in an FSDP2 job (docs/simulator.md).
+  auto model = [](std::int64_t loss_saved) {
+    SimModel m = test::chain_model(1, 1000, 100, 200, 600);
+    m.segments.insert(m.segments.begin(), SimSegment{0, 10, 10, 0, 0});
+    SimSegment tail{0, 50, 100, 5000, 0};
+    tail.loss_saved_bytes = loss_saved;
+    m.segments.push_back(tail);
+    return m;
+  };
+  const ClusterModel c = test::linear_cluster(2);
+  const SimResult without = simulate(compile_step(model(0), FsdpPlan{}, c), true);
+  const SimResult with = simulate(compile_step(model(4000), FsdpPlan{}, c), true);
+  // Persistent 6000; u0's saved 600 and the tail's 5000 at the forward's end, u0's parameters
+  // resharded and its all-gather buffer released before the tail: 11600, the peak either way.
+  CHECK(with.peak_bytes == 11600);
+  CHECK(with.peak_phase == Phase::Forward);
+  CHECK(with.peak_by_category[static_cast<int>(MemCat::AllGatherBuffer)] == 0);
+  // At the backward's start u0's all-gather buffer (2000) arrives: without the loss's backward
+  // first, on top of everything the forward left (13600, the peak); with it, 4000 lower.
+  CHECK(without.peak_bytes == 13600);
+  CHECK(without.peak_phase == Phase::Backward);
+  // Step time and the order of work are unchanged: only memory moves.
+  CHECK(with.step_ns == without.step_ns);
+  CHECK(with.ops.size() == without.ops.size());
+  std::int64_t end = 0;
+  for (const auto& e : with.memory) end += e.delta;
+  CHECK(end == 6000);
+  CHECK(with.min_bytes >= 0);
+}
