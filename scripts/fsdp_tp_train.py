@@ -322,7 +322,8 @@ def main(argv=None):
                        "groups": {n: ",".join(str(r) for r in sorted(dist.get_process_group_ranks(mesh[n].get_group())))
                                   for n in mesh.mesh_dim_names},
                        "steps": per_step}, f, indent=1)
-    dist.destroy_process_group()
+    model = opt = loss = logits = tracker = None  # what holds the model and its last graph
+    sample.close_process_group()
 
 
 if __name__ == "__main__":

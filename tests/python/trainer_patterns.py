@@ -13,6 +13,7 @@ the fast tests of `record` (test_record_trainer_patterns_cpu.py). CPU, gloo, tor
 * --summary FILE: rank 0 writes what the program knows: parameters per unit, world size.
 """
 import argparse
+import gc
 import json
 import os
 
@@ -106,6 +107,8 @@ def main():
     if a.summary and dist.get_rank() == 0:
         with open(a.summary, "w") as f:
             json.dump({"units": units, "world": dist.get_world_size()}, f)
+    model = opt = loss = None  # as fsdp_train_sample.close_process_group: nothing left for exit to free
+    gc.collect()
     dist.destroy_process_group()
     raise SystemExit(a.exit_code)
 
