@@ -103,10 +103,7 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
   w.add_range({0, thread, kNoRow, 0, r.step_ns, w.intern("ProfilerStep#0"), RangeKind::Annotation,
                                         RangePhase::None, kNoRow, kNoRow, 0});
   for (const auto& op : r.ops) {
-    // FSDP2 calls no collective for a shard group of one: its unshard reuses the local shard and
-    // its reduce-scatter is a copy (seen on an H100 and an H200: no NCCL call, none recorded).
-    if ((op.kind == OpKind::AllGather || op.kind == OpKind::ReduceScatter) && op.exec >= 0 &&
-        step.units[static_cast<std::size_t>(op.exec)].shard <= 1)
+    if ((op.kind == OpKind::AllGather || op.kind == OpKind::ReduceScatter) && !fsdp_collective_called(step, op.exec))
       continue;
     const std::string unit = op.exec >= 0 ? step.units[static_cast<std::size_t>(op.exec)].name : std::string();
     const std::string label = unit.empty() ? std::string("root") : unit;

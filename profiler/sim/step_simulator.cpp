@@ -215,8 +215,7 @@ class StepRun {
       end = start + dur;
       r_.comm_busy_ns += dur;
       comm_[li - 1].emplace_back(start, end);
-      // A shard group of one calls no collective (FSDP2 skips it; simulated_profile.cpp).
-      const bool issued = exec < 0 || s_.units[static_cast<std::size_t>(exec)].shard > 1;
+      const bool issued = fsdp_collective_called(s_, exec);
       if (kind == OpKind::AllGather) r_.all_gathers += issued;
       else if (kind == OpKind::ReduceScatter) r_.reduce_scatters += issued;
       else ++r_.all_reduces;

@@ -162,6 +162,15 @@ struct CompiledStep {
 
 // Throws ProfileError(MalformedTable) for plans that name unknown modules or impossible degrees.
 CompiledStep compile_step(const SimModel& model, const FsdpPlan& plan, const ClusterModel& cluster);
+
+// Whether an FSDP all-gather / reduce-scatter op of exec unit `exec` is a collective call. FSDP2
+// calls none for a shard group of one: its unshard reuses the local shard and its reduce-scatter
+// is a copy (_fsdp_param_group.py, _fsdp_collectives.py; none in H100 / H200 recordings). Such ops
+// stay in the schedule at zero time, so the buffers keep their lifetimes, but are not counted or
+// written as collectives.
+inline bool fsdp_collective_called(const CompiledStep& s, int exec) {
+  return exec < 0 || s.units[static_cast<std::size_t>(exec)].shard > 1;
+}
 // Changes one unit's reshard_after_forward (kKeepUnsharded, kReshard or k); O(1).
 void set_reshard(CompiledStep& step, int exec, int mode, const ClusterModel& cluster);
 // Changes one unit's activation checkpointing; O(segments). Selective needs can_select (else Full);

@@ -5,9 +5,8 @@ On one GPU, FSDP2 issues no all-gather or reduce-scatter (world size 1: torch sk
 refuses two ranks on one device; NCCL still runs collectives of one rank (its API calls, their
 NVTX payloads and, for reductions, a kernel). This job makes each kind a fixed number of times with
 fixed sizes, so that the recording's collectives can be checked for type and bytes exactly. It
-writes what it issued to --expect (JSON: [{"type", "bytes", "count", "issued"}]: count is what
-reaches NCCL, bytes as the collector stores them: the whole buffer, i.e. the all-gather's output
-and the reduce-scatter's input).
+writes what reaches NCCL to --expect (JSON: [{"type", "bytes", "count"}], bytes as the collector
+stores them: the whole buffer, i.e. the all-gather's output and the reduce-scatter's input).
 
     torchrun --nproc_per_node=1 collectives_job.py --device cuda --expect expect.json
 """
@@ -54,8 +53,7 @@ def main():
         # torch's NCCL process group does not call NCCL for a reduce-scatter of one rank: it copies
         # the input (an H200 run: four 4 MiB device-to-device copies, no ncclReduceScatter range).
         skipped = world == 1 and kind == "reduce_scatter" and a.device == "cuda"
-        expect.append({"type": kind, "bytes": n * whole.element_size(), "count": 0 if skipped else REPEAT,
-                       "issued": REPEAT})
+        expect.append({"type": kind, "bytes": n * whole.element_size(), "count": 0 if skipped else REPEAT})
     if a.device == "cuda":
         torch.cuda.synchronize()
     dist.barrier()

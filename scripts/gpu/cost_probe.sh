@@ -6,7 +6,7 @@
 # process, where the VM's drift between processes cancels. SHARDSCOPE_TRACE_KINDS picks what the
 # window switches on: all (the default), none (the module hooks' ranges alone), kernel, kernel+api,
 # kernel+memcpy+memset, kernel+marker. Then activation checkpointing with and without `record`
-# (the job's max_memory_allocated). One JSON line per run in $OUT/cost_runs.jsonl.
+# (the job's max_memory_allocated). One JSON line per run in $OUT/cost_runs.jsonl (label: the kinds).
 #   scripts/gpu/cost_probe.sh [BUDGET_S]      (default 300: no run starts after that)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,33 +22,16 @@ START=$(date +%s)
 job() { local name=$1; shift
         echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
           $DEVICE_ARGS --summary "$W/$name.json" "$@"; }
-one() {  # NAME KINDS [ENV=V ...] CMD...
-  local name=$1 kinds=$2; shift 2
-  if [ $(( $(date +%s) - START )) -ge "$BUDGET" ]; then echo "$name skipped (budget)"; return; fi
-  local t0; t0=$(date +%s%N)
-  env "$@" > "$W/$name.log" 2>&1
-  local rc=$? t1; t1=$(date +%s%N)
-  python3 - "$name" "$kinds" "$rc" "$t0" "$t1" "$W/$name.json" >> "$OUT/cost_runs.jsonl" <<'PY'
-import json, sys
-name, kinds, rc, t0, t1, path = sys.argv[1:]
-try:
-    s = json.load(open(path))
-except Exception:
-    s = None
-print(json.dumps({"name": name, "kinds": kinds, "rc": int(rc), "wall_s": (int(t1) - int(t0)) / 1e9, "summary": s}))
-PY
-  [ "$rc" = 0 ] || { echo "== $name rc=$rc"; tail -25 "$W/$name.log"; } >> "$OUT/failures.txt"
-  grep -h "shardscope\]" "$W/$name.log" | sed "s/^/$name: /" >> "$OUT/messages.txt"
-  echo "$name rc=$rc $(( (t1 - t0) / 1000000 )) ms"
-}
+RUNS=$OUT/cost_runs.jsonl
+. "$(dirname "$0")/probe_run.sh"
 rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb"; }
 
-one ckpt_base - $(job ckpt_base --checkpointing --steps 8 --warmup 2)
-one ckpt_rec all $(rec ckpt_rec) -- $(job ckpt_rec --checkpointing --steps 8 --warmup 2)
+probe_one ckpt_base - $(job ckpt_base --checkpointing --steps 8 --warmup 2)
+probe_one ckpt_rec all $(rec ckpt_rec) -- $(job ckpt_rec --checkpointing --steps 8 --warmup 2)
 for i in 1 2 3; do
-  one "base$i" - $(job "base$i" --steps 24 --warmup 4)
+  probe_one "base$i" - $(job "base$i" --steps 24 --warmup 4)
   for kinds in all none kernel kernel,api kernel,memcpy,memset kernel,marker; do
-    one "w_${kinds//,/+}_$i" "$kinds" SHARDSCOPE_TRACE_KINDS="$kinds" $(rec "w_${kinds//,/+}_$i") --steps 10:18 -- \
+    probe_one "w_${kinds//,/+}_$i" "$kinds" SHARDSCOPE_TRACE_KINDS="$kinds" $(rec "w_${kinds//,/+}_$i") --steps 10:18 -- \
       $(job "w_${kinds//,/+}_$i" --steps 24 --warmup 4)
   done
 done

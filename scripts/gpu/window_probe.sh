@@ -4,7 +4,7 @@
 # collector traces only inside the window), and without record on PyTorch's cudaMallocAsync
 # backend (what the default --memory per-tensor switches the job to). One JSON line per run in
 # $OUT/runs.jsonl (the job's own per-step wall times and max_memory_allocated), the window
-# profile's `info` in $OUT/window_info.txt.
+# profile's `info` in $OUT/window_info.txt, what record said in $OUT/messages.txt (probe_run.sh).
 #   scripts/gpu/window_probe.sh [ROUNDS] [STEPS] [WINDOW]     (defaults 1, 24, 12:16)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,27 +18,12 @@ export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
 DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
 job() { echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
           $DEVICE_ARGS --steps "$STEPS" --warmup 4 --summary "$W/$1.json"; }
-one() {  # NAME [ENV=V ...] -- CMD...
-  local name=$1; shift
-  local t0; t0=$(date +%s%N)
-  env "$@" > "$W/$name.log" 2>&1
-  local rc=$? t1; t1=$(date +%s%N)
-  python3 - "$name" "$rc" "$t0" "$t1" "$W/$name.json" >> "$OUT/runs.jsonl" <<'PY'
-import json, sys
-name, rc, t0, t1, path = sys.argv[1:]
-try:
-    s = json.load(open(path))
-except Exception:
-    s = None
-print(json.dumps({"name": name, "rc": int(rc), "wall_s": (int(t1) - int(t0)) / 1e9, "summary": s}))
-PY
-  [ "$rc" = 0 ] || { echo "== $name rc=$rc"; tail -25 "$W/$name.log"; } >> "$OUT/failures.txt"
-  echo "$name rc=$rc $(( (t1 - t0) / 1000000 )) ms"
-}
+RUNS=$OUT/runs.jsonl
+. "$(dirname "$0")/probe_run.sh"
 for i in $(seq 1 "$ROUNDS"); do
-  one "base$i" $(job "base$i")
-  one "window$i" "$KIT/bin/shardscope" record --steps "$WINDOW" -o "$W/window$i.ssdb" -- $(job "window$i")
-  one "async$i" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync $(job "async$i")
+  probe_one "base$i" - $(job "base$i")
+  probe_one "window$i" "$WINDOW" "$KIT/bin/shardscope" record --steps "$WINDOW" -o "$W/window$i.ssdb" -- $(job "window$i")
+  probe_one "async$i" cudaMallocAsync PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync $(job "async$i")
 done
 "$KIT/bin/shardscope" info "$W/window1.ssdb" > "$OUT/window_info.txt" 2>&1
 "$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT key, value FROM meta WHERE key LIKE '%capture%' OR key LIKE '%memory_mode%'" \
@@ -47,4 +32,3 @@ done
   >> "$OUT/window_info.txt" 2>&1
 "$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT count(*), min(start_ns), max(start_ns) FROM kernels" >> "$OUT/window_info.txt" 2>&1
 "$KIT/bin/shardscope" sql "$W/window1.ssdb" "SELECT number, duration_ns FROM unobserved_steps ORDER BY number" >> "$OUT/window_info.txt" 2>&1
-grep -h "shardscope\]" "$W"/window*.log | sort | uniq -c | head -20 >> "$OUT/window_info.txt"

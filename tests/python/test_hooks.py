@@ -120,7 +120,7 @@ class HookTests(unittest.TestCase):
     def test_checkpointing_with_early_stop_leaks_nothing(self):
         # Non-reentrant checkpointing stops a recomputation by raising inside the module once the
         # tensors backward needs exist; the hooks must close that range and drop the inputs they
-        # held, or every step's graph stays alive (found on an H100: 29.6 GB recorded vs 5.9 GB).
+        # held, or every step's graph stays alive (found on an H200: 29.6 GB recorded vs 5.9 GB).
         def live_elements_per_step(with_hooks):
             torch.manual_seed(0)
             model = Model(layers=3)

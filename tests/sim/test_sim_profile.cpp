@@ -32,6 +32,17 @@ TimeNs compute_in(const Profile& p, TimeNs a, TimeNs b) {
   return t;
 }
 
+// A synthetic profile of `layers` blocks written to dir/in.ssdb, read back as simulator input
+// (activations included).
+ProfileInput synthetic_input(const ss::test::TempDir& dir, int layers) {
+  SyntheticSpec spec;
+  spec.layers = layers;
+  write_synthetic_profile(dir.file("in.ssdb"), spec);
+  ProfileInput in = extract_profile(load_profile(dir.file("in.ssdb")));
+  add_activations_from_profile(in, dir.file("in.ssdb"));
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("unit sizes come from parameter counts, not from the stored tensors' bytes", "[sim][profile]") {
@@ -95,11 +106,7 @@ TEST_CASE("a synthetic profile becomes units, compute segments and collectives",
 
 TEST_CASE("simulated profile round trip: write, read back, re-simulate", "[sim][profile]") {
   ss::test::TempDir dir;
-  SyntheticSpec spec;
-  spec.layers = 5;
-  write_synthetic_profile(dir.file("in.ssdb"), spec);
-  ProfileInput in = extract_profile(load_profile(dir.file("in.ssdb")));
-  add_activations_from_profile(in, dir.file("in.ssdb"));
+  const ProfileInput in = synthetic_input(dir, 5);
   ClusterModel c;
   c.world_size = 2;
   const CompiledStep s = compile_step(in.model, FsdpPlan{}, c);
@@ -140,10 +147,7 @@ TEST_CASE("a shard group of one calls no FSDP collective, as FSDP2 skips them", 
   // FSDP2 at world size 1 reuses the local shard instead of an all-gather and copies instead of a
   // reduce-scatter (_fsdp_param_group.py, _fsdp_collectives.py); an H200 recording of it has none.
   ss::test::TempDir dir;
-  SyntheticSpec spec;
-  spec.layers = 3;
-  write_synthetic_profile(dir.file("in.ssdb"), spec);
-  ProfileInput in = extract_profile(load_profile(dir.file("in.ssdb")));
+  const ProfileInput in = synthetic_input(dir, 3);
   ClusterModel c;
   c.world_size = 1;
   const CompiledStep s = compile_step(in.model, FsdpPlan{}, c);
