@@ -238,6 +238,9 @@ def main():
     ap.add_argument("--torch-profiler-trace", default="",
                     help="the job's own torch.profiler over the timed steps (CPU + CUDA), its trace written here "
                          "(rank 0; {rank} is replaced): a job that profiles itself while recorded")
+    ap.add_argument("--torch-profiler-window", default="", metavar="A:B[:cpu]",
+                    help="the job's own torch.profiler on steps A..B-1 only (CUDA activity; with ':cpu' CPU too), "
+                         "so its cost is the steps inside against the steps outside in one process (peer cost)")
     ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
     ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
@@ -296,7 +299,18 @@ def main():
     gen = torch.Generator().manual_seed(rank)
     prof = None
     times = []
+    window = args.torch_profiler_window.split(":") if args.torch_profiler_window else None
     for step in range(args.steps):
+        if window and step in (int(window[0]), int(window[1])):
+            if step == int(window[0]):  # started and stopped between steps: its set-up and processing are not timed
+                activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
+                if window[2:] == ["cpu"] or not activities:
+                    activities.append(torch.profiler.ProfilerActivity.CPU)
+                prof = torch.profiler.profile(activities=activities)
+                prof.__enter__()
+            else:
+                prof.__exit__(None, None, None)
+                prof = None
         if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
             activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
             if args.torch_profiler_trace:

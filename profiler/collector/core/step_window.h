@@ -24,7 +24,8 @@ std::optional<StepWindow> parse_step_window(const std::string& text);
 std::int64_t first_captured_step(const char* steps);
 
 // What the window switches on, by SHARDSCOPE_TRACE_KINDS (a measurement switch, bench/gpu):
-// "all" (or unset), "none", or a comma list of groups (kernel, memcpy, memset, marker, api).
+// "all" (or unset), "none", or a comma list of groups (kernel, memcpy, memset, marker, api,
+// overhead: CUPTI's records of its own overhead, measured apart because Kineto keeps them opt-in).
 bool trace_group_on(const std::string& kinds, const std::string& group);
 
 }  // namespace ss::collector

@@ -225,7 +225,7 @@ constexpr TraceKind kTraceKinds[] = {
     {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true, "memset"},
     {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", true, "marker"},
     {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", false, "marker"},
-    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false, "kernel"},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false, "overhead"},  // CUPTI's own overhead records
 };
 
 // Launch / allocation API records only (research 2.3): correlation -> thread and time.
