@@ -6,6 +6,9 @@
 //    with no alloc in the trace, were allocated before the trace began (the history is a ring
 //    buffer): each becomes an allocation at the device's first trace time, so the level and the
 //    peak start from what was really live;
+//  - an allocation's bytes are the caching allocator's block (what torch.cuda.memory_allocated
+//    counts), not the traced request: rounded to 512 B, plus a large-pool block's unsplit
+//    remainder (snapshot_blocks.h), where the snapshot says the allocator's rules are the default;
 //  - time_us (unix-epoch µs) becomes ns on the profile clock; the events of one microsecond keep
 //    their trace order 1 ns apart (so a block freed and another allocated in one µs are not
 //    reordered); a snapshot without time_us (older PyTorch) places events 1 µs apart in order;
@@ -15,6 +18,7 @@
 //  - otherwise the allocation's Python frames name its module (snapshot_modules.h).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "profiler/common/memory_categories.h"
@@ -22,6 +26,7 @@
 #include "profiler/import/common/input_file.h"
 #include "profiler/import/import.h"
 #include "profiler/import/snapshot/pickle_reader.h"
+#include "profiler/import/snapshot/snapshot_blocks.h"
 #include "profiler/import/snapshot/snapshot_import.h"
 #include "profiler/import/snapshot/snapshot_model.h"
 #include "profiler/import/snapshot/snapshot_modules.h"
@@ -322,6 +327,27 @@ class Builder {
     });
   }
 
+  // The allocator's layout when the trace begins: the segments at snapshot time that the trace
+  // did not allocate, and the blocks already live (freed in the trace without an allocation, or
+  // still allocated at snapshot time without one).
+  AllocatorBlocks allocator_before_trace(std::int64_t device, const std::vector<TraceEntry>& trace) const {
+    AllocatorBlocks blocks(block_sizes_for(s_.allocator_settings));
+    std::set<std::int64_t> segments_in_trace, allocated;
+    for (const TraceEntry& e : trace) {
+      if (e.action == Action::SegmentAlloc) segments_in_trace.insert(e.addr);
+      if (e.action == Action::Alloc) allocated.insert(e.addr);
+      if (e.action == Action::FreeCompleted && !allocated.erase(e.addr)) blocks.live_before(e.addr);
+    }
+    for (const Segment& seg : s_.segments) {
+      if (seg.device != device) continue;
+      if (!segments_in_trace.count(seg.address)) blocks.segment_alloc(seg.address, seg.total_size);
+      for (const Block& b : seg.blocks)
+        if ((b.state == "active_allocated" || b.state == "active_pending_free") && !allocated.count(b.address))
+          blocks.live_before(b.address);
+    }
+    return blocks;
+  }
+
   void write_device(std::int64_t device) {
     const int rank = static_cast<int>(device);
     ctx_.claim_rank(rank, label_);
@@ -355,6 +381,7 @@ class Builder {
 
     std::vector<Event> before, during;  // allocations made before the trace began; the trace's events
     std::unordered_map<std::int64_t, Live> live;
+    AllocatorBlocks blocks = allocator_before_trace(device, trace);
     std::int64_t reserved = 0, reserved_peak = 0, ooms = 0, reallocs = 0;
     for (std::size_t i = 0; i < trace.size(); ++i) {
       const TraceEntry& e = trace[i];
@@ -362,13 +389,16 @@ class Builder {
         case Action::Alloc: {
           if (auto it = live.find(e.addr); it != live.end()) {
             during.push_back({times[i], e.addr, -it->second.size, it->second.frames, it->second.category});
+            blocks.free(e.addr);
             ++reallocs;
           }
-          live[e.addr] = {e.size, e.frames, e.category};
-          during.push_back({times[i], e.addr, e.size, e.frames, e.category});
+          const std::int64_t size = blocks.alloc(e.addr, e.size);
+          live[e.addr] = {size, e.frames, e.category};
+          during.push_back({times[i], e.addr, size, e.frames, e.category});
           break;
         }
         case Action::FreeCompleted: {
+          blocks.free(e.addr);
           auto it = live.find(e.addr);
           if (it == live.end()) {
             before.push_back({t0, e.addr, e.size, e.frames, e.category});
@@ -381,10 +411,15 @@ class Builder {
         }
         case Action::SegmentAlloc:
         case Action::SegmentMap:
+          if (e.action == Action::SegmentAlloc) blocks.segment_alloc(e.addr, e.size);
+          else blocks.segment_map();
           reserved = wrap_add(reserved, e.size);
           reserved_peak = std::max(reserved_peak, reserved);
           break;
         case Action::SegmentFree:
+          blocks.segment_free(e.addr);
+          reserved = wrap_add(reserved, -e.size);
+          break;
         case Action::SegmentUnmap: reserved = wrap_add(reserved, -e.size); break;
         case Action::Oom: ++ooms; break;
         default: break;
@@ -392,7 +427,8 @@ class Builder {
     }
     if (reallocs) ctx_.skip(rank, "snapshot alloc at an address still allocated (its free is not in the trace; freed there)", reallocs);
     // Blocks allocated at snapshot time that the trace never allocated: older than the trace.
-    std::int64_t seg_count = 0, reserved_at_snapshot = 0, allocated_at_snapshot = 0;
+    // The blocks live at snapshot time that the trace allocated check the block sizes given them.
+    std::int64_t seg_count = 0, reserved_at_snapshot = 0, allocated_at_snapshot = 0, checked = 0, differing = 0;
     for (const Segment& seg : s_.segments) {
       if (seg.device != device) continue;
       ++seg_count;
@@ -400,7 +436,11 @@ class Builder {
       for (const Block& b : seg.blocks) {
         if (b.state != "active_allocated" && b.state != "active_pending_free") continue;
         allocated_at_snapshot = wrap_add(allocated_at_snapshot, b.size);
-        if (live.count(b.address)) continue;
+        if (auto it = live.find(b.address); it != live.end()) {
+          ++checked;
+          if (it->second.size != b.size) ++differing;
+          continue;
+        }
         before.push_back({t0, b.address, b.size, b.frames, {}});
       }
     }
@@ -419,6 +459,9 @@ class Builder {
       w_.set_meta(key + ".trace_entries", std::to_string(trace.size()));
       w_.set_meta(key + ".segment_growth_peak_bytes", std::to_string(reserved_peak));
       w_.set_meta(key + ".ooms", std::to_string(ooms));
+      w_.set_meta(key + ".block_sizes", block_sizes_name(blocks.rule()));
+      w_.set_meta(key + ".block_sizes_checked", std::to_string(checked));
+      w_.set_meta(key + ".block_sizes_differing", std::to_string(differing));
     }
   }
 
