@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Median step inside a capture window against outside it, per run and per label, from the JSON
+"""Median step inside a capture window against outside it (the mean of the medians before and after it), per run and per label, from the JSON
 lines the GPU probes write (probe_run.sh): what a profiler costs the job in one process, where the
 machine's drift between processes cancels.
     window_cost.py RUNS.jsonl A:B WARMUP     (steps A..B-1 inside; steps before WARMUP left out)"""
@@ -8,12 +8,12 @@ import statistics
 import sys
 
 
-def inside_outside(step_ms, a, b, warmup):
-    inside = [t for i, t in enumerate(step_ms) if a <= i < b]
-    # The first step after the window pays for the profiler's stop and processing in some tools'
-    # set-ups; it is outside the window but not the job's normal step, so it is left out too.
-    outside = [t for i, t in enumerate(step_ms) if i >= warmup and not a <= i <= b]
-    return statistics.median(inside), statistics.median(outside)
+def window_medians(step_ms, a, b, warmup):
+    """Medians of the steps before the window, inside it and after it. The first step after the
+    window is left out: it pays for the profiler's stop (and, under record, the allocator
+    history's dump) in some tools' set-ups, which is not the job's normal step."""
+    pick = lambda keep: statistics.median([t for i, t in enumerate(step_ms) if i >= warmup and keep(i)])
+    return pick(lambda i: i < a), pick(lambda i: a <= i < b), pick(lambda i: i > b)
 
 
 def main():
@@ -26,10 +26,12 @@ def main():
         if run["rc"] != 0 or not s:
             print("%-22s %-24s rc=%d, no summary" % (run["name"], run["label"], run["rc"]))
             continue
-        i, o = inside_outside(s["step_ms"], a, b, warmup)
-        change = 100.0 * (i - o) / o
+        before, inside, after = window_medians(s["step_ms"], a, b, warmup)
+        outside = statistics.median([before, after])
+        change = 100.0 * (inside - outside) / outside
         by_label.setdefault(run["label"], []).append(change)
-        print("%-22s %-24s inside %8.1f ms  outside %8.1f ms  %+6.1f %%" % (run["name"], run["label"], i, o, change))
+        print("%-20s %-24s before %7.1f  inside %7.1f  after %7.1f ms  inside vs outside %+6.1f %%"
+              % (run["name"], run["label"], before, inside, after, change))
     print()
     for label, changes in by_label.items():
         print("%-24s runs %d  median %+6.1f %%  (%s)" % (label, len(changes), statistics.median(changes),

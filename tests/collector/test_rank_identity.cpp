@@ -87,6 +87,9 @@ TEST_CASE("SHARDSCOPE_TRACE_KINDS picks what the window switches on", "[collecto
     CHECK(trace_group_on("", g));
     CHECK_FALSE(trace_group_on("none", g));
   }
+  CHECK_FALSE(trace_group_on("", "overhead"));  // CUPTI's overhead records: opt-in
+  CHECK(trace_group_on("all", "overhead"));
+  CHECK(trace_group_on("kernel,overhead", "overhead"));
   CHECK(trace_group_on("kernel,api", "kernel"));
   CHECK(trace_group_on("kernel,api", "api"));
   CHECK_FALSE(trace_group_on("kernel,api", "memcpy"));

@@ -44,7 +44,7 @@ inline constexpr const char* kEnvModules = "SHARDSCOPE_MODULES";          // "0"
 inline constexpr const char* kEnvCollector = "SHARDSCOPE_COLLECTOR";      // "1" when the CUPTI collector is injected
 inline constexpr const char* kEnvVerbose = "SHARDSCOPE_VERBOSE";
 inline constexpr const char* kEnvSteps = "SHARDSCOPE_STEPS";              // record --steps A:B (the capture window)
-// Which trace kinds the collector switches on (kernel,memcpy,memset,marker,api,overhead; "none"; unset = all):
+// Which trace kinds the collector switches on (kernel,memcpy,memset,marker,api,overhead; "none"; "all"; unset = all but overhead):
 // for measuring what each costs the job (bench/gpu), not a user setting.
 inline constexpr const char* kEnvTraceKinds = "SHARDSCOPE_TRACE_KINDS";
 

@@ -33,7 +33,8 @@ std::int64_t first_captured_step(const char* steps) {
 }
 
 bool trace_group_on(const std::string& kinds, const std::string& group) {
-  if (kinds.empty() || kinds == "all") return true;
+  if (kinds.empty()) return group != "overhead";
+  if (kinds == "all") return true;
   std::size_t at = 0;
   while (at <= kinds.size()) {
     const std::size_t comma = std::min(kinds.find(',', at), kinds.size());
