@@ -6,6 +6,8 @@
 # the same CUPTI) on the same steps, CUDA activity only and CPU + CUDA; and no profiler at all.
 # Steps inside the window against steps outside it, in one process (window_cost.py prints them).
 #   scripts/gpu/peer_probe.sh [BUDGET_S]      (default 280: no run starts after that)
+#   VARIANTS="base hooks no_modules no_history" scripts/gpu/peer_probe.sh 300   (the next loan's question:
+#   what in the hooks' window costs the job; no_modules / no_history drop the hooks / the history)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KIT=${KIT:-$ROOT/gpu-kit}
@@ -24,14 +26,27 @@ RUNS=$OUT/cost_runs.jsonl
 . "$(dirname "$0")/probe_run.sh"
 rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb" --steps 10:18 --; }
 
+# VARIANTS picks and orders the runs of each round (default: the third loan's six).
+VARIANTS=${VARIANTS:-"base kernel torch_cuda hooks kernel_overhead torch_cpu_cuda"}
+variant() { local v=$1 i=$2
+  case $v in
+    base) probe_one "base$i" none $(job "base$i") ;;
+    kernel) probe_one "kernel$i" record:kernel SHARDSCOPE_TRACE_KINDS=kernel $(rec "kernel$i") $(job "kernel$i") ;;
+    torch_cuda) probe_one "torch_cuda$i" torch:cuda $(job "torch_cuda$i" --torch-profiler-window 10:18) ;;
+    hooks) probe_one "hooks$i" record:none SHARDSCOPE_TRACE_KINDS=none $(rec "hooks$i") $(job "hooks$i") ;;
+    kernel_overhead) probe_one "kernel_overhead$i" record:kernel+overhead SHARDSCOPE_TRACE_KINDS=kernel,overhead \
+                       $(rec "kernel_overhead$i") $(job "kernel_overhead$i") ;;
+    torch_cpu_cuda) probe_one "torch_cpu_cuda$i" torch:cpu+cuda $(job "torch_cpu_cuda$i" --torch-profiler-window 10:18:cpu) ;;
+    # What is left without the module hooks (optimizer steps only), and without the allocator history:
+    no_modules) probe_one "no_modules$i" record:none,no-modules SHARDSCOPE_TRACE_KINDS=none \
+                  "$KIT/bin/shardscope" record -o "$W/no_modules$i.ssdb" --steps 10:18 --no-modules -- $(job "no_modules$i") ;;
+    no_history) probe_one "no_history$i" record:none,memory-off SHARDSCOPE_TRACE_KINDS=none \
+                  "$KIT/bin/shardscope" record -o "$W/no_history$i.ssdb" --steps 10:18 --memory off -- $(job "no_history$i") ;;
+    *) echo "peer_probe: unknown variant $v" >&2 ;;
+  esac
+}
 for i in 1 2 3; do
-  probe_one "base$i" none $(job "base$i")
-  probe_one "kernel$i" record:kernel SHARDSCOPE_TRACE_KINDS=kernel $(rec "kernel$i") $(job "kernel$i")
-  probe_one "torch_cuda$i" torch:cuda $(job "torch_cuda$i" --torch-profiler-window 10:18)
-  probe_one "hooks$i" record:none SHARDSCOPE_TRACE_KINDS=none $(rec "hooks$i") $(job "hooks$i")
-  probe_one "kernel_overhead$i" record:kernel+overhead SHARDSCOPE_TRACE_KINDS=kernel,overhead \
-    $(rec "kernel_overhead$i") $(job "kernel_overhead$i")
-  probe_one "torch_cpu_cuda$i" torch:cpu+cuda $(job "torch_cpu_cuda$i" --torch-profiler-window 10:18:cpu)
+  for v in $VARIANTS; do variant "$v" "$i"; done
 done
 for f in "$W"/kernel_overhead1.ssdb "$W"/kernel1.ssdb; do
   [ -f "$f" ] && "$KIT/bin/shardscope" sql "$f" "SELECT key, value FROM meta WHERE key LIKE 'collector.%'" \
