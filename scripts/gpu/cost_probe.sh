@@ -9,21 +9,11 @@
 # (the job's max_memory_allocated). One JSON line per run in $OUT/cost_runs.jsonl (label: the kinds).
 #   scripts/gpu/cost_probe.sh [BUDGET_S]      (default 300: no run starts after that)
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-KIT=${KIT:-$ROOT/gpu-kit}
 OUT=${OUT:-/tmp/ss_cost_probe}
 BUDGET=${1:-300}
-S=$KIT/share/shardscope/scripts/fsdp_train_sample.py
-W=$(mktemp -d /tmp/ss_cost.XXXXXX)
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
-START=$(date +%s)
-job() { local name=$1; shift
-        echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
-          $DEVICE_ARGS --summary "$W/$name.json" "$@"; }
 RUNS=$OUT/cost_runs.jsonl
 . "$(dirname "$0")/probe_run.sh"
+job() { job_cmd "$@"; }
 rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb"; }
 
 probe_one ckpt_base - $(job ckpt_base --checkpointing --steps 8 --warmup 2)

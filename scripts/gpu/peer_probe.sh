@@ -9,21 +9,11 @@
 #   VARIANTS="base hooks no_modules no_history" scripts/gpu/peer_probe.sh 300   (the next loan's question:
 #   what in the hooks' window costs the job; no_modules / no_history drop the hooks / the history)
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-KIT=${KIT:-$ROOT/gpu-kit}
 OUT=${OUT:-/tmp/ss_peer_probe}
 BUDGET=${1:-280}
-S=$KIT/share/shardscope/scripts/fsdp_train_sample.py
-W=$(mktemp -d /tmp/ss_peer.XXXXXX)
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
-START=$(date +%s)
-job() { local name=$1; shift
-        echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
-          $DEVICE_ARGS --steps 24 --warmup 4 --summary "$W/$name.json" "$@"; }
 RUNS=$OUT/cost_runs.jsonl
 . "$(dirname "$0")/probe_run.sh"
+job() { local name=$1; shift; job_cmd "$name" --steps 24 --warmup 4 "$@"; }
 rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb" --steps 10:18 --; }
 
 # VARIANTS picks and orders the runs of each round (default: the third loan's six).
@@ -49,7 +39,7 @@ for i in 1 2 3; do
   for v in $VARIANTS; do variant "$v" "$i"; done
 done
 for f in "$W"/kernel_overhead1.ssdb "$W"/kernel1.ssdb; do
-  [ -f "$f" ] && "$KIT/bin/shardscope" sql "$f" "SELECT key, value FROM meta WHERE key LIKE 'collector.%'" \
+  [ -f "$f" ] && "$KIT/bin/shardscope" sql "$f" "SELECT key, value FROM meta WHERE key LIKE 'rank%.collector.%'" \
     > "$OUT/$(basename "$f" .ssdb)_meta.txt" 2>&1
 done
 python3 "$(dirname "$0")/window_cost.py" "$RUNS" 10:18 4 | tee "$OUT/window_cost.txt"

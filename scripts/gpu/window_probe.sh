@@ -7,19 +7,11 @@
 # profile's `info` in $OUT/window_info.txt, what record said in $OUT/messages.txt (probe_run.sh).
 #   scripts/gpu/window_probe.sh [ROUNDS] [STEPS] [WINDOW]     (defaults 1, 24, 12:16)
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-KIT=${KIT:-$ROOT/gpu-kit}
 OUT=${OUT:-/tmp/ss_window_probe}
 ROUNDS=${1:-1} STEPS=${2:-24} WINDOW=${3:-12:16}
-S=$KIT/share/shardscope/scripts/fsdp_train_sample.py
-W=$(mktemp -d /tmp/ss_probe.XXXXXX)
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
-job() { echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
-          $DEVICE_ARGS --steps "$STEPS" --warmup 4 --summary "$W/$1.json"; }
 RUNS=$OUT/runs.jsonl
 . "$(dirname "$0")/probe_run.sh"
+job() { job_cmd "$1" --steps "$STEPS" --warmup 4; }
 for i in $(seq 1 "$ROUNDS"); do
   probe_one "base$i" - $(job "base$i")
   probe_one "window$i" "$WINDOW" "$KIT/bin/shardscope" record --steps "$WINDOW" -o "$W/window$i.ssdb" -- $(job "window$i")
