@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Median step inside a capture window against outside it (the mean of the medians before and after it), per run and per label, from the JSON
-lines the GPU probes write (probe_run.sh): what a profiler costs the job in one process, where the
-machine's drift between processes cancels.
+"""Median step inside a capture window against outside it (the mean of the medians before and
+after it), per run and per label, from the JSON lines the GPU probes write (probe_run.sh): what a
+profiler costs the job in one process, where the machine's drift between processes cancels.
     window_cost.py RUNS.jsonl A:B WARMUP     (steps A..B-1 inside; steps before WARMUP left out)"""
 import json
 import statistics

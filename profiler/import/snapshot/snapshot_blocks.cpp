@@ -50,7 +50,8 @@ std::int64_t AllocatorBlocks::alloc(std::int64_t address, std::int64_t requested
   const std::int64_t rounded = std::max(kMinBlockSize, (requested + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
   if (rule_ == BlockSizes::Rounded || rounded <= kSmallSize) return rounded;  // the small pool always splits
   auto seg = segments_.upper_bound(address);
-  if (seg == segments_.begin()) return rounded;  // a segment from before the trace: its end is unknown
+  // No known segment holds it (one allocated before the trace and freed before the snapshot).
+  if (seg == segments_.begin()) return rounded;
   --seg;
   if (address >= seg->second) return rounded;
   auto next = live_.upper_bound(address);
