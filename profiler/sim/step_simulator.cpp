@@ -87,6 +87,8 @@ class StepRun {
     bool ag_buffer = false;   // forward AG buffer waiting to be freed at the next unit's wait
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
+    TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward compute)
+    bool grads_written = false; // their allocation is in the memory events (see backward)
     bool sharded_grad = false;
     bool h2d = false;         // offload: shard copied up in the current pass
     bool shard_up = false;    // ... and still on the device (freed when its all-gather ends)
@@ -384,6 +386,8 @@ class StepRun {
     const bool sync = s_.sync_every_microbatch || last_micro;
     const Lane rs_lane = s_.separate_rs ? Lane::ReduceScatter : Lane::Nccl;
     TimeNs last_rs_end = 0, last_ar_end = 0;
+    std::int64_t held_rs = 0;  // the last reduce-scatter's input
+    int held_rs_unit = -1;
     // Backward all-gathers are issued once the forward is done on the GPU. (The CPU may run
     // further ahead; this keeps the model from holding a unit's parameters twice at the
     // forward/backward turn, and makes the last unit's re-gather exposed, as observed in practice.)
@@ -414,10 +418,6 @@ class StepRun {
           mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out
           st.resident = u.ag_bytes;
         }
-        if (!st.grads_held) {
-          mem(lane_[0], u.ag_bytes, e, MemCat::UnshardedGrad);  // grads in param dtype, same size
-          st.grads_held = true;
-        }
       }
       // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
       if (sg.recompute_ns > 0) {
@@ -436,6 +436,17 @@ class StepRun {
       if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
       transient(t, sg.bwd_temp_bytes, e);
       measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
+      // The unit's unsharded gradients (param dtype, its size) exist once its first backward
+      // compute is done: autograd makes them while it frees the activations, and they go into the
+      // reduce-scatter input at the post-backward. (Allocated at the pre-backward, they stacked on
+      // every activation and temporary of the unit: mlp's checkpointed layer peaks mid-backward
+      // with half of them, docs/accuracy.md.) Written when freed, so that gradients copied into the
+      // reduce-scatter input at the very instant they were made never count.
+      if (static_cast<int>(i) == u.last_seg && !st.grads_held) {
+        st.grads_held = true;
+        st.grads_at = lane_[0];
+        st.grads_written = false;
+      }
       mem(lane_[0], -sg.recompute_bytes - (sg.saved_bytes - loss_saved), e, MemCat::Activation);
       if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
         if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
@@ -446,12 +457,21 @@ class StepRun {
           // The compute stream waits for the previous reduce-scatter, then copies the grads in.
           const std::int64_t rs_in = u.params * s_.reduce_bytes;
           const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
+          if (held_rs > 0) mem(c0, -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
           mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
-          mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+          if (st.grads_written) {
+            mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+          } else if (lane_[0] > st.grads_at) {
+            mem(st.grads_at, u.ag_bytes, e, MemCat::UnshardedGrad);
+            mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+          }
           st.grads_held = false;
           const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns, rs_in);
           last_rs_end = r0 + u.rs_ns;
-          mem(last_rs_end, -rs_in, e, MemCat::ReduceScatterBuffer);
+          // FSDP2 keeps the input until the next unit's post-backward (or the backward's end)
+          // waits for this reduce-scatter: one buffer in flight, freed before the next is made.
+          held_rs = rs_in;
+          held_rs_unit = e;
           const std::int64_t g = grad_bytes(static_cast<std::size_t>(e));
           if (!st.sharded_grad) {
             mem(last_rs_end, g, e, MemCat::ShardedGrad);
@@ -466,10 +486,15 @@ class StepRun {
           }
           host_after_reduce(e, reduced, last_micro);
         }
+        if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync)
+          mem(st.grads_at, u.ag_bytes, e, MemCat::UnshardedGrad);
+          st.grads_written = true;
+        }
       }
     }
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
+    if (held_rs > 0) mem(lane_[0], -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
     free_unused_shards();
   }
 

@@ -143,8 +143,12 @@ TEST_CASE("joint planning: results fit; exact is never worse than cost; checkpoi
     CHECK(cost.result.peak_bytes <= budget);
     CHECK(exact.result.step_ns <= cost.result.step_ns);
     if (b.peak_bytes > budget) {
-      CHECK(!exact.checkpointed.empty());  // the base does not fit: only checkpointing gets there
-      ++used_checkpointing;
+      // The base does not fit: checkpointing gets there, or keeping units unsharded where the base
+      // peaks at a resharded unit's backward copy-out (its all-gather buffer and its parameters
+      // at once, which a kept unit never holds); the result is then no larger than the base.
+      CHECK((!exact.checkpointed.empty() || !exact.unsharded.empty()));
+      if (exact.checkpointed.empty()) CHECK(exact.result.peak_bytes < b.peak_bytes);
+      used_checkpointing += !exact.checkpointed.empty();
     }
   }
   CHECK(used_checkpointing > 0);

@@ -36,6 +36,23 @@ void add_random_extras(std::mt19937_64& rng, SimModel& m) {
   m.optimizer_extra = extra();
 }
 
+// The all-gather bytes of the unit named `name` (buckets cleared: one unit per exec unit).
+std::int64_t ag_bytes_of(const CompiledStep& s, const SimModel& m, const std::string& name) {
+  for (const auto& e : s.units)
+    for (int u : e.members)
+      if (m.units[static_cast<std::size_t>(u)].name == name) return e.ag_bytes;
+  return 0;
+}
+
+// Keeping a unit unsharded lowers the peak by at most one all-gather buffer of that unit: a
+// resharded unit's backward copy-out holds its all-gather output and its unsharded parameters at
+// once (FSDP2's foreach_all_gather_copy_out), which a kept unit never does; everything else it
+// holds, it holds longer. The copy-out is the peak only where nothing of the unit's backward
+// (activations, temporaries) tops it, so on most models the peak does not drop at all.
+std::int64_t lowest_peak_when_kept(const SimResult& base, const CompiledStep& kept, const SimModel& m, const std::string& name) {
+  return base.peak_bytes - ag_bytes_of(kept, m, name);
+}
+
 // The plan with one more (random) non-root unit kept unsharded; nullopt when all already are.
 std::optional<FsdpPlan> with_one_more_unsharded(std::mt19937_64& rng, const SimModel& m, const FsdpPlan& p) {
   std::vector<std::string> resharded;
@@ -74,11 +91,12 @@ TEST_CASE("replayed collectives and idle: unsharding never adds all-gathers; the
     const auto next = with_one_more_unsharded(rng, m, p);
     if (!next) continue;
     const FsdpPlan& more = *next;
-    const SimResult kept = simulate(compile_step(m, more, c));
+    const CompiledStep kept_step = compile_step(m, more, c);
+    const SimResult kept = simulate(kept_step);
     CHECK(kept.all_gathers == base.all_gathers - p.gradient_accumulation);
     CHECK(kept.other_comm_ns == base.other_comm_ns);
     CHECK(kept.idle_ns == base.idle_ns);
-    CHECK(kept.peak_bytes >= base.peak_bytes);
+    CHECK(kept.peak_bytes >= lowest_peak_when_kept(base, kept_step, m, more.unsharded.back()));
   }
 }
 
@@ -101,8 +119,9 @@ TEST_CASE("more bandwidth is never slower", "[sim][property]") {
   }
 }
 
-TEST_CASE("keeping a unit unsharded never adds an all-gather and never lowers peak memory", "[sim][property]") {
+TEST_CASE("keeping a unit unsharded never adds an all-gather and lowers the peak by at most its copy-out buffer", "[sim][property]") {
   std::mt19937_64 rng(12);
+  int lowered = 0, compared = 0;
   for (int iter = 0; iter < 300; ++iter) {
     SimModel m = test::random_model(rng);
     ClusterModel c = test::random_cluster(rng);
@@ -112,11 +131,17 @@ TEST_CASE("keeping a unit unsharded never adds an all-gather and never lowers pe
     const auto next = with_one_more_unsharded(rng, m, p);
     if (!next) continue;
     const FsdpPlan& more = *next;
-    const SimResult kept = simulate(compile_step(m, more, c));
+    const CompiledStep kept_step = compile_step(m, more, c);
+    const SimResult kept = simulate(kept_step);
     INFO("iteration " << iter << " unit " << more.unsharded.back());
     CHECK(kept.all_gathers == base.all_gathers - p.gradient_accumulation);
-    CHECK(kept.peak_bytes >= base.peak_bytes);
+    CHECK(kept.peak_bytes >= lowest_peak_when_kept(base, kept_step, m, more.unsharded.back()));
+    lowered += kept.peak_bytes < base.peak_bytes;
+    ++compared;
   }
+  // The exception is rare: the peak is almost always where the unit's backward tops its copy-out.
+  WARN("kept unit lowered the peak in " << lowered << " of " << compared << " random models");
+  CHECK(lowered * 10 < compared);
 }
 
 TEST_CASE("memory is never negative and returns to the persistent state", "[sim][property]") {
@@ -200,7 +225,9 @@ TEST_CASE("planner results fit the budget; exact is never worse than greedy or c
     const SimResult top = simulate(compile_step(m, all, c));
     std::uniform_real_distribution<double> f(0, 1.2);
     PlanRequest req;
-    req.budget_bytes = b.peak_bytes + static_cast<std::int64_t>(f(rng) * double(top.peak_bytes - b.peak_bytes));
+    // (Everything unsharded can peak below the base: no resharded copy-out; then budgets from the base.)
+    const std::int64_t hi = std::max(top.peak_bytes, b.peak_bytes);
+    req.budget_bytes = b.peak_bytes + static_cast<std::int64_t>(f(rng) * double(hi - b.peak_bytes));
     INFO("iteration " << iter << " budget " << req.budget_bytes);
     req.strategy = Strategy::Greedy;
     const PlanOutcome g = plan_unshard(m, base, c, req);
