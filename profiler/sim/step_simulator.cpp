@@ -87,7 +87,7 @@ class StepRun {
     bool ag_buffer = false;   // forward AG buffer waiting to be freed at the next unit's wait
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
-    TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward compute)
+    TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward segment)
     bool grads_written = false; // their allocation is in the memory events (see backward)
     bool sharded_grad = false;
     bool h2d = false;         // offload: shard copied up in the current pass
