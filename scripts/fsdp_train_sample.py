@@ -299,24 +299,24 @@ def main():
     gen = torch.Generator().manual_seed(rank)
     prof = None
     times = []
+    def start_profiler(cpu):
+        activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
+        if cpu:
+            activities.append(torch.profiler.ProfilerActivity.CPU)
+        p = torch.profiler.profile(activities=activities)
+        p.__enter__()
+        return p
+
     window = args.torch_profiler_window.split(":") if args.torch_profiler_window else None
+    first, stop = (int(window[0]), int(window[1])) if window else (-1, -1)
     for step in range(args.steps):
-        if window and step in (int(window[0]), int(window[1])):
-            if step == int(window[0]):  # started and stopped between steps: its set-up and processing are not timed
-                activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
-                if window[2:] == ["cpu"] or not activities:
-                    activities.append(torch.profiler.ProfilerActivity.CPU)
-                prof = torch.profiler.profile(activities=activities)
-                prof.__enter__()
-            else:
-                prof.__exit__(None, None, None)
-                prof = None
+        if step == first:  # started and stopped between steps: its set-up and processing are not timed
+            prof = start_profiler(cpu=window[2:] == ["cpu"] or device != "cuda")
+        elif step == stop and prof is not None:
+            prof.__exit__(None, None, None)
+            prof = None
         if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
-            activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
-            if args.torch_profiler_trace:
-                activities.append(torch.profiler.ProfilerActivity.CPU)
-            prof = torch.profiler.profile(activities=activities)
-            prof.__enter__()
+            prof = start_profiler(cpu=bool(args.torch_profiler_trace))
         t0 = time.perf_counter()
         if args.arch == "mlp":
             tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)

@@ -2,8 +2,8 @@
 # Is the cost of kernel records CUPTI's or ours? (issue 22; docs/gpu-runs.md). The same launch-bound
 # FSDP2 job, every run with a window of steps 10..17 of 24: `record --steps 10:18` with kernel
 # records only, with CUPTI's own overhead records added, and with no trace kind (the module
-# hooks alone); the job's own torch.profiler (Kineto,
-# the same CUPTI) on the same steps, CUDA activity only and CPU + CUDA; and no profiler at all.
+# hooks alone); the job's own torch.profiler (Kineto, the same CUPTI) on the same steps, CUDA
+# activity only and CPU + CUDA; and no profiler at all.
 # Steps inside the window against steps outside it, in one process (window_cost.py prints them).
 #   scripts/gpu/peer_probe.sh [BUDGET_S]      (default 280: no run starts after that)
 #   VARIANTS="base hooks no_modules no_history" scripts/gpu/peer_probe.sh 300   (the next loan's question:
@@ -14,7 +14,7 @@ BUDGET=${1:-280}
 RUNS=$OUT/cost_runs.jsonl
 . "$(dirname "$0")/probe_run.sh"
 job() { local name=$1; shift; job_cmd "$name" --steps 24 --warmup 4 "$@"; }
-rec() { echo "$KIT/bin/shardscope" record -o "$W/$1.ssdb" --steps 10:18 --; }
+rec() { local name=$1; shift; echo "$KIT/bin/shardscope" record -o "$W/$name.ssdb" --steps 10:18 "$@" --; }  # NAME [FLAGS]
 
 # VARIANTS picks and orders the runs of each round (default: the third loan's six).
 VARIANTS=${VARIANTS:-"base kernel torch_cuda hooks kernel_overhead torch_cpu_cuda"}
@@ -29,9 +29,9 @@ variant() { local v=$1 i=$2
     torch_cpu_cuda) probe_one "torch_cpu_cuda$i" torch:cpu+cuda $(job "torch_cpu_cuda$i" --torch-profiler-window 10:18:cpu) ;;
     # What is left without the module hooks (optimizer steps only), and without the allocator history:
     no_modules) probe_one "no_modules$i" record:none,no-modules SHARDSCOPE_TRACE_KINDS=none \
-                  "$KIT/bin/shardscope" record -o "$W/no_modules$i.ssdb" --steps 10:18 --no-modules -- $(job "no_modules$i") ;;
+                  $(rec "no_modules$i" --no-modules) $(job "no_modules$i") ;;
     no_history) probe_one "no_history$i" record:none,memory-off SHARDSCOPE_TRACE_KINDS=none \
-                  "$KIT/bin/shardscope" record -o "$W/no_history$i.ssdb" --steps 10:18 --memory off -- $(job "no_history$i") ;;
+                  $(rec "no_history$i" --memory off) $(job "no_history$i") ;;
     *) echo "peer_probe: unknown variant $v" >&2 ;;
   esac
 }
