@@ -34,4 +34,16 @@ inline std::ptrdiff_t interval_holding(const std::vector<TimeInterval>& set, Tim
   return std::prev(it) - set.begin();
 }
 
+// Busy time of a sorted, disjoint union clipped to [a, b].
+inline TimeNs busy_in(const std::vector<TimeInterval>& set, TimeNs a, TimeNs b) {
+  auto it = std::upper_bound(set.begin(), set.end(), a, [](TimeNs v, const TimeInterval& iv) { return v < iv.first; });
+  if (it != set.begin()) --it;
+  TimeNs total = 0;
+  for (; it != set.end() && it->first < b; ++it) {
+    const TimeNs s = std::max(it->first, a), e = std::min(it->second, b);
+    if (e > s) total += e - s;
+  }
+  return total;
+}
+
 }  // namespace ss

@@ -257,7 +257,8 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     if (sg.recompute_activation_bytes == 0 && !m.units[static_cast<std::size_t>(sg.unit)].is_root &&
         sg.saved_activation_bytes > sg.input_bytes) {
       const std::int64_t in = std::max<std::int64_t>(0, sg.input_bytes);
-      es.by_mode[1] = {in, sg.saved_activation_bytes - in, sg.fwd_ns};
+      const double share = std::clamp(sg.rerun_share, 0.0, 1.0);
+      es.by_mode[1] = {in, sg.saved_activation_bytes - in, static_cast<TimeNs>(std::llround(double(sg.fwd_ns) * share))};
     }
     es.fwd_other_ns = other_comm_at(sg.fwd_extra, m.other_comm_world, s.world, c);
     es.bwd_other_ns = other_comm_at(sg.bwd_extra, m.other_comm_world, s.world, c);

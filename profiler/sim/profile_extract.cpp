@@ -47,27 +47,6 @@ struct Split {
   Split minus(const Split& o) const { return {compute - o.compute, other - o.other, idle - o.idle, count - o.count, bytes - o.bytes}; }
 };
 
-// Busy time of a sorted disjoint union of intervals clipped to [a, b].
-TimeNs busy_in(const std::vector<Interval>& iv, TimeNs a, TimeNs b) {
-  auto it = std::lower_bound(iv.begin(), iv.end(), Interval{a, std::numeric_limits<TimeNs>::min()});
-  if (it != iv.begin()) --it;
-  TimeNs total = 0, cur_s = 0, cur_e = -1;
-  bool open = false;
-  for (; it != iv.end() && it->first < b; ++it) {
-    const TimeNs s = std::max(it->first, a), e = std::min(it->second, b);
-    if (e <= s) continue;
-    if (open && s <= cur_e) {
-      cur_e = std::max(cur_e, e);
-    } else {
-      if (open) total += cur_e - cur_s;
-      cur_s = s, cur_e = e, open = true;
-    }
-  }
-  if (open) total += cur_e - cur_s;
-  return total;
-}
-
-
 // modules.reshard_policy -> SimUnit::recorded_reshard ("true" or unknown: 1, "false": 0, "k": k).
 int recorded_reshard(const std::string& policy) {
   if (policy == "false") return 0;

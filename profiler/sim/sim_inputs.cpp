@@ -234,6 +234,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     add_activations_from_profile(pi, req.profile_path);
     add_temporaries_from_profile(pi, req.profile_path);
     add_gathers_from_profile(pi, req.profile_path);
+    add_rerun_share_from_profile(pi, req.profile_path);
     in.model = std::move(pi.model);
     in.from_profile = true;
     in.origin = pi.origin;

@@ -108,6 +108,11 @@ struct SimSegment {
   // keeps (its input) and its sub-modules for selective checkpointing. input_bytes 0 with saved
   // activations > 0 means unknown: a profile's unit keeps nothing then (docs/simulator.md limits).
   std::int64_t input_bytes = 0;
+  // The share of fwd_ns a full-checkpointing rerun repeats. torch.utils.checkpoint (non-reentrant,
+  // what checkpoint_wrapper uses) stops the rerun once the last tensor the unit's backward needs
+  // is rebuilt, so the ops after it (a block's last projection and residual add) do not run
+  // again. Profiles measure it (add_rerun_share_from_profile); 1 = the whole forward.
+  double rerun_share = 1.0;
   std::vector<SimPart> parts{};
   ParallelShape parallel{};
 };

@@ -18,6 +18,14 @@ std::string unit_label(const CompiledStep& s, int e) {
 }
 const char* phase_name(Phase p) { return p == Phase::Forward ? "forward" : p == Phase::Backward ? "backward" : "optimizer"; }
 std::string policy(int m) { return m == kKeepUnsharded ? "false" : m == kReshard ? "true" : std::to_string(m); }
+// What a checkpointed segment's rerun repeats of its forward, over all of them (a rerun stops
+// after the last tensor the backward needs: SimSegment::rerun_share).
+double rerun_share_of_forward(const CompiledStep& s) {
+  double rerun = 0, forward = 0;
+  for (const auto& sg : s.segments)
+    if (sg.recompute_ns > 0) rerun += double(sg.recompute_ns), forward += double(sg.fwd_ns);
+  return forward > 0 ? rerun / forward : 0;
+}
 }  // namespace
 
 void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& r, bool per_unit) {
@@ -33,7 +41,8 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
       .kv("all_reduces", r.all_reduces)
       .kv("peak_memory_bytes", r.peak_bytes);
   // New knobs' figures only when used, so plans without them report exactly as before.
-  if (r.recomputes > 0) j.kv("recomputes", r.recomputes).kv("recompute_ms", to_ms(r.recompute_ns));
+  if (r.recomputes > 0)
+    j.kv("recomputes", r.recomputes).kv("recompute_ms", to_ms(r.recompute_ns)).kv("recompute_share_of_forward", rerun_share_of_forward(s));
   if (s.offload != Offload::None)
     j.kv("offload", s.offload == Offload::Cpu ? "cpu" : "optimizer")
         .kv("host_copy_ms", to_ms(r.host_copy_ns))
@@ -96,7 +105,8 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
     o << line;
   }
   if (r.recomputes > 0) {
-    std::snprintf(line, sizeof line, "Recompute    %d forward rerun(s), %.3f ms (activation checkpointing)\n", r.recomputes, to_ms(r.recompute_ns));
+    std::snprintf(line, sizeof line, "Recompute    %d forward rerun(s), %.3f ms (activation checkpointing; %.0f %% of those units' forward)\n",
+                  r.recomputes, to_ms(r.recompute_ns), 100.0 * rerun_share_of_forward(s));
     o << line;
   }
   if (s.offload != Offload::None) {

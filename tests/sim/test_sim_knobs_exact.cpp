@@ -73,6 +73,27 @@ TEST_CASE("full activation checkpointing: recompute before backward, only the in
   CHECK(r.min_bytes >= 0);
 }
 
+TEST_CASE("a full checkpointing rerun repeats only its measured share of the forward", "[sim][exact][checkpoint]") {
+  // As above, but each unit's rerun stops at 40 % of its forward (PyTorch's early stop, measured
+  // on a profile): recompute 2000 ns instead of 5000. u1: recompute [10400,12400], bwd
+  // [12400,22400], RS(u1) [22400,22800]; u0: recompute [22400,24400], bwd [24400,34400], RS(u0)
+  // [34400,34800]. Memory does not change: the rerun rebuilds the same saved tensors.
+  SimModel m = compute_bound(10000);
+  for (auto& sg : m.segments) sg.rerun_share = 0.4;
+  FsdpPlan p;
+  p.checkpoint["*"] = "full";
+  const CompiledStep s = compile_step(m, p, host_cluster());
+  const SimResult r = simulate(s);
+  CHECK(find_op(r, OpKind::Recompute, s, "u1", Phase::Backward)->start == 10400);
+  CHECK(find_op(r, OpKind::Compute, s, "u1", Phase::Backward)->start == 12400);
+  CHECK(find_op(r, OpKind::Recompute, s, "u0", Phase::Backward)->start == 22400);
+  CHECK(r.recompute_ns == 4000);
+  CHECK(r.step_ns == 34800);
+  CHECK(r.peak_bytes == 14200);
+  // The share does not touch a plan without checkpointing (the forward itself runs in full).
+  CHECK(simulate(compile_step(m, FsdpPlan{}, host_cluster())).step_ns == 30800);
+}
+
 TEST_CASE("selective checkpointing: only the matching sub-module reruns", "[sim][exact][checkpoint]") {
   // Each block: attention (fwd 3000 ns of 5000, 6000 B of the 10000 B saved) + feed_forward.
   SimModel m = compute_bound(10000);

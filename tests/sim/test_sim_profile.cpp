@@ -209,3 +209,73 @@ TEST_CASE("the root's tail keeps what it saved itself, so the backward frees it 
   // Nothing is lost or counted twice (per-step averages, rounded per segment).
   CHECK(std::abs(double(sum - total)) <= double(m.segments.size()));
 }
+
+namespace {
+// Compute of rank `rank`'s non-collective operators inside [a, b] (top-level operators of a CPU
+// profile do not overlap).
+TimeNs ops_in(sql::Db& db, int rank, TimeNs a, TimeNs b) {
+  sql::Stmt st(db.get(), "SELECT COALESCE(SUM(duration_ns), 0) FROM kernels WHERE rank = ?1 AND category != ?2 "
+                         "AND start_ns >= ?3 AND start_ns + duration_ns <= ?4");
+  st.bind(1, rank);
+  st.bind(2, static_cast<int>(KernelCategory::Collective));
+  st.bind(3, a);
+  st.bind(4, b);
+  st.step();
+  return st.col_int(0);
+}
+// [start, end] of the forward range named `name` (module or FSDP) that starts inside [a, b].
+std::pair<TimeNs, TimeNs> forward_range(sql::Db& db, int rank, const std::string& name, TimeNs a, TimeNs b) {
+  sql::Stmt st(db.get(), "SELECT r.start_ns, r.start_ns + r.duration_ns FROM ranges r JOIN strings s ON s.id = r.name_id "
+                         "WHERE r.rank = ?1 AND s.value = ?2 AND r.phase = ?3 AND r.start_ns BETWEEN ?4 AND ?5");
+  st.bind(1, rank);
+  st.bind(2, name);
+  st.bind(3, static_cast<int>(RangePhase::Forward));
+  st.bind(4, a);
+  st.bind(5, b);
+  REQUIRE(st.step());
+  return {st.col_int(0), st.col_int(1)};
+}
+}  // namespace
+
+TEST_CASE("a checkpointing rerun stops after the last tensor its unit's backward needs (real recording)", "[sim][profile]") {
+  // A llama block (attention, then w2(silu(w1 x) * w3 x) and a residual add) saves nothing after
+  // the product that w2 consumes: PyTorch's checkpoint reruns it up to that product and stops, so
+  // the rerun is the block's forward less FSDP's pre-forward, the w2 projection and the residual
+  // add after it. Measured on the recording's own operators, step by step.
+  const std::string path = ss::test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  ProfileInput in = extract_profile(load_profile(path));
+  add_rerun_share_from_profile(in, path);
+  sql::Db db = open_profile_readonly(path);
+  int blocks = 0;
+  for (const auto& seg : in.model.segments) {
+    const SimUnit& u = in.model.units[static_cast<std::size_t>(seg.unit)];
+    if (u.is_root) {
+      CHECK(seg.rerun_share == 1.0);  // never checkpointed: not measured
+      continue;
+    }
+    ++blocks;
+    double forward = 0, expected = 0;
+    for (const auto& [a, b] : in.step_windows) {
+      const auto block = forward_range(db, in.rank, u.name, a, b);
+      const auto pre = forward_range(db, in.rank, "FSDP::pre_forward (" + u.name + ")", block.first, block.second);
+      const auto w2 = forward_range(db, in.rank, u.name + ".feed_forward.w2", block.first, block.second);
+      const TimeNs f = ops_in(db, in.rank, block.first, block.second);
+      forward += double(f);
+      // Everything from the pre-forward's end up to w2's start: w2 and the add after it are left out.
+      expected += double(ops_in(db, in.rank, pre.second, w2.first));
+      CHECK(ops_in(db, in.rank, w2.first, block.second) > 0);
+    }
+    INFO(u.name << ": share " << seg.rerun_share << ", expected " << expected / forward);
+    CHECK(seg.rerun_share > 0.5);
+    CHECK(seg.rerun_share < 1.0);
+    CHECK(seg.rerun_share == Approx(expected / forward).epsilon(1e-9));
+  }
+  CHECK(blocks == 4);
+}
+
+TEST_CASE("a GPU profile keeps the whole forward as its rerun (no launch ties an allocation to a kernel)", "[sim][profile]") {
+  const std::string path = ss::test::source_dir() + "/resources/samples/h100-fsdp2-decoder-1gpu.ssdb";
+  ProfileInput in = extract_profile(load_profile(path));
+  add_rerun_share_from_profile(in, path);
+  for (const auto& seg : in.model.segments) CHECK(seg.rerun_share == 1.0);
+}
