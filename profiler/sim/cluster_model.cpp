@@ -196,7 +196,7 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     int n = 0, group = 0;
     double xmin = 1e300, xmax = -1;
     for (const auto& s : samples) {
-      if (s.type != c || s.group_size < 2 || s.duration <= 0 || s.bytes <= 0) continue;
+      if (s.type != c || s.group_size < 2 || s.duration < 0 || s.bytes <= 0) continue;
       const double x = double(s.bytes) * bus_factor(c, s.group_size), y = double(s.duration);
       sx += x, sy += y, sxx += x * x, sxy += x * y;
       xmin = std::min(xmin, x), xmax = std::max(xmax, x);
@@ -237,7 +237,7 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     if (nodes > 1) p.inter.hop_latency_us *= scale;
     double se = 0;
     for (const auto& s : samples) {
-      if (s.type != c || s.group_size < 2 || s.duration <= 0 || s.bytes <= 0) continue;
+      if (s.type != c || s.group_size < 2 || s.duration < 0 || s.bytes <= 0) continue;
       const double r = double(cluster.collective_ns(c, s.bytes, s.group_size)) - double(s.duration);
       se += r * r;
     }

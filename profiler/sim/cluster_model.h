@@ -76,7 +76,7 @@ struct CollSample {
   Coll type;
   std::int64_t bytes;
   int group_size;
-  TimeNs duration;
+  TimeNs duration;  // 0 is a sample (a CPU collective wholly under compute); negative is none
 };
 
 struct FitReport {

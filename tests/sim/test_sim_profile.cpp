@@ -9,6 +9,7 @@
 #include "profiler/sim/step_simulator.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/errors.h"
+#include "storage/interval_union.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
 #include "storage/sqlite_handle.h"
@@ -278,4 +279,36 @@ TEST_CASE("a GPU profile keeps the whole forward as its rerun (no launch ties an
   ProfileInput in = extract_profile(load_profile(path));
   add_rerun_share_from_profile(in, path);
   for (const auto& seg : in.model.segments) CHECK(seg.rerun_share == 1.0);
+}
+
+TEST_CASE("a CPU profile's fit samples are the time each collective held the training thread (real recording)", "[sim][profile]") {
+  // gloo's worker runs on the other core while the training thread computes; that part of a
+  // collective is already the segments' compute, and the CPU replay holds the compute lane for a
+  // collective's whole modelled time, so the fit gets each collective's time less the compute
+  // under it.
+  const std::string path = ss::test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  const Profile p = load_profile(path);
+  const ProfileInput in = extract_profile(p);
+  std::vector<TimeInterval> ops;
+  for (const auto& rk : p.ranks)
+    if (rk.info.rank == in.rank)
+      for (std::int32_t ti : rk.stream_tracks)
+        for (const auto& k : p.stream_tracks[static_cast<std::size_t>(ti)].events)
+          if (k.category != KernelCategory::Collective) ops.emplace_back(k.start, k.end);
+  const std::vector<TimeInterval> compute = interval_union(ops);
+  double held = 0, whole = 0, samples = 0;
+  int n = 0;
+  for (const auto& c : p.collectives) {
+    if (c.rank != in.rank || c.end <= c.start || interval_holding(in.step_windows, c.start) < 0) continue;
+    ++n;
+    whole += double(c.end - c.start);
+    held += double(c.end - c.start - busy_in(compute, c.start, c.end));
+  }
+  for (const auto& s : in.collectives) {
+    CHECK(s.duration >= 0);
+    samples += double(s.duration);
+  }
+  CHECK(static_cast<int>(in.collectives.size()) == n);
+  CHECK(samples == held);
+  CHECK(held < 0.95 * whole);  // this recording ran part of gloo's time under compute
 }
