@@ -23,7 +23,7 @@ std::string policy(int m) { return m == kKeepUnsharded ? "false" : m == kReshard
 double rerun_share_of_forward(const CompiledStep& s) {
   double rerun = 0, forward = 0;
   for (const auto& sg : s.segments)
-    if (sg.recompute_ns > 0) rerun += double(sg.recompute_ns), forward += double(sg.fwd_ns);
+    if (sg.recompute_ns > 0) rerun += double(sg.recompute_ns), forward += double(sg.fwd_ns + sg.fwd_idle_ns);
   return forward > 0 ? rerun / forward : 0;
 }
 }  // namespace

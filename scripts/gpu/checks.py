@@ -708,9 +708,12 @@ def main():
     r.save()
     with tarfile.open(os.path.join(r.out, "artifacts.tar.gz"), "w:gz") as tar:
         for p in sorted(glob.glob(os.path.join(r.work, "*"))):
-            # The small recordings too (the collectives job's: what NCCL's records were), and the
-            # memory stage's (where its peak and max_memory_allocated part), not the other big ones.
-            limit = (16 << 20 if os.path.basename(p) == "memory.ssdb" else 1 << 20) if p.endswith(".ssdb") else 4 << 20
+            # The small recordings too (the collectives job's: what NCCL's records were), the
+            # memory stage's (where its peak and max_memory_allocated part), and the loop's A and
+            # checkpointed B (to re-evaluate a model change on GPU data without a loan:
+            # closed_loop_reeval.py's question), not the other big ones.
+            big = ("memory.ssdb", "win1.ssdb", "rec1.ssdb", "loopA.ssdb", "B_checkpoint.ssdb")
+            limit = (16 << 20 if os.path.basename(p) in big else 1 << 20) if p.endswith(".ssdb") else 4 << 20
             if os.path.isfile(p) and os.path.getsize(p) < limit:
                 tar.add(p, arcname=os.path.basename(p))
     r.log("== summary (%.0f s)\n%s" % (r.results["meta"]["seconds"], "\n".join(summary)))

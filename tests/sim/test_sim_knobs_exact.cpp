@@ -92,6 +92,19 @@ TEST_CASE("a full checkpointing rerun repeats only its measured share of the for
   CHECK(r.peak_bytes == 14200);
   // The share does not touch a plan without checkpointing (the forward itself runs in full).
   CHECK(simulate(compile_step(m, FsdpPlan{}, host_cluster())).step_ns == 30800);
+
+  // The rerun runs the forward's host gaps again too: 1000 ns of measured idle after each
+  // forward. Forward: u0 [200,5200] + idle [5200,6200], u1 [6200,11200] + idle [11200,12200];
+  // backward issued at 12200: AG(u1) [12200,12400], AG(u0) [12400,12600]. u1: recompute
+  // (5000 + 1000) x 0.4 = 2400 [12400,14800], bwd [14800,24800], RS(u1) [24800,25200]; u0:
+  // recompute [24800,27200], bwd [27200,37200], RS(u0) [37200,37600].
+  for (auto& sg : m.segments) sg.fwd_extra.idle_ns = 1000;
+  const CompiledStep s2 = compile_step(m, p, host_cluster());
+  const SimResult r2 = simulate(s2);
+  CHECK(find_op(r2, OpKind::Recompute, s2, "u1", Phase::Backward)->start == 12400);
+  CHECK(find_op(r2, OpKind::Compute, s2, "u1", Phase::Backward)->start == 14800);
+  CHECK(r2.recompute_ns == 4800);
+  CHECK(r2.step_ns == 37600);
 }
 
 TEST_CASE("selective checkpointing: only the matching sub-module reruns", "[sim][exact][checkpoint]") {
