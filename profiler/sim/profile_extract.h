@@ -64,8 +64,9 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
 // Returns the largest of them (0 when the profile has none).
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
 // What share of each unit's forward a full-checkpointing rerun repeats (SimSegment::rerun_share):
-// up to the operator that made the last activation the unit's own backward frees (PyTorch's
-// checkpoint stops there). CPU profiles only; others keep 1. profile_rerun.cpp.
+// up to where the last activation the unit's own backward frees is made (PyTorch's checkpoint
+// stops there): the operator that made it on a CPU profile, the next sub-module's first kernel on
+// a GPU profile. Units with nothing measured keep 1. profile_rerun.cpp.
 void add_rerun_share_from_profile(ProfileInput& in, const std::string& path);
 // Without FSDP's ranges (SimpleFSDP): each unit's all-gathers per step from the collectives
 // issued inside its modules; more than the model makes set SimUnit::extra_fwd_gathers.

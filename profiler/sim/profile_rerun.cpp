@@ -11,10 +11,14 @@
 //
 // From the profile: in each step, the last activation a unit's forward allocates that its own
 // backward frees (a saved tensor; the block's output lives on as the next unit's input and is
-// freed in that unit's backward) marks where the rerun stops, at the end of the operator that
-// made it. The share is the compute from the unit's pre-forward end to there over the unit's
-// forward compute. CPU profiles only: their operators and allocations share one clock; a GPU
-// profile's allocations are host times with no launch to tie them to kernels (share stays 1).
+// freed in that unit's backward) marks where the rerun stops. The share is the compute of the
+// rerun over the unit's forward compute:
+// - CPU profiles (operators and allocations on one clock): from the pre-forward's end to the end
+//   of the operator that made that tensor.
+// - GPU profiles (allocations and module ranges are host times, kernels GPU times, and no launch
+//   time ties one to the other): from the first kernel of the unit's first sub-module to the
+//   first kernel of the sub-module whose forward starts after that allocation (llama: w2), found
+//   by the kernels' module. A unit without such a sub-module reruns all of its forward.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -29,32 +33,52 @@ namespace ss::sim {
 namespace {
 
 constexpr TimeNs kNone = std::numeric_limits<TimeNs>::min();
+constexpr TimeNs kMax = std::numeric_limits<TimeNs>::max();
 
-// One unit in one step: its forward and backward spans (module ranges), where its pre-forward
-// ends, and the latest allocation of its forward that its backward freed.
+// One unit in one step: its forward and backward spans (module ranges, host times), where its
+// pre-forward ends, its sub-modules' forward ranges, and the latest allocation of its forward that
+// its backward freed. GPU: the span of its forward kernels and where the rerun starts and stops.
 struct UnitStep {
-  TimeNs fwd_lo = std::numeric_limits<TimeNs>::max(), fwd_hi = kNone;
-  TimeNs bwd_lo = std::numeric_limits<TimeNs>::max(), bwd_hi = kNone;
+  TimeNs fwd_lo = kMax, fwd_hi = kNone;
+  TimeNs bwd_lo = kMax, bwd_hi = kNone;
   TimeNs pre_end = kNone;
   TimeNs last_saved = kNone;
+  std::vector<std::pair<TimeNs, RowId>> sub_starts;  // (start, module) of sub-module forward ranges
+  RowId stop_module = kNoRow;                        // GPU: the sub-module the rerun does not reach
+  TimeNs k_lo = kMax, k_hi = kNone, k_sub = kMax, k_stop = kMax;  // GPU kernel times
   TimeNs rerun_from() const { return pre_end != kNone && pre_end >= fwd_lo && pre_end <= fwd_hi ? pre_end : fwd_lo; }
   bool in_fwd(TimeNs t) const { return fwd_hi != kNone && t >= rerun_from() && t <= fwd_hi; }
   bool in_bwd(TimeNs t) const { return bwd_hi != kNone && t >= bwd_lo && t <= bwd_hi; }
 };
 
+bool in_subtree(const std::string& fqn, const std::string& root) {
+  return fqn == root || (fqn.size() > root.size() && fqn.compare(0, root.size(), root) == 0 && fqn[root.size()] == '.');
+}
+
 }  // namespace
 
 void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
-  if (in.step_windows.empty() || !is_cpu_device(in.gpu_name)) return;
+  if (in.step_windows.empty()) return;
+  const bool cpu = is_cpu_device(in.gpu_name);
   sql::Db db = open_profile_readonly(path);
   const std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   const std::size_t nu = in.model.units.size();
+  std::map<RowId, std::string> fqn;
+  {
+    sql::Stmt m(db.get(), "SELECT id, fqn FROM modules");
+    while (m.step()) fqn[m.col_int(0)] = m.col_text(1);
+  }
+  auto fqn_of = [&](RowId id) -> const std::string& {
+    static const std::string none;
+    const auto it = fqn.find(id);
+    return it == fqn.end() ? none : it->second;
+  };
   std::vector<UnitStep> at(in.step_windows.size() * nu);
-  auto slot = [&](RowId module, TimeNs t) -> UnitStep* {
+  auto unit_step = [&](RowId module, TimeNs t) -> std::pair<UnitStep*, int> {
     const auto u = unit_of.find(module);
     const auto k = interval_holding(in.step_windows, t);
-    if (u == unit_of.end() || k < 0 || in.model.units[static_cast<std::size_t>(u->second)].is_root) return nullptr;
-    return &at[static_cast<std::size_t>(k) * nu + static_cast<std::size_t>(u->second)];
+    if (u == unit_of.end() || k < 0 || in.model.units[static_cast<std::size_t>(u->second)].is_root) return {nullptr, -1};
+    return {&at[static_cast<std::size_t>(k) * nu + static_cast<std::size_t>(u->second)], u->second};
   };
 
   {
@@ -68,7 +92,8 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
     r.bind(4, static_cast<int>(RangePhase::Forward));
     r.bind(5, static_cast<int>(RangePhase::Backward));
     while (r.step()) {
-      UnitStep* us = slot(r.col_int(0), r.col_int(3));
+      const RowId module = r.col_int(0);
+      const auto [us, u] = unit_step(module, r.col_int(3));
       if (!us) continue;
       const TimeNs a = r.col_int(3), b = r.col_int(4);
       const bool forward = r.col_int(2) == static_cast<int>(RangePhase::Forward);
@@ -76,6 +101,7 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
         if (forward && r.col_text(5).rfind("FSDP::pre_forward", 0) == 0) us->pre_end = std::max(us->pre_end, b);
       } else if (forward) {
         us->fwd_lo = std::min(us->fwd_lo, a), us->fwd_hi = std::max(us->fwd_hi, b);
+        if (fqn_of(module) != in.model.units[static_cast<std::size_t>(u)].name) us->sub_starts.emplace_back(a, module);
       } else {
         us->bwd_lo = std::min(us->bwd_lo, a), us->bwd_hi = std::max(us->bwd_hi, b);
       }
@@ -94,7 +120,7 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
       const TimeNs t = st.col_int(0);
       const std::int64_t addr = st.col_int(1);
       if (st.col_int(2) > 0) {
-        UnitStep* us = st.col_null(3) ? nullptr : slot(st.col_int(3), t);
+        UnitStep* us = st.col_null(3) ? nullptr : unit_step(st.col_int(3), t).first;
         if (us && us->in_fwd(t)) open[addr] = {us, t};
         else open.erase(addr);
       } else if (auto it = open.find(addr); it != open.end()) {
@@ -104,19 +130,41 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
     }
   }
 
-  // The training thread's operators: where the rerun stops is the end of the one that made the
-  // last saved tensor (top-level operators do not nest on a CPU profile's compute lane).
+  // Compute: every non-collective kernel of the rank (a CPU profile's operators on the training
+  // thread). GPU: each unit's forward kernels (by module; started after its forward began on the
+  // host and before its backward did), the first of its sub-modules', and the first of the
+  // sub-module the rerun does not reach.
   std::vector<TimeInterval> ops;
   {
-    sql::Stmt k(db.get(), "SELECT start_ns, start_ns + duration_ns FROM kernels WHERE rank = ?1 AND category != ?2");
+    for (auto& us : at) {
+      if (us.last_saved == kNone) continue;
+      std::sort(us.sub_starts.begin(), us.sub_starts.end());
+      const auto next = std::upper_bound(us.sub_starts.begin(), us.sub_starts.end(), us.last_saved,
+                                         [](TimeNs t, const std::pair<TimeNs, RowId>& s) { return t < s.first; });
+      if (next != us.sub_starts.end()) us.stop_module = next->second;
+    }
+    sql::Stmt k(db.get(), "SELECT start_ns, start_ns + duration_ns, module_id FROM kernels WHERE rank = ?1 AND category != ?2");
     k.bind(1, in.rank);
     k.bind(2, static_cast<int>(KernelCategory::Collective));
-    while (k.step()) ops.emplace_back(k.col_int(0), k.col_int(1));
+    while (k.step()) {
+      const TimeNs a = k.col_int(0), b = k.col_int(1);
+      ops.emplace_back(a, b);
+      if (cpu || k.col_null(2)) continue;
+      const RowId module = k.col_int(2);
+      const auto [us, u] = unit_step(module, a);
+      if (!us || us->last_saved == kNone || a < us->fwd_lo || a >= us->bwd_lo) continue;
+      us->k_lo = std::min(us->k_lo, a), us->k_hi = std::max(us->k_hi, b);
+      const std::string& f = fqn_of(module);
+      if (f != in.model.units[static_cast<std::size_t>(u)].name) us->k_sub = std::min(us->k_sub, a);
+      if (us->stop_module != kNoRow && in_subtree(f, fqn_of(us->stop_module))) us->k_stop = std::min(us->k_stop, a);
+    }
   }
   std::sort(ops.begin(), ops.end());
   const std::vector<TimeInterval> busy = interval_union(ops);
+  // CPU: where the rerun stops is the end of the operator that made the last saved tensor
+  // (top-level operators do not nest on a CPU profile's compute lane).
   auto end_of_op_at = [&](TimeNs t) {
-    auto it = std::upper_bound(ops.begin(), ops.end(), TimeInterval{t, std::numeric_limits<TimeNs>::max()});
+    auto it = std::upper_bound(ops.begin(), ops.end(), TimeInterval{t, kMax});
     return it != ops.begin() && std::prev(it)->second > t ? std::prev(it)->second : t;
   };
 
@@ -124,8 +172,14 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
   for (std::size_t i = 0; i < at.size(); ++i) {
     const UnitStep& us = at[i];
     if (us.last_saved == kNone) continue;  // nothing saved, or no backward seen: unknown
-    rerun[i % nu] += double(busy_in(busy, us.rerun_from(), end_of_op_at(us.last_saved)));
-    forward[i % nu] += double(busy_in(busy, us.fwd_lo, us.fwd_hi));
+    if (cpu) {
+      rerun[i % nu] += double(busy_in(busy, us.rerun_from(), end_of_op_at(us.last_saved)));
+      forward[i % nu] += double(busy_in(busy, us.fwd_lo, us.fwd_hi));
+    } else if (us.k_hi != kNone) {
+      const TimeNs from = us.k_sub != kMax ? us.k_sub : us.k_lo, to = std::min(us.k_stop, us.k_hi);
+      rerun[i % nu] += double(busy_in(busy, from, std::max(from, to)));
+      forward[i % nu] += double(busy_in(busy, us.k_lo, us.k_hi));
+    }
   }
   for (auto& seg : in.model.segments) {
     const auto u = static_cast<std::size_t>(seg.unit);

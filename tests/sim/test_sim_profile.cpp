@@ -274,11 +274,71 @@ TEST_CASE("a checkpointing rerun stops after the last tensor its unit's backward
   CHECK(blocks == 4);
 }
 
-TEST_CASE("a GPU profile keeps the whole forward as its rerun (no launch ties an allocation to a kernel)", "[sim][profile]") {
+TEST_CASE("on a GPU recording the rerun runs from the block's first sub-module to w2 (real H100 recording)", "[sim][profile]") {
+  // No launch time ties a host allocation to a kernel: the rerun stops at the first kernel of the
+  // sub-module whose forward starts after the last saved allocation (the product w2 consumes is
+  // made in feed_forward's own code; w2 starts after it), and starts at the first sub-module's
+  // first kernel (FSDP's copy-out kernels before it are the pre-forward's).
   const std::string path = ss::test::source_dir() + "/resources/samples/h100-fsdp2-decoder-1gpu.ssdb";
   ProfileInput in = extract_profile(load_profile(path));
   add_rerun_share_from_profile(in, path);
-  for (const auto& seg : in.model.segments) CHECK(seg.rerun_share == 1.0);
+  sql::Db db = open_profile_readonly(path);
+  std::vector<TimeInterval> ops;
+  {
+    sql::Stmt k(db.get(), "SELECT start_ns, start_ns + duration_ns FROM kernels WHERE rank = ?1 AND category != ?2");
+    k.bind(1, in.rank);
+    k.bind(2, static_cast<int>(KernelCategory::Collective));
+    while (k.step()) ops.emplace_back(k.col_int(0), k.col_int(1));
+  }
+  const std::vector<TimeInterval> busy = interval_union(ops);
+  // The first start of a kernel whose module's name is LIKE `like`, inside [a, b).
+  auto first_kernel = [&](const std::string& like, TimeNs a, TimeNs b) {
+    sql::Stmt k(db.get(), "SELECT MIN(k.start_ns) FROM kernels k JOIN modules m ON m.id = k.module_id WHERE k.rank = ?1 "
+                          "AND m.fqn LIKE ?2 AND k.start_ns >= ?3 AND k.start_ns < ?4");
+    k.bind(1, in.rank);
+    k.bind(2, like);
+    k.bind(3, a);
+    k.bind(4, b);
+    REQUIRE(k.step());
+    REQUIRE(!k.col_null(0));
+    return k.col_int(0);
+  };
+  int blocks = 0;
+  for (const auto& seg : in.model.segments) {
+    const SimUnit& u = in.model.units[static_cast<std::size_t>(seg.unit)];
+    if (u.is_root) continue;
+    ++blocks;
+    double rerun = 0, forward = 0;
+    for (const auto& [a, b] : in.step_windows) {
+      const TimeNs fwd = forward_range(db, in.rank, u.name, a, b).first;
+      sql::Stmt r(db.get(), "SELECT MIN(r.start_ns) FROM ranges r JOIN strings s ON s.id = r.name_id WHERE r.rank = ?1 "
+                            "AND s.value = ?2 AND r.phase = ?3 AND r.start_ns BETWEEN ?4 AND ?5");
+      r.bind(1, in.rank);
+      r.bind(2, u.name);
+      r.bind(3, static_cast<int>(RangePhase::Backward));
+      r.bind(4, a);
+      r.bind(5, b);
+      REQUIRE(r.step());
+      const TimeNs bwd = r.col_int(0);
+      sql::Stmt span(db.get(), "SELECT MIN(k.start_ns), MAX(k.start_ns + k.duration_ns) FROM kernels k JOIN modules m ON "
+                               "m.id = k.module_id WHERE k.rank = ?1 AND k.category != ?2 AND (m.fqn = ?3 OR m.fqn LIKE ?4) "
+                               "AND k.start_ns >= ?5 AND k.start_ns < ?6");
+      span.bind(1, in.rank);
+      span.bind(2, static_cast<int>(KernelCategory::Collective));
+      span.bind(3, u.name);
+      span.bind(4, u.name + ".%");
+      span.bind(5, fwd);
+      span.bind(6, bwd);
+      REQUIRE(span.step());
+      forward += double(busy_in(busy, span.col_int(0), span.col_int(1)));
+      rerun += double(busy_in(busy, first_kernel(u.name + ".%", fwd, bwd), first_kernel(u.name + ".feed_forward.w2", fwd, bwd)));
+    }
+    INFO(u.name << ": share " << seg.rerun_share << ", expected " << rerun / forward);
+    CHECK(seg.rerun_share > 0.5);
+    CHECK(seg.rerun_share < 1.0);
+    CHECK(seg.rerun_share == Approx(rerun / forward).epsilon(1e-9));
+  }
+  CHECK(blocks == 16);
 }
 
 TEST_CASE("a CPU profile's fit samples are the time each collective held the training thread (real recording)", "[sim][profile]") {
