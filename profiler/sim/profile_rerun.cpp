@@ -101,7 +101,7 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
         if (forward && r.col_text(5).rfind("FSDP::pre_forward", 0) == 0) us->pre_end = std::max(us->pre_end, b);
       } else if (forward) {
         us->fwd_lo = std::min(us->fwd_lo, a), us->fwd_hi = std::max(us->fwd_hi, b);
-        if (fqn_of(module) != in.model.units[static_cast<std::size_t>(u)].name) us->sub_starts.emplace_back(a, module);
+        if (!cpu && fqn_of(module) != in.model.units[static_cast<std::size_t>(u)].name) us->sub_starts.emplace_back(a, module);
       } else {
         us->bwd_lo = std::min(us->bwd_lo, a), us->bwd_hi = std::max(us->bwd_hi, b);
       }
@@ -129,6 +129,10 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
       }
     }
   }
+
+  // Nothing saved anywhere (no activation events: a profile recorded without memory): every unit
+  // keeps 1, and the kernels need not be read.
+  if (std::none_of(at.begin(), at.end(), [](const UnitStep& us) { return us.last_saved != kNone; })) return;
 
   // Compute: every non-collective kernel of the rank (a CPU profile's operators on the training
   // thread). GPU: each unit's forward kernels (by module; started after its forward began on the
