@@ -475,6 +475,12 @@ def step_medians(summary, warmup, window=None):
         inside = [m for n, m in zip(steps, ms) if window[0] <= n < window[1]]
         outside = [m for n, m in zip(steps, ms) if not window[0] <= n < window[1]]
         out.update(inside=statistics.median(inside), outside=statistics.median(outside))
+        # Before and after the window apart (the step right after it pays the window's stop): a
+        # profiler that leaves something behind shows as "after" slower than "before".
+        before = [m for n, m in zip(steps, ms) if n < window[0]]
+        after = [m for n, m in zip(steps, ms) if n > window[1]]
+        if before and after:
+            out.update(before=statistics.median(before), after=statistics.median(after))
     return out
 
 
@@ -504,6 +510,11 @@ def stage_overhead(r, f, t):
     f["window_outside_overhead_pct_per_pair"] = [round(pct(w["outside"], x), 2) for x, w in zip(base, win)]
     f["window_outside_overhead_pct_median"] = statistics.median(f["window_outside_overhead_pct_per_pair"])
     f["window_inside_vs_outside_pct"] = [round(pct(w["inside"], w["outside"]), 2) for w in win]
+    f["window_after_vs_before_pct"] = [round(pct(w["after"], w["before"]), 2) for w in win if "after" in w]
+    # The collector detaches CUPTI when the window closes (docs/collector.md); 1 when it did.
+    f["window_cupti_detached"] = [(db_of(r.w("win%d.ssdb" % i)).execute(
+        "SELECT value FROM meta WHERE key = 'rank0.collector.cupti_detached'").fetchone() or [None])[0]
+        for i in range(1, rounds + 1)]
     f["dropped_records"] = sum(profile_health(r.w("%s%d.ssdb" % (k, i)), warmup if k == "rec" else window[0])["dropped_records"]
                                for k in ("rec", "win") for i in range(1, rounds + 1))
     # Targets (issue 22): what the job pays, every step traced and outside a --steps window.

@@ -6,8 +6,10 @@
 # activity only and CPU + CUDA; and no profiler at all.
 # Steps inside the window against steps outside it, in one process (window_cost.py prints them).
 #   scripts/gpu/peer_probe.sh [BUDGET_S]      (default 280: no run starts after that)
-#   VARIANTS="base hooks no_modules no_history" scripts/gpu/peer_probe.sh 300   (the next loan's question:
-#   what in the hooks' window costs the job; no_modules / no_history drop the hooks / the history)
+#   VARIANTS="base record attached hooks no_history" scripts/gpu/peer_probe.sh 300   (the next loan's
+#   questions: do the steps after the window still run slower than before it with CUPTI detached
+#   (record) than kept attached (attached); what in the hooks' window costs the job (hooks, and
+#   no_modules / no_history without the hooks / the history))
 set -u
 OUT=${OUT:-/tmp/ss_peer_probe}
 BUDGET=${1:-280}
@@ -32,6 +34,10 @@ variant() { local v=$1 i=$2
                   $(rec "no_modules$i" --no-modules) $(job "no_modules$i") ;;
     no_history) probe_one "no_history$i" record:none,memory-off SHARDSCOPE_TRACE_KINDS=none \
                   $(rec "no_history$i" --memory off) $(job "no_history$i") ;;
+    # The steps after the window: record's defaults (CUPTI detached at the window's end) against
+    # CUPTI kept attached with its kinds off, as before 2026-11-27 (the third loan's +25 % after it).
+    record) probe_one "record$i" record $(rec "record$i") $(job "record$i") ;;
+    attached) probe_one "attached$i" record:cupti-attached SHARDSCOPE_CUPTI_DETACH=0 $(rec "attached$i") $(job "attached$i") ;;
     *) echo "peer_probe: unknown variant $v" >&2 ;;
   esac
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Median step inside a capture window against outside it (the mean of the medians before and
 after it), per run and per label, from the JSON lines the GPU probes write (probe_run.sh): what a
-profiler costs the job in one process, where the machine's drift between processes cancels.
+profiler costs the job in one process, where the machine's drift between processes cancels. And
+the steps after the window against those before it: what the window leaves behind in the job.
     window_cost.py RUNS.jsonl A:B WARMUP     (steps A..B-1 inside; steps before WARMUP left out)"""
 import json
 import statistics
@@ -29,13 +30,16 @@ def main():
         before, inside, after = window_medians(s["step_ms"], a, b, warmup)
         outside = statistics.median([before, after])
         change = 100.0 * (inside - outside) / outside
-        by_label.setdefault(run["label"], []).append(change)
-        print("%-20s %-24s before %7.1f  inside %7.1f  after %7.1f ms  inside vs outside %+6.1f %%"
-              % (run["name"], run["label"], before, inside, after, change))
+        later = 100.0 * (after - before) / before  # what the window leaves behind (e.g. an attached CUPTI)
+        by_label.setdefault(run["label"], []).append((change, later))
+        print("%-20s %-24s before %7.1f  inside %7.1f  after %7.1f ms  inside vs outside %+6.1f %%  after vs before %+6.1f %%"
+              % (run["name"], run["label"], before, inside, after, change, later))
     print()
-    for label, changes in by_label.items():
-        print("%-24s runs %d  median %+6.1f %%  (%s)" % (label, len(changes), statistics.median(changes),
-                                                         ", ".join("%+.1f" % c for c in changes)))
+    for label, pairs in by_label.items():
+        changes, laters = [p[0] for p in pairs], [p[1] for p in pairs]
+        print("%-24s runs %d  inside vs outside: median %+6.1f %% (%s)  after vs before: median %+6.1f %% (%s)"
+              % (label, len(pairs), statistics.median(changes), ", ".join("%+.1f" % c for c in changes),
+                 statistics.median(laters), ", ".join("%+.1f" % c for c in laters)))
 
 
 if __name__ == "__main__":

@@ -47,5 +47,7 @@ inline constexpr const char* kEnvSteps = "SHARDSCOPE_STEPS";              // rec
 // Which trace kinds the collector switches on (kernel,memcpy,memset,marker,api,overhead; "none"; "all"; unset = all but overhead):
 // for measuring what each costs the job (bench/gpu), not a user setting.
 inline constexpr const char* kEnvTraceKinds = "SHARDSCOPE_TRACE_KINDS";
+// "0": keep CUPTI attached after a capture window closes (default: detach, cupti/collector.cpp).
+inline constexpr const char* kEnvCuptiDetach = "SHARDSCOPE_CUPTI_DETACH";
 
 }  // namespace ss::collector

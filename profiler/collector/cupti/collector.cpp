@@ -56,6 +56,14 @@ struct State {
   std::int64_t first_captured_step = 0;
   std::string trace_kinds = "all";  // SHARDSCOPE_TRACE_KINDS (measurement only)
   std::atomic<std::int64_t> capture_switches{0};
+  // Detaching CUPTI once a capture window has closed (detach_after_window). The job's thread asks
+  // (set_capture), the writer thread drains what CUPTI flushed and arms the API callback, and the
+  // callback calls cuptiFinalize at the next CUDA API exit (CUPTI's documented detach site).
+  bool detach_after_window = true;         // SHARDSCOPE_CUPTI_DETACH != "0"
+  std::atomic<bool> detach_requested{false};  // window closed, everything flushed into the queue
+  std::atomic<bool> detach_armed{false};      // buffers drained: no CUPTI call from the writer from here on
+  std::atomic<bool> detached{false};          // cuptiFinalize called
+  std::int64_t dropped_before_detach = 0;     // CUPTI's dropped count, read while it was still attached
   BufferQueue queue;
   std::thread writer_thread;
   std::unique_ptr<RankFileWriter> writer;  // owned by the writer thread once it runs
@@ -102,12 +110,25 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   if (buffer) state().queue.push({buffer, valid});  // freed by the writer thread or stop_collector
 }
 
-void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+// Enabled only once a detach is armed (the writer thread, arm_detach): at the exit of the next
+// CUDA runtime or driver API call, CUPTI is finalized. Until then no callback domain is enabled,
+// so CUDA calls pay nothing for it.
+void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  State& s = state();
+  if (!s.detach_armed.load(std::memory_order_acquire)) return;
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
+  if (s.detached.exchange(true)) return;  // another thread (or finalize's own CUDA calls) got here first
+  const CUptiResult r = cuptiFinalize();
+  if (r != CUPTI_SUCCESS) log_once("detach", "cuptiFinalize failed: " + cupti_error(r) + "; CUPTI stays attached");
+  else log_verbose("CUPTI detached after the capture window");
+}
 
 void disable_all(State& s) {
   // The writer thread (give_up), the exit handler and set_capture may all get here.
   std::lock_guard<std::mutex> lock(s.kinds_mutex);
-  for (auto k : s.enabled) cuptiActivityDisable(k);
+  if (!s.detach_requested)  // else they are off already, and CUPTI may be detached
+    for (auto k : s.enabled) cuptiActivityDisable(k);
   s.enabled.clear();
   s.recording = false;
   s.capturing = false;
@@ -121,13 +142,29 @@ void give_up(State& s, const std::string& why) {
 
 void process_buffers(State& s, Tally& tally, const std::vector<ActivityBuffer>& buffers) {
   for (const auto& b : buffers) {
-    if (s.writer) {
+    if (s.writer && !s.detach_armed) {  // after arm_detach only empty buffers arrive, maybe after cuptiFinalize
       CUpti_Activity* record = nullptr;
       while (cuptiActivityGetNextRecord(b.data, b.valid_bytes, &record) == CUPTI_SUCCESS)
         if (decode_activity(record, tally) == DecodeResult::InvalidTimestamps) ++tally.invalid_timestamps;
     }
     std::free(b.data);
   }
+}
+
+// The writer thread's half of a detach (detach_requested, set by set_capture at the window's end,
+// when everything CUPTI held was flushed into the queue): the last buffers are decoded and the
+// dropped count read while CUPTI is still attached, then the API callback is armed. From here on
+// the writer never calls CUPTI.
+void arm_detach(State& s, Tally& tally) {
+  process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) s.dropped_before_detach = static_cast<std::int64_t>(dropped);
+  std::lock_guard<std::mutex> lock(s.kinds_mutex);
+  s.detach_armed = true;
+  const CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  const CUptiResult d = r == CUPTI_SUCCESS ? cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API) : r;
+  if (d != CUPTI_SUCCESS)
+    log_once("detach", "cannot arm CUPTI's detach (" + cupti_error(d) + "); it stays attached with its trace off");
 }
 
 void write_final_stats(State& s, Tally& tally) {
@@ -159,14 +196,17 @@ void writer_loop() {
       process_buffers(s, tally, buffers);
       const bool stopping = s.queue.stopping();
       if (stopping) break;
+      if (s.detach_requested && !s.detach_armed) arm_detach(s, tally);
       if (std::chrono::steady_clock::now() - last_commit >= kCommitPeriod) {
-        // Completed records only; FLUSH_FORCED would cut running kernels short.
-        if (s.recording) cuptiActivityFlushAll(0);
-        process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
-        size_t dropped = 0;
-        if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
-          dropped_total += static_cast<std::int64_t>(dropped);
-          log_once("dropped", "CUPTI dropped activity records (buffers full); the count is stored in skipped_events");
+        if (!s.detach_requested) {  // once a detach is asked for, CUPTI is not called from here
+          // Completed records only; FLUSH_FORCED would cut running kernels short.
+          if (s.recording) cuptiActivityFlushAll(0);
+          process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+          size_t dropped = 0;
+          if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+            dropped_total += static_cast<std::int64_t>(dropped);
+            log_once("dropped", "CUPTI dropped activity records (buffers full); the count is stored in skipped_events");
+          }
         }
         s.attributor->drain(realtime_ns(), *s.writer);
         s.writer->set_meta("collector.dropped_records", std::to_string(dropped_total));
@@ -175,10 +215,15 @@ void writer_loop() {
       }
     }
     process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
-    size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_total += static_cast<std::int64_t>(dropped);
+    if (s.detach_armed) {  // CUPTI may be gone: its count was read before
+      dropped_total += s.dropped_before_detach;
+    } else {
+      size_t dropped = 0;
+      if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_total += static_cast<std::int64_t>(dropped);
+    }
     s.attributor->drain_all(*s.writer);
     write_final_stats(s, tally);
+    s.writer->set_meta("collector.cupti_detached", s.detached ? "1" : "0");
     s.writer->add_skipped("cupti dropped records", dropped_total);
     s.writer->set_meta("collector.dropped_records", std::to_string(dropped_total));
     s.writer->finish();
@@ -264,6 +309,20 @@ bool switch_trace_kinds(State& s, bool on) {
   return true;
 }
 
+// The job's half of a detach, at the capture window's end (kinds_mutex held, the job's GPU work
+// synchronised by _collector.py): every activity kind off, memory included (the window's memory is
+// complete; what the job allocates after it is not the profile's), everything CUPTI holds flushed.
+// Why: a CUPTI that traced kernels once stays in the job's launch path after its kinds are
+// disabled; on an H200 the steps after a window ran about 15 % slower than the ones before it
+// (docs/gpu-runs.md, third loan; PyTorch saw the same after torch.profiler, pytorch#144455, and
+// finalizes CUPTI after profiling since). SHARDSCOPE_CUPTI_DETACH=0 keeps it attached.
+void request_detach(State& s) {
+  for (auto k : s.enabled) cuptiActivityDisable(k);
+  s.enabled.clear();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  s.detach_requested = true;
+}
+
 bool setup(State& s) {
   const char* dir = std::getenv(kEnvOutputDir);
   if (!dir || !*dir) {
@@ -279,7 +338,7 @@ bool setup(State& s) {
   params.subscriberName = "shardscope";
   params.oldSubscriberName = other;
   params.oldSubscriberSize = sizeof other;
-  CUptiResult r = cuptiSubscribe_v2(&s.subscriber, ignore_callback, nullptr, &params);
+  CUptiResult r = cuptiSubscribe_v2(&s.subscriber, api_callback, nullptr, &params);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     log_once("subscriber", std::string("another profiler already holds CUPTI (") + (other[0] ? other : "unknown tool") +
                                "); shardscope records nothing in this process, the job runs on");
@@ -324,6 +383,7 @@ bool setup(State& s) {
     log_once("trace-kinds", std::string("trace kinds limited to '") + kinds + "' (" + kEnvTraceKinds + ")");
   }
   if (const char* steps = std::getenv(kEnvSteps)) s.writer->set_meta("collector.capture_window", steps);
+  if (const char* detach = std::getenv(kEnvCuptiDetach); detach && std::string(detach) == "0") s.detach_after_window = false;
   bool ok = true;
   {
     std::lock_guard<std::mutex> lock(s.kinds_mutex);
@@ -367,10 +427,12 @@ bool set_capture(bool on) {
   {
     std::lock_guard<std::mutex> lock(s.kinds_mutex);
     if (s.capturing == on) return true;
+    if (s.detach_requested) return false;  // the window closed and CUPTI is (being) detached
     if (!switch_trace_kinds(s, on)) {
       log_once("capture-switch", std::string("cannot switch the trace ") + (on ? "on" : "off") + " at the capture window");
       return false;
     }
+    if (!on && s.detach_after_window) request_detach(s);
   }
   ++s.capture_switches;
   log_verbose(std::string("trace ") + (on ? "on" : "off") + " (capture window)");
@@ -381,7 +443,7 @@ void stop_collector() {
   State& s = state();
   if (s.pid != getpid()) return;  // a forked child (DataLoader worker): nothing of ours runs here
   if (s.stopped.exchange(true)) return;
-  if (s.recording) {
+  if (s.recording && !s.detach_requested) {  // after a detach request all is off and flushed already
     disable_all(s);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }

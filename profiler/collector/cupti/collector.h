@@ -11,7 +11,9 @@ namespace ss::collector {
 // Idempotent and thread-safe; returns true when the collector is recording.
 bool start_collector();
 // `record --steps A:B`: switches kernel, copy, range and launch-API tracing on (at the window's
-// start) or off (at its end); memory records stay on. False when the collector is not recording.
+// start) or off (at its end). At the end every kind goes off, memory too, and CUPTI is detached
+// from the job (unless SHARDSCOPE_CUPTI_DETACH=0); the window cannot open again. False when the
+// collector is not recording.
 bool set_capture(bool on);
 // Called from atexit: disable, force-flush, drain, final commit. Safe to call twice.
 void stop_collector();

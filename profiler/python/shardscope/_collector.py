@@ -6,7 +6,8 @@ capture window is open: under SHARDSCOPE_STEPS with A > 0 it starts with them of
 driven by the window (_window.CaptureWindow, in place of the CPU trace), turns them on after step
 A-1 and off after step B-1. Outside the window the job then pays for none of the trace (on an
 H100 it made a launch-bound FSDP2 step 10-62 % slower, docs/gpu-runs.md). Memory records stay on
-for the whole run in the collector itself.
+until the window closes; then the collector detaches CUPTI from the job (cuptiFinalize at the next
+CUDA call: a CUPTI that traced kernels slows every later launch, docs/collector.md).
 
 The library is reached without loading it a second time (RTLD_NOLOAD): if CUDA has not loaded it,
 there is nothing to switch, and the window says so once.
