@@ -115,6 +115,7 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
   if (auto v = get_int(root, "world_size", where, "")) {
     if (*v < 1 || *v > 10'000'000) json_fail(where, "world_size", "an integer in [1, 10000000]");
     c.world_size = static_cast<int>(*v);
+    c.world_size_given = true;
   }
   if (auto v = get_int(root, "gpus_per_node", where, "")) {
     if (*v < 1 || *v > 1024) json_fail(where, "gpus_per_node", "an integer in [1, 1024]");

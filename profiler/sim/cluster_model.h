@@ -31,6 +31,9 @@ struct CollParams {
 struct ClusterModel {
   std::string name = "h100-nvlink-ib";
   int world_size = 8;
+  // The cluster file gave world_size. A file without it (e.g. only the host figures that
+  // `python -m shardscope.measure_host` writes) replays a profile at the profile's world size.
+  bool world_size_given = false;
   int gpus_per_node = 8;
   bool hierarchical = false;     // two-level collectives (inter-node over rails, then intra-node)
   double overlap_slowdown = 0.0; // compute runs (1 + s) slower while a collective is in flight

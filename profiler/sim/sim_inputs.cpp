@@ -249,10 +249,10 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;
-    if (req.cluster_path.empty()) {
+    if (req.cluster_path.empty() || !in.cluster.world_size_given)
       in.cluster.world_size = pi.world_size;  // replay at the profile's own configuration
+    if (req.cluster_path.empty())
       if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
-    }
     // A CPU run (the profile's device is the CPU, collectives over gloo): its collectives share the
     // cores with compute, whatever cluster the costs come from.
     if (is_cpu_device(pi.gpu_name)) {

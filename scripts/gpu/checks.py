@@ -606,12 +606,17 @@ def stage_loop(r, f, t):
             json.dump(body, pf)
     if r.cpu:
         r.skip_on_cpu(f, "the CPUOffloadPolicy plan (offloads to the host from a GPU)")
+        measured_host_cluster(r, f, A)  # its host measurement still runs in the dry run
     steps, warmup = ("6", "2") if r.cpu else ("8", "2")
     f["plans"] = {}  # in this order: the cheapest first, CPU offload (a CPU optimizer step) last
     for name, plan in plans.items():
         pred_profile = r.w("predicted_%s.ssdb" % name)
-        pred = r.ss_json("simulate", A, "--fit", "--plan", plan, "-o", pred_profile)
+        cluster = measured_host_cluster(r, f, A) if name == "offload" else []
+        pred = r.ss_json("simulate", A, "--fit", *cluster, "--plan", plan, "-o", pred_profile)
         row = {"predicted_step_ms": pred["step_time_ms"], "predicted_peak_bytes": pred["peak_memory_bytes"]}
+        if cluster:  # the simulator's assumed host rate, for comparison
+            row["predicted_step_ms_default_host"] = r.ss_json("simulate", A, "--fit", "--plan", plan)["step_time_ms"]
+            row["predicted_cpu_optimizer_ms"] = pred.get("cpu_optimizer_ms")
         f["plans"][name] = row
         # The dry run runs B unrecorded for the first plan only (the same code path; time is short).
         plain = {} if r.cpu and len(f["plans"]) > 1 else r.job("B_%s_plain" % name, "--steps", steps, "--warmup", warmup, "--plan", plan)
@@ -637,6 +642,29 @@ def stage_loop(r, f, t):
         t["%s_peak_error_pct" % name] = target(row["peak_error_pct"], 3.0, judged=not r.cpu)
         t["%s_collectives_exact" % name] = target(row["collectives_exact"], True, absolute=False)
         r.save()
+
+
+def measured_host_cluster(r, f, A):
+    """["--cluster", FILE] with this host's CPU AdamW throughput for the offload plan's optimizer step
+    (python -m shardscope.measure_host, over the rank's parameters, with the job's threads), or []
+    when it cannot be measured (the simulator's assumed rate then stands; said in the figures)."""
+    try:
+        root = r.ss_json("sql", A, "SELECT param_count FROM modules WHERE fqn = '' LIMIT 1")
+        per_rank = int(root[0]["param_count"]) // max(1, r.nproc)
+        out = r.w("host_cluster.json")
+        env = dict(r.env, PYTHONPATH=r.pydir)
+        # A 64 Mi-parameter sample (4 x 256 MiB, far beyond any cache) keeps it to seconds of the stage's cap.
+        r.cmd([r.py, "-m", "shardscope.measure_host", "--params", str(per_rank), "--max-timed", str(1 << 26),
+               "--repeats", "3", "-o", out],
+              "measure_host.log", env=env, timeout=120)
+        with open(out) as hf:
+            host = json.load(hf)
+        f["host_measured"] = dict(host["host_measured"], host_optimizer_params_per_s=host["host_optimizer_params_per_s"],
+                                  host_link_GBps=host.get("host_link_GBps"))
+        return ["--cluster", out]
+    except Exception as e:  # the plan is still predicted, with the assumed rate
+        f["host_measured"] = "not measured: %r" % (e,)
+        return []
 
 
 def stage_coexist(r, f, t):

@@ -148,3 +148,21 @@ TEST_CASE("shipped cluster presets parse", "[sim][cluster]") {
   ClusterModel preset = load_cluster_file(ss::test::source_dir() + "/resources/clusters/h100-nvlink-ib.json");
   CHECK(cluster_to_json(preset) == cluster_to_json(ClusterModel()));
 }
+
+TEST_CASE("a cluster file without world_size replays a profile at the profile's world size", "[sim][cluster]") {
+  CHECK_FALSE(parse_cluster_json(R"({"host_optimizer_params_per_s": 3e8})", "c.json").world_size_given);
+  CHECK(parse_cluster_json(R"({"world_size": 4})", "c.json").world_size_given);
+  ss::test::TempDir dir;
+  SimInputRequest req;
+  req.profile_path = ss::test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  // What `python -m shardscope.measure_host` writes: the host figures only.
+  req.cluster_path = dir.file("host.json");
+  ss::test::write_file(req.cluster_path, R"({"name": "host-measured", "host_optimizer_params_per_s": 3e8})");
+  SimInputs in = load_sim_inputs(req);
+  CHECK(in.cluster.world_size == 2);
+  CHECK(in.cluster.host_optimizer_params_per_s == 3e8);
+  CHECK(in.cluster.host_link_GBps == ClusterModel{}.host_link_GBps);  // not in the file: the default
+  // A file that names its world size keeps it (a what-if at another scale).
+  ss::test::write_file(req.cluster_path, R"({"world_size": 8})");
+  CHECK(load_sim_inputs(req).cluster.world_size == 8);
+}
