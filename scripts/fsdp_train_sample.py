@@ -299,6 +299,7 @@ def main():
     gen = torch.Generator().manual_seed(rank)
     prof = None
     times = []
+    cpu_times = []
     def start_profiler(cpu):
         activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
         if cpu:
@@ -318,6 +319,7 @@ def main():
         if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
             prof = start_profiler(cpu=bool(args.torch_profiler_trace))
         t0 = time.perf_counter()
+        c0 = time.process_time()
         if args.arch == "mlp":
             tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
         else:
@@ -350,6 +352,7 @@ def main():
         if device == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
         if args.sleep_per_step:
             time.sleep(args.sleep_per_step)
         if rank == 0:
@@ -375,6 +378,9 @@ def main():
         "warmup": args.warmup,
         "steps_per_s": len(timed) / sum(timed),
         "step_ms": [round(1000 * t, 3) for t in times],  # every step, rank 0's wall clock (warm-up included)
+        # The same steps in rank 0's process CPU time (every thread: gloo's, a profiler's): what a
+        # profiler adds to the work, which a busy machine's wall clock hides in its noise.
+        "step_cpu_ms": [round(1000 * t, 3) for t in cpu_times],
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
         "torch_profiler_kernels_timed_steps": kernels,
         "torch_profiler_kernels_by_kind": kernels_by_kind,  # memcpy / memset by name, the rest kernels

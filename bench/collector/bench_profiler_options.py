@@ -8,7 +8,8 @@ Run separately, the same job drifts by up to 2x on this shared VM from one run t
 bench_record_overhead.py), which hides a few per cent. Here one FSDP2 job (scripts/fsdp_train_sample.py's
 model, gloo, 2 ranks) switches between modes every few steps, round after round (the order reversed
 every other round), exactly as `record` would set each up (shardscope's own hooks, backends and
-torch.profiler options), and times each step on rank 0. A mode's cost in a round is its median step
+torch.profiler options), and times each step on rank 0, by its wall clock and by its process's CPU
+time (every thread: the work a mode adds, which other load on the machine moves less). A mode's cost in a round is its median step
 against the round's unprofiled steps; the report gives the median over the rounds and the spread.
 The first step after a switch is not timed (it carries the profiler's start; a stop happens before
 the next mode's steps).
@@ -129,35 +130,42 @@ def main():
     for _ in range(3):
         step()
     times = {m: [[] for _ in range(a.rounds)] for m in modes}
+    cpu_times = {m: [[] for _ in range(a.rounds)] for m in modes}  # rank 0's process CPU time, every thread
     for r in range(a.rounds):
         for m in (modes if r % 2 == 0 else modes[::-1]):
             set_mode(m)
             step()  # the first step of a mode: not timed
             for _ in range(a.steps_per_mode):
                 dist.barrier()
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 step()
                 times[m][r].append(1000 * (time.perf_counter() - t))
+                cpu_times[m][r].append(1000 * (time.process_time() - c))
     set_mode("bare")
     dist.barrier()
     if rank == 0:
-        base = [statistics.median(times["bare"][r]) for r in range(a.rounds)] if "bare" in times else None
         out = {"model": "tiny" if a.tiny else "small", "rounds": a.rounds, "steps_per_mode": a.steps_per_mode, "modes": {}}
         for m in modes:
-            meds = [statistics.median(times[m][r]) for r in range(a.rounds)]
-            entry = {"step_ms_median": statistics.median(meds), "step_ms_per_round": meds}
-            if base:
-                cost = [100.0 * (x / b - 1) for x, b in zip(meds, base)]
-                entry.update(cost_pct_median=statistics.median(cost), cost_pct_min=min(cost), cost_pct_max=max(cost),
-                             cost_pct_per_round=cost)
+            entry = {}
+            for key, series in (("", times), ("cpu_", cpu_times)):
+                meds = [statistics.median(series[m][r]) for r in range(a.rounds)]
+                entry.update({key + "step_ms_median": statistics.median(meds), key + "step_ms_per_round": meds})
+                if "bare" in series:
+                    base = [statistics.median(series["bare"][r]) for r in range(a.rounds)]
+                    cost = [100.0 * (x / b - 1) for x, b in zip(meds, base)]
+                    entry.update({key + "cost_pct_median": statistics.median(cost), key + "cost_pct_min": min(cost),
+                                  key + "cost_pct_max": max(cost), key + "cost_pct_per_round": cost})
             out["modes"][m] = entry
         print("%s model, FSDP2 over gloo, %d ranks; %d rounds of %d timed steps per mode" % (out["model"], world, a.rounds,
                                                                                              a.steps_per_mode))
-        print("| mode | median step | cost vs unprofiled steps of the same round: median (min .. max) |")
-        print("|---|---|---|")
+        print("| mode | median step | cost vs unprofiled steps of the same round: median (min .. max) "
+              "| CPU time per step (rank 0's process) | its cost: median (min .. max) |")
+        print("|---|---|---|---|---|")
         for m, e in out["modes"].items():
-            print("| %s | %.1f ms | %+.2f %% (%+.1f .. %+.1f) |" % (m, e["step_ms_median"], e.get("cost_pct_median", 0),
-                                                                e.get("cost_pct_min", 0), e.get("cost_pct_max", 0)))
+            print("| %s | %.1f ms | %+.2f %% (%+.1f .. %+.1f) | %.1f ms | %+.2f %% (%+.1f .. %+.1f) |" % (
+                m, e["step_ms_median"], e.get("cost_pct_median", 0), e.get("cost_pct_min", 0), e.get("cost_pct_max", 0),
+                e["cpu_step_ms_median"], e.get("cpu_cost_pct_median", 0), e.get("cpu_cost_pct_min", 0),
+                e.get("cpu_cost_pct_max", 0)))
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(out, f, indent=1)

@@ -19,7 +19,8 @@ Variants:
   no-hooks     the window, record --no-modules (no module hooks; optimizer steps only)
   sidecar      the window, SHARDSCOPE_SIDECAR_RANGES=1 (module ranges written to the sidecar too)
   no-trace     the window, SHARDSCOPE_CPU_TRACE=0 (no torch.profiler: hooks and sidecar only)
-Figures, from rank 0's own wall clock per step:
+Figures, from rank 0's own wall clock per step (and the same from its process CPU time per step,
+all threads, in a second table: what `record` adds to the work, less moved by other load):
   all steps    a run's median step time after the warm-up, against the pair's unrecorded run
   window runs  `inside`: the window's steps but its first and last (the profiler starts in the
                step before the window and stops in its last step, both on the job's clock);
@@ -91,7 +92,7 @@ def run_job(a, name, variant):
                 os.remove(os.path.join(a.out, name + suffix))
             except OSError:
                 pass
-    return {"step_ms": s["step_ms"], "wall_s": time.time() - t}
+    return {"step_ms": s["step_ms"], "step_cpu_ms": s.get("step_cpu_ms"), "wall_s": time.time() - t}
 
 
 def window_bounds(text, steps):
@@ -137,9 +138,11 @@ def main():
         if burner is not None:
             burner.kill()
     lo, hi = window_bounds(a.window, a.steps)
-    timed = lambda r: median(r["step_ms"][a.warmup:])
-    inside = lambda r: median(r["step_ms"][lo + 1:hi - 1])
-    outside = lambda r: median([t for n, t in enumerate(r["step_ms"]) if n >= a.warmup and not lo - 1 <= n < hi])
+    timed = lambda r, k="step_ms": median(r[k][a.warmup:])
+    inside = lambda r, k="step_ms": median(r[k][lo + 1:hi - 1])
+    outside = lambda r, k="step_ms": median([t for n, t in enumerate(r[k]) if n >= a.warmup and not lo - 1 <= n < hi])
+    cpu = "step_cpu_ms"  # the same figures in rank 0's process CPU time (every thread), where the job reports it
+    has_cpu = all(r.get(cpu) for rs in runs.values() for r in rs)
     report = {"model": a.model, "steps": a.steps, "warmup": a.warmup, "pairs": a.pairs, "burn": a.burn, "window": a.window,
               "runs": runs, "variants": {}}
     base = runs["unrecorded"]
@@ -153,10 +156,15 @@ def main():
         rec = runs[v]
         entry = {"steps_per_s": 1000.0 / median([timed(r) for r in rec]),
                  "all_steps_vs_unrecorded": figure([pct(timed(y), timed(x)) for x, y in zip(base, rec)])}
+        if has_cpu:
+            entry["all_steps_vs_unrecorded_cpu"] = figure([pct(timed(y, cpu), timed(x, cpu)) for x, y in zip(base, rec)])
         if v != "record":
             entry["inside_vs_outside_same_run"] = figure([pct(inside(y), outside(y)) for y in rec])
             entry["outside_vs_unrecorded"] = figure([pct(outside(y), outside(x)) for x, y in zip(base, rec)])
             entry["inside_vs_unrecorded"] = figure([pct(inside(y), inside(x)) for x, y in zip(base, rec)])
+            if has_cpu:
+                entry["inside_vs_outside_same_run_cpu"] = figure([pct(inside(y, cpu), outside(y, cpu)) for y in rec])
+                entry["outside_vs_unrecorded_cpu"] = figure([pct(outside(y, cpu), outside(x, cpu)) for x, y in zip(base, rec)])
         report["variants"][v] = entry
     with open(os.path.join(a.out, "overhead.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -171,6 +179,14 @@ def main():
         cols = [fmt(e[k]) if k in e else "" for k in ("all_steps_vs_unrecorded", "inside_vs_outside_same_run",
                                                       "outside_vs_unrecorded", "inside_vs_unrecorded")]
         print("| %s | %.2f | %s |" % (v, e["steps_per_s"], " | ".join(cols)))
+    if has_cpu:
+        print("\nThe same in rank 0's process CPU time per step (every thread of the process):")
+        print("| variant | all steps vs unrecorded | profiled step vs unprofiled, same run | outside the window vs unrecorded |")
+        print("|---|---|---|---|")
+        for v, e in report["variants"].items():
+            cols = [fmt(e[k]) if k in e else "" for k in ("all_steps_vs_unrecorded_cpu", "inside_vs_outside_same_run_cpu",
+                                                          "outside_vs_unrecorded_cpu")]
+            print("| %s | %s |" % (v, " | ".join(cols)))
     return 0
 
 

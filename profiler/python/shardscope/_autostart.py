@@ -64,9 +64,9 @@ def _start():
 
             trace = CpuTrace.for_this_process(out_dir, start=window is None or window[0] == 0)
             in_trace = ProfilerBackend(active=is_tracing)
-            # The sidecar (flushed every step) is what survives a killed rank; on CPU the trace
-            # holds the same module ranges, so by default only the optimizer's ranges (the steps)
-            # are written there too: the module ranges' lines cost the job time (docs/benchmarks.md).
+            # The sidecar (flushed every step) is what survives a killed rank (the trace is written
+            # at exit), so the module ranges go there too by default; SHARDSCOPE_SIDECAR_RANGES=0
+            # writes only the optimizer's ranges (the steps) there (what it saves: docs/benchmarks.md).
             if sidecar is None:
                 backend = in_trace
             elif os.environ.get("SHARDSCOPE_SIDECAR_RANGES", "1") == "1":
