@@ -1,0 +1,179 @@
+// The collector's life cycle under `record --steps A:B`, against a stand-in for libcupti
+// (fake_cupti.cpp): the trace kinds follow the window, and when the window closes every kind goes
+// off, what CUPTI holds is flushed and decoded, and CUPTI is detached (cuptiFinalize) at the exit
+// of the job's next CUDA call, after which the collector calls CUPTI no more; the rank file says
+// so. The collector is one per process, so each scenario runs in a child process of its own.
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "profiler/collector/cupti/collector.h"
+#include "tests/collector/fake_cupti.h"
+#include "tests/support/test_paths.h"
+
+namespace {
+
+namespace col = ss::collector;
+
+// Runs `scenario` in a child; returns what it reported ("" = every expectation held).
+std::string in_child(const std::function<std::string()>& scenario) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    try {
+      out = scenario();
+    } catch (const std::exception& e) {
+      out = std::string("exception: ") + e.what();
+    }
+    if (!out.empty() && write(fds[1], out.data(), out.size()) < 0) _exit(3);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out += " (child status " + std::to_string(status) + ")";
+  return out;
+}
+
+struct Expect {
+  std::ostringstream failures;
+  void operator()(bool ok, const std::string& what) {
+    if (!ok) failures << what << "; ";
+  }
+};
+
+bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::milliseconds(10000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::string meta(const std::string& dir, const std::string& key) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".ssdb") continue;
+    sqlite3* db = nullptr;
+    std::string value = "(no row)";
+    if (sqlite3_open_v2(e.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, nullptr) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW) value = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      }
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return value;
+  }
+  return "(no rank file)";
+}
+
+void setenv_for_record(const std::string& dir, const char* steps, const char* detach) {
+  setenv("SHARDSCOPE_OUTPUT_DIR", dir.c_str(), 1);
+  setenv("SHARDSCOPE_STEPS", steps, 1);
+  setenv("SHARDSCOPE_MEMORY", "history", 1);
+  if (detach) setenv("SHARDSCOPE_CUPTI_DETACH", detach, 1);
+}
+
+}  // namespace
+
+TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then the collector leaves it alone",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "2:4", nullptr);
+    expect(col::start_collector(), "the collector starts");
+    auto s = fake_cupti::snapshot();
+    expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "no kernel trace before the window");
+    expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records on from the start");
+    expect(s.domains.empty(), "no callback domain before the window closes");
+    fake_cupti::api_call(CUPTI_API_EXIT);  // nothing armed: nothing happens
+    expect(col::set_capture(true), "the window opens");
+    expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1, "kernels traced in the window");
+    expect(col::set_capture(false), "the window closes");
+    s = fake_cupti::snapshot();
+    expect(s.kinds.empty(), "every kind off, memory too");
+    expect(s.forced_flushes == 1, "one forced flush at the window's end");
+    expect(s.finalizes == 0, "not finalized before a CUDA call's exit");
+    expect(wait_for([] { return fake_cupti::snapshot().domains.count(CUPTI_CB_DOMAIN_RUNTIME_API) == 1; }),
+           "the writer arms the detach (runtime domain enabled)");
+    fake_cupti::api_call(CUPTI_API_ENTER);
+    expect(fake_cupti::snapshot().finalizes == 0, "not at an API entry");
+    fake_cupti::api_call(CUPTI_API_EXIT);
+    fake_cupti::api_call(CUPTI_API_EXIT);
+    expect(fake_cupti::snapshot().finalizes == 1, "finalized once, at the first API exit");
+    expect(!col::set_capture(true), "the window does not open again");
+    // A commit period of the writer thread: it must not flush or count through CUPTI any more.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+    col::stop_collector();
+    s = fake_cupti::snapshot();
+    expect(s.calls_after_finalize == 0, "no CUPTI call after finalize (last: " + s.last_call_after_finalize + ")");
+    expect(meta(dir.path(), "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
+    expect(meta(dir.path(), "collector.capture_switches") == "2", "rank file: two switches");
+    expect(meta(dir.path(), "collector.dropped_records") == "0", "rank file: dropped records counted");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as before", "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "1:2", "0");
+    expect(col::start_collector(), "the collector starts");
+    expect(col::set_capture(true) && col::set_capture(false), "the window opens and closes");
+    auto s = fake_cupti::snapshot();
+    expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records stay on");
+    expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernels off after the window");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    fake_cupti::api_call(CUPTI_API_EXIT);
+    expect(fake_cupti::snapshot().domains.empty(), "no callback domain armed");
+    expect(col::set_capture(true), "the window can open again");
+    col::stop_collector();
+    s = fake_cupti::snapshot();
+    expect(s.finalizes == 0, "never finalized");
+    expect(s.forced_flushes == 1, "the exit's forced flush only");
+    expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file: cupti_detached 0");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("a job that ends before its next CUDA call: nothing lost, nothing called after the flush",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "1:2", nullptr);
+    expect(col::start_collector() && col::set_capture(true) && col::set_capture(false), "a window");
+    col::stop_collector();  // at once: the writer may not have armed the detach yet
+    const auto s = fake_cupti::snapshot();
+    expect(s.finalizes == 0, "no CUDA call, no finalize");
+    expect(s.forced_flushes == 1, "the window's flush only (the exit does not flush again)");
+    expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file written, cupti_detached 0");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
