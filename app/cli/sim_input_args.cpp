@@ -27,7 +27,8 @@ void add_plan_knob_options(ArgParser& p) {
            "(e.g. attention); per-unit choices go in the plan file's activation_checkpointing")
       .option("offload", "MODE",
               "none; cpu = FSDP2 CPUOffloadPolicy (sharded params, grads and optimizer states on the host, optimizer\n"
-              "step on the CPU); optimizer = optimizer states only (grads down, CPU update, params up)",
+              "step on the CPU); optimizer = optimizer states only (grads down, CPU update, params up); the host's\n"
+              "optimizer rate and copy bandwidth come from --cluster (measure them: python -m shardscope.measure_host)",
               "", 0, {"none", "cpu", "optimizer"})
       .option("offload-prefetch", "K", "with --offload cpu: copy host-resident shards up to K units ahead (OOGC multi-layer prefetch)")
       .flag("pipelined-optimizer", "offload: the CPU updates each unit as soon as its gradients are down, overlapping the rest of backward (OOGC)")
