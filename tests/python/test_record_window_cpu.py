@@ -111,5 +111,30 @@ class RecordWindowCpu(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.dir, "bad.ssdb.parts")))
 
 
+
+class RecordCpuDefaultBound(unittest.TestCase):
+    """Without --steps a CPU rank profiles steps 0-19 only: torch.profiler keeps its trace in the
+    job's memory, growing every step. The steps after are timed, and record says so once."""
+
+    def test_a_long_cpu_job_is_profiled_for_twenty_steps_then_timed(self):
+        from shardscope import _window
+
+        steps = _window.DEFAULT_CPU_STEPS + 3
+        with tempfile.TemporaryDirectory(prefix="ss_default_bound_") as d:
+            profile = os.path.join(d, "run.ssdb")
+            output = run.record(profile, "--tiny", "--steps", str(steps))
+            for rank in range(WORLD):
+                numbers = [n for (n,) in run.query(profile, "SELECT number FROM steps WHERE rank = ? ORDER BY number", rank)]
+                self.assertEqual(numbers, list(range(_window.DEFAULT_CPU_STEPS)))
+                unobserved = [n for (n,) in run.query(profile, "SELECT number FROM unobserved_steps WHERE rank = ? "
+                                                      "ORDER BY number", rank)]
+                self.assertEqual(unobserved, list(range(_window.DEFAULT_CPU_STEPS, steps)))
+            self.assertEqual(output.count("profiled steps 0-%d, the default on CPU ranks" % (_window.DEFAULT_CPU_STEPS - 1)), 1)
+            # `--steps 0:` keeps every step.
+            every = os.path.join(d, "every.ssdb")
+            run.record(every, "--tiny", "--steps", str(steps), record_args=["--steps", "0:"])
+            self.assertEqual(run.query(every, "SELECT count(*) FROM steps WHERE rank = 0")[0][0], steps)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -22,7 +22,7 @@ def _start():
         return
     _started = True
     try:
-        from . import _window, hooks
+        from . import _rank, _window, hooks
         from ._sidecar import SidecarWriter
         from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
@@ -37,6 +37,11 @@ def _start():
         cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
                      and not _is_launcher())
         window = None if _is_launcher() else _window.from_env()
+        # A CPU rank without --steps profiles a bounded number of steps (_window.py: the trace
+        # lives in the job's memory until it stops).
+        default_window = cpu_trace and window is None and not os.environ.get("SHARDSCOPE_STEPS")
+        if default_window:
+            window = _window.default_cpu_window()
         if not modules and not cpu_trace and window is None:
             return
         sidecar = None
@@ -98,6 +103,11 @@ def _start():
         if window is not None:
             capture = _window.CaptureWindow(window[0], window[1], handle.tracker, window_trace or trace, sidecar)
             handle.tracker.step_end_callbacks.append(capture.on_step_end)
+            if default_window and (_rank.identity()["rank"] or 0) == 0:
+                capture.close_message = (
+                    "[shardscope] profiled steps 0-%d, the default on CPU ranks (torch.profiler holds its trace in the "
+                    "job's memory, about 20 MB more each step); the steps after them are timed only. "
+                    "`record --steps 0:` profiles every step\n" % (window[1] - 1))
 
         def at_exit():  # registered last, so it runs before the sidecar closes
             if hooks._global:
