@@ -106,7 +106,7 @@ def _start():
             if default_window and (_rank.identity()["rank"] or 0) == 0:
                 capture.close_message = (
                     "[shardscope] profiled steps 0-%d, the default on CPU ranks (torch.profiler holds its trace in the "
-                    "job's memory, about 20 MB more each step); the steps after them are timed only. "
+                    "job's memory, more with every step); the steps after them are timed only. "
                     "`record --steps 0:` profiles every step\n" % (window[1] - 1))
 
         def at_exit():  # registered last, so it runs before the sidecar closes
