@@ -42,6 +42,8 @@ import tarfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import window_cost  # noqa: E402  (its before / inside / after split of a window run)
 
 
 def pct(x, ref):
@@ -475,12 +477,9 @@ def step_medians(summary, warmup, window=None):
         inside = [m for n, m in zip(steps, ms) if window[0] <= n < window[1]]
         outside = [m for n, m in zip(steps, ms) if not window[0] <= n < window[1]]
         out.update(inside=statistics.median(inside), outside=statistics.median(outside))
-        # Before and after the window apart (the step right after it pays the window's stop): a
-        # profiler that leaves something behind shows as "after" slower than "before".
-        before = [m for n, m in zip(steps, ms) if n < window[0]]
-        after = [m for n, m in zip(steps, ms) if n > window[1]]
-        if before and after:
-            out.update(before=statistics.median(before), after=statistics.median(after))
+        # Before and after the window apart (window_cost.py's split; the step right after it pays
+        # the window's stop): a profiler that leaves something behind shows as "after" slower.
+        out["before"], _, out["after"] = window_cost.window_medians(summary["step_ms"], window[0], window[1], warmup)
     return out
 
 
@@ -510,7 +509,7 @@ def stage_overhead(r, f, t):
     f["window_outside_overhead_pct_per_pair"] = [round(pct(w["outside"], x), 2) for x, w in zip(base, win)]
     f["window_outside_overhead_pct_median"] = statistics.median(f["window_outside_overhead_pct_per_pair"])
     f["window_inside_vs_outside_pct"] = [round(pct(w["inside"], w["outside"]), 2) for w in win]
-    f["window_after_vs_before_pct"] = [round(pct(w["after"], w["before"]), 2) for w in win if "after" in w]
+    f["window_after_vs_before_pct"] = [round(pct(w["after"], w["before"]), 2) for w in win]
     # The collector detaches CUPTI when the window closes (docs/collector.md); 1 when it did.
     f["window_cupti_detached"] = [(db_of(r.w("win%d.ssdb" % i)).execute(
         "SELECT value FROM meta WHERE key = 'rank0.collector.cupti_detached'").fetchone() or [None])[0]

@@ -124,12 +124,16 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
   else log_verbose("CUPTI detached after the capture window");
 }
 
+// Every enabled activity kind off; kinds_mutex held.
+void disable_enabled_kinds(State& s) {
+  for (auto k : s.enabled) cuptiActivityDisable(k);
+  s.enabled.clear();
+}
+
 void disable_all(State& s) {
   // The writer thread (give_up), the exit handler and set_capture may all get here.
   std::lock_guard<std::mutex> lock(s.kinds_mutex);
-  if (!s.detach_requested)  // else they are off already, and CUPTI may be detached
-    for (auto k : s.enabled) cuptiActivityDisable(k);
-  s.enabled.clear();
+  if (!s.detach_requested) disable_enabled_kinds(s);  // else they are off already, and CUPTI may be detached
   s.recording = false;
   s.capturing = false;
 }
@@ -317,8 +321,7 @@ bool switch_trace_kinds(State& s, bool on) {
 // (docs/gpu-runs.md, third loan; PyTorch saw the same after torch.profiler, pytorch#144455, and
 // finalizes CUPTI after profiling since). SHARDSCOPE_CUPTI_DETACH=0 keeps it attached.
 void request_detach(State& s) {
-  for (auto k : s.enabled) cuptiActivityDisable(k);
-  s.enabled.clear();
+  disable_enabled_kinds(s);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   s.detach_requested = true;
 }
