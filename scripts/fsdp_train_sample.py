@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import time
 
 import torch
@@ -203,6 +204,14 @@ def apply_preset(args, name):
         setattr(args, field, value)
 
 
+def resident_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def close_process_group():
     """Nothing of the model left before the group goes (the caller drops its references first):
     collected while the interpreter is whole, a collective's work that gloo's threads still hold
@@ -300,6 +309,8 @@ def main():
     prof = None
     times = []
     cpu_times = []
+    rss_mb = []  # resident set after each step: what a profiler's in-memory trace adds to the host
+    minor_faults = []  # pages first touched during each step (a growing heap hands tensors fresh pages)
     def start_profiler(cpu):
         activities = [torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else []
         if cpu:
@@ -318,6 +329,7 @@ def main():
             prof = None
         if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
             prof = start_profiler(cpu=bool(args.torch_profiler_trace))
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         c0 = time.process_time()
         if args.arch == "mlp":
@@ -353,6 +365,8 @@ def main():
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
+        minor_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+        rss_mb.append(round(resident_bytes() / 2**20, 1))
         if args.sleep_per_step:
             time.sleep(args.sleep_per_step)
         if rank == 0:
@@ -381,6 +395,8 @@ def main():
         # The same steps in rank 0's process CPU time (every thread: gloo's, a profiler's): what a
         # profiler adds to the work, which a busy machine's wall clock hides in its noise.
         "step_cpu_ms": [round(1000 * t, 3) for t in cpu_times],
+        "step_rss_mb": rss_mb,
+        "step_minor_faults": minor_faults,
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
         "torch_profiler_kernels_timed_steps": kernels,
         "torch_profiler_kernels_by_kind": kernels_by_kind,  # memcpy / memset by name, the rest kernels

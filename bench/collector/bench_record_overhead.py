@@ -22,6 +22,8 @@ Variants:
 Figures, from rank 0's own wall clock per step (and the same from its process CPU time per step,
 all threads, in a second table: what `record` adds to the work, less moved by other load):
   all steps    a run's median step time after the warm-up, against the pair's unrecorded run
+  record       without --steps a CPU rank profiles steps 0 to 19 (shardscope._window): with --steps
+               above 21 its inside / outside figures are those of that default window
   window runs  `inside`: the window's steps but its first and last (the profiler starts in the
                step before the window and stops in its last step, both on the job's clock);
                `outside`: the other steps after the warm-up but the one before the window.
@@ -29,6 +31,9 @@ all threads, in a second table: what `record` adds to the work, less moved by ot
                variant's options (the least noisy figure: one process, adjacent steps); outside vs
                the unrecorded run's same steps is what `record` costs the job outside the window.
 Every figure: the median over the pairs and the spread (min .. max).
+Host memory (a third table): rank 0's resident set growth per step over the window (or over all
+steps after the warm-up) and its minor page faults per step there: torch.profiler keeps its trace
+in the job's heap, and the pages it takes are the cost (docs/benchmarks.md).
 
 Writes OUT/overhead.json (every run's step times) and prints the table of docs/benchmarks.md.
 """
@@ -92,12 +97,24 @@ def run_job(a, name, variant):
                 os.remove(os.path.join(a.out, name + suffix))
             except OSError:
                 pass
-    return {"step_ms": s["step_ms"], "step_cpu_ms": s.get("step_cpu_ms"), "wall_s": time.time() - t}
+    return {"step_ms": s["step_ms"], "step_cpu_ms": s.get("step_cpu_ms"), "step_rss_mb": s.get("step_rss_mb"),
+            "step_minor_faults": s.get("step_minor_faults"), "wall_s": time.time() - t}
 
 
 def window_bounds(text, steps):
     first, _, end = text.partition(":")
     return int(first or 0), int(end) if end else steps
+
+
+def default_window(steps, warmup):
+    """record's own window on a CPU rank without --steps, where the run outlasts it; else None."""
+    sys.path.insert(0, os.path.join(ROOT, "profiler", "python"))
+    try:
+        from shardscope._window import default_cpu_window
+    finally:
+        del sys.path[0]
+    first, end = default_cpu_window()
+    return (first, end) if steps > end + 1 and end - first > warmup + 2 else None
 
 
 def main():
@@ -137,10 +154,35 @@ def main():
     finally:
         if burner is not None:
             burner.kill()
-    lo, hi = window_bounds(a.window, a.steps)
+    explicit = window_bounds(a.window, a.steps)
+    implicit = default_window(a.steps, a.warmup)
+    bounds = lambda v: implicit if v == "record" else explicit
     timed = lambda r, k="step_ms": median(r[k][a.warmup:])
-    inside = lambda r, k="step_ms": median(r[k][lo + 1:hi - 1])
-    outside = lambda r, k="step_ms": median([t for n, t in enumerate(r[k]) if n >= a.warmup and not lo - 1 <= n < hi])
+
+    def inside(r, k="step_ms", v=None):
+        lo, hi = bounds(v)
+        return median(r[k][max(lo + 1, a.warmup):hi - 1])
+
+    def outside(r, k="step_ms", v=None):
+        lo, hi = bounds(v)
+        return median([t for n, t in enumerate(r[k]) if n >= a.warmup and not lo - 1 <= n < hi])
+
+    def rss_growth(r, v=None):
+        """MB a step that rank 0's resident set grew by, over the window (all steps after the
+        warm-up for a run without one)."""
+        rss = r.get("step_rss_mb")
+        if not rss:
+            return None
+        lo, hi = bounds(v) if v is not None and bounds(v) is not None else (a.warmup, len(rss))
+        lo, hi = max(lo, a.warmup), min(hi, len(rss))
+        return (rss[hi - 1] - rss[lo - 1]) / (hi - lo) if hi - lo > 0 and lo >= 1 else None
+
+    def faults(r, v=None):
+        f = r.get("step_minor_faults")
+        if not f:
+            return None
+        lo, hi = bounds(v) if v is not None and bounds(v) is not None else (a.warmup, len(f))
+        return median(f[max(lo + 1, a.warmup):hi - 1])
     cpu = "step_cpu_ms"  # the same figures in rank 0's process CPU time (every thread), where the job reports it
     has_cpu = all(r.get(cpu) for rs in runs.values() for r in rs)
     report = {"model": a.model, "steps": a.steps, "warmup": a.warmup, "pairs": a.pairs, "burn": a.burn, "window": a.window,
@@ -158,19 +200,27 @@ def main():
                  "all_steps_vs_unrecorded": figure([pct(timed(y), timed(x)) for x, y in zip(base, rec)])}
         if has_cpu:
             entry["all_steps_vs_unrecorded_cpu"] = figure([pct(timed(y, cpu), timed(x, cpu)) for x, y in zip(base, rec)])
-        if v != "record":
-            entry["inside_vs_outside_same_run"] = figure([pct(inside(y), outside(y)) for y in rec])
-            entry["outside_vs_unrecorded"] = figure([pct(outside(y), outside(x)) for x, y in zip(base, rec)])
-            entry["inside_vs_unrecorded"] = figure([pct(inside(y), inside(x)) for x, y in zip(base, rec)])
+        if bounds(v) is not None:
+            entry["window"] = "%d:%d" % bounds(v)
+            entry["inside_vs_outside_same_run"] = figure([pct(inside(y, v=v), outside(y, v=v)) for y in rec])
+            entry["outside_vs_unrecorded"] = figure([pct(outside(y, v=v), outside(x, v=v)) for x, y in zip(base, rec)])
+            entry["inside_vs_unrecorded"] = figure([pct(inside(y, v=v), inside(x, v=v)) for x, y in zip(base, rec)])
             if has_cpu:
-                entry["inside_vs_outside_same_run_cpu"] = figure([pct(inside(y, cpu), outside(y, cpu)) for y in rec])
-                entry["outside_vs_unrecorded_cpu"] = figure([pct(outside(y, cpu), outside(x, cpu)) for x, y in zip(base, rec)])
+                entry["inside_vs_outside_same_run_cpu"] = figure([pct(inside(y, cpu, v), outside(y, cpu, v)) for y in rec])
+                entry["outside_vs_unrecorded_cpu"] = figure([pct(outside(y, cpu, v), outside(x, cpu, v))
+                                                             for x, y in zip(base, rec)])
+        if all(rss_growth(r) is not None for r in base + rec):
+            entry["rss_mb_per_step"] = {"recorded": median([rss_growth(y, v) for y in rec]),
+                                        "unrecorded": median([rss_growth(x, v) for x in base])}
+            entry["minor_faults_per_step"] = {"recorded": median([faults(y, v) for y in rec]),
+                                              "unrecorded": median([faults(x, v) for x in base])}
         report["variants"][v] = entry
     with open(os.path.join(a.out, "overhead.json"), "w") as f:
         json.dump(report, f, indent=1)
     fmt = lambda f: "%+.2f %% (%+.1f .. %+.1f)" % (f["median_pct"], f["min_pct"], f["max_pct"])
-    print("\n%d pairs, %d steps (warm-up %d, window %s), model %s%s; unrecorded %.2f steps/s (median step %.1f ms)"
-          % (a.pairs, a.steps, a.warmup, a.window, " ".join(a.model), ", CPU burner beside" if a.burn else "",
+    print("\n%d pairs, %d steps (warm-up %d, window %s; record's own %s), model %s%s; unrecorded %.2f steps/s "
+          "(median step %.1f ms)"
+          % (a.pairs, a.steps, a.warmup, a.window, "%d:%d" % implicit if implicit else "all steps", " ".join(a.model), ", CPU burner beside" if a.burn else "",
              report["unrecorded"]["steps_per_s"], report["unrecorded"]["step_ms_median"]))
     print("| variant | steps/s (unrecorded %.2f) | all steps vs unrecorded | profiled step vs unprofiled, same run "
           "| outside the window vs unrecorded | inside the window vs unrecorded |" % report["unrecorded"]["steps_per_s"])
@@ -187,6 +237,14 @@ def main():
             cols = [fmt(e[k]) if k in e else "" for k in ("all_steps_vs_unrecorded_cpu", "inside_vs_outside_same_run_cpu",
                                                           "outside_vs_unrecorded_cpu")]
             print("| %s | %s |" % (v, " | ".join(cols)))
+    if any("rss_mb_per_step" in e for e in report["variants"].values()):
+        print("\nHost memory, rank 0, over each variant's profiled steps (medians over the pairs; unrecorded: the same steps):")
+        print("| variant | resident set MB / step, recorded | unrecorded | minor page faults / step, recorded | unrecorded |")
+        print("|---|---|---|---|---|")
+        for v, e in report["variants"].items():
+            if "rss_mb_per_step" in e:
+                r, f = e["rss_mb_per_step"], e["minor_faults_per_step"]
+                print("| %s | %+.1f | %+.1f | %.0f | %.0f |" % (v, r["recorded"], r["unrecorded"], f["recorded"], f["unrecorded"]))
     return 0
 
 

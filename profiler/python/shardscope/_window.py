@@ -20,8 +20,9 @@ Environment (set by record): SHARDSCOPE_STEPS="A:B" (also "A:" to the end, ":B" 
 Without SHARDSCOPE_STEPS a CPU rank profiles steps 0 to DEFAULT_CPU_STEPS-1 only (default_cpu_window):
 torch.profiler keeps its whole trace in the job's memory until it stops, and it grows with every
 profiled step (about 18 MB a step on each rank of the sample decoder, RSS 967 -> 1,486 MB over 30
-steps, against a flat 860 MB unrecorded; docs/benchmarks.md), so an every-step default would take a
-long CPU job's memory without bound. `record --steps 0:` profiles every step. GPU ranks stream their
+steps, against a flat 860 MB unrecorded: 1.3 MB a step of trace, the rest glibc's heap fragmenting
+around it; docs/benchmarks.md), so an every-step default would take a long CPU job's memory without
+bound. `record --steps 0:` profiles every step. GPU ranks stream their
 trace to the rank file (the CUPTI collector) and keep every step by default.
 """
 import os
