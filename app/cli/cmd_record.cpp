@@ -80,7 +80,7 @@ int cmd_record(const std::vector<std::string>& args) {
               "profile only steps A to B-1 (optimizer steps, from 0; 'A:' to the end): before and after, the job runs\n"
               "unprofiled and only its step wall times are kept (the profile's unobserved_steps, which simulate and plan\n"
               "calibrate to). On CUDA ranks the collector traces kernels, copies and ranges inside the window only.\n"
-              "Default: every step on CUDA ranks; steps 0:20 on CPU ranks, whose torch.profiler trace grows in the job's\n"
+              "Default: every step on CUDA ranks; steps 0:10 on CPU ranks, whose torch.profiler trace grows in the job's\n"
               "memory each step ('0:' profiles every step there too)")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
       .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")

@@ -22,8 +22,8 @@ Variants:
 Figures, from rank 0's own wall clock per step (and the same from its process CPU time per step,
 all threads, in a second table: what `record` adds to the work, less moved by other load):
   all steps    a run's median step time after the warm-up, against the pair's unrecorded run
-  record       without --steps a CPU rank profiles steps 0 to 19 (shardscope._window): with --steps
-               above 21 its inside / outside figures are those of that default window
+  record       without --steps a CPU rank profiles steps 0 to 9 (shardscope._window): with --steps
+               above 11 its inside / outside figures are those of that default window
   window runs  `inside`: the window's steps but its first and last (the profiler starts in the
                step before the window and stops in its last step, both on the job's clock);
                `outside`: the other steps after the warm-up but the one before the window.
