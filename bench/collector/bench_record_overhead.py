@@ -167,22 +167,28 @@ def main():
         lo, hi = bounds(v)
         return median([t for n, t in enumerate(r[k]) if n >= a.warmup and not lo - 1 <= n < hi])
 
+    def span(v, n):
+        """The steps host memory is read over: the variant's window, else every step after the warm-up."""
+        lo, hi = bounds(v) if v is not None and bounds(v) is not None else (a.warmup, n)
+        return max(lo, a.warmup), min(hi, n)
+
     def rss_growth(r, v=None):
-        """MB a step that rank 0's resident set grew by, over the window (all steps after the
-        warm-up for a run without one)."""
+        """MB a step that rank 0's resident set grew by over span()."""
         rss = r.get("step_rss_mb")
         if not rss:
             return None
-        lo, hi = bounds(v) if v is not None and bounds(v) is not None else (a.warmup, len(rss))
-        lo, hi = max(lo, a.warmup), min(hi, len(rss))
-        return (rss[hi - 1] - rss[lo - 1]) / (hi - lo) if hi - lo > 0 and lo >= 1 else None
+        lo, hi = span(v, len(rss))
+        return (rss[hi - 1] - rss[lo - 1]) / (hi - lo) if hi > lo >= 1 else None
 
     def faults(r, v=None):
+        """Median minor page faults a step over span(), its first and last step left out (the
+        profiler's start and stop)."""
         f = r.get("step_minor_faults")
         if not f:
             return None
-        lo, hi = bounds(v) if v is not None and bounds(v) is not None else (a.warmup, len(f))
-        return median(f[max(lo + 1, a.warmup):hi - 1])
+        lo, hi = span(v, len(f))
+        return median(f[lo + 1:hi - 1])
+
     cpu = "step_cpu_ms"  # the same figures in rank 0's process CPU time (every thread), where the job reports it
     has_cpu = all(r.get(cpu) for rs in runs.values() for r in rs)
     report = {"model": a.model, "steps": a.steps, "warmup": a.warmup, "pairs": a.pairs, "burn": a.burn, "window": a.window,
