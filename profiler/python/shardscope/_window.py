@@ -43,8 +43,8 @@ def parse_steps(text):
 
 
 # Ten steps: the simulator averages the profiled steps but the first (nine here), and each profiled
-# CPU step costs the job ~10 % plus, at the window's end, the profiler's stop (~0.3-0.6 s for ten
-# steps of the sample decoder) and ~22 MB of resident memory a step per rank. On a busy 60-step job
+# CPU step costs the job ~10 % plus, at the window's end, the profiler's stop (~0.2 s idle for ten
+# steps of the sample decoder, more on a busy machine) and ~22 MB of resident memory a step per rank. On a busy 60-step job
 # the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 % with twenty
 # (docs/benchmarks.md).
 DEFAULT_CPU_STEPS = 10
