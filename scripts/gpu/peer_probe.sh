@@ -6,10 +6,10 @@
 # activity only and CPU + CUDA; and no profiler at all.
 # Steps inside the window against steps outside it, in one process (window_cost.py prints them).
 #   scripts/gpu/peer_probe.sh [BUDGET_S]      (default 280: no run starts after that)
-#   VARIANTS="base record attached hooks no_history" scripts/gpu/peer_probe.sh 300   (the next loan's
-#   questions: do the steps after the window still run slower than before it with CUPTI detached
-#   (record) than kept attached (attached); what in the hooks' window costs the job (hooks, and
-#   no_modules / no_history without the hooks / the history))
+#   VARIANTS="base record attached hooks segments no_history" scripts/gpu/peer_probe.sh 300   (the next
+#   loan's questions: do the steps after the window still run slower than before it with CUPTI
+#   detached (record) than kept attached (attached); what in the hooks' window costs the job (hooks,
+#   and no_modules / segments / no_history without the hooks / the history / any memory records))
 set -u
 OUT=${OUT:-/tmp/ss_peer_probe}
 BUDGET=${1:-280}
@@ -34,6 +34,11 @@ variant() { local v=$1 i=$2
                   $(rec "no_modules$i" --no-modules) $(job "no_modules$i") ;;
     no_history) probe_one "no_history$i" record:none,memory-off SHARDSCOPE_TRACE_KINDS=none \
                   $(rec "no_history$i" --memory off) $(job "no_history$i") ;;
+    # Between the two: CUPTI's cudaMalloc segment records (MEMORY2 / MEMORY_POOL, on from CUDA init
+    # like the history) without the allocator history. hooks - segments = the history's cost;
+    # segments - no_history = the segment records' cost, before the window as inside it.
+    segments) probe_one "segments$i" record:none,memory-segments SHARDSCOPE_TRACE_KINDS=none \
+                $(rec "segments$i" --memory segments) $(job "segments$i") ;;
     # The steps after the window: record's defaults (CUPTI detached at the window's end) against
     # CUPTI kept attached with its kinds off, as before 2026-11-27 (the third loan's +25 % after it).
     record) probe_one "record$i" record $(rec "record$i") $(job "record$i") ;;
