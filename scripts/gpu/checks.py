@@ -510,10 +510,13 @@ def stage_overhead(r, f, t):
     f["window_outside_overhead_pct_median"] = statistics.median(f["window_outside_overhead_pct_per_pair"])
     f["window_inside_vs_outside_pct"] = [round(pct(w["inside"], w["outside"]), 2) for w in win]
     f["window_after_vs_before_pct"] = [round(pct(w["after"], w["before"]), 2) for w in win]
-    # The collector detaches CUPTI when the window closes (docs/collector.md); 1 when it did.
-    f["window_cupti_detached"] = [(db_of(r.w("win%d.ssdb" % i)).execute(
-        "SELECT value FROM meta WHERE key = 'rank0.collector.cupti_detached'").fetchone() or [None])[0]
-        for i in range(1, rounds + 1)]
+    def window_meta(key):  # each window run's rank-0 collector meta value
+        return [(db_of(r.w("win%d.ssdb" % i)).execute("SELECT value FROM meta WHERE key = ?", ("rank0.collector." + key,))
+                 .fetchone() or [None])[0] for i in range(1, rounds + 1)]
+    # The collector detaches CUPTI when the window closes (docs/collector.md); 1 when it did. Just
+    # before, it takes CUPTI out of NVTX's tables (NCCL's ranges after the window): slots released.
+    f["window_cupti_detached"] = window_meta("cupti_detached")
+    f["window_nvtx_slots_released"] = window_meta("nvtx_slots_released")
     f["dropped_records"] = sum(profile_health(r.w("%s%d.ssdb" % (k, i)), warmup if k == "rec" else window[0])["dropped_records"]
                                for k in ("rec", "win") for i in range(1, rounds + 1))
     # Targets (issue 22): what the job pays, every step traced and outside a --steps window.

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "profiler/collector/cupti/nvtx_release.h"
+
 namespace {
 
 struct Fake {
@@ -163,6 +165,7 @@ CUptiResult CUPTIAPI cuptiFinalize(void) {
   hand_over_a_buffer();  // what CUPTI still held
   std::lock_guard<std::mutex> lock(fake().m);
   ++fake().s.finalizes;
+  fake().s.nvtx_released_at_finalize = ss::collector::nvtx_released();
   fake().finalized = true;
   fake().s.kinds.clear();
   fake().s.domains.clear();

@@ -18,6 +18,7 @@ struct Snapshot {
   int forced_flushes = 0;
   int finalizes = 0;
   int calls_after_finalize = 0;  // CUPTI calls (other than cuptiGetResultString) after finalize
+  bool nvtx_released_at_finalize = false;  // the collector had taken CUPTI out of NVTX's tables by then
   std::string last_call_after_finalize;
 };
 

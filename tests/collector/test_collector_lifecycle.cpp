@@ -4,6 +4,8 @@
 // of the job's next CUDA call, after which the collector calls CUPTI no more; the rank file says
 // so. The collector is one per process, so each scenario runs in a child process of its own.
 #include <catch2/catch.hpp>
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "profiler/collector/cupti/collector.h"
+#include "profiler/collector/cupti/nvtx_release.h"
 #include "tests/collector/fake_cupti.h"
 #include "tests/support/test_paths.h"
 
@@ -88,6 +91,25 @@ std::string meta(const std::string& dir, const std::string& key) {
   return "(no rank file)";
 }
 
+// One copy of NVTX whose (core) function table CUPTI was handed (nvtx_release.h; the layouts are
+// tested in test_nvtx_release.cpp): NCCL's ranges after the window go through such a slot.
+void tool_handler() {}
+NvtxFunctionPointer nvtx_slot = nullptr;
+NvtxFunctionPointer* nvtx_table[3] = {nullptr, &nvtx_slot, nullptr};
+int module_table(NvtxCallbackModule module, NvtxFunctionTable* out, unsigned int* size) {
+  if (module != NVTX_CB_MODULE_CORE) return 0;
+  *out = nvtx_table;
+  *size = 2;
+  return 1;
+}
+const NvtxExportTableCallbacks nvtx_callbacks{sizeof(NvtxExportTableCallbacks), &module_table};
+const void* nvtx_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? &nvtx_callbacks : nullptr; }
+
+void hand_nvtx_to_cupti() {
+  nvtx_slot = &tool_handler;
+  col::remember_nvtx_tables(reinterpret_cast<const void*>(&nvtx_export_table));
+}
+
 void setenv_for_record(const std::string& dir, const char* steps, const char* detach) {
   setenv("SHARDSCOPE_OUTPUT_DIR", dir.c_str(), 1);
   setenv("SHARDSCOPE_STEPS", steps, 1);
@@ -104,6 +126,7 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     Expect expect;
     setenv_for_record(dir.path(), "2:4", nullptr);
     expect(col::start_collector(), "the collector starts");
+    hand_nvtx_to_cupti();
     auto s = fake_cupti::snapshot();
     expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "no kernel trace before the window");
     expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records on from the start");
@@ -123,6 +146,8 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     fake_cupti::api_call(CUPTI_API_EXIT);
     fake_cupti::api_call(CUPTI_API_EXIT);
     expect(fake_cupti::snapshot().finalizes == 1, "finalized once, at the first API exit");
+    expect(fake_cupti::snapshot().nvtx_released_at_finalize, "NVTX's tables released before cuptiFinalize");
+    expect(nvtx_slot == nullptr, "NVTX's slot says 'no tool'");
     expect(!col::set_capture(true), "the window does not open again");
     // A commit period of the writer thread: it must not flush or count through CUPTI any more.
     std::this_thread::sleep_for(std::chrono::milliseconds(1300));
@@ -130,6 +155,7 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     s = fake_cupti::snapshot();
     expect(s.calls_after_finalize == 0, "no CUPTI call after finalize (last: " + s.last_call_after_finalize + ")");
     expect(meta(dir.path(), "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
+    expect(meta(dir.path(), "collector.nvtx_slots_released") == "1", "rank file: one NVTX slot released");
     expect(meta(dir.path(), "collector.capture_switches") == "2", "rank file: two switches");
     expect(meta(dir.path(), "collector.dropped_records") == "0", "rank file: dropped records counted");
     return expect.failures.str();
@@ -143,6 +169,7 @@ TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as b
     Expect expect;
     setenv_for_record(dir.path(), "1:2", "0");
     expect(col::start_collector(), "the collector starts");
+    hand_nvtx_to_cupti();
     expect(col::set_capture(true) && col::set_capture(false), "the window opens and closes");
     auto s = fake_cupti::snapshot();
     expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records stay on");
@@ -154,6 +181,7 @@ TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as b
     col::stop_collector();
     s = fake_cupti::snapshot();
     expect(s.finalizes == 0, "never finalized");
+    expect(nvtx_slot == &tool_handler && !col::nvtx_released(), "NVTX stays with CUPTI");
     expect(s.forced_flushes == 1, "the exit's forced flush only");
     expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file: cupti_detached 0");
     return expect.failures.str();

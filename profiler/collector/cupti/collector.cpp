@@ -21,6 +21,7 @@
 #include "profiler/collector/core/rank_file_writer.h"
 #include "profiler/collector/core/rank_identity.h"
 #include "profiler/collector/core/step_window.h"
+#include "profiler/collector/cupti/nvtx_release.h"
 #include "profiler/collector/cupti/activity_decode.h"
 
 namespace ss::collector {
@@ -63,6 +64,7 @@ struct State {
   std::atomic<bool> detach_requested{false};  // window closed, everything flushed into the queue
   std::atomic<bool> detach_armed{false};      // buffers drained: no CUPTI call from the writer from here on
   std::atomic<bool> detached{false};          // cuptiFinalize called
+  std::atomic<int> nvtx_slots_released{0};     // NVTX slots set to "no tool" just before it
   std::int64_t dropped_before_detach = 0;     // CUPTI's dropped count, read while it was still attached
   BufferQueue queue;
   std::thread writer_thread;
@@ -119,6 +121,8 @@ void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
   if (s.detached.exchange(true)) return;  // another thread (or finalize's own CUDA calls) got here first
+  // NVTX first: from here on no range or mark of the job's enters CUPTI (nvtx_release.h).
+  s.nvtx_slots_released = release_nvtx_tables();
   const CUptiResult r = cuptiFinalize();
   if (r != CUPTI_SUCCESS) log_once("detach", "cuptiFinalize failed: " + cupti_error(r) + "; CUPTI stays attached");
   else log_verbose("CUPTI detached after the capture window");
@@ -228,6 +232,7 @@ void writer_loop() {
     s.attributor->drain_all(*s.writer);
     write_final_stats(s, tally);
     s.writer->set_meta("collector.cupti_detached", s.detached ? "1" : "0");
+    s.writer->set_meta("collector.nvtx_slots_released", std::to_string(s.nvtx_slots_released.load()));
     s.writer->add_skipped("cupti dropped records", dropped_total);
     s.writer->set_meta("collector.dropped_records", std::to_string(dropped_total));
     s.writer->finish();

@@ -11,6 +11,7 @@
 #include <cupti.h>
 
 #include "profiler/collector/cupti/collector.h"
+#include "profiler/collector/cupti/nvtx_release.h"
 
 extern "C" {
 CUptiResult cuptiNvtxInitialize(void* pfnGetExportTable);
@@ -22,19 +23,28 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   return 1;  // never fail the driver's init: a disabled collector must leave the job untouched
 }
 
+// Each hands the NVTX copy's tables to CUPTI and remembers them, so that the collector can take
+// CUPTI out of them again when it detaches (nvtx_release.h). A copy that first calls NVTX after
+// that gets no tool (returning 0 makes NVTX a no-op in that copy).
 __attribute__((visibility("default"))) int InitializeInjectionNvtx(void* p) {
-  if (!ss::collector::start_collector()) return 0;  // NVTX becomes a no-op in this library
-  return cuptiNvtxInitialize(p) == CUPTI_SUCCESS ? 1 : 0;
+  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;  // NVTX becomes a no-op in this copy
+  if (cuptiNvtxInitialize(p) != CUPTI_SUCCESS) return 0;
+  ss::collector::remember_nvtx_tables(p);
+  return 1;
 }
 
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* p) {
-  if (!ss::collector::start_collector()) return 0;
-  return cuptiNvtxInitialize2(p) == CUPTI_SUCCESS ? 1 : 0;
+  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;
+  if (cuptiNvtxInitialize2(p) != CUPTI_SUCCESS) return 0;
+  ss::collector::remember_nvtx_tables(p);
+  return 1;
 }
 
 __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void* module_info) {
-  if (!ss::collector::start_collector()) return 0;
-  return cuptiNvtxExtensionInitialize(module_info) == CUPTI_SUCCESS ? 1 : 0;
+  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;
+  if (cuptiNvtxExtensionInitialize(module_info) != CUPTI_SUCCESS) return 0;
+  ss::collector::remember_nvtx_extension(module_info);
+  return 1;
 }
 
 // 1 on / 0 off; returns 1 when done (or already so), 0 when the collector is not recording.
