@@ -21,8 +21,8 @@
 #include "profiler/collector/core/rank_file_writer.h"
 #include "profiler/collector/core/rank_identity.h"
 #include "profiler/collector/core/step_window.h"
-#include "profiler/collector/cupti/nvtx_release.h"
 #include "profiler/collector/cupti/activity_decode.h"
+#include "profiler/collector/cupti/nvtx_release.h"
 
 namespace ss::collector {
 namespace {
