@@ -7,7 +7,8 @@ about 15 ms for some 200 module calls a step, where the CPU benchmarks give 11-1
     python3 scripts/gpu/hook_cost.py [--modules 200] [--repeats 30] [--device cuda|cpu]
 
 A chain of small Linear modules (forward + backward, synchronised), in one process, modes
-interleaved over rounds: no hooks; the hooks with a do-nothing backend (their own Python cost);
+interleaved over rounds: no hooks; the hooks with a do-nothing backend (their own Python cost),
+and the same without backward ranges (null_fwd: what the autograd hooks cost);
 with NvtxBackend (torch.cuda.nvtx start/end: under `record`, NVTX goes to CUPTI through the
 collector); with the allocator history's FactBackend around it, as `record --memory history`
 sets it up. Run it plain and under `record --no-modules` (the collector injected, no hooks of its
@@ -64,18 +65,23 @@ def main():
     def step():
         model(x).sum().backward()
 
-    modes = {"off": None, "null": NullBackend}
+    # "null_fwd": the same without backward ranges (no autograd hooks on the modules' tensors): what
+    # the backward ranges cost of the Python hooks (22 of ~29 us a call on the CPU benchmarks).
+    modes = {"off": None, "null": NullBackend, "null_fwd": NullBackend}
     if device == "cuda":
         from shardscope.backends import NvtxBackend
 
         modes["nvtx"] = NvtxBackend
         modes["nvtx+facts"] = lambda: FactBackend(NvtxBackend(), NullHistory())
+    arm_backward = hooks.Tracker._arm_backward
+    arm_no_backward = lambda *args: None
     for _ in range(5):
         step()
     sync()
     per_round = {m: [] for m in modes}
     for r in range(a.rounds):
         for m in (list(modes) if r % 2 == 0 else list(modes)[::-1]):
+            hooks.Tracker._arm_backward = arm_no_backward if m == "null_fwd" else arm_backward
             handle = hooks.annotate(model, backend=modes[m]()) if modes[m] else None
             step()
             sync()
@@ -86,6 +92,7 @@ def main():
             per_round[m].append((time.perf_counter() - t) / a.repeats)
             if handle is not None:
                 handle.remove()
+            hooks.Tracker._arm_backward = arm_backward
     step_ms = {m: 1e3 * statistics.median(v) for m, v in per_round.items()}
     cost_us = {m: 1e6 * statistics.median([x - o for x, o in zip(v, per_round["off"])]) / a.modules
                for m, v in per_round.items() if m != "off"}
