@@ -111,7 +111,6 @@ class RecordWindowCpu(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.dir, "bad.ssdb.parts")))
 
 
-
 class RecordCpuDefaultBound(unittest.TestCase):
     """Without --steps a CPU rank profiles steps 0-9 only: torch.profiler keeps its trace in the
     job's memory, growing every step. The steps after are timed, and record says so once."""

@@ -13,6 +13,19 @@
 #include "profiler/collector/cupti/collector.h"
 #include "profiler/collector/cupti/nvtx_release.h"
 
+namespace {
+// Hands an NVTX copy's tables to CUPTI and remembers them, so that the collector can take CUPTI out
+// of them again when it detaches (nvtx_release.h). A copy that first calls NVTX after that gets no
+// tool (returning 0 makes NVTX a no-op in that copy), as does any copy when the collector is off.
+int hand_nvtx_to_cupti(CUptiResult (*cupti_init)(void*), void (*remember)(void*), void* arg) {
+  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;
+  if (cupti_init(arg) != CUPTI_SUCCESS) return 0;
+  remember(arg);
+  return 1;
+}
+void remember_tables(void* get_export_table) { ss::collector::remember_nvtx_tables(get_export_table); }
+}  // namespace
+
 extern "C" {
 CUptiResult cuptiNvtxInitialize(void* pfnGetExportTable);
 CUptiResult cuptiNvtxInitialize2(void* pfnGetExportTable);
@@ -23,28 +36,16 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   return 1;  // never fail the driver's init: a disabled collector must leave the job untouched
 }
 
-// Each hands the NVTX copy's tables to CUPTI and remembers them, so that the collector can take
-// CUPTI out of them again when it detaches (nvtx_release.h). A copy that first calls NVTX after
-// that gets no tool (returning 0 makes NVTX a no-op in that copy).
 __attribute__((visibility("default"))) int InitializeInjectionNvtx(void* p) {
-  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;  // NVTX becomes a no-op in this copy
-  if (cuptiNvtxInitialize(p) != CUPTI_SUCCESS) return 0;
-  ss::collector::remember_nvtx_tables(p);
-  return 1;
+  return hand_nvtx_to_cupti(cuptiNvtxInitialize, remember_tables, p);
 }
 
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* p) {
-  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;
-  if (cuptiNvtxInitialize2(p) != CUPTI_SUCCESS) return 0;
-  ss::collector::remember_nvtx_tables(p);
-  return 1;
+  return hand_nvtx_to_cupti(cuptiNvtxInitialize2, remember_tables, p);
 }
 
 __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void* module_info) {
-  if (ss::collector::nvtx_released() || !ss::collector::start_collector()) return 0;
-  if (cuptiNvtxExtensionInitialize(module_info) != CUPTI_SUCCESS) return 0;
-  ss::collector::remember_nvtx_extension(module_info);
-  return 1;
+  return hand_nvtx_to_cupti(cuptiNvtxExtensionInitialize, ss::collector::remember_nvtx_extension, module_info);
 }
 
 // 1 on / 0 off; returns 1 when done (or already so), 0 when the collector is not recording.

@@ -22,8 +22,8 @@ torch.profiler keeps its whole trace in the job's memory until it stops, and it 
 profiled step (about 18 MB a step on each rank of the sample decoder, RSS 967 -> 1,486 MB over 30
 steps, against a flat 860 MB unrecorded: 1.3 MB a step of trace, the rest glibc's heap fragmenting
 around it; docs/benchmarks.md), so an every-step default would take a long CPU job's memory without
-bound. `record --steps 0:` profiles every step. GPU ranks stream their
-trace to the rank file (the CUPTI collector) and keep every step by default.
+bound. `record --steps 0:` profiles every step. GPU ranks stream their trace to the rank file (the
+CUPTI collector) and keep every step by default.
 """
 import os
 import sys
@@ -43,10 +43,10 @@ def parse_steps(text):
 
 
 # Ten steps: the simulator averages the profiled steps but the first (nine here), and each profiled
-# CPU step costs the job ~10 % plus, at the window's end, the profiler's stop (~0.2 s idle for ten
-# steps of the sample decoder, more on a busy machine) and ~22 MB of resident memory a step per rank. On a busy 60-step job
-# the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 % with twenty
-# (docs/benchmarks.md).
+# CPU step costs the job ~10 % and ~22 MB of resident memory per rank, plus the profiler's stop at
+# the window's end (~0.2 s idle for ten steps of the sample decoder, more on a busy machine). On a
+# busy 60-step job the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 %
+# with twenty (docs/benchmarks.md).
 DEFAULT_CPU_STEPS = 10
 
 
