@@ -15,6 +15,7 @@ struct Fake {
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   bool finalized = false;
+  bool api_exit_after_domain_enable = false;
 };
 
 Fake& fake() {
@@ -65,6 +66,11 @@ void api_call(CUpti_ApiCallbackSite site) {
   data.callbackSite = site;
   data.functionName = "cudaLaunchKernel";
   if (cb) cb(userdata, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
+}
+
+void api_exit_after_each_domain_enable() {
+  std::lock_guard<std::mutex> lock(fake().m);
+  fake().api_exit_after_domain_enable = true;
 }
 
 }  // namespace fake_cupti
@@ -154,9 +160,14 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {
   note("cuptiEnableDomain");
-  std::lock_guard<std::mutex> lock(fake().m);
-  if (enable) fake().s.domains.insert(domain);
-  else fake().s.domains.erase(domain);
+  bool job_call = false;
+  {
+    std::lock_guard<std::mutex> lock(fake().m);
+    if (enable) fake().s.domains.insert(domain);
+    else fake().s.domains.erase(domain);
+    job_call = enable && fake().api_exit_after_domain_enable;
+  }
+  if (job_call) fake_cupti::api_call(CUPTI_API_EXIT);
   return CUPTI_SUCCESS;
 }
 

@@ -26,5 +26,8 @@ Snapshot snapshot();
 // The job's thread at the exit (or entry) of a CUDA runtime API call: the subscriber's callback
 // runs when the runtime domain is enabled, as CUPTI would call it.
 void api_call(CUpti_ApiCallbackSite site);
+// From now on the job's thread makes a CUDA call (its exit) right after each callback domain is
+// enabled, before the collector's next CUPTI call: the race of a busy job with the detach's arming.
+void api_exit_after_each_domain_enable();
 
 }  // namespace fake_cupti

@@ -139,13 +139,18 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     expect(s.kinds.empty(), "every kind off, memory too");
     expect(s.forced_flushes == 1, "one forced flush at the window's end");
     expect(s.finalizes == 0, "not finalized before a CUDA call's exit");
-    expect(wait_for([] { return fake_cupti::snapshot().domains.count(CUPTI_CB_DOMAIN_RUNTIME_API) == 1; }),
-           "the writer arms the detach (runtime domain enabled)");
+    expect(wait_for([] { return fake_cupti::snapshot().domains.size() == 2; }),
+           "the writer arms the detach (runtime and driver domains enabled)");
     fake_cupti::api_call(CUPTI_API_ENTER);
     expect(fake_cupti::snapshot().finalizes == 0, "not at an API entry");
+    // The writer sets its ready flag just after the second domain: the first exit after it finalizes.
+    expect(wait_for([] {
+             fake_cupti::api_call(CUPTI_API_EXIT);
+             return fake_cupti::snapshot().finalizes == 1;
+           }),
+           "finalized at an API exit");
     fake_cupti::api_call(CUPTI_API_EXIT);
-    fake_cupti::api_call(CUPTI_API_EXIT);
-    expect(fake_cupti::snapshot().finalizes == 1, "finalized once, at the first API exit");
+    expect(fake_cupti::snapshot().finalizes == 1, "finalized once");
     expect(fake_cupti::snapshot().nvtx_released_at_finalize, "NVTX's tables released before cuptiFinalize");
     expect(nvtx_slot == nullptr, "NVTX's slot says 'no tool'");
     expect(!col::set_capture(true), "the window does not open again");
@@ -158,6 +163,34 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     expect(meta(dir.path(), "collector.nvtx_slots_released") == "1", "rank file: one NVTX slot released");
     expect(meta(dir.path(), "collector.capture_switches") == "2", "rank file: two switches");
     expect(meta(dir.path(), "collector.dropped_records") == "0", "rank file: dropped records counted");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("a job busy with CUDA calls while the detach is armed: finalized once, after both domains are on",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "1:2", nullptr);
+    expect(col::start_collector(), "the collector starts");
+    fake_cupti::api_exit_after_each_domain_enable();
+    expect(col::set_capture(true) && col::set_capture(false), "the window opens and closes");
+    expect(wait_for([] { return fake_cupti::snapshot().domains.size() == 2; }), "both callback domains armed");
+    expect(fake_cupti::snapshot().finalizes == 0, "no finalize between or during the arming calls");
+    // The job's next calls: the first exit after the arming finalizes (the writer may still be
+    // between its last enable and the ready flag, hence the loop).
+    expect(wait_for([] {
+             fake_cupti::api_call(CUPTI_API_EXIT);
+             return fake_cupti::snapshot().finalizes == 1;
+           }),
+           "finalized at a CUDA call's exit after the arming");
+    col::stop_collector();
+    const auto s = fake_cupti::snapshot();
+    expect(s.finalizes == 1, "finalized once");
+    expect(s.calls_after_finalize == 0, "no CUPTI call after finalize (last: " + s.last_call_after_finalize + ")");
+    expect(meta(dir.path(), "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
     return expect.failures.str();
   });
   CHECK(failures == "");

@@ -63,6 +63,7 @@ struct State {
   bool detach_after_window = true;         // SHARDSCOPE_CUPTI_DETACH != "0"
   std::atomic<bool> detach_requested{false};  // window closed, everything flushed into the queue
   std::atomic<bool> detach_armed{false};      // buffers drained: no CUPTI call from the writer from here on
+  std::atomic<bool> finalize_ready{false};    // callback domains enabled: the next API exit may finalize
   std::atomic<bool> detached{false};          // cuptiFinalize called
   std::atomic<int> nvtx_slots_released{0};     // NVTX slots set to "no tool" just before it
   std::int64_t dropped_before_detach = 0;     // CUPTI's dropped count, read while it was still attached
@@ -117,7 +118,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 // so CUDA calls pay nothing for it.
 void CUPTIAPI api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   State& s = state();
-  if (!s.detach_armed.load(std::memory_order_acquire)) return;
+  if (!s.finalize_ready.load(std::memory_order_acquire)) return;
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
   if (s.detached.exchange(true)) return;  // another thread (or finalize's own CUDA calls) got here first
@@ -169,10 +170,16 @@ void arm_detach(State& s, Tally& tally) {
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) s.dropped_before_detach = static_cast<std::int64_t>(dropped);
   std::lock_guard<std::mutex> lock(s.kinds_mutex);
   s.detach_armed = true;
+  // The job's threads may reach an API exit as soon as the first domain is on; the callback waits
+  // for finalize_ready, so that cuptiFinalize never runs between (or during) these two calls. (It
+  // did on an H200: the driver domain's call came back CUPTI_ERROR_NOT_INITIALIZED, and the log
+  // said CUPTI stayed attached; docs/gpu-runs.md, fourth loan.)
   const CUptiResult r = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-  const CUptiResult d = r == CUPTI_SUCCESS ? cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API) : r;
-  if (d != CUPTI_SUCCESS)
-    log_once("detach", "cannot arm CUPTI's detach (" + cupti_error(d) + "); it stays attached with its trace off");
+  const CUptiResult d = cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  if (r != CUPTI_SUCCESS && d != CUPTI_SUCCESS)
+    log_once("detach", "cannot arm CUPTI's detach (" + cupti_error(r) + "); it stays attached with its trace off");
+  else
+    s.finalize_ready.store(true, std::memory_order_release);
 }
 
 void write_final_stats(State& s, Tally& tally) {
