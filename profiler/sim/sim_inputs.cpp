@@ -164,19 +164,44 @@ void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& 
 }
 
 // The representative rank's unobserved steps (record --steps A:B; the optional table may be
-// absent): their median wall time and count. Step 0 (the job's warm-up) is left out.
-std::pair<TimeNs, int> unobserved_step(const std::string& path, int rank) {
+// absent): their median wall time and count. Step 0 (the job's warm-up) is left out. Where at
+// least kMinStepsAfterWindow of them come after the window, only those: before a window that
+// starts later than step 0 a GPU rank runs with CUPTI's memory records and the allocator history
+// on (from CUDA's start), and on an H200 those steps were ~15 % slower than the job without
+// `record`, while the steps after it (CUPTI detached, the history stopped) ran as the job does
+// (docs/gpu-runs.md, fourth loan).
+constexpr int kMinStepsAfterWindow = 3;
+
+struct UnobservedStep {
+  TimeNs median_ns = 0;
+  int steps = 0;
+  bool after_window = false;
+};
+
+UnobservedStep unobserved_step(const std::string& path, int rank) {
   sql::Db db = open_profile_readonly(path);
   sql::Stmt has(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unobserved_steps'");
-  if (!has.step() || has.col_int(0) == 0) return {0, 0};
-  sql::Stmt st(db.get(), "SELECT duration_ns FROM unobserved_steps WHERE rank = ?1 AND number > 0 ORDER BY duration_ns");
-  st.bind(1, rank);
-  std::vector<TimeNs> d;
-  while (st.step()) d.push_back(st.col_int(0));
-  if (d.empty()) return {0, 0};
+  if (!has.step() || has.col_int(0) == 0) return {};
+  sql::Stmt last(db.get(), "SELECT max(number) FROM steps WHERE rank = ?1");
+  last.bind(1, rank);
+  const std::int64_t last_profiled = last.step() ? last.col_int_or(0, -1) : -1;
+  auto durations = [&](std::int64_t after) {
+    sql::Stmt st(db.get(), "SELECT duration_ns FROM unobserved_steps WHERE rank = ?1 AND number > ?2 ORDER BY duration_ns");
+    st.bind(1, rank);
+    st.bind(2, after);
+    std::vector<TimeNs> d;
+    while (st.step()) d.push_back(st.col_int(0));
+    return d;
+  };
+  UnobservedStep u;
+  std::vector<TimeNs> d = last_profiled >= 0 ? durations(last_profiled) : std::vector<TimeNs>{};
+  u.after_window = static_cast<int>(d.size()) >= kMinStepsAfterWindow;
+  if (!u.after_window) d = durations(0);
+  if (d.empty()) return {};
   const std::size_t n = d.size();
-  const TimeNs median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-  return {median, static_cast<int>(n)};
+  u.median_ns = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  u.steps = static_cast<int>(n);
+  return u;
 }
 
 // The host's time in the model: on a CPU run the compute itself (the CPU is the device), the
@@ -272,7 +297,10 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.fit = rep;
       in.fitted = true;
     }
-    std::tie(in.unobserved_step_ns, in.unobserved_steps) = unobserved_step(req.profile_path, pi.rank);
+    const UnobservedStep u = unobserved_step(req.profile_path, pi.rank);
+    in.unobserved_step_ns = u.median_ns;
+    in.unobserved_steps = u.steps;
+    in.unobserved_after_window = u.after_window;
     if (req.calibrate_to_unobserved && in.unobserved_step_ns > 0 && in.measured_step_ns > 0 && !in.window_only)
       calibrate_to_unobserved(in, is_cpu_device(pi.gpu_name));
     calibrate_memory(in, pi, req.profile_path);  // on the timeline the predictions use

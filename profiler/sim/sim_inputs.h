@@ -76,8 +76,11 @@ struct SimInputs {
   // gaps, where the host was behind) is scaled by host_time_scale so that the profiled step's
   // extra time (measured_step_ns - unobserved_step_ns) is taken out of the replay: predictions
   // are then of the job as it runs unprofiled, and compared with unobserved_step_ns.
+  // Only the steps after the window where there are enough of them (sim_inputs.cpp: those before a
+  // window from a later step ran with the memory records on).
   TimeNs unobserved_step_ns = 0;
   int unobserved_steps = 0;
+  bool unobserved_after_window = false;
   bool calibrated = false;
   double host_time_scale = 1.0;
   TimeNs replay_as_profiled_ns = 0;  // the replay before the calibration (of the profiled step)

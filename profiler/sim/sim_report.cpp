@@ -217,7 +217,7 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
 
 void write_calibration_fields(JsonWriter& j, const SimInputs& in) {
   if (!in.from_profile || in.measured_step_ns <= 0) return;
-  j.key("unobserved").begin_object().kv("steps", in.unobserved_steps);
+  j.key("unobserved").begin_object().kv("steps", in.unobserved_steps).kv("after_window_only", in.unobserved_after_window);
   if (in.unobserved_step_ns > 0) {
     j.kv("step_time_ms", to_ms(in.unobserved_step_ns))
         .kv("profiled_step_time_ms", to_ms(in.measured_step_ns))
@@ -241,9 +241,10 @@ void print_calibration_text(std::ostream& o, const SimInputs& in) {
     return;
   }
   std::snprintf(line, sizeof line,
-                "Unobserved   %.3f ms (median of %d step(s) outside the capture window); the profiled step %.3f ms is "
+                "Unobserved   %.3f ms (median of %d step(s) %s the capture window); the profiled step %.3f ms is "
                 "%+.1f%% from it\n",
-                to_ms(in.unobserved_step_ns), in.unobserved_steps, to_ms(in.measured_step_ns), in.recording_slowdown_pct());
+                to_ms(in.unobserved_step_ns), in.unobserved_steps, in.unobserved_after_window ? "after" : "outside",
+                to_ms(in.measured_step_ns), in.recording_slowdown_pct());
   o << line;
   if (in.calibrated) {
     std::snprintf(line, sizeof line,

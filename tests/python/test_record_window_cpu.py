@@ -85,7 +85,8 @@ class RecordWindowCpu(unittest.TestCase):
     def test_simulate_and_plan_calibrate_to_the_unobserved_step(self):
         sim = json.loads(run.shardscope("simulate", self.profile, "--format", "json"))
         u = sim["unobserved"]
-        self.assertEqual(u["steps"], 4)  # rank 0's steps 1, 2, 6, 7
+        self.assertEqual(u["steps"], 4)  # rank 0's steps 1, 2, 6, 7 (two after the window: too few alone)
+        self.assertFalse(u["after_window_only"])
         self.assertTrue(u["calibrated"])
         self.assertEqual(sim["measured_step_time_ms"], u["step_time_ms"])  # predictions are judged against it
         self.assertAlmostEqual(u["recording_slowdown_pct"],
@@ -118,17 +119,17 @@ class RecordCpuDefaultBound(unittest.TestCase):
     def test_a_long_cpu_job_is_profiled_for_its_first_steps_then_timed(self):
         from shardscope import _window
 
-        steps = _window.DEFAULT_CPU_STEPS + 3
+        steps = _window.DEFAULT_STEPS + 3
         with tempfile.TemporaryDirectory(prefix="ss_default_bound_") as d:
             profile = os.path.join(d, "run.ssdb")
             output = run.record(profile, "--tiny", "--steps", str(steps))
             for rank in range(WORLD):
                 numbers = [n for (n,) in run.query(profile, "SELECT number FROM steps WHERE rank = ? ORDER BY number", rank)]
-                self.assertEqual(numbers, list(range(_window.DEFAULT_CPU_STEPS)))
+                self.assertEqual(numbers, list(range(_window.DEFAULT_STEPS)))
                 unobserved = [n for (n,) in run.query(profile, "SELECT number FROM unobserved_steps WHERE rank = ? "
                                                       "ORDER BY number", rank)]
-                self.assertEqual(unobserved, list(range(_window.DEFAULT_CPU_STEPS, steps)))
-            self.assertEqual(output.count("profiled steps 0-%d, the default on CPU ranks" % (_window.DEFAULT_CPU_STEPS - 1)), 1)
+                self.assertEqual(unobserved, list(range(_window.DEFAULT_STEPS, steps)))
+            self.assertEqual(output.count("profiled steps 0-%d, the default (torch.profiler holds its trace" % (_window.DEFAULT_STEPS - 1)), 1)
             # `--steps 0:` keeps every step.
             every = os.path.join(d, "every.ssdb")
             run.record(every, "--tiny", "--steps", str(steps), record_args=["--steps", "0:"])

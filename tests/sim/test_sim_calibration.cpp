@@ -27,8 +27,10 @@ constexpr TimeNs ms = 1'000'000;
 // GPU a kernel in the first half of every range (the GPU idles the rest: host time).
 // `resident` bytes allocated before the first step and never freed: memory no module explains
 // (the model then replays less than was measured).
+// `before`: wall times of unobserved steps 1... before the window, whose profiled steps are then
+// numbered after them.
 void write_profile(const std::string& path, const std::string& device, const std::vector<TimeNs>& unobserved,
-                   std::int64_t resident = 0) {
+                   std::int64_t resident = 0, const std::vector<TimeNs>& before = {}) {
   ProfileWriter w(path, Origin{});
   RankInfo ri;
   ri.world_size = 2;
@@ -47,9 +49,14 @@ void write_profile(const std::string& path, const std::string& device, const std
     m.bytes = resident;
     w.add_memory_event(m);
   }
+  const std::int64_t first = before.empty() ? 0 : 1 + static_cast<std::int64_t>(before.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const TimeNs t0 = -100 * ms + static_cast<TimeNs>(i) * 20 * ms;
+    w.add_unobserved_step({0, static_cast<std::int64_t>(1 + i), t0, t0 + before[i]});
+  }
   for (int step = 0; step < 3; ++step) {
     const TimeNs t0 = step * 10 * ms;
-    w.add_step({0, step, t0, t0 + 10 * ms});
+    w.add_step({0, first + step, t0, t0 + 10 * ms});
     auto range = [&](RowId m, TimeNs a, TimeNs b, RangePhase ph) {
       w.add_range({0, thread, kNoRow, t0 + a, t0 + b, w.intern("m"), RangeKind::Module, ph, m, kNoRow, 0});
       if (gpu) {
@@ -69,7 +76,7 @@ void write_profile(const std::string& path, const std::string& device, const std
   }
   for (std::size_t i = 0; i < unobserved.size(); ++i) {
     const TimeNs t0 = 40 * ms + static_cast<TimeNs>(i) * 20 * ms;
-    w.add_unobserved_step({0, static_cast<std::int64_t>(3 + i), t0, t0 + unobserved[i]});
+    w.add_unobserved_step({0, first + 3 + static_cast<std::int64_t>(i), t0, t0 + unobserved[i]});
   }
   w.finish();
 }
@@ -102,6 +109,26 @@ TEST_CASE("a CPU profile's replay is calibrated to its unobserved step", "[sim][
   CHECK(in.host_time_scale == Approx(0.8));
   CHECK(std::llabs(in.replay_calibrated_ns - (in.replay_as_profiled_ns - 2 * ms)) <= 10);
   CHECK(replay(in) == in.replay_calibrated_ns);
+}
+
+TEST_CASE("the steps after the window are the unobserved step where there are three or more", "[sim][calibration]") {
+  ss::test::TempDir dir;
+  // Steps 1-4 before the window (on a GPU: memory records on), 5-7 profiled, then 8...
+  write_profile(dir.file("after.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms, 12 * ms});
+  const SimInputs in = load(dir.file("after.ssdb"));
+  CHECK(in.unobserved_after_window);
+  CHECK(in.unobserved_steps == 3);
+  CHECK(in.unobserved_step_ns == 8 * ms);
+  CHECK(in.recording_slowdown_pct() == Approx(25.0));
+  // Two after it are too few: every unobserved step but step 0, before the window too.
+  write_profile(dir.file("few.ssdb"), "CPU", {8 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms});
+  const SimInputs few = load(dir.file("few.ssdb"));
+  CHECK_FALSE(few.unobserved_after_window);
+  CHECK(few.unobserved_steps == 5);
+  CHECK(few.unobserved_step_ns == 12 * ms);  // the median of 7, 8, 12, 12, 13
+  // A window from step 0: every unobserved step is after it.
+  write_profile(dir.file("zero.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms});
+  CHECK(load(dir.file("zero.ssdb")).unobserved_after_window);
 }
 
 TEST_CASE("--as-profiled, or no unobserved steps: the replay is of the profiled job", "[sim][calibration]") {
