@@ -80,8 +80,9 @@ int cmd_record(const std::vector<std::string>& args) {
               "profile only steps A to B-1 (optimizer steps, from 0; 'A:' to the end): before and after, the job runs\n"
               "unprofiled and only its step wall times are kept (the profile's unobserved_steps, which simulate and plan\n"
               "calibrate to). On CUDA ranks the collector traces kernels, copies and ranges inside the window only.\n"
-              "Default: every step on CUDA ranks; steps 0:10 on CPU ranks, whose torch.profiler trace grows in the job's\n"
-              "memory each step ('0:' profiles every step there too)")
+              "Default: 0:10, the first ten steps, then the job's steps are timed only: a traced step costs a launch-bound\n"
+              "GPU job ~40 % (the steps after the window run as without record), and torch.profiler's trace on CPU ranks\n"
+              "grows in the job's memory each step. '0:' profiles every step")
       .flag("keep-parts", "keep the per-rank files (<output>.parts/) after merging")
       .option("label", "TEXT", "what the recording is (device, backend, model), stored as the profile's origin notes")
       .allow_passthrough("CMD...", "the command to record, e.g. torchrun --nproc_per_node=8 train.py")

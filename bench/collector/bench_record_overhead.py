@@ -107,13 +107,14 @@ def window_bounds(text, steps):
 
 
 def default_window(steps, warmup):
-    """record's own window on a CPU rank without --steps, where the run outlasts it; else None."""
+    """record's own window on a CPU rank without --steps (shardscope._window), where the run outlasts
+    it; else None."""
     sys.path.insert(0, os.path.join(ROOT, "profiler", "python"))
     try:
-        from shardscope._window import default_cpu_window
+        from shardscope._window import default_window as record_default
     finally:
         del sys.path[0]
-    first, end = default_cpu_window()
+    first, end = record_default(True)
     return (first, end) if steps > end + 1 and end - first > warmup + 2 else None
 
 

@@ -8,9 +8,11 @@ import contextlib
 import ctypes
 import io
 import os
-import unittest
-
+import subprocess
+import sys
 import tempfile
+import textwrap
+import unittest
 
 from shardscope import _cuda_memory, _window
 from shardscope._collector import CollectorCapture
@@ -138,6 +140,63 @@ class WindowEndDumpsTheAllocatorHistory(unittest.TestCase):
             self.assertTrue(os.path.exists(history.snapshot_path))
             history.dump()  # at exit: already written, nothing more
             self.assertEqual(len(torch.cuda.memory.calls), 3)
+
+
+class AGpuRankWithoutStepsProfilesTheDefaultWindow(unittest.TestCase):
+    """Without --steps a GPU rank profiles steps 0-9 and times the later ones (_window.default_window:
+    a traced step costs a launch-bound job ~40 %, docs/gpu-runs.md). Record's Python side is started
+    in a job whose torch says CUDA is available and whose collector is said to be injected (no GPU
+    here: the switch to the library fails, and is said once); the window is read back from the
+    sidecar that record merges."""
+
+    JOB = textwrap.dedent("""
+        import torch
+        torch.cuda.is_available = lambda: True  # a GPU rank, as far as record's Python side can tell
+        from shardscope import _autostart
+        _autostart._start()
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(%d):
+            model(torch.ones(2, 4)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+        """)
+
+    def run_job(self, steps, env_steps=None):
+        from shardscope import _window
+
+        with tempfile.TemporaryDirectory(prefix="ss_gpu_default_") as d:
+            env = dict(os.environ, SHARDSCOPE_OUTPUT_DIR=d, SHARDSCOPE_COLLECTOR="1", CUDA_INJECTION64_PATH="",
+                       PYTHONPATH=os.path.dirname(os.path.dirname(_window.__file__)))
+            env.pop("SHARDSCOPE_STEPS", None)
+            if env_steps is not None:
+                env["SHARDSCOPE_STEPS"] = env_steps
+            done = subprocess.run([sys.executable, "-c", self.JOB % steps], env=env, capture_output=True, text=True,
+                                  timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            sidecars = [f for f in os.listdir(d) if f.endswith(".modules.tsv")]
+            self.assertEqual(len(sidecars), 1, os.listdir(d))
+            with open(os.path.join(d, sidecars[0])) as f:
+                rows = [line.rstrip("\n").split("\t") for line in f if not line.startswith("#")]
+        window = [r[2] for r in rows if r[:2] == ["meta", "capture_window"]]
+        timed = [int(r[1]) for r in rows if r[0] == "step"]
+        return window, timed, done.stderr
+
+    def test_steps_0_to_9_are_profiled_and_the_rest_timed(self):
+        from shardscope import _window
+
+        steps = _window.DEFAULT_STEPS + 3
+        window, timed, stderr = self.run_job(steps)
+        self.assertEqual(window, ["0:%d" % _window.DEFAULT_STEPS])
+        self.assertEqual(timed, list(range(_window.DEFAULT_STEPS, steps)))
+        self.assertEqual(stderr.count("profiled steps 0-%d, the default (a traced GPU step" % (_window.DEFAULT_STEPS - 1)),
+                         1, stderr)
+
+    def test_steps_0_open_profiles_every_step(self):
+        window, timed, stderr = self.run_job(12, env_steps="0:")
+        self.assertEqual(window, ["0:"])
+        self.assertEqual(timed, [])
+        self.assertNotIn("the default", stderr)
 
 
 class TheJobsOwnProfilerIsToldAbout(unittest.TestCase):

@@ -36,12 +36,15 @@ def _start():
         # gloo collectives and allocations, with or without the module hooks (--no-modules).
         cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
                      and not _is_launcher())
+        gpu_collector = os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available()
         window = None if _is_launcher() else _window.from_env()
-        # A CPU rank without --steps profiles a bounded number of steps (_window.py: the trace
-        # lives in the job's memory until it stops).
-        default_window = cpu_trace and window is None and not os.environ.get("SHARDSCOPE_STEPS")
+        # Without --steps a traced rank profiles a bounded number of steps (_window.py: on CPU the
+        # trace lives in the job's memory until it stops; on a GPU a traced step costs a
+        # launch-bound job ~40 %, and the steps after the window run as without record).
+        default_window = window is None and not os.environ.get("SHARDSCOPE_STEPS")
         if default_window:
-            window = _window.default_cpu_window()
+            window = _window.default_window(cpu_trace or (gpu_collector and not _is_launcher()))
+            default_window = window is not None
         if not modules and not cpu_trace and window is None:
             return
         sidecar = None
@@ -53,7 +56,7 @@ def _start():
         # are timed here and written to the sidecar.
         trace = None
         window_trace = None  # what the capture window starts and stops: the CPU trace or the collector's
-        if os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available():
+        if gpu_collector:
             backend = NvtxBackend()
             sidecar.meta("ranges", "nvtx")
             from ._collector import say_when_the_job_profiles
@@ -105,9 +108,10 @@ def _start():
             handle.tracker.step_end_callbacks.append(capture.on_step_end)
             if default_window and (_rank.identity()["rank"] or 0) == 0:
                 capture.close_message = (
-                    "[shardscope] profiled steps 0-%d, the default on CPU ranks (torch.profiler holds its trace in the "
-                    "job's memory, more with every step); the steps after them are timed only. "
-                    "`record --steps 0:` profiles every step\n" % (window[1] - 1))
+                    "[shardscope] profiled steps 0-%d, the default (%s); the steps after them are timed only. "
+                    "`record --steps 0:` profiles every step\n"
+                    % (window[1] - 1, "a traced GPU step costs a launch-bound job ~40 %" if gpu_collector else
+                       "torch.profiler holds its trace in the job's memory, more with every step"))
 
         def at_exit():  # registered last, so it runs before the sidecar closes
             if hooks._global:

@@ -17,13 +17,18 @@ exit as usual.
 
 Environment (set by record): SHARDSCOPE_STEPS="A:B" (also "A:" to the end, ":B" from the start).
 
-Without SHARDSCOPE_STEPS a CPU rank profiles steps 0 to DEFAULT_CPU_STEPS-1 only (default_cpu_window):
-torch.profiler keeps its whole trace in the job's memory until it stops, and it grows with every
-profiled step (about 18 MB a step on each rank of the sample decoder, RSS 967 -> 1,486 MB over 30
-steps, against a flat 860 MB unrecorded: 1.3 MB a step of trace, the rest glibc's heap fragmenting
-around it; docs/benchmarks.md), so an every-step default would take a long CPU job's memory without
-bound. `record --steps 0:` profiles every step. GPU ranks stream their trace to the rank file (the
-CUPTI collector) and keep every step by default.
+Without SHARDSCOPE_STEPS a rank that ShardScope traces profiles steps 0 to DEFAULT_STEPS-1 only
+(default_window), on a CPU rank and on a GPU rank alike:
+- CPU: torch.profiler keeps its whole trace in the job's memory until it stops, and it grows with
+  every profiled step (about 18 MB a step on each rank of the sample decoder, RSS 967 -> 1,486 MB
+  over 30 steps, against a flat 860 MB unrecorded: 1.3 MB a step of trace, the rest glibc's heap
+  fragmenting around it; docs/benchmarks.md), so an every-step default would take a long CPU job's
+  memory without bound.
+- GPU: a traced step of a launch-bound FSDP2 job ran +39 to +49 % slower on an H200 (kernel records,
+  module ranges, the allocator history), while the steps after a window, with CUPTI detached, ran as
+  fast as the job without `record` (docs/gpu-runs.md, fourth loan). A window from step 0 also leaves
+  no step before it, where the memory records (on from CUDA's start) cost +15 % or more.
+`record --steps 0:` profiles every step.
 """
 import os
 import sys
@@ -42,17 +47,20 @@ def parse_steps(text):
     return first, end
 
 
-# Ten steps: the simulator averages the profiled steps but the first (nine here), and each profiled
-# CPU step costs the job ~10 % and ~22 MB of resident memory per rank, plus the profiler's stop at
-# the window's end (~0.2 s idle for ten steps of the sample decoder, more on a busy machine). On a
-# busy 60-step job the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 %
-# with twenty (docs/benchmarks.md).
-DEFAULT_CPU_STEPS = 10
+# Ten steps: the simulator averages the profiled steps but the first (nine here). On CPU each
+# profiled step costs the job ~10 % and ~22 MB of resident memory per rank, plus the profiler's stop
+# at the window's end (~0.2 s idle for ten steps of the sample decoder, more on a busy machine); on
+# a busy 60-step job the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 %
+# with twenty (docs/benchmarks.md). On a GPU a traced step of a launch-bound job costs ~+40 % and the
+# window's end ~0.35 s (the trace's flush, the history's dump, CUPTI's detach).
+DEFAULT_STEPS = 10
 
 
-def default_cpu_window():
-    """(first, end) for a CPU rank that `record` runs without --steps."""
-    return 0, DEFAULT_CPU_STEPS
+def default_window(traced_here):
+    """(first, end) for a rank that `record` runs without --steps: steps 0 to DEFAULT_STEPS-1 where
+    ShardScope traces the device (torch.profiler on a CPU rank, the CUPTI collector on a GPU rank);
+    None elsewhere (torchrun's agent, a process ShardScope does not trace)."""
+    return (0, DEFAULT_STEPS) if traced_here else None
 
 
 def from_env():
@@ -73,7 +81,7 @@ class CaptureWindow:
         self.first, self.end = first, end
         self.tracker, self.trace, self.sidecar = tracker, trace, sidecar
         self.reached = first == 0
-        self.close_message = None  # said once when the window closes (the CPU default's bound)
+        self.close_message = None  # said once when the window closes (the default window's bound)
         self._step_start = None  # when the job had control back for the current step (ns since the epoch)
         tracker.recording = first == 0
         if sidecar is not None:
