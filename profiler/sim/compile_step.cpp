@@ -159,6 +159,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   }
   s.optimizer_ns = static_cast<TimeNs>(std::llround(double(m.optimizer_ns) * double(std::max(1, m.optimizer_reference_world)) /
                                                     double(s.shard) * local_fraction));
+  // Mostly the optimizer's per-parameter intermediates: they scale as its work does.
+  s.optimizer_temp_bytes = std::llround(double(m.optimizer_temp_bytes) * double(std::max(1, m.optimizer_reference_world)) /
+                                        double(s.shard) * local_fraction);
 
   s.optimizer_other_ns = other_comm_at(m.optimizer_extra, m.other_comm_world, s.world, c);
   s.optimizer_idle_ns = m.optimizer_extra.idle_ns;

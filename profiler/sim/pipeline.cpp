@@ -206,6 +206,7 @@ CompiledStep stage_step(const CompiledStep& p, const StageSpec& st, std::vector<
   for (const auto& u : p.units) all += u.params;
   for (const auto& u : t.units) mine += u.params;
   t.optimizer_ns = all > 0 ? static_cast<TimeNs>(std::llround(double(p.optimizer_ns) * double(mine) / double(all))) : 0;
+  t.optimizer_temp_bytes = all > 0 ? std::llround(double(p.optimizer_temp_bytes) * double(mine) / double(all)) : 0;
   return t;
 }
 

@@ -207,7 +207,8 @@ std::int64_t static_memory_bytes(const CompiledStep& s) {
     }
     most = *std::max_element(per.begin(), per.end());
   }
-  return most + s.other_memory_bytes;
+  // The optimizer's own device memory, while all of the above is held.
+  return most + s.other_memory_bytes + (s.offload == Offload::None ? s.optimizer_temp_bytes : 0);
 }
 
 TimeNs step_lower_bound_ns(const CompiledStep& s) {

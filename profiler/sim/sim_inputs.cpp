@@ -64,8 +64,30 @@ struct TransportAllocations {
 // reduce-scatters finish, and rank 0's mean of three steps ranged 88.9-98.0 MiB over three runs of
 // one job where every rank's ranged 91.2-92.8 MiB (docs/accuracy.md). Without the transport, an
 // mlp's per-step peak was the same in every step, rank and run (230.2 MiB).
-std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi) {
-  if (pi.step_windows.empty()) return 0;
+struct MeasuredPeaks {
+  std::int64_t step = 0;       // the mean of the per-step peaks
+  std::int64_t optimizer = 0;  // the mean of the per-step peaks inside the optimizer's ranges (0: none)
+};
+
+// Each step's optimizer phase on a rank: from its first optimizer range's start to its last one's
+// end; {0, -1} for a step without one. One pass over the rank's optimizer ranges.
+std::vector<TimeInterval> optimizer_phases(const sql::Db& db, int rank, const std::vector<TimeInterval>& steps) {
+  std::vector<TimeInterval> out(steps.size(), TimeInterval{0, -1});
+  sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
+  st.bind(1, rank);
+  st.bind(2, static_cast<std::int64_t>(RangePhase::Optimizer));
+  while (st.step()) {
+    const auto k = interval_holding(steps, st.col_int(0));
+    if (k < 0) continue;
+    TimeInterval& o = out[static_cast<std::size_t>(k)];
+    o = o.first > o.second ? TimeInterval{st.col_int(0), st.col_int(1)}
+                           : TimeInterval{std::min(o.first, st.col_int(0)), std::max(o.second, st.col_int(1))};
+  }
+  return out;
+}
+
+MeasuredPeaks measured_step_peaks(const std::string& path, const ProfileInput& pi) {
+  if (pi.step_windows.empty()) return {};
   sql::Db db = open_profile_readonly(path);
   // The numbers of the steps used, then each rank's windows for those numbers.
   std::map<int, std::vector<TimeInterval>> windows;
@@ -82,14 +104,17 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
       if (std::find(numbers.begin(), numbers.end(), all.col_int(1)) != numbers.end())
         windows[static_cast<int>(all.col_int(0))].push_back({all.col_int(2), all.col_int(3)});
   }
-  double sum = 0;
-  int counted = 0;
+  double sum = 0, opt_sum = 0;
+  int counted = 0, opt_counted = 0;
   for (const auto& [rank, steps] : windows) {
     const TransportAllocations transport(db, rank, is_cpu_device(pi.gpu_name));
     std::set<std::int64_t> transport_live;  // addresses of transport allocations not yet freed
     sql::Stmt st(db.get(), "SELECT time_ns, bytes, address, stream_id FROM memory_events WHERE rank = ?1 ORDER BY time_ns, bytes");
     st.bind(1, rank);
     std::vector<std::int64_t> peaks(steps.size(), 0);
+    const std::vector<TimeInterval> opt = optimizer_phases(db, rank, steps);
+    std::vector<std::int64_t> opt_peaks(steps.size(), -1);  // -1: its optimizer phase not reached yet
+    std::size_t opt_opened = 0;
     std::int64_t level = 0;
     std::size_t opened = 0;  // steps whose start has passed: what is live then counts in their peak
     bool any = false;
@@ -106,16 +131,30 @@ std::int64_t measured_step_peak(const std::string& path, const ProfileInput& pi)
         if (bytes < 0 && transport_live.erase(address)) continue;
       }
       for (; opened < steps.size() && steps[opened].first <= t; ++opened) peaks[opened] = level;
+      // What is live when a step's optimizer starts counts in its optimizer peak (steps in time order).
+      for (; opt_opened < opt.size() && (opt[opt_opened].first > opt[opt_opened].second || opt[opt_opened].first <= t); ++opt_opened)
+        if (opt[opt_opened].first <= opt[opt_opened].second) opt_peaks[opt_opened] = level;
       level += bytes;
-      if (const auto k = interval_holding(steps, t); k >= 0)
-        peaks[static_cast<std::size_t>(k)] = std::max(peaks[static_cast<std::size_t>(k)], level);
+      if (const auto k = interval_holding(steps, t); k >= 0) {
+        const auto u = static_cast<std::size_t>(k);
+        peaks[u] = std::max(peaks[u], level);
+        if (opt[u].first <= t && t <= opt[u].second) opt_peaks[u] = std::max(opt_peaks[u], level);
+      }
     }
     if (!any) continue;
     for (; opened < steps.size(); ++opened) peaks[opened] = level;
     for (auto v : peaks) sum += double(v);
     counted += static_cast<int>(peaks.size());
+    for (std::size_t k = 0; k < opt.size(); ++k) {
+      if (opt[k].first > opt[k].second) continue;  // no optimizer range in this step
+      opt_sum += double(opt_peaks[k] < 0 ? level : opt_peaks[k]);
+      ++opt_counted;
+    }
   }
-  return counted ? static_cast<std::int64_t>(sum / double(counted)) : 0;
+  MeasuredPeaks m;
+  m.step = counted ? static_cast<std::int64_t>(sum / double(counted)) : 0;
+  m.optimizer = opt_counted ? static_cast<std::int64_t>(opt_sum / double(opt_counted)) : 0;
+  return m;
 }
 
 // Every byte count of the model that lives only part of the step: saved and recomputed
@@ -134,9 +173,48 @@ SimModel with_transients_scaled(SimModel m, double f) {
   return m;
 }
 
+// The device memory the optimizer step holds beyond what the (calibrated) model keeps then: its
+// intermediates (a foreach AdamW's: about one fp32 copy of the rank's parameters), the outputs the
+// training loop keeps until its next forward (the logits), the allocator's rounding of the state.
+// The model's optimizer phase then replays at the measured one. Why: with activation
+// checkpointing the step's peak moves from the loss to the optimizer; on an H200 the model, without
+// this, predicted the checkpointing plan's peak 5.6 % low (4,337 MB at the optimizer against
+// 5,868 MB measured there: docs/gpu-runs.md, fourth loan).
+void calibrate_transients(SimInputs& in);
+
+void fit_optimizer_memory(SimInputs& in, std::int64_t measured_optimizer_peak) {
+  if (measured_optimizer_peak <= 0 || in.model.forward_only) return;
+  const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
+  TimeNs start = -1, end = -1;
+  for (const auto& op : r.ops)
+    if (op.kind == OpKind::Optimizer) start = op.start, end = op.end;
+  if (start < 0) return;
+  // What the model holds from the optimizer's start on (every change at its start made, as the
+  // transient added there comes after them) to its end.
+  std::int64_t level = 0, at_optimizer = 0;
+  bool started = false;
+  for (const auto& e : r.memory) {  // sorted by time
+    if (!started && e.time > start) at_optimizer = level, started = true;
+    if (e.time > end) break;
+    level += e.delta;
+    if (started) at_optimizer = std::max(at_optimizer, level);
+  }
+  if (!started) at_optimizer = level;
+  in.measured_optimizer_peak_bytes = measured_optimizer_peak;
+  in.model.optimizer_temp_bytes = std::max<std::int64_t>(0, measured_optimizer_peak - at_optimizer);
+}
+
 void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& path) {
-  in.measured_peak_bytes = measured_step_peak(path, pi);
+  const MeasuredPeaks measured = measured_step_peaks(path, pi);
+  in.measured_peak_bytes = measured.step;
   if (in.measured_peak_bytes <= 0) return;
+  calibrate_transients(in);
+  fit_optimizer_memory(in, std::min(measured.optimizer, measured.step));
+}
+
+// The replay's peak made the measured one: what the model leaves out is added as a constant, or
+// what it over-explains is taken from its transient bytes.
+void calibrate_transients(SimInputs& in) {
   auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, FsdpPlan{}, in.cluster)).peak_bytes; };
   const std::int64_t model_peak = peak_of(in.model);
   in.memory_calibration_bytes = in.measured_peak_bytes - model_peak;

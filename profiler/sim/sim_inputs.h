@@ -68,6 +68,9 @@ struct SimInputs {
   // transient_memory_scale (< 1). Either way the replay's peak is the measured one and a what-if
   // moves it by what the model predicts.
   std::int64_t measured_peak_bytes = 0;
+  // The mean per-step peak inside the optimizer's ranges (0: none); the model's optimizer phase is
+  // fitted to it (model.optimizer_temp_bytes).
+  std::int64_t measured_optimizer_peak_bytes = 0;
   std::int64_t memory_calibration_bytes = 0;
   double transient_memory_scale = 1.0;
   // The unobserved step (record --steps A:B): the median wall time of the representative rank's

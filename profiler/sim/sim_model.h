@@ -129,6 +129,9 @@ struct SimModel {
   int optimizer_reference_world = 1;  // optimizer work scales with params / shard size
   double hbm_bytes_per_ns = 0;        // for copy-in/copy-out cost; 0 = copies are free (already in compute)
   std::int64_t other_memory_bytes = 0;  // CUDA context, workspace, inputs: constant over the step
+  // Device memory held during the optimizer step beyond the model's state then (a profile's, fitted
+  // to its measured optimizer phase: sim_inputs.cpp); at the reference world size, like optimizer_ns.
+  std::int64_t optimizer_temp_bytes = 0;
   MeasuredExtra optimizer_extra{};      // between the last backward range and the end of the step
   bool forward_only = false;  // a measured window of forward passes only: no backward, no optimizer step
   int other_comm_world = 0;  // world size the non-FSDP collectives were measured at; 0 = keep them as measured

@@ -172,6 +172,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
+      .kv("optimizer_peak_memory_bytes", in.measured_optimizer_peak_bytes)
+      .kv("optimizer_temp_bytes", in.model.optimizer_temp_bytes)
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
       .end_object();
   if (in.window_only) {
@@ -205,6 +207,11 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
       o << "; the model's persistent state alone is " << format_bytes(-in.memory_calibration_bytes)
         << " more (memory events that miss the parameters?): not calibrated\n";
     }
+  }
+  if (in.measured_optimizer_peak_bytes > 0) {
+    o << "  measured optimizer step memory " << format_bytes(in.measured_optimizer_peak_bytes) << ": "
+      << format_bytes(in.model.optimizer_temp_bytes)
+      << " more than the model holds then (the optimizer's intermediates, outputs kept to the next step), held in every what-if\n";
   }
   if (in.window_only) {
     std::snprintf(line, sizeof line,

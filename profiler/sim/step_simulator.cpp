@@ -71,6 +71,7 @@ class StepRun {
       // Optimizer on the compute stream, then zero_grad(set_to_none=True) frees the sharded grads.
       const TimeNs t0 = lane_[0];
       op(Lane::Compute, OpKind::Optimizer, Phase::Optimizer, -1, t0, s_.optimizer_ns, 0);
+      transient(t0, s_.optimizer_temp_bytes, -1);
     } else {
       host_optimizer();
     }

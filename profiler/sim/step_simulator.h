@@ -144,6 +144,7 @@ struct CompiledStep {
   double overlap_slowdown = 0;
   bool comm_serialized = false;  // ClusterModel::comm_serialized
   std::int64_t other_memory_bytes = 0;
+  std::int64_t optimizer_temp_bytes = 0;  // SimModel::optimizer_temp_bytes at this shard (optimizer on the device only)
   int gpus_per_node = 8;
   Offload offload = Offload::None;
   int offload_prefetch_depth = 1;
