@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -69,17 +70,28 @@ struct MeasuredPeaks {
   std::int64_t optimizer = 0;  // the mean of the per-step peaks inside the optimizer's ranges (0: none)
 };
 
-// Each step's optimizer phase on a rank: from its first optimizer range's start to its last one's
-// end; {0, -1} for a step without one. One pass over the rank's optimizer ranges.
+// Each step's optimizer phase on a rank: its optimizer ranges that start after the step's last
+// backward range (a loop may call zero_grad at the step's start: that range is not the step's
+// optimizer phase), from the first one's start to the last one's end; {0, -1} for a step without
+// one. One pass over the rank's backward and optimizer ranges.
 std::vector<TimeInterval> optimizer_phases(const sql::Db& db, int rank, const std::vector<TimeInterval>& steps) {
+  std::vector<TimeNs> backward_end(steps.size(), std::numeric_limits<TimeNs>::min());
   std::vector<TimeInterval> out(steps.size(), TimeInterval{0, -1});
-  sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
+  sql::Stmt st(db.get(), "SELECT start_ns, start_ns + duration_ns, phase FROM ranges WHERE rank = ?1 AND phase IN (?2, ?3) "
+                         "ORDER BY phase = ?3, start_ns");  // backward ranges first
   st.bind(1, rank);
-  st.bind(2, static_cast<std::int64_t>(RangePhase::Optimizer));
+  st.bind(2, static_cast<std::int64_t>(RangePhase::Backward));
+  st.bind(3, static_cast<std::int64_t>(RangePhase::Optimizer));
   while (st.step()) {
     const auto k = interval_holding(steps, st.col_int(0));
     if (k < 0) continue;
-    TimeInterval& o = out[static_cast<std::size_t>(k)];
+    const auto u = static_cast<std::size_t>(k);
+    if (st.col_int(2) == static_cast<std::int64_t>(RangePhase::Backward)) {
+      backward_end[u] = std::max(backward_end[u], st.col_int(1));
+      continue;
+    }
+    if (st.col_int(0) < backward_end[u]) continue;
+    TimeInterval& o = out[u];
     o = o.first > o.second ? TimeInterval{st.col_int(0), st.col_int(1)}
                            : TimeInterval{std::min(o.first, st.col_int(0)), std::max(o.second, st.col_int(1))};
   }
