@@ -185,6 +185,35 @@ SimModel with_transients_scaled(SimModel m, double f) {
   return m;
 }
 
+// The replay's peak made the measured one: what the model leaves out is added as a constant, or
+// what it over-explains is taken from its transient bytes.
+void calibrate_transients(SimInputs& in) {
+  auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, FsdpPlan{}, in.cluster)).peak_bytes; };
+  const std::int64_t model_peak = peak_of(in.model);
+  in.memory_calibration_bytes = in.measured_peak_bytes - model_peak;
+  if (in.memory_calibration_bytes >= 0) {
+    // What the model does not explain (inputs, allocator slack): a constant in every what-if.
+    in.model.other_memory_bytes += in.memory_calibration_bytes;
+    return;
+  }
+  // The model explains more than was measured: its transient bytes (taken at their largest per
+  // unit, and coinciding in the replay where the job's did not quite) are scaled down until the
+  // replay's peak is the measured one. The peak only grows with the scale, so bisection finds it;
+  // the largest scale whose peak does not exceed the measured one is kept. A constant cannot do
+  // this: it would be a negative "other" that a plan with less memory could take below zero.
+  double lo = 0, hi = 1;
+  if (peak_of(with_transients_scaled(in.model, 0)) > in.measured_peak_bytes) {
+    in.transient_memory_scale = 1;  // the persistent state alone is larger: nothing transient to take
+    return;
+  }
+  for (int i = 0; i < 40 && hi - lo > 1e-9; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (peak_of(with_transients_scaled(in.model, mid)) > in.measured_peak_bytes ? hi : lo) = mid;
+  }
+  in.transient_memory_scale = lo;
+  in.model = with_transients_scaled(in.model, lo);
+}
+
 // The device memory the optimizer step holds beyond what the (calibrated) model keeps then: its
 // intermediates (a foreach AdamW's: about one fp32 copy of the rank's parameters), the outputs the
 // training loop keeps until its next forward (the logits), the allocator's rounding of the state.
@@ -192,8 +221,6 @@ SimModel with_transients_scaled(SimModel m, double f) {
 // checkpointing the step's peak moves from the loss to the optimizer; on an H200 the model, without
 // this, predicted the checkpointing plan's peak 5.6 % low (4,337 MB at the optimizer against
 // 5,868 MB measured there: docs/gpu-runs.md, fourth loan).
-void calibrate_transients(SimInputs& in);
-
 void fit_optimizer_memory(SimInputs& in, std::int64_t measured_optimizer_peak) {
   if (measured_optimizer_peak <= 0 || in.model.forward_only) return;
   const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
@@ -224,42 +251,15 @@ void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& 
   fit_optimizer_memory(in, std::min(measured.optimizer, measured.step));
 }
 
-// The replay's peak made the measured one: what the model leaves out is added as a constant, or
-// what it over-explains is taken from its transient bytes.
-void calibrate_transients(SimInputs& in) {
-  auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, FsdpPlan{}, in.cluster)).peak_bytes; };
-  const std::int64_t model_peak = peak_of(in.model);
-  in.memory_calibration_bytes = in.measured_peak_bytes - model_peak;
-  if (in.memory_calibration_bytes >= 0) {
-    // What the model does not explain (inputs, allocator slack): a constant in every what-if.
-    in.model.other_memory_bytes += in.memory_calibration_bytes;
-    return;
-  }
-  // The model explains more than was measured: its transient bytes (taken at their largest per
-  // unit, and coinciding in the replay where the job's did not quite) are scaled down until the
-  // replay's peak is the measured one. The peak only grows with the scale, so bisection finds it;
-  // the largest scale whose peak does not exceed the measured one is kept. A constant cannot do
-  // this: it would be a negative "other" that a plan with less memory could take below zero.
-  double lo = 0, hi = 1;
-  if (peak_of(with_transients_scaled(in.model, 0)) > in.measured_peak_bytes) {
-    in.transient_memory_scale = 1;  // the persistent state alone is larger: nothing transient to take
-    return;
-  }
-  for (int i = 0; i < 40 && hi - lo > 1e-9; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (peak_of(with_transients_scaled(in.model, mid)) > in.measured_peak_bytes ? hi : lo) = mid;
-  }
-  in.transient_memory_scale = lo;
-  in.model = with_transients_scaled(in.model, lo);
-}
-
 // The representative rank's unobserved steps (record --steps A:B; the optional table may be
-// absent): their median wall time and count. Step 0 (the job's warm-up) is left out. Where at
-// least kMinStepsAfterWindow of them come after the window, only those: before a window that
-// starts later than step 0 a GPU rank runs with CUPTI's memory records and the allocator history
-// on (from CUDA's start), and on an H200 those steps were ~15 % slower than the job without
-// `record`, while the steps after it (CUPTI detached, the history stopped) ran as the job does
-// (docs/gpu-runs.md, fourth loan).
+// absent): their median wall time and count. Step 0 (the job's warm-up) is left out. On a GPU
+// rank, where at least kMinStepsAfterWindow of them come after the window, only those: before a
+// window that starts later than step 0 it runs with CUPTI's memory records and the allocator
+// history on (from CUDA's start), and on an H200 those steps were +19 / +24 % slower than the job
+// without `record`, while the steps after it (CUPTI detached, the history stopped) ran as the job
+// does (docs/gpu-runs.md, fourth loan). A CPU rank runs nothing of ShardScope's outside the window
+// but the step count, so every unobserved step is a sample (the CPU closed loops' three steps
+// after a 3:7 window alone moved the unobserved step by up to -4 %, docs/accuracy.md).
 constexpr int kMinStepsAfterWindow = 3;
 
 struct UnobservedStep {
@@ -268,7 +268,7 @@ struct UnobservedStep {
   bool after_window = false;
 };
 
-UnobservedStep unobserved_step(const std::string& path, int rank) {
+UnobservedStep unobserved_step(const std::string& path, int rank, bool prefer_after_window) {
   sql::Db db = open_profile_readonly(path);
   sql::Stmt has(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unobserved_steps'");
   if (!has.step() || has.col_int(0) == 0) return {};
@@ -284,7 +284,7 @@ UnobservedStep unobserved_step(const std::string& path, int rank) {
     return d;
   };
   UnobservedStep u;
-  std::vector<TimeNs> d = last_profiled >= 0 ? durations(last_profiled) : std::vector<TimeNs>{};
+  std::vector<TimeNs> d = prefer_after_window && last_profiled >= 0 ? durations(last_profiled) : std::vector<TimeNs>{};
   u.after_window = static_cast<int>(d.size()) >= kMinStepsAfterWindow;
   if (!u.after_window) d = durations(0);
   if (d.empty()) return {};
@@ -387,7 +387,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
       in.fit = rep;
       in.fitted = true;
     }
-    const UnobservedStep u = unobserved_step(req.profile_path, pi.rank);
+    const UnobservedStep u = unobserved_step(req.profile_path, pi.rank, !is_cpu_device(pi.gpu_name));
     in.unobserved_step_ns = u.median_ns;
     in.unobserved_steps = u.steps;
     in.unobserved_after_window = u.after_window;

@@ -30,7 +30,9 @@ constexpr TimeNs ms = 1'000'000;
 // `before`: wall times of unobserved steps 1... before the window, whose profiled steps are then
 // numbered after them.
 // `optimizer_temp`: each step ends with an optimizer range (9-10 ms) holding that many bytes of
-// temporaries outside every module (9.2-9.8 ms), as a foreach AdamW's intermediates are.
+// temporaries outside every module (9.2-9.8 ms), as a foreach AdamW's intermediates are, and
+// starts with the loop's zero_grad (an optimizer range too, 0.1-0.2 ms) and 32 MiB of activations
+// of blocks.0 (1-8 ms): the step peaks there, the optimizer phase at the end.
 void write_profile(const std::string& path, const std::string& device, const std::vector<TimeNs>& unobserved,
                    std::int64_t resident = 0, const std::vector<TimeNs>& before = {}, std::int64_t optimizer_temp = 0) {
   ProfileWriter w(path, Origin{});
@@ -76,8 +78,20 @@ void write_profile(const std::string& path, const std::string& device, const std
     range(b1, 5 * ms, 7 * ms, RangePhase::Backward);
     range(b0, 7 * ms, 9 * ms, RangePhase::Backward);
     if (optimizer_temp > 0) {
+      w.add_range({0, thread, kNoRow, t0 + 100'000, t0 + 200'000, w.intern("Optimizer.zero_grad#AdamW.zero_grad"),
+                   RangeKind::Annotation, RangePhase::Optimizer, kNoRow, kNoRow, 0});
       w.add_range({0, thread, kNoRow, t0 + 9 * ms, t0 + 10 * ms, w.intern("Optimizer.step#AdamW.step"), RangeKind::Annotation,
                    RangePhase::Optimizer, kNoRow, kNoRow, 0});
+      MemoryEventRow a;
+      a.address = 0x200000;
+      a.category = MemoryCategory::Activation;
+      a.module = b0;
+      a.time = t0 + 1 * ms + 500'000;
+      a.bytes = 32 << 20;
+      w.add_memory_event(a);
+      a.time = t0 + 8 * ms;
+      a.bytes = -(32 << 20);
+      w.add_memory_event(a);
       MemoryEventRow m;
       m.address = 0x100000;
       m.category = MemoryCategory::Temporary;
@@ -126,24 +140,32 @@ TEST_CASE("a CPU profile's replay is calibrated to its unobserved step", "[sim][
   CHECK(replay(in) == in.replay_calibrated_ns);
 }
 
-TEST_CASE("the steps after the window are the unobserved step where there are three or more", "[sim][calibration]") {
+TEST_CASE("on a GPU the steps after the window are the unobserved step where there are three or more",
+          "[sim][calibration]") {
   ss::test::TempDir dir;
-  // Steps 1-4 before the window (on a GPU: memory records on), 5-7 profiled, then 8...
-  write_profile(dir.file("after.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms, 12 * ms});
+  const std::string gpu = "NVIDIA H100 80GB HBM3";
+  // Steps 1-4 before the window (memory records on), 5-7 profiled, then 8...
+  write_profile(dir.file("after.ssdb"), gpu, {8 * ms, 9 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms, 12 * ms});
   const SimInputs in = load(dir.file("after.ssdb"));
   CHECK(in.unobserved_after_window);
   CHECK(in.unobserved_steps == 3);
   CHECK(in.unobserved_step_ns == 8 * ms);
   CHECK(in.recording_slowdown_pct() == Approx(25.0));
   // Two after it are too few: every unobserved step but step 0, before the window too.
-  write_profile(dir.file("few.ssdb"), "CPU", {8 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms});
+  write_profile(dir.file("few.ssdb"), gpu, {8 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms});
   const SimInputs few = load(dir.file("few.ssdb"));
   CHECK_FALSE(few.unobserved_after_window);
   CHECK(few.unobserved_steps == 5);
   CHECK(few.unobserved_step_ns == 12 * ms);  // the median of 7, 8, 12, 12, 13
   // A window from step 0: every unobserved step is after it.
-  write_profile(dir.file("zero.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms});
+  write_profile(dir.file("zero.ssdb"), gpu, {8 * ms, 9 * ms, 7 * ms});
   CHECK(load(dir.file("zero.ssdb")).unobserved_after_window);
+  // A CPU rank runs nothing of ShardScope's outside the window: every unobserved step counts.
+  write_profile(dir.file("cpu.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms}, 0, {12 * ms, 12 * ms, 13 * ms, 12 * ms});
+  const SimInputs cpu = load(dir.file("cpu.ssdb"));
+  CHECK_FALSE(cpu.unobserved_after_window);
+  CHECK(cpu.unobserved_steps == 7);
+  CHECK(cpu.unobserved_step_ns == 12 * ms);
 }
 
 TEST_CASE("--as-profiled, or no unobserved steps: the replay is of the profiled job", "[sim][calibration]") {
@@ -215,16 +237,17 @@ std::int64_t optimizer_phase_bytes(const SimResult& r) {
 
 TEST_CASE("the optimizer step holds in the replay what it held in the profile", "[sim][calibration][memory]") {
   ss::test::TempDir dir;
-  // 64 MiB no module explains, and 16 MiB of temporaries inside each step's optimizer range.
+  // 64 MiB no module explains, 32 MiB of activations in forward and backward, and 16 MiB of
+  // temporaries inside each step's optimizer range (not its zero_grad at the start).
   write_profile(dir.file("o.ssdb"), "CPU", {}, 64 << 20, {}, 16 << 20);
   const SimInputs in = load(dir.file("o.ssdb"));
-  CHECK(in.measured_peak_bytes == (64 << 20) + (16 << 20));
+  CHECK(in.measured_peak_bytes == (64 << 20) + (32 << 20));
   CHECK(in.measured_optimizer_peak_bytes == (64 << 20) + (16 << 20));
   CHECK(in.model.optimizer_temp_bytes > 0);
   const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
   CHECK(optimizer_phase_bytes(r) == in.measured_optimizer_peak_bytes);
   CHECK(r.peak_bytes == in.measured_peak_bytes);
-  // A plan that holds less elsewhere (every unit checkpointed) keeps the optimizer's memory: the
+  // A plan that holds less elsewhere (every unit checkpointed) keeps the optimizer's memory: its
   // peak cannot go below it.
   FsdpPlan ckpt;
   ckpt.checkpoint["*"] = "full";
