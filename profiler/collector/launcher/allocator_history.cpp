@@ -152,6 +152,21 @@ import::InnermostRangeIndex module_ranges(sql::Db& db) {
   return import::InnermostRangeIndex(ranges, modules);
 }
 
+}  // namespace
+
+std::vector<TensorFact> history_tensor_facts(const std::vector<std::pair<TimeNs, std::string>>& lines, TimeNs origin) {
+  std::vector<TensorFact> facts;
+  for (const auto& [t, message] : lines) {
+    if (auto f = parse_tensor_fact(message, t - origin))
+      facts.push_back(std::move(*f));
+    else if (auto live = parse_live_tensor(message, t - origin))
+      facts.push_back(std::move(live->fact));
+  }
+  return facts;
+}
+
+namespace {
+
 std::int64_t attach_one(const fs::path& rank_file, const SnapshotContent& snap,
                         const std::vector<std::pair<TimeNs, std::string>>& fact_lines) {
   sql::Db db(rank_file.string(), SQLITE_OPEN_READWRITE);
@@ -168,9 +183,7 @@ std::int64_t attach_one(const fs::path& rank_file, const SnapshotContent& snap,
   for (const auto& [a, b] : snap.context_ranges) ctx_ranges.emplace_back(a - origin, b - origin);
   const import::InnermostRangeIndex snapshot_context(ctx_ranges, snap.contexts);
 
-  std::vector<TensorFact> facts;
-  for (const auto& [t, message] : fact_lines)
-    if (auto f = parse_tensor_fact(message, t - origin)) facts.push_back(std::move(*f));
+  const std::vector<TensorFact> facts = history_tensor_facts(fact_lines, origin);
 
   std::vector<MemoryEventIn> ins;
   ins.reserve(snap.events.size());

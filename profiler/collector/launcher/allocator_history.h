@@ -22,7 +22,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "profiler/common/memory_categories.h"
 
 namespace ss::record {
 
@@ -34,6 +37,15 @@ struct HistoryAttachResult {
   std::int64_t events = 0;            // memory events written
   std::vector<std::string> warnings;  // snapshots that could not be used, and why
 };
+
+// The tensor facts of a facts file's lines ("<unix ns>", message), times made relative to `origin`:
+// the hooks' "ss:mem:..." facts, and the "ss:live:..." ones told when a capture window opens after
+// step 0 (record --steps A:B, A > 0: the parameters, gradients and optimizer state alive then). The
+// history has their allocations (it runs from CUDA's start), so a live tensor is a fact about the
+// allocation live at its address then, as an ss:mem fact is; its size is the history's. Without
+// them a window's memory on a GPU had no named tensor (`history.tensor_facts` 0 on the fourth
+// loan's H200). Other lines ("ss:freed:...": the history has the frees) are skipped.
+std::vector<TensorFact> history_tensor_facts(const std::vector<std::pair<TimeNs, std::string>>& lines, TimeNs origin);
 
 // Attaches every <stem>.cuda_memory.pickle in `parts_dir` to its rank file <stem>.ssdb. A
 // snapshot that cannot be read leaves that rank as the collector recorded it (with a warning).
