@@ -52,7 +52,7 @@ def parse_steps(text):
 # at the window's end (~0.2 s idle for ten steps of the sample decoder, more on a busy machine); on
 # a busy 60-step job the total step time came out +4.9 % (median of 6 pairs) with ten against +7.2 %
 # with twenty (docs/benchmarks.md). On a GPU a traced step of a launch-bound job costs ~+40 % and the
-# window's end ~0.35 s (the trace's flush, the history's dump, CUPTI's detach).
+# window's end ~0.33 s (the trace's flush, the history's dump, CUPTI's detach).
 DEFAULT_STEPS = 10
 
 
