@@ -132,8 +132,14 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records on from the start");
     expect(s.domains.empty(), "no callback domain before the window closes");
     fake_cupti::api_call(CUPTI_API_EXIT);  // nothing armed: nothing happens
+    expect(!fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME), "no launch records before the window");
     expect(col::set_capture(true), "the window opens");
     expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1, "kernels traced in the window");
+    // Mid-run, launch records come through the whole API kinds (per-API records switched on then
+    // were not delivered on an H200).
+    expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) == 1 &&
+               fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) == 1,
+           "launch records in the window");
     expect(col::set_capture(false), "the window closes");
     s = fake_cupti::snapshot();
     expect(s.kinds.empty(), "every kind off, memory too");
@@ -196,6 +202,22 @@ TEST_CASE("a job busy with CUDA calls while the detach is armed: finalized once,
   CHECK(failures == "");
 }
 
+TEST_CASE("a window from step 0 takes the launch records per API, from the start", "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "0:4", nullptr);
+    expect(col::start_collector(), "the collector starts");
+    const auto s = fake_cupti::snapshot();
+    expect(s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1, "kernels traced from the start");
+    expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) && !s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER),
+           "not the whole API kinds (per-API records, enabled before any CUDA call)");
+    col::stop_collector();
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
 TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as before", "[collector][lifecycle]") {
   ss::test::TempDir dir;
   const std::string failures = in_child([&] {
@@ -207,6 +229,8 @@ TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as b
     auto s = fake_cupti::snapshot();
     expect(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2) == 1, "memory records stay on");
     expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "kernels off after the window");
+    expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) && !s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER),
+           "launch records off after the window");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     fake_cupti::api_call(CUPTI_API_EXIT);
     expect(fake_cupti::snapshot().domains.empty(), "no callback domain armed");
