@@ -544,6 +544,8 @@ def stage_overhead(r, f, t):
     f["window_cupti_detached"] = window_meta("cupti_detached")
     f["window_nvtx_slots_released"] = window_meta("nvtx_slots_released")
     f["default_cupti_detached"] = window_meta("cupti_detached", "def")
+    # Tensors named in a window from step 12 (its live facts; 0 on the fourth loan, fixed in 8dbd4eb).
+    f["window_tensor_facts"] = window_meta("history.tensor_facts")
     # The fourth loan's --steps 12:16 profile had no kernel attributed to a module (12,864 of 12,864;
     # every-step profiles: 95 %): kernels with a module, in % of the window's, per run.
     def with_module(run):
