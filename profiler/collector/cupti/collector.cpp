@@ -306,15 +306,22 @@ constexpr CUpti_CallbackId kDriverApis[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync};
 
+// One activity kind off, if it is on; kinds_mutex held.
+void disable(State& s, CUpti_ActivityKind kind) {
+  if (auto it = std::find(s.enabled.begin(), s.enabled.end(), kind); it != s.enabled.end()) {
+    cuptiActivityDisable(kind);
+    s.enabled.erase(it);
+  }
+}
+
 // Turns the trace kinds and API records on or off; kinds_mutex held.
 bool switch_trace_kinds(State& s, bool on) {
   for (const auto& k : kTraceKinds) {
     if (on && !trace_group_on(s.trace_kinds, k.group)) continue;
     if (on) {
       if (!enable(s, k.kind, k.name, k.required)) return false;
-    } else if (auto it = std::find(s.enabled.begin(), s.enabled.end(), k.kind); it != s.enabled.end()) {
-      cuptiActivityDisable(k.kind);
-      s.enabled.erase(it);
+    } else {
+      disable(s, k.kind);
     }
   }
   const int api = on && trace_group_on(s.trace_kinds, "api") ? 1 : 0;
@@ -326,9 +333,8 @@ bool switch_trace_kinds(State& s, bool on) {
     for (auto [kind, name] : {std::pair{CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, std::pair{CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"}}) {
       if (api) {
         if (!enable(s, kind, name, true)) return false;
-      } else if (auto it = std::find(s.enabled.begin(), s.enabled.end(), kind); it != s.enabled.end()) {
-        cuptiActivityDisable(kind);
-        s.enabled.erase(it);
+      } else {
+        disable(s, kind);
       }
     }
   } else {
