@@ -1,7 +1,9 @@
 #include "tests/collector/fake_cupti.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "profiler/collector/cupti/nvtx_release.h"
 
@@ -16,7 +18,23 @@ struct Fake {
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   bool finalized = false;
   bool api_exit_after_domain_enable = false;
+  bool context = false;
+  bool runtime_filter_live = false;  // some runtime function (or the kind) was on when the context was made
+  bool driver_filter_live = false;
+  std::uint32_t correlation = 0;
+  std::vector<std::uint8_t> pending;  // records not yet handed over, back to back
 };
+
+// The size of a record the fake writes, from its kind (the first field of every CUPTI record).
+std::size_t record_size(const CUpti_Activity* r) {
+  return r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? sizeof(CUpti_ActivityKernel10) : sizeof(CUpti_ActivityAPI);
+}
+
+template <typename Record>
+void append(std::vector<std::uint8_t>& out, const Record& r) {
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(&r);
+  out.insert(out.end(), bytes, bytes + sizeof r);
+}
 
 Fake& fake() {
   static Fake f;
@@ -33,14 +51,21 @@ void note(const char* name) {
   }
 }
 
-// What CUPTI does at a flush or at finalize: hands over a buffer it holds (empty here: no records).
+// What CUPTI does at a flush or at finalize: hands over a buffer with the records it holds.
 void hand_over_a_buffer() {
   Fake& f = fake();
+  std::vector<std::uint8_t> records;
+  {
+    std::lock_guard<std::mutex> lock(f.m);
+    records.swap(f.pending);
+  }
   if (!f.request || !f.complete) return;
   uint8_t* buffer = nullptr;
   size_t size = 0, max_records = 0;
   f.request(&buffer, &size, &max_records);
-  f.complete(nullptr, 0, buffer, size, 0);
+  const size_t valid = buffer && records.size() <= size ? records.size() : 0;
+  if (valid) std::memcpy(buffer, records.data(), valid);
+  f.complete(nullptr, 0, buffer, size, valid);
 }
 
 }  // namespace
@@ -71,6 +96,55 @@ void api_call(CUpti_ApiCallbackSite site) {
 void api_exit_after_each_domain_enable() {
   std::lock_guard<std::mutex> lock(fake().m);
   fake().api_exit_after_domain_enable = true;
+}
+
+namespace {
+void create_context_locked(Fake& f) {
+  if (f.context) return;
+  f.context = true;
+  f.runtime_filter_live = !f.s.runtime_apis.empty() || f.s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME);
+  f.driver_filter_live = !f.s.driver_apis.empty() || f.s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER);
+}
+}  // namespace
+
+void create_context() {
+  std::lock_guard<std::mutex> lock(fake().m);
+  create_context_locked(fake());
+}
+
+void launch_kernels(int n) {
+  static const char kName[] = "fake_kernel";
+  Fake& f = fake();
+  std::lock_guard<std::mutex> lock(f.m);
+  if (f.finalized) return;
+  create_context_locked(f);
+  const bool kernels = f.s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) > 0;
+  const bool launches = f.s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) > 0 ||
+                        (f.runtime_filter_live && f.s.runtime_apis.count(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) > 0);
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t correlation = ++f.correlation;
+    const std::uint64_t t = 1'000'000'000ull + 1000ull * correlation;
+    if (launches) {
+      CUpti_ActivityAPI a{};
+      a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+      a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+      a.start = t;
+      a.end = t + 100;
+      a.threadId = 1;
+      a.correlationId = correlation;
+      append(f.pending, a);
+    }
+    if (kernels) {
+      CUpti_ActivityKernel10 k{};
+      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k.start = t + 200;
+      k.end = t + 300;
+      k.correlationId = correlation;
+      k.streamId = 7;
+      k.name = kName;
+      append(f.pending, k);
+    }
+  }
 }
 
 }  // namespace fake_cupti
@@ -125,25 +199,31 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) {
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
   note("cuptiActivityEnableRuntimeApi");
+  std::lock_guard<std::mutex> lock(fake().m);
+  if (enable) fake().s.runtime_apis.insert(cbid);
+  else fake().s.runtime_apis.erase(cbid);
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) {
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
   note("cuptiActivityEnableDriverApi");
+  std::lock_guard<std::mutex> lock(fake().m);
+  if (enable) fake().s.driver_apis.insert(cbid);
+  else fake().s.driver_apis.erase(cbid);
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   note("cuptiActivityFlushAll");
-  if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
-    {
-      std::lock_guard<std::mutex> lock(fake().m);
-      ++fake().s.forced_flushes;
-    }
-    hand_over_a_buffer();
+  bool hand_over = flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED;
+  {
+    std::lock_guard<std::mutex> lock(fake().m);
+    if (hand_over) ++fake().s.forced_flushes;
+    hand_over = hand_over || !fake().pending.empty();  // completed records at a plain flush
   }
+  if (hand_over) hand_over_a_buffer();
   return CUPTI_SUCCESS;
 }
 
@@ -153,9 +233,12 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size
   return CUPTI_SUCCESS;
 }
 
-CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**) {
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
   note("cuptiActivityGetNextRecord");
-  return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  uint8_t* next = *record ? reinterpret_cast<uint8_t*>(*record) + record_size(*record) : buffer;
+  if (!buffer || next >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {

@@ -72,16 +72,18 @@ bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit
   return true;
 }
 
-std::string meta(const std::string& dir, const std::string& key) {
+// The first column of the first row of `sql` (with `arg` bound to its parameter, if any) in the rank file.
+std::string query(const std::string& dir, const char* sql, const std::string& arg = "") {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".ssdb") continue;
     sqlite3* db = nullptr;
     std::string value = "(no row)";
     if (sqlite3_open_v2(e.path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
       sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, nullptr) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_ROW) value = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+      if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK) {
+        if (sqlite3_bind_parameter_count(st) > 0) sqlite3_bind_text(st, 1, arg.c_str(), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+          value = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
       }
       sqlite3_finalize(st);
     }
@@ -89,6 +91,25 @@ std::string meta(const std::string& dir, const std::string& key) {
     return value;
   }
   return "(no rank file)";
+}
+
+std::string meta(const std::string& dir, const std::string& key) {
+  return query(dir, "SELECT value FROM meta WHERE key = ?", key);
+}
+
+std::string kernels(const std::string& dir) { return query(dir, "SELECT COUNT(*) FROM kernels"); }
+
+std::string kernels_without_launch(const std::string& dir) {
+  return query(dir, "SELECT COALESCE(SUM(count), 0) FROM skipped_events WHERE reason = ?", "kernels without a launch record");
+}
+
+// Closes the window and lets the job's next CUDA calls detach CUPTI, as a job after its window does.
+bool close_window_and_detach() {
+  if (!col::set_capture(false)) return false;
+  return wait_for([] {
+    fake_cupti::api_call(CUPTI_API_EXIT);
+    return fake_cupti::snapshot().finalizes == 1;
+  });
 }
 
 // One copy of NVTX whose (core) function table CUPTI was handed (nvtx_release.h; the layouts are
@@ -135,10 +156,7 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     expect(!fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME), "no launch records before the window");
     expect(col::set_capture(true), "the window opens");
     expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1, "kernels traced in the window");
-    // Mid-run, launch records come through the whole API kinds (per-API records switched on then
-    // were not delivered on an H200).
-    expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) == 1 &&
-               fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) == 1,
+    expect(fake_cupti::snapshot().runtime_apis.count(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) == 1,
            "launch records in the window");
     expect(col::set_capture(false), "the window closes");
     s = fake_cupti::snapshot();
@@ -258,6 +276,88 @@ TEST_CASE("a job that ends before its next CUDA call: nothing lost, nothing call
     expect(s.finalizes == 0, "no CUDA call, no finalize");
     expect(s.forced_flushes == 1, "the window's flush only (the exit does not flush again)");
     expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file written, cupti_detached 0");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("a window from step A > 0 gets its launch records per API: seeded before CUDA's context",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "2:4", nullptr);
+    expect(col::start_collector(), "the collector starts");
+    auto s = fake_cupti::snapshot();
+    expect(s.runtime_apis.count(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) == 1 &&
+               s.driver_apis.count(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) == 1,
+           "a runtime and a driver function switched on before the context");
+    expect(!s.runtime_apis.count(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), "no launch record before the window");
+    fake_cupti::create_context();
+    fake_cupti::launch_kernels(40);  // steps 0-1: untraced
+    expect(col::set_capture(true), "the window opens");
+    fake_cupti::launch_kernels(300);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // a commit of the writer: the launch check
+    s = fake_cupti::snapshot();
+    expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) && !s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER),
+           "no fallback to the whole API kinds");
+    expect(close_window_and_detach(), "the window closes, CUPTI detached");
+    col::stop_collector();
+    expect(kernels(dir.path()) == "300", "the window's 300 kernels (got " + kernels(dir.path()) + ")");
+    expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record (without: " +
+                                                          kernels_without_launch(dir.path()) + ")");
+    expect(meta(dir.path(), "collector.launch_records") == "per-api", "rank file: launch_records per-api");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("where a window's per-API launch records do not arrive, the writer switches to the whole API kinds",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "2:4", nullptr);
+    // A context made before the collector could seed: CUPTI then delivers no function switched on later.
+    fake_cupti::create_context();
+    expect(col::start_collector(), "the collector starts");
+    expect(col::set_capture(true), "the window opens");
+    fake_cupti::launch_kernels(300);
+    expect(wait_for([] { return fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) == 1; }),
+           "the writer turns the RUNTIME kind on");
+    expect(fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) == 1, "and the DRIVER kind");
+    fake_cupti::launch_kernels(100);
+    expect(close_window_and_detach(), "the window closes, CUPTI detached");
+    col::stop_collector();
+    expect(kernels(dir.path()) == "400", "400 kernels (got " + kernels(dir.path()) + ")");
+    expect(kernels_without_launch(dir.path()) == "300",
+           "the 300 before the fallback without a launch record (got " + kernels_without_launch(dir.path()) + ")");
+    expect(meta(dir.path(), "collector.launch_records") == "kinds (fallback: per-API records not delivered)",
+           "rank file says so: " + meta(dir.path(), "collector.launch_records"));
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
+TEST_CASE("SHARDSCOPE_LAUNCH_RECORDS=kinds: a window from A > 0 takes the whole API kinds, nothing seeded",
+          "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "2:4", nullptr);
+    setenv("SHARDSCOPE_LAUNCH_RECORDS", "kinds", 1);
+    expect(col::start_collector(), "the collector starts");
+    expect(fake_cupti::snapshot().runtime_apis.empty() && fake_cupti::snapshot().driver_apis.empty(), "nothing seeded");
+    fake_cupti::create_context();
+    expect(col::set_capture(true), "the window opens");
+    auto s = fake_cupti::snapshot();
+    expect(s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) == 1 && s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) == 1,
+           "the whole API kinds in the window");
+    fake_cupti::launch_kernels(50);
+    expect(close_window_and_detach(), "the window closes, CUPTI detached");
+    col::stop_collector();
+    expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record");
+    expect(meta(dir.path(), "collector.launch_records") == "kinds", "rank file: launch_records kinds");
     return expect.failures.str();
   });
   CHECK(failures == "");

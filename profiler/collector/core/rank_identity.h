@@ -49,5 +49,8 @@ inline constexpr const char* kEnvSteps = "SHARDSCOPE_STEPS";              // rec
 inline constexpr const char* kEnvTraceKinds = "SHARDSCOPE_TRACE_KINDS";
 // "0": keep CUPTI attached after a capture window closes (default: detach, cupti/collector.cpp).
 inline constexpr const char* kEnvCuptiDetach = "SHARDSCOPE_CUPTI_DETACH";
+// "kinds": a window from A > 0 takes launch records through the whole RUNTIME / DRIVER kinds (a
+// measurement switch: the per-API records are the default).
+inline constexpr const char* kEnvLaunchRecords = "SHARDSCOPE_LAUNCH_RECORDS";
 
 }  // namespace ss::collector

@@ -55,7 +55,13 @@ struct State {
   std::mutex kinds_mutex;          // enabled, capturing: the job's thread (set_capture) vs the exit / writer
   bool capturing = false;          // the trace kinds are on (record --steps: only inside the window)
   std::int64_t first_captured_step = 0;
-  bool api_kinds = false;          // launch records through the whole RUNTIME / DRIVER kinds (a window from A > 0)
+  // Launch records (kernel -> launching thread and time, hence -> module). Per API function
+  // (kRuntimeApis / kDriverApis) where CUPTI delivers them; through the whole RUNTIME / DRIVER kinds
+  // (every API call a record) when asked (SHARDSCOPE_LAUNCH_RECORDS=kinds) or as the fallback of a
+  // window whose per-API records do not arrive (check_launch_records).
+  bool api_kinds = false;
+  bool launch_fallback = false;         // api_kinds turned on by check_launch_records
+  std::atomic<bool> launch_check{false};  // a window from A > 0 opened with per-API records: see that they arrive
   std::string trace_kinds = "all";  // SHARDSCOPE_TRACE_KINDS (measurement only)
   std::atomic<std::int64_t> capture_switches{0};
   // Detaching CUPTI once a capture window has closed (detach_after_window). The job's thread asks
@@ -80,6 +86,21 @@ State& state() {
   return *s;
 }
 
+// Functions switched on before CUDA's context exists, so that launch records switched on per API
+// later, at a window from A > 0, are delivered: CUPTI records a function switched on after the
+// context only if something of its kind was on when the context was made (on the H200 of the
+// fourth loan none of a 12:16 window's 10,924 kernels had a launch record; the same rule is
+// documented for an RTX 3060 under CUDA 13.0). The job does not call these two unless it drives a
+// profiler itself (cudaProfilerStart), so outside the window they record nothing.
+constexpr CUpti_CallbackId kSeedRuntimeApi = CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
+constexpr CUpti_CallbackId kSeedDriverApi = CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+
+bool is_seed(const ApiRecord& r) { return r.cbid == (r.driver ? kSeedDriverApi : kSeedRuntimeApi); }
+
+// Kernels a window must have delivered without a single launch record before the writer gives up
+// on the per-API records (a step of the kit's job has ~2,700; a small job's first second fewer).
+constexpr std::int64_t kLaunchCheckKernels = 200;
+
 // Counts what the writer thread sees, for the rank file's meta and skipped_events.
 struct Tally : RecordVisitor {
   Attributor* attributor = nullptr;
@@ -87,9 +108,17 @@ struct Tally : RecordVisitor {
   std::int64_t invalid_timestamps = 0;
   std::int64_t pool_events = 0;
   std::map<int, std::pair<std::int64_t, TimeNs>> overhead;  // kind -> (count, total ns)
+  std::int64_t kernels = 0;
+  std::int64_t launch_records = 0;  // API records other than the seed functions' (seed_per_api_records)
 
-  void on_api(const ApiRecord& r) override { attributor->add(r); }
-  void on_kernel(KernelRecord&& r) override { attributor->add(std::move(r)); }
+  void on_api(const ApiRecord& r) override {
+    if (!is_seed(r)) ++launch_records;
+    attributor->add(r);
+  }
+  void on_kernel(KernelRecord&& r) override {
+    ++kernels;
+    attributor->add(std::move(r));
+  }
   void on_copy(const CopyRecord& r) override { attributor->add(r); }
   void on_marker(MarkerRecord&& r) override { attributor->add(r); }
   void on_marker_payload(MarkerPayload&& p) override { attributor->add(std::move(p)); }
@@ -183,6 +212,8 @@ void arm_detach(State& s, Tally& tally) {
     s.finalize_ready.store(true, std::memory_order_release);
 }
 
+void check_launch_records(State& s, const Tally& tally);
+
 void write_final_stats(State& s, Tally& tally) {
   const auto& st = s.attributor->stats();
   s.writer->add_skipped("records with zero or inverted timestamps", tally.invalid_timestamps);
@@ -193,6 +224,12 @@ void write_final_stats(State& s, Tally& tally) {
   s.writer->set_meta("collector.memory_pool_events", std::to_string(tally.pool_events));
   s.writer->set_meta("collector.nccl_calls_without_kernel", std::to_string(st.nccl_calls_without_kernel));
   s.writer->set_meta("collector.capture_switches", std::to_string(s.capture_switches.load()));
+  if (trace_group_on(s.trace_kinds, "api")) {
+    std::lock_guard<std::mutex> lock(s.kinds_mutex);
+    s.writer->set_meta("collector.launch_records", s.launch_fallback ? "kinds (fallback: per-API records not delivered)"
+                                                   : s.api_kinds     ? "kinds"
+                                                                     : "per-api");
+  }
   for (const auto& [kind, v] : tally.overhead) {
     s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".count", std::to_string(v.first));
     s.writer->set_meta("collector.overhead." + std::to_string(kind) + ".ns", std::to_string(v.second));
@@ -218,6 +255,7 @@ void writer_loop() {
           // Completed records only; FLUSH_FORCED would cut running kernels short.
           if (s.recording) cuptiActivityFlushAll(0);
           process_buffers(s, tally, s.queue.take(std::chrono::milliseconds(0)));
+          check_launch_records(s, tally);
           size_t dropped = 0;
           if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
             dropped_total += static_cast<std::int64_t>(dropped);
@@ -314,6 +352,26 @@ void disable(State& s, CUpti_ActivityKind kind) {
   }
 }
 
+// The whole RUNTIME and DRIVER kinds on or off; kinds_mutex held.
+bool switch_api_kinds(State& s, int on) {
+  for (auto [kind, name] : {std::pair{CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, std::pair{CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"}}) {
+    if (!on) disable(s, kind);
+    else if (!enable(s, kind, name, true)) return false;
+  }
+  return true;
+}
+
+// Before CUDA's context (setup): the seed functions on, so that per-API launch records switched
+// on by a window from A > 0 are delivered (kSeedRuntimeApi). Where CUPTI refuses, the window takes
+// the whole kinds instead.
+void seed_per_api_records(State& s) {
+  if (cuptiActivityEnableRuntimeApi(kSeedRuntimeApi, 1) == CUPTI_SUCCESS &&
+      cuptiActivityEnableDriverApi(kSeedDriverApi, 1) == CUPTI_SUCCESS)
+    return;
+  s.api_kinds = true;
+  log_verbose("per-API launch records cannot be seeded; the capture window takes the whole RUNTIME / DRIVER kinds");
+}
+
 // Turns the trace kinds and API records on or off; kinds_mutex held.
 bool switch_trace_kinds(State& s, bool on) {
   for (const auto& k : kTraceKinds) {
@@ -325,26 +383,39 @@ bool switch_trace_kinds(State& s, bool on) {
     }
   }
   const int api = on && trace_group_on(s.trace_kinds, "api") ? 1 : 0;
-  if (s.api_kinds) {
-    // Switched on mid-run, the per-API records below were not delivered on an H200 (the fourth
-    // loan's --steps 12:16 window: 10,924 of its kernels without a launch record, none attributed
-    // to a module; docs/gpu-runs.md). The whole RUNTIME and DRIVER kinds, which Kineto switches
-    // mid-run, cost more records inside the window and nothing outside it.
-    for (auto [kind, name] : {std::pair{CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, std::pair{CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"}}) {
-      if (api) {
-        if (!enable(s, kind, name, true)) return false;
-      } else {
-        disable(s, kind);
-      }
-    }
-  } else {
-    for (CUpti_CallbackId cbid : kRuntimeApis)
-      if (!check(cuptiActivityEnableRuntimeApi(cbid, api), "cuptiActivityEnableRuntimeApi")) return false;
-    for (CUpti_CallbackId cbid : kDriverApis)
-      if (!check(cuptiActivityEnableDriverApi(cbid, api), "cuptiActivityEnableDriverApi")) return false;
-  }
+  if (s.api_kinds && !switch_api_kinds(s, api)) return false;
+  for (CUpti_CallbackId cbid : kRuntimeApis)
+    if (!check(cuptiActivityEnableRuntimeApi(cbid, api), "cuptiActivityEnableRuntimeApi")) return false;
+  for (CUpti_CallbackId cbid : kDriverApis)
+    if (!check(cuptiActivityEnableDriverApi(cbid, api), "cuptiActivityEnableDriverApi")) return false;
+  s.launch_check = api && s.first_captured_step > 0 && !s.api_kinds;
   s.capturing = on;
   return true;
+}
+
+// The writer thread, at each commit inside a window from A > 0 (launch_check): once the window
+// has delivered kLaunchCheckKernels kernels and not one launch record, the per-API records are not
+// arriving (a CUPTI without the seed's effect): the whole RUNTIME / DRIVER kinds go on for the rest
+// of the window, as Kineto takes them mid-run. They cost the job a record per API call: on the
+// fifth loan's H200 a 12:16 window's steps ran +49 / +57 % over the steps outside it (fourth loan,
+// kernels without launch records: +20 / +23 %), and the steps after it stayed +11 / +16 % slower
+// than the unrecorded job's (fourth loan: -4 / +3 %); so they are the fallback, not the rule.
+void check_launch_records(State& s, const Tally& tally) {
+  if (!s.launch_check) return;
+  if (tally.launch_records > 0) {
+    s.launch_check = false;
+    return;
+  }
+  if (tally.kernels < kLaunchCheckKernels) return;
+  std::lock_guard<std::mutex> lock(s.kinds_mutex);
+  s.launch_check = false;
+  if (!s.capturing || s.detach_requested || s.api_kinds) return;
+  s.api_kinds = true;
+  s.launch_fallback = true;
+  switch_api_kinds(s, 1);  // a kind CUPTI refuses is logged by enable()
+  log_once("launch-fallback", std::to_string(tally.kernels) +
+                                  " kernels of the capture window came without a launch record; launch records through "
+                                  "CUPTI's whole RUNTIME and DRIVER kinds from now on (the earlier kernels have no module)");
 }
 
 // The job's half of a detach, at the capture window's end (kinds_mutex held, the job's GPU work
@@ -414,7 +485,8 @@ bool setup(State& s) {
   // Under `record --steps A:B` with A > 0 the trace kinds wait for the job's Python side to open the
   // window (shardscope_collector_capture, _collector.py); until then the job runs untraced.
   s.first_captured_step = first_captured_step(std::getenv(kEnvSteps));
-  s.api_kinds = s.first_captured_step > 0;
+  const char* launch = std::getenv(kEnvLaunchRecords);
+  s.api_kinds = s.first_captured_step > 0 && launch && std::string(launch) == "kinds";
   if (const char* kinds = std::getenv(kEnvTraceKinds); kinds && *kinds) {
     s.trace_kinds = kinds;
     s.writer->set_meta("collector.trace_kinds", kinds);
@@ -426,6 +498,7 @@ bool setup(State& s) {
   {
     std::lock_guard<std::mutex> lock(s.kinds_mutex);
     if (s.first_captured_step == 0) ok = switch_trace_kinds(s, true);
+    else if (!s.api_kinds && trace_group_on(s.trace_kinds, "api")) seed_per_api_records(s);
     if (ok) ok = enable(s, CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false);
     if (ok && memory != "off")
       ok = enable(s, CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", false) && enable(s, CUPTI_ACTIVITY_KIND_MEMORY_POOL, "MEMORY_POOL", false);
