@@ -74,6 +74,7 @@ std::int64_t write_rank(const std::string& path, int rank, std::int64_t kernels)
     api.tid = 1;
     api.start = t + 1'000;
     api.end = t + 2'000;
+    api.name = "cudaLaunchKernel";
     a.add(api);
     KernelRecord kr;
     kr.correlation = api.correlation;
@@ -107,6 +108,7 @@ std::int64_t write_rank(const std::string& path, int rank, std::int64_t kernels)
 
 }  // namespace
 
+// bench_collector [KERNELS_PER_RANK [RANKS [KEEP_MERGED_PROFILE]]]
 int main(int argc, char** argv) {
   const std::int64_t kernels = argc > 1 ? std::atoll(argv[1]) : 1'000'000;
   const int ranks = argc > 2 ? std::atoi(argv[2]) : 2;
@@ -137,6 +139,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(result.kernels), static_cast<long long>(result.ranges), merge_s, merge_cpu,
               result.kernels / merge_cpu / 1e6);
   std::printf("merged file: %.1f MB\n", std::filesystem::file_size(mo.output) / 1e6);
+  if (argc > 3)  // keep the merged profile (e.g. to run the analyses on the collector's format)
+    std::filesystem::copy_file(mo.output, argv[3], std::filesystem::copy_options::overwrite_existing);
   std::filesystem::remove_all(dir);
   return 0;
 }

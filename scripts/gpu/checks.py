@@ -232,6 +232,10 @@ def profile_health(path, first_step):
     f["steps_per_rank"] = dict(db.execute("SELECT rank, count(*) FROM steps GROUP BY rank").fetchall())
     f["kernels_by_category"] = {cats.get(c, c): n for c, n in db.execute("SELECT category, count(*) FROM kernels WHERE rank = 0 GROUP BY 1")}
     f["kernels_per_step_rank0"] = kernels_per_step(db, first_step)
+    # Placed by launch only where the profile has launches rows (recorded profiles since 2026-11-27).
+    f["kernels_with_launch_rank0_pct"] = db.execute(
+        "SELECT round(100.0 * count(l.id) / max(count(*), 1), 1) FROM kernels k LEFT JOIN launches l ON l.kernel_id = k.id "
+        "WHERE k.rank = 0 AND k.category IN (0, 1)").fetchone()[0]
     f["kernels_unattributed_compute_rank0"] = db.execute(
         "SELECT count(*) FROM kernels WHERE rank = 0 AND category = 0 AND module_id IS NULL").fetchone()[0]
     f["collectives_rank0"] = [

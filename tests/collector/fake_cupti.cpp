@@ -156,6 +156,13 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult, const char** str) {
   return CUPTI_SUCCESS;
 }
 
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  note("cuptiGetCallbackName");
+  const bool launch = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  *name = launch ? "cudaLaunchKernel_v7000" : "fakeApiCall";  // CUPTI's names carry a version suffix
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
                                        CUpti_SubscriberParams*) {
   note("cuptiSubscribe_v2");

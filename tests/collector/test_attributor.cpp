@@ -32,6 +32,7 @@ ApiRecord api(std::uint32_t corr, std::uint32_t tid, TimeNs t) {
   r.tid = tid;
   r.start = t;
   r.end = t + 5;
+  r.name = "cudaLaunchKernel";
   return r;
 }
 KernelRecord kernel(std::uint32_t corr, TimeNs s, TimeNs e, std::string name, std::uint32_t stream = 7) {
@@ -95,6 +96,13 @@ TEST_CASE("kernel -> launch -> innermost module; ranges with phases; steps") {
   CHECK_FALSE(sink.kernels[3].module);
   CHECK_FALSE(sink.kernels[4].module);
   CHECK(a.stats().kernels_without_launch == 1);
+  // Each kernel keeps the host call that issued it (the launches table), the orphan none.
+  REQUIRE(sink.kernels[2].launch);
+  CHECK(sink.kernels[2].launch->tid == 2);
+  CHECK(sink.kernels[2].launch->start == 6700);
+  CHECK(sink.kernels[2].launch->end == 6705);
+  CHECK(sink.kernels[2].launch->name == "cudaLaunchKernel");
+  CHECK_FALSE(sink.kernels[4].launch);
 
   REQUIRE(sink.ranges.size() == 6);
   int modules = 0;

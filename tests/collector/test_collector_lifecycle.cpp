@@ -307,6 +307,10 @@ TEST_CASE("a window from step A > 0 gets its launch records per API: seeded befo
     expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record (without: " +
                                                           kernels_without_launch(dir.path()) + ")");
     expect(meta(dir.path(), "collector.launch_records") == "per-api", "rank file: launch_records per-api");
+    const std::string launches = query(dir.path(),
+                                       "SELECT count(*) || ' ' || group_concat(DISTINCT s.value) FROM launches l "
+                                       "JOIN strings s ON s.id = l.name_id");
+    expect(launches == "300 cudaLaunchKernel", "a launch row per kernel, named as Kineto names it (got " + launches + ")");
     return expect.failures.str();
   });
   CHECK(failures == "");

@@ -60,6 +60,7 @@ void write_rank(const std::string& path, int rank, const std::string& host, Time
   gemm.stream = 7;
   gemm.name = "sm90_gemm";
   gemm.module = "layers.0.attn";
+  gemm.launch = ResolvedLaunch{55, kT0 + 11'500 + skew, kT0 + 11'600 + skew, "cudaLaunchKernel"};
   w.on_kernel(gemm);
   auto range = [&](TimeNs s, TimeNs e, const char* fqn, RangePhase ph) {
     ResolvedRange r;
@@ -151,6 +152,12 @@ TEST_CASE("two hosts with skewed clocks, modules from sidecars, a CPU-only rank 
   CHECK(q(db, "SELECT count(*) FROM kernels k JOIN modules m ON m.id = k.module_id WHERE m.fqn = 'layers.0.attn'") == 2);
   CHECK(q(db, "SELECT count(*) FROM ranges r JOIN ranges p ON p.id = r.parent_id JOIN strings s ON s.id = r.name_id "
               "WHERE s.value = 'layers.0.attn' AND r.depth = 1") == 2);
+  // The gemm's launch: on its rank's thread 55, on the shared clock, named.
+  CHECK(q(db, "SELECT count(*) FROM launches") == 2);
+  CHECK(q(db, "SELECT count(*) FROM launches l JOIN kernels k ON k.id = l.kernel_id AND k.rank = l.rank "
+              "JOIN strings s ON s.id = k.name_id JOIN threads t ON t.id = l.thread_id AND t.rank = l.rank "
+              "JOIN strings n ON n.id = l.name_id WHERE s.value = 'sm90_gemm' AND t.tid = 55 AND n.value = 'cudaLaunchKernel' "
+              "AND l.duration_ns = 100 AND l.start_ns = " + std::to_string(kT0 + 11'500 - origin)) == 2);
   CHECK(q(db, "SELECT count(*) FROM steps") == 3);
   CHECK(q(db, "SELECT count(*) FROM memory_events WHERE module_id IS NOT NULL") == 2);
   CHECK(q(db, "SELECT sum(count) FROM skipped_events WHERE reason = 'cupti dropped records'") == 5);

@@ -15,6 +15,8 @@ constexpr TimeNs kForgetAfter = 60'000'000'000;
 // stays bounded at 100k+ launches per second.
 constexpr TimeNs kForgetApiAfter = 10'000'000'000;
 
+ResolvedLaunch launch_of(const ApiRecord& a) { return {a.tid, a.start, std::max(a.end, a.start), a.name}; }
+
 bool is_graph_launch(const ApiRecord& a) {
   // cudaGraphLaunch_v10000 (311), its _ptsz (312); cuGraphLaunch (514), cuGraphLaunch_ptsz (515)
   return a.driver ? (a.cbid == 514 || a.cbid == 515) : (a.cbid == 311 || a.cbid == 312);
@@ -210,6 +212,7 @@ void Attributor::resolve(TimeNs cutoff, bool all, AttributionSink& sink) {
     const ApiRecord* api = nullptr;
     out.module = module_at(k.correlation, &api);
     if (!api) ++stats_.kernels_without_launch;
+    else out.launch = launch_of(*api);
     const NcclKernelInfo nccl = classify_nccl_kernel(k.name);
     if (nccl.is_comm) {
       out.category = KernelCategory::Collective;
@@ -258,6 +261,7 @@ void Attributor::resolve(TimeNs cutoff, bool all, AttributionSink& sink) {
       out.name = copy_name(c);
       const ApiRecord* api = nullptr;
       out.module = module_at(c.correlation, &api);
+      if (api) out.launch = launch_of(*api);
       sink.on_kernel(out);
       if (api && !is_graph_launch(*api)) api_.erase(c.correlation);
     }

@@ -36,6 +36,14 @@ struct ResolvedCollective {
   TimeNs end = 0;
 };
 
+// The host call that issued a kernel, copy or memset (its launch record).
+struct ResolvedLaunch {
+  std::uint32_t tid = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  std::string_view name;  // ApiRecord::name
+};
+
 struct ResolvedKernel {
   KernelCategory category = KernelCategory::Compute;
   TimeNs start = 0;
@@ -48,6 +56,7 @@ struct ResolvedKernel {
   std::int64_t bytes = 0;
   std::optional<std::string> module;  // fqn
   std::vector<ResolvedCollective> collectives;  // NCCL kernels
+  std::optional<ResolvedLaunch> launch;         // none without a launch record
 };
 
 struct ResolvedRange {

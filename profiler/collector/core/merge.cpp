@@ -438,6 +438,20 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
       }
     }
     {
+      sql::Stmt st(db.get(), "SELECT kernel_id, thread_id, start_ns, duration_ns, name_id FROM launches ORDER BY id");
+      while (st.step()) {
+        LaunchRow l;
+        l.rank = rank;
+        l.kernel = map_id(kernels, st, 0);
+        if (l.kernel == kNoRow) continue;
+        l.thread = map_id(threads, st, 1);
+        l.start = st.col_int(2) + shift;
+        l.end = l.start + st.col_int(3);
+        l.name = str(st.col_int_or(4, 0));
+        out.add_launch(l);
+      }
+    }
+    {
       sql::Stmt st(db.get(), "SELECT id, name, description, ranks, size, backend FROM process_groups");
       while (st.step()) {
         const std::string name = st.col_text(1);

@@ -115,6 +115,24 @@ void RankFileWriter::on_kernel(const ResolvedKernel& k) {
   const RowId id = writer_.add_kernel(row);
   ++rows_;
   for (const auto& c : k.collectives) write_collective(c, id);
+  if (k.launch) {
+    LaunchRow l;
+    l.kernel = id;
+    l.rank = rank_.rank;
+    l.thread = thread(k.launch->tid);
+    l.start = rel(k.launch->start);
+    l.end = rel(k.launch->end);
+    l.name = launch_name(k.launch->name);
+    writer_.add_launch(l);
+  }
+}
+
+std::uint32_t RankFileWriter::launch_name(std::string_view name) {
+  if (name.empty()) return 0;
+  if (auto it = launch_names_.find(name); it != launch_names_.end()) return it->second;
+  const std::uint32_t id = writer_.intern(std::string(name));
+  launch_names_.emplace(std::string(name), id);
+  return id;
 }
 
 void RankFileWriter::on_collective(const ResolvedCollective& c) { write_collective(c, kNoRow); }

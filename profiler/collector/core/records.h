@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/types.h"
@@ -20,6 +21,7 @@ struct ApiRecord {
   TimeNs end = 0;
   std::uint32_t tid = 0;  // gettid() (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
   std::uint32_t correlation = 0;
+  std::string_view name;  // the function ("cudaLaunchKernel"), from a table that outlives the record; may be empty
 };
 
 struct KernelRecord {

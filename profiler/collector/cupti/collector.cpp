@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "profiler/collector/core/attributor.h"
@@ -79,6 +80,7 @@ struct State {
   std::unique_ptr<RankFileWriter> writer;  // owned by the writer thread once it runs
   std::unique_ptr<Attributor> attributor;
   std::atomic<std::int64_t> buffers_allocated{0};
+  std::unordered_map<std::uint64_t, std::string> api_names;  // (driver, cbid) -> name; the writer thread's
 };
 
 State& state() {
@@ -97,6 +99,26 @@ constexpr CUpti_CallbackId kSeedDriverApi = CUPTI_DRIVER_TRACE_CBID_cuProfilerSt
 
 bool is_seed(const ApiRecord& r) { return r.cbid == (r.driver ? kSeedDriverApi : kSeedRuntimeApi); }
 
+// The API function's name as the launches table stores it ("cudaLaunchKernel", as in Kineto's
+// traces: CUPTI's version suffix "_v7000" dropped). Asked of CUPTI once per function, by the
+// writer thread while it decodes, i.e. before any detach (after it the collector calls no CUPTI).
+std::string_view api_name(State& s, const ApiRecord& r) {
+  const std::uint64_t key = (std::uint64_t(r.driver) << 32) | r.cbid;
+  if (auto it = s.api_names.find(key); it != s.api_names.end()) return it->second;
+  const char* name = nullptr;
+  std::string n;
+  if (cuptiGetCallbackName(r.driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, r.cbid, &name) ==
+          CUPTI_SUCCESS &&
+      name) {
+    n = name;
+    const auto v = n.rfind("_v");
+    if (v != std::string::npos && v + 2 < n.size() &&
+        n.find_first_not_of("0123456789", v + 2) == std::string::npos)
+      n.resize(v);
+  }
+  return s.api_names.emplace(key, std::move(n)).first->second;
+}
+
 // Kernels a window must have delivered without a single launch record before the writer gives up
 // on the per-API records (a step of the kit's job has ~2,700; a small job's first second fewer).
 constexpr std::int64_t kLaunchCheckKernels = 200;
@@ -113,7 +135,9 @@ struct Tally : RecordVisitor {
 
   void on_api(const ApiRecord& r) override {
     if (!is_seed(r)) ++launch_records;
-    attributor->add(r);
+    ApiRecord named = r;
+    named.name = api_name(state(), r);
+    attributor->add(named);
   }
   void on_kernel(KernelRecord&& r) override {
     ++kernels;
