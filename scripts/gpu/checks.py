@@ -735,8 +735,10 @@ def measured_host_cluster(r, f, A):
         per_rank = int(root[0]["param_count"]) // max(1, r.nproc)
         out = r.w("host_cluster.json")
         env = dict(r.env, PYTHONPATH=r.pydir)
-        # A 64 Mi-parameter sample (4 x 256 MiB, far beyond any cache) keeps it to seconds of the stage's cap.
-        r.cmd([r.py, "-m", "shardscope.measure_host", "--params", str(per_rank), "--max-timed", str(1 << 26),
+        # The model's own tensors from A, at full size (the kit's 271 M: ~1 s a step on the H200s'
+        # hosts): a 64 Mi sample in 4 Mi pieces, as until the fifth loan, overstated the job's host
+        # rate (the jobs' steps implied 0.72x and 0.86x of it; docs/simulator.md).
+        r.cmd([r.py, "-m", "shardscope.measure_host", "--params", str(per_rank), "--tensors-from", A,
                "--repeats", "3", "-o", out],
               "measure_host.log", env=env, timeout=120)
         with open(out) as hf:

@@ -60,6 +60,22 @@ class MeasureHost(unittest.TestCase):
         m = json.loads(p.stdout)["host_measured"]
         self.assertEqual((m["params_timed"], m["params_per_rank"]), (1_000_000, 3_000_000))
 
+    def test_the_tensors_come_from_the_profile_at_their_sizes(self):
+        # The sample decoder's modules own 39 tensors (a 4.2 M-parameter model): each module's own
+        # parameters, scaled to the rank's share; over --max-timed whole tensors are sampled.
+        p = measure("--params", "2106496", "--tensors-from", SAMPLE, "--repeats", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = json.loads(p.stdout)["host_measured"]
+        self.assertEqual(m["tensors_timed"], 39)
+        self.assertEqual(m["params_timed"], 2106496)  # half of 4,212,992: every size halves exactly
+        self.assertEqual(m["largest_tensor"], 262144)  # the embedding's (and the output's) half
+        p = measure("--params", "2106496", "--tensors-from", SAMPLE, "--max-timed", "300000", "--repeats", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = json.loads(p.stdout)["host_measured"]
+        self.assertLessEqual(m["params_timed"], 300000)
+        self.assertLess(m["tensors_timed"], 39)
+        self.assertGreater(m["tensors_timed"], 0)
+
     def test_bad_input_is_refused_and_writes_nothing(self):
         out = self.path("host.json")
         p = measure("--params", "1e6", "--base", self.path("missing.json"), "-o", out)
@@ -69,6 +85,11 @@ class MeasureHost(unittest.TestCase):
         p = measure("--params", "0")
         self.assertEqual(p.returncode, 2)
         self.assertIn("expected a number of parameters", p.stderr)
+        for bad in (self.path("missing.ssdb"), os.path.abspath(__file__)):  # absent; not a profile
+            p = measure("--params", "1e6", "--tensors-from", bad, "-o", out)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("cannot take the tensors from", p.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":
