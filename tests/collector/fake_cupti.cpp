@@ -19,6 +19,7 @@ struct Fake {
   bool finalized = false;
   bool api_exit_after_domain_enable = false;
   bool context = false;
+  bool refuse_per_api = false;
   bool runtime_filter_live = false;  // some runtime function (or the kind) was on when the context was made
   bool driver_filter_live = false;
   std::uint32_t correlation = 0;
@@ -106,6 +107,11 @@ void create_context_locked(Fake& f) {
   f.driver_filter_live = !f.s.driver_apis.empty() || f.s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER);
 }
 }  // namespace
+
+void refuse_per_api_records() {
+  std::lock_guard<std::mutex> lock(fake().m);
+  fake().refuse_per_api = true;
+}
 
 void create_context() {
   std::lock_guard<std::mutex> lock(fake().m);
@@ -209,6 +215,7 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
   note("cuptiActivityEnableRuntimeApi");
   std::lock_guard<std::mutex> lock(fake().m);
+  if (fake().refuse_per_api) return CUPTI_ERROR_NOT_SUPPORTED;
   if (enable) fake().s.runtime_apis.insert(cbid);
   else fake().s.runtime_apis.erase(cbid);
   return CUPTI_SUCCESS;
@@ -217,6 +224,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
   note("cuptiActivityEnableDriverApi");
   std::lock_guard<std::mutex> lock(fake().m);
+  if (fake().refuse_per_api) return CUPTI_ERROR_NOT_SUPPORTED;
   if (enable) fake().s.driver_apis.insert(cbid);
   else fake().s.driver_apis.erase(cbid);
   return CUPTI_SUCCESS;

@@ -39,6 +39,9 @@ void api_call(CUpti_ApiCallbackSite site);
 void api_exit_after_each_domain_enable();
 // The job's first CUDA call makes the context (launch_kernels makes it if the test has not).
 void create_context();
+// From now on cuptiActivityEnableRuntimeApi / ...DriverApi answer CUPTI_ERROR_NOT_SUPPORTED (as a
+// CUPTI without per-function records would).
+void refuse_per_api_records();
 // The job launches `n` kernels through cudaLaunchKernel: a kernel record each while the kernel kind
 // is on, and a launch (runtime API) record each where the rule above records one; delivered at the
 // collector's next flush.

@@ -366,3 +366,52 @@ TEST_CASE("SHARDSCOPE_LAUNCH_RECORDS=kinds: a window from A > 0 takes the whole 
   });
   CHECK(failures == "");
 }
+
+TEST_CASE("a CUPTI that refuses per-function records: a window takes the whole API kinds, from A > 0 or from 0",
+          "[collector][lifecycle]") {
+  for (const char* steps : {"2:4", "0:4"}) {
+    ss::test::TempDir dir;
+    const std::string failures = in_child([&] {
+      Expect expect;
+      setenv_for_record(dir.path(), steps, nullptr);
+      fake_cupti::refuse_per_api_records();
+      expect(col::start_collector(), "the collector starts");
+      expect(fake_cupti::snapshot().runtime_apis.empty(), "nothing seeded");
+      expect(col::set_capture(true), "the window is open");
+      const auto s = fake_cupti::snapshot();
+      expect(s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) == 1 && s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER) == 1,
+             "the whole API kinds in the window");
+      fake_cupti::launch_kernels(50);
+      expect(close_window_and_detach(), "the window closes, CUPTI detached");
+      col::stop_collector();
+      expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record");
+      expect(meta(dir.path(), "collector.launch_records") == "kinds", "rank file: launch_records kinds");
+      return expect.failures.str();
+    });
+    INFO("window " << steps);
+    CHECK(failures == "");
+  }
+}
+
+TEST_CASE("trace kinds without launch records: nothing seeded, no fallback", "[collector][lifecycle]") {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    setenv_for_record(dir.path(), "2:4", nullptr);
+    setenv("SHARDSCOPE_TRACE_KINDS", "kernel", 1);
+    expect(col::start_collector(), "the collector starts");
+    expect(fake_cupti::snapshot().runtime_apis.empty() && fake_cupti::snapshot().driver_apis.empty(), "nothing seeded");
+    fake_cupti::create_context();
+    expect(col::set_capture(true), "the window opens");
+    fake_cupti::launch_kernels(300);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // a commit of the writer
+    expect(!fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME), "no launch records asked for");
+    expect(close_window_and_detach(), "the window closes, CUPTI detached");
+    col::stop_collector();
+    expect(kernels(dir.path()) == "300", "the window's kernels");
+    expect(kernels_without_launch(dir.path()) == "300", "none with a launch record");
+    expect(meta(dir.path(), "collector.launch_records") == "(no row)", "no launch_records meta");
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}

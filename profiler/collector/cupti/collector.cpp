@@ -385,6 +385,15 @@ bool switch_api_kinds(State& s, int on) {
   return true;
 }
 
+// The launch functions' records on or off (kRuntimeApis, kDriverApis); false at the first refusal.
+bool switch_per_api_records(int on) {
+  for (CUpti_CallbackId cbid : kRuntimeApis)
+    if (cuptiActivityEnableRuntimeApi(cbid, on) != CUPTI_SUCCESS) return false;
+  for (CUpti_CallbackId cbid : kDriverApis)
+    if (cuptiActivityEnableDriverApi(cbid, on) != CUPTI_SUCCESS) return false;
+  return true;
+}
+
 // Before CUDA's context (setup): the seed functions on, so that per-API launch records switched
 // on by a window from A > 0 are delivered (kSeedRuntimeApi). Where CUPTI refuses, the window takes
 // the whole kinds instead.
@@ -407,11 +416,11 @@ bool switch_trace_kinds(State& s, bool on) {
     }
   }
   const int api = on && trace_group_on(s.trace_kinds, "api") ? 1 : 0;
+  if (!s.api_kinds && !switch_per_api_records(api) && api) {
+    s.api_kinds = true;  // a CUPTI without per-function records: every API call a record instead
+    log_once("per-api", "per-API launch records unavailable; launch records through CUPTI's whole RUNTIME and DRIVER kinds");
+  }
   if (s.api_kinds && !switch_api_kinds(s, api)) return false;
-  for (CUpti_CallbackId cbid : kRuntimeApis)
-    if (!check(cuptiActivityEnableRuntimeApi(cbid, api), "cuptiActivityEnableRuntimeApi")) return false;
-  for (CUpti_CallbackId cbid : kDriverApis)
-    if (!check(cuptiActivityEnableDriverApi(cbid, api), "cuptiActivityEnableDriverApi")) return false;
   s.launch_check = api && s.first_captured_step > 0 && !s.api_kinds;
   s.capturing = on;
   return true;
