@@ -122,17 +122,9 @@ void RankFileWriter::on_kernel(const ResolvedKernel& k) {
     l.thread = thread(k.launch->tid);
     l.start = rel(k.launch->start);
     l.end = rel(k.launch->end);
-    l.name = launch_name(k.launch->name);
+    l.name = k.launch->name.empty() ? 0 : writer_.intern(k.launch->name);
     writer_.add_launch(l);
   }
-}
-
-std::uint32_t RankFileWriter::launch_name(std::string_view name) {
-  if (name.empty()) return 0;
-  if (auto it = launch_names_.find(name); it != launch_names_.end()) return it->second;
-  const std::uint32_t id = writer_.intern(std::string(name));
-  launch_names_.emplace(std::string(name), id);
-  return id;
 }
 
 void RankFileWriter::on_collective(const ResolvedCollective& c) { write_collective(c, kNoRow); }

@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 
 #include "profiler/collector/core/attributor.h"
@@ -42,7 +41,6 @@ class RankFileWriter : public AttributionSink {
   RowId stream(std::uint32_t device, std::uint32_t native, StreamKind kind);
   RowId thread(std::uint32_t tid);
   RowId module(const std::string& fqn);
-  std::uint32_t launch_name(std::string_view name);
   RowId process_group(const ResolvedCollective& c);
   void write_collective(const ResolvedCollective& c, RowId kernel);
 
@@ -53,12 +51,6 @@ class RankFileWriter : public AttributionSink {
   std::map<std::pair<std::uint32_t, std::uint32_t>, RowId> streams_;
   std::unordered_map<std::uint32_t, RowId> threads_;
   std::unordered_map<std::string, RowId> modules_;
-  // Launch API names -> strings ids, looked up by string_view (no string built per launch row).
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> launch_names_;
   std::map<std::pair<bool, std::uint64_t>, RowId> groups_;
   DemangleCache demangle_;
   std::map<std::uint32_t, DeviceRecord> devices_;
