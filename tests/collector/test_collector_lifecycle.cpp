@@ -138,14 +138,24 @@ void setenv_for_record(const std::string& dir, const char* steps, const char* de
   if (detach) setenv("SHARDSCOPE_CUPTI_DETACH", detach, 1);
 }
 
+// Runs a scenario in a child process of its own (the collector is one per process) with a fresh
+// output folder; every expectation it reports must have held.
+void scenario(const std::function<void(const std::string& dir, Expect& expect)>& body) {
+  ss::test::TempDir dir;
+  const std::string failures = in_child([&] {
+    Expect expect;
+    body(dir.path(), expect);
+    return expect.failures.str();
+  });
+  CHECK(failures == "");
+}
+
 }  // namespace
 
 TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then the collector leaves it alone",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "2:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "2:4", nullptr);
     expect(col::start_collector(), "the collector starts");
     hand_nvtx_to_cupti();
     auto s = fake_cupti::snapshot();
@@ -183,21 +193,17 @@ TEST_CASE("a closed capture window detaches CUPTI at the next CUDA call, then th
     col::stop_collector();
     s = fake_cupti::snapshot();
     expect(s.calls_after_finalize == 0, "no CUPTI call after finalize (last: " + s.last_call_after_finalize + ")");
-    expect(meta(dir.path(), "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
-    expect(meta(dir.path(), "collector.nvtx_slots_released") == "1", "rank file: one NVTX slot released");
-    expect(meta(dir.path(), "collector.capture_switches") == "2", "rank file: two switches");
-    expect(meta(dir.path(), "collector.dropped_records") == "0", "rank file: dropped records counted");
-    return expect.failures.str();
+    expect(meta(dir, "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
+    expect(meta(dir, "collector.nvtx_slots_released") == "1", "rank file: one NVTX slot released");
+    expect(meta(dir, "collector.capture_switches") == "2", "rank file: two switches");
+    expect(meta(dir, "collector.dropped_records") == "0", "rank file: dropped records counted");
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("a job busy with CUDA calls while the detach is armed: finalized once, after both domains are on",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "1:2", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "1:2", nullptr);
     expect(col::start_collector(), "the collector starts");
     fake_cupti::api_exit_after_each_domain_enable();
     expect(col::set_capture(true) && col::set_capture(false), "the window opens and closes");
@@ -214,33 +220,25 @@ TEST_CASE("a job busy with CUDA calls while the detach is armed: finalized once,
     const auto s = fake_cupti::snapshot();
     expect(s.finalizes == 1, "finalized once");
     expect(s.calls_after_finalize == 0, "no CUPTI call after finalize (last: " + s.last_call_after_finalize + ")");
-    expect(meta(dir.path(), "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
-    return expect.failures.str();
+    expect(meta(dir, "collector.cupti_detached") == "1", "rank file: cupti_detached 1");
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("a window from step 0 takes the launch records per API, from the start", "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "0:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "0:4", nullptr);
     expect(col::start_collector(), "the collector starts");
     const auto s = fake_cupti::snapshot();
     expect(s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1, "kernels traced from the start");
     expect(!s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) && !s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER),
            "not the whole API kinds (per-API records, enabled before any CUDA call)");
     col::stop_collector();
-    return expect.failures.str();
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as before", "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "1:2", "0");
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "1:2", "0");
     expect(col::start_collector(), "the collector starts");
     hand_nvtx_to_cupti();
     expect(col::set_capture(true) && col::set_capture(false), "the window opens and closes");
@@ -258,35 +256,27 @@ TEST_CASE("SHARDSCOPE_CUPTI_DETACH=0 keeps CUPTI attached after the window, as b
     expect(s.finalizes == 0, "never finalized");
     expect(nvtx_slot == &tool_handler && !col::nvtx_released(), "NVTX stays with CUPTI");
     expect(s.forced_flushes == 1, "the exit's forced flush only");
-    expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file: cupti_detached 0");
-    return expect.failures.str();
+    expect(meta(dir, "collector.cupti_detached") == "0", "rank file: cupti_detached 0");
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("a job that ends before its next CUDA call: nothing lost, nothing called after the flush",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "1:2", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "1:2", nullptr);
     expect(col::start_collector() && col::set_capture(true) && col::set_capture(false), "a window");
     col::stop_collector();  // at once: the writer may not have armed the detach yet
     const auto s = fake_cupti::snapshot();
     expect(s.finalizes == 0, "no CUDA call, no finalize");
     expect(s.forced_flushes == 1, "the window's flush only (the exit does not flush again)");
-    expect(meta(dir.path(), "collector.cupti_detached") == "0", "rank file written, cupti_detached 0");
-    return expect.failures.str();
+    expect(meta(dir, "collector.cupti_detached") == "0", "rank file written, cupti_detached 0");
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("a window from step A > 0 gets its launch records per API: seeded before CUDA's context",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "2:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "2:4", nullptr);
     expect(col::start_collector(), "the collector starts");
     auto s = fake_cupti::snapshot();
     expect(s.runtime_apis.count(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) == 1 &&
@@ -303,25 +293,21 @@ TEST_CASE("a window from step A > 0 gets its launch records per API: seeded befo
            "no fallback to the whole API kinds");
     expect(close_window_and_detach(), "the window closes, CUPTI detached");
     col::stop_collector();
-    expect(kernels(dir.path()) == "300", "the window's 300 kernels (got " + kernels(dir.path()) + ")");
-    expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record (without: " +
-                                                          kernels_without_launch(dir.path()) + ")");
-    expect(meta(dir.path(), "collector.launch_records") == "per-api", "rank file: launch_records per-api");
-    const std::string launches = query(dir.path(),
+    expect(kernels(dir) == "300", "the window's 300 kernels (got " + kernels(dir) + ")");
+    expect(kernels_without_launch(dir) == "0", "every kernel with its launch record (without: " +
+                                                          kernels_without_launch(dir) + ")");
+    expect(meta(dir, "collector.launch_records") == "per-api", "rank file: launch_records per-api");
+    const std::string launches = query(dir,
                                        "SELECT count(*) || ' ' || group_concat(DISTINCT s.value) FROM launches l "
                                        "JOIN strings s ON s.id = l.name_id");
     expect(launches == "300 cudaLaunchKernel", "a launch row per kernel, named as Kineto names it (got " + launches + ")");
-    return expect.failures.str();
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("where a window's per-API launch records do not arrive, the writer switches to the whole API kinds",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "2:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "2:4", nullptr);
     // A context made before the collector could seed: CUPTI then delivers no function switched on later.
     fake_cupti::create_context();
     expect(col::start_collector(), "the collector starts");
@@ -333,22 +319,18 @@ TEST_CASE("where a window's per-API launch records do not arrive, the writer swi
     fake_cupti::launch_kernels(100);
     expect(close_window_and_detach(), "the window closes, CUPTI detached");
     col::stop_collector();
-    expect(kernels(dir.path()) == "400", "400 kernels (got " + kernels(dir.path()) + ")");
-    expect(kernels_without_launch(dir.path()) == "300",
-           "the 300 before the fallback without a launch record (got " + kernels_without_launch(dir.path()) + ")");
-    expect(meta(dir.path(), "collector.launch_records") == "kinds (fallback: per-API records not delivered)",
-           "rank file says so: " + meta(dir.path(), "collector.launch_records"));
-    return expect.failures.str();
+    expect(kernels(dir) == "400", "400 kernels (got " + kernels(dir) + ")");
+    expect(kernels_without_launch(dir) == "300",
+           "the 300 before the fallback without a launch record (got " + kernels_without_launch(dir) + ")");
+    expect(meta(dir, "collector.launch_records") == "kinds (fallback: per-API records not delivered)",
+           "rank file says so: " + meta(dir, "collector.launch_records"));
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("SHARDSCOPE_LAUNCH_RECORDS=kinds: a window from A > 0 takes the whole API kinds, nothing seeded",
           "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "2:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "2:4", nullptr);
     setenv("SHARDSCOPE_LAUNCH_RECORDS", "kinds", 1);
     expect(col::start_collector(), "the collector starts");
     expect(fake_cupti::snapshot().runtime_apis.empty() && fake_cupti::snapshot().driver_apis.empty(), "nothing seeded");
@@ -360,20 +342,17 @@ TEST_CASE("SHARDSCOPE_LAUNCH_RECORDS=kinds: a window from A > 0 takes the whole 
     fake_cupti::launch_kernels(50);
     expect(close_window_and_detach(), "the window closes, CUPTI detached");
     col::stop_collector();
-    expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record");
-    expect(meta(dir.path(), "collector.launch_records") == "kinds", "rank file: launch_records kinds");
-    return expect.failures.str();
+    expect(kernels_without_launch(dir) == "0", "every kernel with its launch record");
+    expect(meta(dir, "collector.launch_records") == "kinds", "rank file: launch_records kinds");
   });
-  CHECK(failures == "");
 }
 
 TEST_CASE("a CUPTI that refuses per-function records: a window takes the whole API kinds, from A > 0 or from 0",
           "[collector][lifecycle]") {
   for (const char* steps : {"2:4", "0:4"}) {
-    ss::test::TempDir dir;
-    const std::string failures = in_child([&] {
-      Expect expect;
-      setenv_for_record(dir.path(), steps, nullptr);
+    INFO("window " << steps);
+    scenario([&](const std::string& dir, Expect& expect) {
+      setenv_for_record(dir, steps, nullptr);
       fake_cupti::refuse_per_api_records();
       expect(col::start_collector(), "the collector starts");
       expect(fake_cupti::snapshot().runtime_apis.empty(), "nothing seeded");
@@ -384,20 +363,15 @@ TEST_CASE("a CUPTI that refuses per-function records: a window takes the whole A
       fake_cupti::launch_kernels(50);
       expect(close_window_and_detach(), "the window closes, CUPTI detached");
       col::stop_collector();
-      expect(kernels_without_launch(dir.path()) == "0", "every kernel with its launch record");
-      expect(meta(dir.path(), "collector.launch_records") == "kinds", "rank file: launch_records kinds");
-      return expect.failures.str();
+      expect(kernels_without_launch(dir) == "0", "every kernel with its launch record");
+      expect(meta(dir, "collector.launch_records") == "kinds", "rank file: launch_records kinds");
     });
-    INFO("window " << steps);
-    CHECK(failures == "");
   }
 }
 
 TEST_CASE("trace kinds without launch records: nothing seeded, no fallback", "[collector][lifecycle]") {
-  ss::test::TempDir dir;
-  const std::string failures = in_child([&] {
-    Expect expect;
-    setenv_for_record(dir.path(), "2:4", nullptr);
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "2:4", nullptr);
     setenv("SHARDSCOPE_TRACE_KINDS", "kernel", 1);
     expect(col::start_collector(), "the collector starts");
     expect(fake_cupti::snapshot().runtime_apis.empty() && fake_cupti::snapshot().driver_apis.empty(), "nothing seeded");
@@ -408,10 +382,8 @@ TEST_CASE("trace kinds without launch records: nothing seeded, no fallback", "[c
     expect(!fake_cupti::snapshot().kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME), "no launch records asked for");
     expect(close_window_and_detach(), "the window closes, CUPTI detached");
     col::stop_collector();
-    expect(kernels(dir.path()) == "300", "the window's kernels");
-    expect(kernels_without_launch(dir.path()) == "300", "none with a launch record");
-    expect(meta(dir.path(), "collector.launch_records") == "(no row)", "no launch_records meta");
-    return expect.failures.str();
+    expect(kernels(dir) == "300", "the window's kernels");
+    expect(kernels_without_launch(dir) == "300", "none with a launch record");
+    expect(meta(dir, "collector.launch_records") == "(no row)", "no launch_records meta");
   });
-  CHECK(failures == "");
 }
