@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What ShardScope's module hooks cost a training step, in one process, by CPU time.
 
-    .venv/bin/python bench/collector/bench_hook_cost.py [--rounds 16] [--arch llama|mlp]
+    .venv/bin/python bench/collector/bench_hook_cost.py [--rounds 16] [--arch llama|mlp] [--reference REV]
 
 The end-to-end benchmarks (bench_record_overhead.py: separate runs; bench_profiler_options.py: one
 FSDP2 job switching modes) measure wall time on a shared 2-core VM whose speed drifts up to 2x, so
@@ -15,6 +15,8 @@ their order reversed every other round:
              backward, recompute), written to a sidecar file (the FileBackend; on CPU ranks the
              same ranges also go into torch.profiler's trace, whose cost is the profiler's)
   outside    the same hooks outside the window (`record --steps A:B`): they count optimizer steps
+  REV        with --reference REV: `recording` with hooks.py as it was at git revision REV (a
+             before/after of a change to the hooks, in the same process and rounds)
 
 Prints the median step per mode and each mode's cost against `off` (median and spread over the
 rounds, each round's modes against that round's `off`).
@@ -32,10 +34,28 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 sys.path.insert(0, os.path.join(ROOT, "profiler", "python"))
 
 
+def hooks_at_revision(rev, tmp):
+    """shardscope/hooks.py as of git revision `rev`, imported beside the current one (its own
+    module, its own global handle; the rest of the package is today's)."""
+    import importlib.util
+    import subprocess
+
+    source = subprocess.check_output(["git", "-C", ROOT, "show", rev + ":profiler/python/shardscope/hooks.py"])
+    path = os.path.join(tmp, "hooks_at_revision.py")
+    with open(path, "wb") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("shardscope._hooks_at_revision", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--arch", choices=["llama", "mlp"], default="llama")
+    ap.add_argument("--reference", metavar="REV", help="also time hooks.py as of this git revision")
     a = ap.parse_args()
 
     import torch
@@ -66,19 +86,23 @@ def main():
         for _ in range(3):  # warm-up: allocator, optimizer state
             step()
         modes = ("off", "recording", "outside")
+        implementation = dict.fromkeys(modes, hooks)
+        if a.reference:
+            modes += (a.reference,)
+            implementation[a.reference] = hooks_at_revision(a.reference, tmp)
         times = {m: [] for m in modes}
         for r in range(a.rounds):
             for mode in modes if r % 2 == 0 else tuple(reversed(modes)):
                 handle = None
                 if mode != "off":
-                    handle = hooks.install(FileBackend(sidecar), sidecar=sidecar)
-                    handle.tracker.recording = mode == "recording"
+                    handle = implementation[mode].install(FileBackend(sidecar), sidecar=sidecar)
+                    handle.tracker.recording = mode != "outside"
                 t = time.process_time()
                 step()
                 step()
                 times[mode].append((time.process_time() - t) / 2 * 1e3)
                 if handle is not None:
-                    hooks.uninstall()
+                    implementation[mode].uninstall()
         sidecar.close()
     calls = sum(1 for _ in model.modules())
     print("%s (--small shape), %d modules, %d rounds, CPU time per step" % (a.arch, calls, a.rounds))

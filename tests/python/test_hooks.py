@@ -165,6 +165,55 @@ class HookTests(unittest.TestCase):
         m(torch.randint(0, 16, (2, 5))).backward()
         self.assertEqual(b.ranges, [])
 
+
+    def test_the_jobs_own_tensor_hooks_still_work(self):
+        # The backward hooks go into the tensors' hook dicts without a handle (hooks._add_grad_hook):
+        # the job's hooks on the same tensors must still run in order, change the gradient, and be
+        # removable by their handles, and the gradients must be those of the job without ShardScope.
+        def grads(with_hooks):
+            torch.manual_seed(0)
+            model = Model()
+            b = RecordingBackend()
+            handle = shardscope.annotate(model, backend=b) if with_hooks else None
+            seen = []
+            x = model.layers[0].attn(model.embed(torch.randint(0, 16, (2, 5))))
+            kept = x.register_hook(lambda g: seen.append("kept") or g * 2)
+            removed = x.register_hook(lambda g: seen.append("removed"))
+            removed.remove()
+            model.head(model.layers[1](x)).pow(2).mean().backward()
+            if handle is not None:
+                handle.remove()
+            return seen, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}, b
+
+        seen, with_hooks, b = grads(True)
+        self.assertEqual(seen, ["kept"])
+        _, without, _ = grads(False)
+        self.assertEqual(sorted(with_hooks), sorted(without))
+        self.assertEqual(len(without), 10)  # embed 1, layers.0.attn 2, layers.1 6, head 1 (layers.0.mlp unused)
+        for name, g in with_hooks.items():
+            self.assertTrue(torch.equal(g, without[name]), name)
+        # The doubled gradient went through the ranges too: layers.0.attn's backward was opened
+        # and closed (its input, the embedding's output, needs no grad: closed at the end).
+        self.assertIn("layers.0.attn", by_phase(b, "bwd"))
+        self.assertIn("layers.1", by_phase(b, "bwd"))
+
+    def test_a_tensor_subclass_gets_the_real_register_hook(self):
+        calls = []
+
+        class Logged(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func is torch.Tensor.register_hook:
+                    calls.append("register_hook")
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        hooks._bind_torch(torch)
+        t = (torch.ones(3, requires_grad=True) * 2).as_subclass(Logged)
+        fired = []
+        hooks._add_grad_hook(t, lambda g: fired.append(g.sum().item()))
+        t.sum().backward()
+        self.assertEqual(calls, ["register_hook"])
+        self.assertEqual(fired, [3.0])
     def test_module_sizes(self):
         m = Model()
         count, nbytes = hooks.module_params(m.layers[0])

@@ -19,6 +19,7 @@ can break modules with in-place ops or views.
 import threading
 import time
 import weakref
+from collections import OrderedDict
 
 from . import _names
 from .backends import RecordingBackend  # noqa: F401  (re-exported for tests)
@@ -30,9 +31,20 @@ def _torch():
     return torch
 
 
+# Set by _bind_torch when the first Tracker is made: looked up per module call, where importing
+# torch in every call showed in the hooks' cost.
+_Tensor = None
+_PLAIN_TENSOR_TYPES = frozenset()  # types whose register_hook is Tensor's own (no subclass dispatch)
+
+
+def _bind_torch(torch):
+    global _Tensor, _PLAIN_TENSOR_TYPES
+    _Tensor = torch.Tensor
+    _PLAIN_TENSOR_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
+
+
 def _flatten_tensors(value, out, depth=0):
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, _Tensor):
         out.append(value)
     elif depth > 4:
         return
@@ -120,6 +132,24 @@ def module_params(module):
     return count, nbytes
 
 
+def _add_grad_hook(tensor, hook):
+    """tensor.register_hook(hook) without its handle: these hooks live as long as the autograd graph
+    that holds the tensor and are never removed one by one, and the handle (a weak reference and
+    an id) was a third of what arming a backward range cost. Plain tensors only; a subclass may
+    route register_hook through __torch_function__, so it gets the real call."""
+    if type(tensor) not in _PLAIN_TENSOR_TYPES:
+        tensor.register_hook(hook)
+        return
+    tensor.grad_fn  # as register_hook does: refreshes a stale view before its hook dict is made
+    hooks = tensor._backward_hooks
+    if hooks is None:
+        hooks = tensor._backward_hooks = OrderedDict()
+        grad_fn = tensor.grad_fn
+        if grad_fn is not None:
+            grad_fn._register_hook_dict(tensor)
+    hooks[hook] = hook  # the closure is its own key: unique, and no RemovableHandle id is taken
+
+
 class _BackwardState:
     """One module call's pending backward range."""
 
@@ -156,6 +186,7 @@ class Tracker:
         # epoch, the optimizer): the capture window's step clock.
         self.step_end_callbacks = []
         self._torch = _torch()
+        _bind_torch(self._torch)
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
         compiler = getattr(self._torch, "compiler", None)
         self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
@@ -244,7 +275,7 @@ class Tracker:
             if fqn is None:
                 return
             token = self.backend.start(_names.module_message(phase, fqn))
-            self._stack().append((module, token, phase, inputs))
+            self._stack().append((module, token, fqn, inputs))
         except Exception:
             self._fail("forward_pre")
 
@@ -253,30 +284,26 @@ class Tracker:
             return
         try:
             stack = self._stack()
-            if not any(entry[0] is module for entry in stack):
+            if not stack or (stack[-1][0] is not module and not any(entry[0] is module for entry in stack)):
                 return  # no range was opened for it (name_of returned None)
             # Pop to this module's entry (a module that raised inside may have left entries).
-            while stack:
-                m, token, phase, saved_inputs = stack.pop()
+            while True:
+                m, token, fqn, saved_inputs = stack.pop()
                 self.backend.end(token)
                 if m is module:
                     break
-            else:
-                return
             if self._torch.is_grad_enabled():  # recomputed forwards build the graph backward runs through
-                self._arm_backward(module, saved_inputs, output)
+                self._arm_backward(fqn, saved_inputs, output)
         except Exception:
             self._fail("forward_post")
 
     # -- backward ------------------------------------------------------------------------
-    def _arm_backward(self, module, inputs, output):
-        # (t.grad_fn would build a Python node object per call: too slow for every module call)
+    def _arm_backward(self, fqn, inputs, output):
         outs = [t for t in _flatten_tensors(output, []) if t.requires_grad]
         if not outs:
             return
         ins = [t for t in _flatten_tensors(inputs, []) if t.requires_grad]
         state = _BackwardState(len(ins))
-        fqn = self.name_of(module)
 
         def on_output_grad(grad):
             if state.token is None and not state.closed and self.enabled:
@@ -294,9 +321,9 @@ class Tracker:
             return None
 
         for t in outs:
-            t.register_hook(on_output_grad)
+            _add_grad_hook(t, on_output_grad)
         for t in ins:
-            t.register_hook(on_input_grad)
+            _add_grad_hook(t, on_input_grad)
 
     def _close(self, state):
         if state.token is None or state.closed:
