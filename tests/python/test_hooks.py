@@ -224,6 +224,55 @@ class HookTests(unittest.TestCase):
         self.assertEqual(hooks.fsdp_info(m.layers[0]), (False, ""))
 
 
+class ModuleHooksFollowTheCaptureWindow(unittest.TestCase):
+    """install()'s global module hooks are removed outside `record --steps A:B`'s window once the
+    model is named, and are back for the window (_window.CaptureWindow)."""
+
+    def run_window(self, first, end, steps=6):
+        from shardscope import _window
+
+        b = RecordingBackend()
+        handle = hooks.install(b)
+        model = Model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        window = _window.CaptureWindow(first, end, handle.tracker, None, None)
+        handle.tracker.step_end_callbacks.append(window.on_step_end)
+        on = []
+        mm = torch.nn.modules.module
+        try:
+            for _ in range(steps):
+                model(torch.randint(0, 16, (2, 5))).backward()
+                opt.step()
+                opt.zero_grad()
+                on.append((handle.tracker.module_hooks.on, len(mm._global_forward_pre_hooks),
+                           getattr(torch.nn.Module.__call__, "_shardscope", False)))
+        finally:
+            hooks.uninstall()
+        self.assertEqual(len(mm._global_forward_pre_hooks), 0)
+        self.assertEqual(len(mm._global_forward_hooks), 0)
+        self.assertFalse(getattr(torch.nn.Module.__call__, "_shardscope", False))
+        return b, on
+
+    def test_a_later_window(self):
+        b, on = self.run_window(2, 4)
+        # After each step: off once step 0 named the model, on for steps 2 and 3, off after them.
+        self.assertEqual([o[0] for o in on], [False, True, True, False, False, False])
+        self.assertEqual(on, [(x, int(x), x) for x, _, _ in on])  # the hooks and the __call__ wrapper both
+        # Module ranges for the window's two steps only, fully named (the names from step 0 kept).
+        self.assertEqual(by_phase(b, "fwd").count("layers.1.mlp.2"), 2)
+        self.assertEqual(by_phase(b, "bwd").count("layers.0.attn"), 2)
+        self.assertEqual([m for m in b.messages() if m.startswith("ss:opt:")], ["ss:opt:%d" % n for n in range(6)])
+
+    def test_the_default_window_from_step_0(self):
+        b, on = self.run_window(0, 3)
+        self.assertEqual([o[0] for o in on], [True, True, False, False, False, False])
+        self.assertEqual(by_phase(b, "fwd").count("head"), 3)
+
+    def test_every_step(self):
+        _, on = self.run_window(0, None)
+        self.assertTrue(all(o[0] for o in on))
+
+
 class SidecarAndAutostartTests(unittest.TestCase):
     def test_sitecustomize_installs_global_hooks_and_writes_sidecar(self):
         script = textwrap.dedent("""

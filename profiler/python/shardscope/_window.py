@@ -4,7 +4,8 @@ time every other step with the wall clock alone.
 Steps are the optimizer's (hooks.py: step n ends with optimizer step n). Outside the window the job
 runs unprofiled: no torch.profiler on a CPU rank, no kernel, copy or launch tracing by the CUPTI
 collector on a GPU rank (_collector.py), no module ranges, no backward hooks, no collective sizes; the
-hooks only count optimizer steps, and each step outside the window is written to the sidecar as
+module hooks are removed once the model is named (in step 0; they are back for the window), the
+optimizer's hooks count the steps, and each step outside the window is written to the sidecar as
 "step <n> <start> <end>" (py_sidecar.h): from when the job had control back after step n-1 (after
 ShardScope started or stopped its trace there, so that cost is not the job's) to the end of its
 optimizer step. `record` stores them in the profile's `unobserved_steps`, and `simulate` / `plan`
@@ -98,12 +99,21 @@ class CaptureWindow:
             self._open(optimizer)
         elif self.end is not None and following == self.end:
             self._close()
+        elif not self.inside(following) and self.tracker.has_named_modules():
+            # Before the window, once the job's models are named (their first calls, in step 0), the
+            # module hooks have nothing left to do: off until the window opens.
+            self._module_hooks(False)
         self._step_start = time.time_ns()
+
+    def _module_hooks(self, on):
+        if self.tracker.module_hooks is not None:
+            self.tracker.module_hooks.switch(on)
 
     def _open(self, optimizer):
         self.reached = True
         # The hooks record even when the trace cannot start (the job's own profiler runs): their
         # ranges then go to the sidecar only, as after the trace stands aside.
+        self._module_hooks(True)
         self.tracker.recording = True
         if self.trace is not None and not self.trace.start():
             return
@@ -115,6 +125,7 @@ class CaptureWindow:
     def _close(self):
         self.tracker.close_open_backward()
         self.tracker.recording = False
+        self._module_hooks(False)
         if self.trace is not None:
             self.trace.stop()
         if self.sidecar is not None:

@@ -185,6 +185,7 @@ class Tracker:
         # Called after every optimizer step with (the step that ended, its end in ns since the
         # epoch, the optimizer): the capture window's step clock.
         self.step_end_callbacks = []
+        self.module_hooks = None  # install()'s GlobalModuleHooks (None for annotate()'s per-model hooks)
         self._torch = _torch()
         _bind_torch(self._torch)
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
@@ -218,6 +219,10 @@ class Tracker:
 
     def get(self, module):
         return self._names.get(module)
+
+    def has_named_modules(self):
+        """Whether some module has been named (a model has been seen)."""
+        return len(self._names) > 0
 
     def order(self, module):
         return self._order.get(module, 1 << 30)
@@ -616,7 +621,8 @@ def _hook_compiled_modules(tracker):
     Module.__call__ = __call__
 
     def restore():
-        Module.__call__ = original
+        if Module.__call__ is __call__:  # (not over another library's patch made after ours)
+            Module.__call__ = original
 
     return [restore]
 
@@ -632,23 +638,51 @@ def _always_called(register, hook):
         return register(hook)
 
 
+class GlobalModuleHooks:
+    """install()'s hooks on every module call of the process, switched off where they have nothing
+    to do: outside a capture window once the model is named (_window.py). Hooks that only return
+    still cost every module call ~6 us of CPU (torch's call path with global hooks, the compiled-
+    module wrapper, our checks; bench_hook_cost.py's `outside` on a chain of small modules), which
+    a launch-bound GPU step pays in full; switched off, a module call costs the job nothing."""
+
+    def __init__(self, tracker):
+        self.tracker = tracker
+        self._removers = None
+
+    @property
+    def on(self):
+        return self._removers is not None
+
+    def switch(self, on):
+        if on == self.on:
+            return
+        if not on:
+            for remove in self._removers:
+                remove()
+            self._removers = None
+            return
+        mm = _torch().nn.modules.module
+        self._removers = [
+            mm.register_module_forward_pre_hook(self.tracker.forward_pre).remove,
+            _always_called(mm.register_module_forward_hook, self.tracker.forward_post).remove,
+        ]
+        self._removers += _patch_backward_entry(self.tracker)
+        self._removers += _hook_compiled_modules(self.tracker)
+
+
 def install(backend, sidecar=None, modules=True):
     """Global hooks on every module (unless modules=False: optimizer steps only) and optimizer.
-    Returns the handle (also kept module-wide)."""
+    Returns the handle (also kept module-wide); its tracker's module_hooks switches the module
+    hooks (None with modules=False)."""
     global _global
     if _global is not None:
         return _global
-    torch = _torch()
     tracker = Tracker(backend, sidecar)
-    mm = torch.nn.modules.module
     removers = []
     if modules:
-        removers += [
-            mm.register_module_forward_pre_hook(tracker.forward_pre).remove,
-            _always_called(mm.register_module_forward_hook, tracker.forward_post).remove,
-        ]
-        removers += _patch_backward_entry(tracker)
-        removers += _hook_compiled_modules(tracker)
+        tracker.module_hooks = GlobalModuleHooks(tracker)
+        tracker.module_hooks.switch(True)
+        removers.append(lambda: tracker.module_hooks.switch(False))
     removers += _hook_optimizers(tracker)
     _global = _Handle(tracker, removers)
     return _global
