@@ -2,7 +2,7 @@
 """What ShardScope's module hooks cost per module call on this machine, by range backend (issue 22;
 docs/gpu-runs.md). On the third loan the hooks alone made a launch-bound FSDP2 step 14 % slower,
 about 15 ms for some 200 module calls a step, where the CPU benchmarks give 11-15 us per call
-(bench/collector/bench_python_hooks.py): this separates the Python hooks from where their ranges go.
+(bench/collector/bench_hook_cost.py --arch chain): this separates the Python hooks from where their ranges go.
 
     python3 scripts/gpu/hook_cost.py [--modules 200] [--repeats 30] [--device cuda|cpu]
 
