@@ -272,6 +272,24 @@ class ModuleHooksFollowTheCaptureWindow(unittest.TestCase):
         _, on = self.run_window(0, None)
         self.assertTrue(all(o[0] for o in on))
 
+    def test_another_librarys_call_wrapper_over_ours(self):
+        # A library that wraps Module.__call__ after us: switching our hooks off cannot take our
+        # wrapper out from under its, and switching them on must not add ours a second time.
+        handle = hooks.install(RecordingBackend())
+        ours = torch.nn.Module.__call__
+        def theirs(self, *args, **kwargs):
+            return ours(self, *args, **kwargs)
+        theirs.__wrapped__ = ours
+        try:
+            torch.nn.Module.__call__ = theirs
+            handle.tracker.module_hooks.switch(False)
+            handle.tracker.module_hooks.switch(True)
+            self.assertIs(torch.nn.Module.__call__, theirs)
+        finally:
+            hooks.uninstall()
+            torch.nn.Module.__call__ = ours.__wrapped__  # as the library would undo its own
+        self.assertFalse(getattr(torch.nn.Module.__call__, "_shardscope", False))
+
 
 class SidecarAndAutostartTests(unittest.TestCase):
     def test_sitecustomize_installs_global_hooks_and_writes_sidecar(self):
