@@ -99,9 +99,26 @@ class HookTests(unittest.TestCase):
         self.assertLess(bwd.index("head"), bwd.index("layers.1"))
         r = {x[0]: x for x in b.ranges}
         self.assertTrue(contains(r["ss:bwd:layers.1"], r["ss:bwd:layers.1.attn"]))
+        # A module returning its last child's output (mlp, a Sequential) shares that tensor with the
+        # child: its backward range must begin first, so that it contains the child's (the innermost
+        # range, which gets the kernels, is the one that began last).
+        self.assertTrue(contains(r["ss:bwd:layers.1.mlp"], r["ss:bwd:layers.1.mlp.2"]))
+        self.assertTrue(contains(r["ss:bwd:layers.1.mlp"], r["ss:bwd:layers.1.mlp.0"]))
         # Backward starts after forward ended.
         self.assertGreater(r["ss:bwd:layers.1"][2], r["ss:fwd:"][3])
         self.assertEqual(by_phase(b, "rcp"), [])
+
+    def test_a_module_returning_its_input_ends_at_once(self):
+        model = nn.Sequential(nn.Linear(4, 4), nn.Identity(), nn.Linear(4, 4))
+        b = RecordingBackend()
+        handle = shardscope.annotate(model, backend=b)
+        model(torch.randn(2, 4)).sum().backward()
+        handle.remove()
+        r = {x[0]: x for x in b.ranges}
+        # Identity's input is its output: its range ends when that gradient arrives, before the first
+        # Linear's backward, not at the end of the backward pass.
+        self.assertLessEqual(r["ss:bwd:1"][3], r["ss:bwd:0"][2])
+        self.assertTrue(contains(r["ss:bwd:"], r["ss:bwd:2"]))
 
     def test_activation_checkpointing_is_recompute(self):
         b = RecordingBackend()
@@ -167,7 +184,7 @@ class HookTests(unittest.TestCase):
 
 
     def test_the_jobs_own_tensor_hooks_still_work(self):
-        # The backward hooks go into the tensors' hook dicts without a handle (hooks._add_grad_hook):
+        # The backward hooks go into the tensors' hook dicts without a handle (hooks._grad_events):
         # the job's hooks on the same tensors must still run in order, change the gradient, and be
         # removable by their handles, and the gradients must be those of the job without ShardScope.
         def grads(with_hooks):
@@ -207,13 +224,13 @@ class HookTests(unittest.TestCase):
                     calls.append("register_hook")
                 return super().__torch_function__(func, types, args, kwargs or {})
 
-        hooks._bind_torch(torch)
+        b = RecordingBackend()
+        tracker = hooks.Tracker(b)
         t = (torch.ones(3, requires_grad=True) * 2).as_subclass(Logged)
-        fired = []
-        hooks._add_grad_hook(t, lambda g: fired.append(g.sum().item()))
+        hooks._grad_events(t, tracker).opens.append(hooks._BackwardState(0, "sub"))
         t.sum().backward()
         self.assertEqual(calls, ["register_hook"])
-        self.assertEqual(fired, [3.0])
+        self.assertEqual(b.messages(), ["ss:bwd:sub"])
     def test_module_sizes(self):
         m = Model()
         count, nbytes = hooks.module_params(m.layers[0])

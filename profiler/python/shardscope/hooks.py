@@ -132,30 +132,68 @@ def module_params(module):
     return count, nbytes
 
 
-def _add_grad_hook(tensor, hook):
-    """tensor.register_hook(hook) without its handle: these hooks live as long as the autograd graph
-    that holds the tensor and are never removed one by one, and the handle (a weak reference and
-    an id) was a third of what arming a backward range cost. Plain tensors only; a subclass may
-    route register_hook through __torch_function__, so it gets the real call."""
-    if type(tensor) not in _PLAIN_TENSOR_TYPES:
-        tensor.register_hook(hook)
-        return
+class _GradEvents:
+    """The backward-range events that one tensor's gradient stands for, as one tensor hook: the ranges
+    of the modules that took the tensor as an input end (in the order they were armed: inner modules
+    first), then those of the modules that returned it begin, outer modules first. A module that
+    returns its last child's output (a Sequential, a wrapper) shares that tensor with the child; one
+    hook per module and tensor fired in arming order, child first, so the child's backward range began
+    before its parent's and its kernels went to the parent (the innermost range is the one that began
+    last, module_lanes.h)."""
+
+    __slots__ = ("tracker", "closes", "opens")
+
+    def __init__(self, tracker):
+        self.tracker = tracker
+        self.closes = []
+        self.opens = []
+
+    def __call__(self, grad):
+        tracker = self.tracker
+        for state in self.closes:
+            state.inputs_left -= 1
+            if state.inputs_left == 0:
+                tracker._close(state)
+        for state in reversed(self.opens):
+            tracker._open(state)
+        return None
+
+
+def _grad_events(tensor, tracker):
+    """The tensor's _GradEvents for this tracker, hooked on at the first call. On a plain tensor it
+    goes into the tensor's hook dict as register_hook would put it, without the RemovableHandle
+    (these hooks live as long as the graph and are never removed one by one; the handle was a third
+    of what arming a backward range cost), keyed by the tracker, where the next module finds it. A
+    tensor subclass may route register_hook through __torch_function__: it gets the real call, and a
+    _GradEvents per module."""
+    plain = type(tensor) in _PLAIN_TENSOR_TYPES
+    hooks = tensor._backward_hooks if plain else None
+    if hooks is not None:
+        events = hooks.get(tracker)
+        if events is not None:
+            return events
+    events = _GradEvents(tracker)
+    if not plain:
+        tensor.register_hook(events)
+        return events
     tensor.grad_fn  # as register_hook does: refreshes a stale view before its hook dict is made
-    hooks = tensor._backward_hooks
     if hooks is None:
         hooks = tensor._backward_hooks = OrderedDict()
         grad_fn = tensor.grad_fn
         if grad_fn is not None:
             grad_fn._register_hook_dict(tensor)
-    hooks[hook] = hook  # the closure is its own key: unique, and no RemovableHandle id is taken
+    hooks[tracker] = events
+    return events
 
 
 class _BackwardState:
     """One module call's pending backward range."""
 
-    __slots__ = ("token", "inputs_left", "closed")
+    __slots__ = ("token", "inputs", "inputs_left", "closed", "fqn")
 
-    def __init__(self, inputs_left):
+    def __init__(self, inputs_left, fqn):
+        self.fqn = fqn
+        self.inputs = inputs_left
         self.token = None
         self.inputs_left = inputs_left
         self.closed = False
@@ -308,27 +346,22 @@ class Tracker:
         if not outs:
             return
         ins = [t for t in _flatten_tensors(inputs, []) if t.requires_grad]
-        state = _BackwardState(len(ins))
-
-        def on_output_grad(grad):
-            if state.token is None and not state.closed and self.enabled:
-                state.token = self.backend.start(_names.module_message(_names.BACKWARD, fqn))
-                with self._lock:
-                    self._open_backward.add(state)
-                if state.inputs_left == 0:
-                    self._close_at_backward_end(state)
-            return None
-
-        def on_input_grad(grad):
-            state.inputs_left -= 1
-            if state.inputs_left == 0:
-                self._close(state)
-            return None
-
+        state = _BackwardState(len(ins), fqn)
         for t in outs:
-            _add_grad_hook(t, on_output_grad)
+            _grad_events(t, self).opens.append(state)
         for t in ins:
-            _add_grad_hook(t, on_input_grad)
+            _grad_events(t, self).closes.append(state)
+
+    def _open(self, state):
+        if state.token is None and not state.closed and self.enabled:
+            state.token = self.backend.start(_names.module_message(_names.BACKWARD, state.fqn))
+            with self._lock:
+                self._open_backward.add(state)
+            if state.inputs_left == 0:
+                if state.inputs:  # its inputs' gradients came first (a module returning its input)
+                    self._close(state)
+                else:  # no input needs a gradient: it ends with the backward pass
+                    self._close_at_backward_end(state)
 
     def _close(self, state):
         if state.token is None or state.closed:
