@@ -176,10 +176,9 @@ def _grad_events(tensor, tracker):
     if not plain:
         tensor.register_hook(events)
         return events
-    tensor.grad_fn  # as register_hook does: refreshes a stale view before its hook dict is made
+    grad_fn = tensor.grad_fn  # read first, as register_hook does: refreshes a stale view's grad_fn
     if hooks is None:
         hooks = tensor._backward_hooks = OrderedDict()
-        grad_fn = tensor.grad_fn
         if grad_fn is not None:
             grad_fn._register_hook_dict(tensor)
     hooks[tracker] = events
