@@ -536,6 +536,10 @@ def stage_overhead(r, f, t):
         return round(pct(statistics.median(x["step_ms"][n] for n in later), statistics.median(b["step_ms"][n] for n in later)), 2)
     f["default_after_window_vs_same_steps_pct"] = [after_vs_same_steps(b, d, record_default_steps())
                                                    for b, d in zip(runs["base"], runs["def"])]
+    # The same in one process (drift cancels): the default window's traced steps against the run's
+    # own steps after it, and what that makes of a job of 24 (the kit's), 200 and 1,000 steps.
+    f["default_window_cost"] = [window_cost.projected_window_cost(d["step_ms"], record_default_steps(), warmup)
+                                for d in runs["def"]]
     # The 12:16 window's after-steps: +11 / +16 % on the fifth loan with launch records through the
     # whole API kinds (fourth loan, none delivered: -3.7 / +2.9 %); per-API records since.
     f["window_after_vs_same_steps_pct"] = [after_vs_same_steps(b, w, window[1]) for b, w in zip(runs["base"], runs["win"])]

@@ -17,6 +17,25 @@ def window_medians(step_ms, a, b, warmup):
     return pick(lambda i: i < a), pick(lambda i: a <= i < b), pick(lambda i: i > b)
 
 
+def projected_window_cost(step_ms, window_end, warmup, job_steps=(24, 200, 1000)):
+    """What a window of steps 0 .. window_end-1 (record's default) costs a job, from one run: its
+    traced steps after the warm-up against its own steps after the window (the first left out, as
+    above: it pays the window's close, counted apart), so that the drift between processes, which
+    moves a pair of runs by more than the 2 % target, cancels. Projected to a job of N steps as
+    (window_end x the extra per traced step + the close) / (N x the job's own step): the traced
+    warm-up steps counted at the same extra as the later ones. None without 3 steps after the window."""
+    after = step_ms[window_end + 1:]
+    traced = step_ms[warmup:window_end]
+    if len(after) < 3 or not traced:
+        return None
+    own = statistics.median(after)
+    extra = statistics.median(traced) - own
+    close = step_ms[window_end] - own
+    return {"own_step_ms": round(own, 3), "traced_step_pct": round(100.0 * extra / own, 2),
+            "close_ms": round(close, 3),
+            "projected_pct": {str(n): round(100.0 * (window_end * extra + close) / (n * own), 2) for n in job_steps}}
+
+
 def main():
     path, window, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3])
     a, b = (int(x) for x in window.split(":"))
