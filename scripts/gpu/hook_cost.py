@@ -11,7 +11,8 @@ interleaved over rounds: no hooks; the hooks with a do-nothing backend (their ow
 and the same without backward ranges (null_fwd: what the autograd hooks cost);
 with NvtxBackend (torch.cuda.nvtx start/end: under `record`, NVTX goes to CUPTI through the
 collector); with the allocator history's FactBackend around it, as `record --memory history`
-sets it up. Run it plain and under `record --no-modules` (the collector injected, no hooks of its
+sets it up; and torch's own baseline without ShardScope (torch_hook: a do-nothing Python gradient hook
+on each module's output). Run it plain and under `record --no-modules` (the collector injected, no hooks of its
 own), with SHARDSCOPE_TRACE_KINDS=none and with the default kinds: the difference is what NVTX
 through CUPTI costs per range. Prints one JSON line: microseconds per module call per mode, and
 the same split into the forward (hooks, ranges, arming the backward hooks) and the backward (the
@@ -42,6 +43,26 @@ class NullBackend:
 class NullHistory:
     def fact(self, message):
         pass
+
+
+def _no_op(grad):
+    return None
+
+
+def _hook_the_output(module, inputs, output):
+    if output.requires_grad:
+        output.register_hook(_no_op)
+
+
+class ModelHooks:
+    """A forward hook on every module of model (the root too, as hooks.annotate), removed as one."""
+
+    def __init__(self, model, hook):
+        self.handles = [m.register_forward_hook(hook) for m in model.modules()]
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
 
 
 def main():
@@ -80,7 +101,11 @@ def main():
 
     # "null_fwd": the same without backward ranges (no autograd hooks on the modules' tensors): what
     # the backward ranges cost of the Python hooks (22 of ~29 us a call on the CPU benchmarks).
-    modes = {"off": None, "null": NullBackend, "null_fwd": NullBackend}
+    # "torch_hook": no ShardScope at all, one do-nothing Python gradient hook on each module's output
+    # (set by a plain forward hook): torch's own price for calling Python from backward, on autograd's
+    # device thread for CUDA tensors. Its backward half against null's says whether the GPU's backward
+    # ranges cost what any Python gradient hook costs there, or what ours add to it.
+    modes = {"off": None, "null": NullBackend, "null_fwd": NullBackend, "torch_hook": None}
     if device == "cuda":
         from shardscope.backends import NvtxBackend
 
@@ -96,7 +121,10 @@ def main():
     for r in range(a.rounds):
         for m in (list(modes) if r % 2 == 0 else list(modes)[::-1]):
             hooks.Tracker._arm_backward = arm_no_backward if m == "null_fwd" else arm_backward
-            handle = hooks.annotate(model, backend=modes[m]()) if modes[m] else None
+            if m == "torch_hook":
+                handle = ModelHooks(model, _hook_the_output)
+            else:
+                handle = hooks.annotate(model, backend=modes[m]()) if modes[m] else None
             step()
             sync()
             t = time.perf_counter()
