@@ -6,6 +6,31 @@
 
 namespace ss::cli {
 
+namespace {
+
+constexpr std::size_t kHelpWidth = 100;
+constexpr const char* kDescriptionIndent = "      ";
+
+// An option's or argument's description is prose whose line breaks in the source are where its
+// author wrapped it, for column 0: re-flowed here under the description's indent, so that no line
+// starts at column 0 or runs past kHelpWidth (a word longer than the width gets a line of its own).
+std::string described(const std::string& text) {
+  std::istringstream words(text);
+  std::string out, line, word;
+  const std::string indent = kDescriptionIndent;
+  while (words >> word) {
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > kHelpWidth) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+}  // namespace
+
 ArgParser::ArgParser(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {
   flag("help", "show this help and exit", 'h');
@@ -173,8 +198,8 @@ std::string ArgParser::help() const {
   o << "\n\n" << summary_ << "\n";
   if (!pos_.empty() || passthrough_allowed_) {
     o << "\nArguments:\n";
-    for (const auto& p : pos_) o << "  " << p.name << (p.variadic ? "..." : "") << "\n      " << p.help << "\n";
-    if (passthrough_allowed_) o << "  " << passthrough_metavar_ << "\n      " << passthrough_help_ << "\n";
+    for (const auto& p : pos_) o << "  " << p.name << (p.variadic ? "..." : "") << "\n" << described(p.help);
+    if (passthrough_allowed_) o << "  " << passthrough_metavar_ << "\n" << described(passthrough_help_);
   }
   o << "\nOptions:\n";
   for (const auto& opt : opts_) {
@@ -182,15 +207,15 @@ std::string ArgParser::help() const {
     if (opt.short_name) o << '-' << opt.short_name << ", ";
     o << "--" << opt.name;
     if (opt.takes_value) o << ' ' << opt.metavar;
-    o << "\n      " << opt.help;
+    std::string text = opt.help;
     if (!opt.choices.empty()) {
-      o << " (";
-      for (std::size_t i = 0; i < opt.choices.size(); ++i) o << (i ? "|" : "") << opt.choices[i];
-      o << ")";
+      text += " (";
+      for (std::size_t i = 0; i < opt.choices.size(); ++i) text += (i ? "|" : "") + opt.choices[i];
+      text += ")";
     }
-    if (!opt.def.empty()) o << " [default: " << opt.def << "]";
-    if (opt.multi) o << " (repeatable)";
-    o << "\n";
+    if (!opt.def.empty()) text += " [default: " + opt.def + "]";
+    if (opt.multi) text += " (repeatable)";
+    o << "\n" << described(text);
   }
   if (!epilog_.empty()) o << "\n" << epilog_ << "\n";
   return o.str();
