@@ -26,7 +26,6 @@ collective counts or bytes differ.
 import argparse
 import json
 import os
-import random
 import sqlite3
 import statistics
 import subprocess
@@ -58,7 +57,7 @@ def shardscope_json(ss, *args):
 
 def job_argv(a, extra):
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
-            "--master_port=%d" % random.randint(20000, 40000), os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
+            "--standalone", os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
     return argv + (["--pin-cores"] if a.device == "cpu" else [])
 
 

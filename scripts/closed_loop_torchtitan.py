@@ -23,7 +23,6 @@ collectives differ.
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -49,7 +48,7 @@ def run(cmd, log, env=None, check=True):
 def titan(a, name, plan=None, record=True):
     """Runs torchtitan once; returns (profile or None, the job's summary)."""
     summary = os.path.join(a.out, name + ".json")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=%d" % random.randint(20000, 40000),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
            os.path.join(TRAINERS, "titan_cpu_launch.py"), "--assets", os.path.join(a.out, "assets"), "--steps", str(a.steps),
            "--summary", summary]
     cmd += ["--", "--module", "titan_cpu_config", "--config", "llama3_debug_cpu"]

@@ -40,7 +40,6 @@ Writes OUT/overhead.json (every run's step times) and prints the table of docs/b
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -75,7 +74,7 @@ def run_job(a, name, variant):
     if os.path.exists(summary):
         os.remove(summary)
     job = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-           "--master_port=%d" % random.randint(20000, 40000), TRAIN, "--device", "cpu", "--steps", str(a.steps),
+           "--standalone", TRAIN, "--device", "cpu", "--steps", str(a.steps),
            "--warmup", str(a.warmup), "--summary", summary] + a.model
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if variant is not None:

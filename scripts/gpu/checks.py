@@ -30,7 +30,6 @@ import argparse
 import glob
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -144,7 +143,7 @@ class Run:
     def torchrun(self, script, *args):
         """torchrun (as a module): 2 CPU ranks (gloo), or one rank per GPU (NCCL; --nproc, default 1)."""
         return [self.py, "-m", "torch.distributed.run", "--nproc_per_node=%d" % self.nproc,
-                "--master_port=%d" % random.randint(20000, 40000), script] + list(args)
+                "--standalone", script] + list(args)
 
     def job_argv(self, *train_args):
         """The training job: the bundle's training script, the tiny model on CPU, the default one on a GPU."""

@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
 DEVICE_ARGS=${DEVICE_ARGS:---device cuda}  # the dry run here: DEVICE_ARGS="--device cpu --tiny"
 START=$(date +%s)
 job_cmd() { local name=$1; shift
-            echo python3 -m torch.distributed.run --nproc_per_node=1 --master_port=$((20000 + RANDOM % 10000)) "$S" \
+            echo python3 -m torch.distributed.run --nproc_per_node=1 --standalone "$S" \
               $DEVICE_ARGS --summary "$W/$name.json" "$@"; }
 probe_one() {
   local name=$1 label=$2; shift 2

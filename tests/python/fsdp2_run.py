@@ -1,6 +1,5 @@
 """Helpers for the tests that record real FSDP2 training on CPU (gloo, 2 ranks) with `shardscope record`."""
 import os
-import random
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +15,7 @@ TRAIN_TP = os.path.join(SOURCE_DIR, "scripts", "fsdp_tp_train.py")
 
 def torchrun(nproc, script, *train_args):
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % nproc,
-            "--master_port=%d" % random.randint(20000, 40000), script, "--device", "cpu"] + list(train_args)
+            "--standalone", script, "--device", "cpu"] + list(train_args)
 
 
 def record(out, *train_args, nproc=2, script=TRAIN, record_args=()):

@@ -2,7 +2,6 @@
 FSDP2 (torch >= 2.4), so there this test is skipped with that reason."""
 import _torch_or_skip  # noqa: F401
 
-import os
 import unittest
 
 import torch
@@ -33,9 +32,9 @@ class Fsdp2Tests(unittest.TestCase):
     def test_units_and_reshard_policy(self):
         import torch.distributed as dist
 
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29517")
-        dist.init_process_group("gloo", rank=0, world_size=1)
+        # A store on port 0: the system picks a free port, so no other test can hold it.
+        store = dist.TCPStore("127.0.0.1", 0, 1, True)
+        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
         try:
             fully_shard = _fully_shard()
             from torch.distributed.device_mesh import init_device_mesh

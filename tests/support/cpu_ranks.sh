@@ -12,7 +12,12 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-PORT=$(( 20000 + RANDOM % 20000 ))
+# The master port: below the ephemeral range (32768-60999 here), where gloo's own connections and
+# the torchrun tests' port-0 stores take theirs, and free when it is chosen.
+for _ in 1 2 3 4 5 6 7 8; do
+  PORT=$(( 20000 + RANDOM % 12000 ))
+  "$PY" -c "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1])))" "$PORT" 2>/dev/null && break
+done
 cat > "$T/two_ranks.sh" <<LAUNCH
 export MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT WORLD_SIZE=2
 RANK=0 LOCAL_RANK=0 $PY "\$@" & p0=\$!

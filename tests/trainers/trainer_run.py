@@ -2,7 +2,6 @@
 under `shardscope record` on 2 CPU ranks, and read what the job counted (job_counts.py)."""
 import json
 import os
-import random
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ WORLD = 2
 
 def torchrun(script, *args):
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % WORLD,
-            "--master_port=%d" % random.randint(20000, 40000), os.path.join(HERE, script)] + list(args)
+            "--standalone", os.path.join(HERE, script)] + list(args)
 
 
 def titan(assets, summary, steps, config, *titan_args):
