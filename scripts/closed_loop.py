@@ -64,7 +64,8 @@ def job_argv(a, extra):
 def record(a, name, extra):
     """B or A under `record --steps WINDOW`; returns the profile."""
     out = os.path.join(a.out, name + ".ssdb")
-    run([a.ss, "record", "-o", out, "--steps", a.window, "--"] + job_argv(a, extra), os.path.join(a.out, name + ".log"))
+    run([a.ss, "record", "-o", out, "--steps", a.window, "--backward-ranges", a.backward_ranges, "--"] + job_argv(a, extra),
+        os.path.join(a.out, name + ".log"))
     return out
 
 
@@ -117,6 +118,7 @@ def main():
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--window", default="3:7", help="record --steps for A and the recorded B (steps 3-6; the rest timed)")
+    ap.add_argument("--backward-ranges", default="modules", choices=("modules", "units"), help="record --backward-ranges")
     ap.add_argument("--warmup", type=int, default=2, help="unrecorded B: steps left out of its step time")
     ap.add_argument("--tracker-step", type=int, default=8, help="unrecorded B: the step FSDPMemTracker follows (CPU)")
     ap.add_argument("--out", default="/tmp/shardscope_loop")

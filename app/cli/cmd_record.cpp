@@ -1,4 +1,5 @@
-// shardscope record [-o run.ssdb] [--memory history|per-tensor|segments|off] [--no-modules] [--steps A:B] [--keep-parts] -- CMD...
+// shardscope record [-o run.ssdb] [--memory history|per-tensor|segments|off] [--no-modules]
+//                   [--backward-ranges modules|units] [--steps A:B] [--keep-parts] -- CMD...
 // Runs CMD with the collector injected and the Python hooks on PYTHONPATH, waits for it (Ctrl+C
 // and SIGTERM are forwarded to its process group), merges the per-rank files into one profile on
 // one clock, and exits with CMD's exit code.
@@ -76,6 +77,12 @@ int cmd_record(const std::vector<std::string>& args) {
               "segments: the native allocator's cudaMalloc segments only; off: no memory events",
               "history", 0, {"history", "per-tensor", "segments", "off"})
       .flag("no-modules", "no Python module hooks (kernels and collectives only)")
+      .option("backward-ranges", "SCOPE",
+              "modules: a backward range for every module call, as in forward; units: for FSDP units only (what\n"
+              "simulate and plan read; forward ranges stay per module, a model without FSDP units keeps them all).\n"
+              "Each backward range is a Python gradient hook, on CUDA ranks called from autograd's device thread:\n"
+              "units calls one per FSDP unit instead of one per module (docs/collector.md)",
+              "modules", 0, {"modules", "units"})
       .option("steps", "A:B",
               "profile only steps A to B-1 (optimizer steps, from 0; 'A:' to the end): before and after, the job runs\n"
               "unprofiled and only its step wall times are kept (the profile's unobserved_steps, which simulate and plan\n"
@@ -110,6 +117,7 @@ int cmd_record(const std::vector<std::string>& args) {
                     : memory == "per-tensor" ? record::MemoryMode::PerTensor
                                              : record::MemoryMode::History;
   settings.modules = !p.flag_set("no-modules");
+  settings.unit_backward_ranges = p.get("backward-ranges") == "units";
   settings.collector_library = record::locate_collector_library();
   settings.python_dir = record::locate_python_dir();
   if (settings.collector_library.empty())

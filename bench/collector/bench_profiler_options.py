@@ -19,9 +19,11 @@ Modes (the costs are against `bare`):
   outside    what `record --steps` leaves outside its window: the hooks installed but not recording
              (they count optimizer steps, the step clock writes one sidecar line per step)
   hooks      module ranges, to the sidecar only (record with SHARDSCOPE_CPU_TRACE=0)
+  hooks-units  hooks, backward ranges for the FSDP units only (record --backward-ranges units)
   profiler   torch.profiler, CPU activities, no memory, no module ranges
   +memory    ... and profile_memory
   +hooks     ... and the module ranges into the trace and the sidecar: `record`'s defaults
+  +hooks-units  +hooks with backward ranges for the FSDP units only
   -sidecar   +hooks without the module ranges in the sidecar (SHARDSCOPE_SIDECAR_RANGES=0)
   +stack     +hooks and with_stack
   +shapes    +hooks and record_shapes
@@ -43,13 +45,20 @@ MODES = {  # name -> (profiler options or None, hooks installed, hooks record, m
     "bare": (None, False, False, False),
     "outside": (None, True, False, False),
     "hooks": (None, True, True, True),
+    "hooks-units": (None, True, True, True),
     "profiler": ({"profile_memory": False}, False, False, False),
     "+memory": ({"profile_memory": True}, False, False, False),
     "+hooks": ({"profile_memory": True}, True, True, True),
+    "+hooks-units": ({"profile_memory": True}, True, True, True),
     "-sidecar": ({"profile_memory": True}, True, True, False),
     "+stack": ({"profile_memory": True, "with_stack": True}, True, True, True),
     "+shapes": ({"profile_memory": True, "record_shapes": True}, True, True, True),
 }
+
+
+def backward_ranges(mode):
+    """The hooks' backward range scope in a mode (hooks.Tracker)."""
+    return "units" if mode.endswith("-units") else "modules"
 
 
 def main():
@@ -106,10 +115,10 @@ def main():
             prof[0].stop()
             prof[0] = None
         tracing[0] = _collective_sizes.enabled = False
-        if installed and hooks._global is None:
-            hooks.install(backend, sidecar, modules=True).tracker.step_end_callbacks.append(step_clock)
-        elif not installed and hooks._global is not None:
+        if hooks._global is not None and (not installed or hooks._global.tracker.backward_ranges != backward_ranges(name)):
             hooks.uninstall()
+        if installed and hooks._global is None:
+            hooks.install(backend, sidecar, modules=True, backward_ranges=backward_ranges(name)).tracker.step_end_callbacks.append(step_clock)
         if options is not None:
             prof[0] = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], **options)
             prof[0].start()

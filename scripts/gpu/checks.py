@@ -498,18 +498,22 @@ def record_default_steps():
 
 def stage_overhead(r, f, t):
     """Interleaved rounds of the same job: without record, with record's defaults (steps 0-9
-    traced, the later ones timed only), with every step traced (--steps 0:) and with record --steps
-    12:16 (a window that starts later). This VM class drifts by a third between runs
-    (docs/gpu-runs.md), so besides the pairs the window runs compare themselves: their steps outside
-    the window against inside, and after it against the unrecorded run's same steps."""
+    traced, the later ones timed only), the same with --backward-ranges units (backward ranges for
+    FSDP units only: fewer Python gradient hooks on autograd's device thread), with every step
+    traced (--steps 0:, first round only) and with record --steps 12:16 (a window that starts
+    later). This VM class drifts by a third between runs (docs/gpu-runs.md), so besides the pairs
+    the window runs compare themselves: their steps outside the window against inside, and after it
+    against the unrecorded run's same steps."""
     steps, warmup, window = (8, 2, (4, 6)) if r.cpu else (24, 4, (12, 16))
     rounds = 1 if r.cpu else 2  # the dry run proves the stage, a GPU measures it
-    runs = {"base": [], "def": [], "rec": [], "win": []}
+    runs = {"base": [], "def": [], "unit": [], "rec": [], "win": []}
     common = ("--steps", str(steps), "--warmup", str(warmup))
     for i in range(1, rounds + 1):
         runs["base"].append(r.job("base%d" % i, *common))
         runs["def"].append(r.job("def%d" % i, *common, record=True))
-        runs["rec"].append(r.job("rec%d" % i, *common, record=True, record_args=["--steps", "0:"]))
+        runs["unit"].append(r.job("unit%d" % i, *common, record=True, record_args=["--backward-ranges", "units"]))
+        if i == 1:  # +22 to +49 % on four loans: one run tells whether that moved
+            runs["rec"].append(r.job("rec%d" % i, *common, record=True, record_args=["--steps", "0:"]))
         runs["win"].append(r.job("win%d" % i, *common, record=True, record_args=["--steps", "%d:%d" % window]))
         f["rounds_done"] = i
     base = [step_medians(s, warmup)["all"] for s in runs["base"]]
@@ -547,8 +551,8 @@ def stage_overhead(r, f, t):
     f["window_outside_overhead_pct_median"] = statistics.median(f["window_outside_overhead_pct_per_pair"])
     f["window_inside_vs_outside_pct"] = [round(pct(w["inside"], w["outside"]), 2) for w in win]
     f["window_after_vs_before_pct"] = [round(pct(w["after"], w["before"]), 2) for w in win]
-    def window_meta(key, run="win"):  # each window run's rank-0 collector meta value
-        return [(db_of(r.w("%s%d.ssdb" % (run, i))).execute("SELECT value FROM meta WHERE key = ?", ("rank0.collector." + key,))
+    def window_meta(key, run="win", prefix="rank0.collector."):  # each run's rank-0 (collector) meta value
+        return [(db_of(r.w("%s%d.ssdb" % (run, i))).execute("SELECT value FROM meta WHERE key = ?", (prefix + key,))
                  .fetchone() or [None])[0] for i in range(1, rounds + 1)]
     # The collector detaches CUPTI when the window closes (docs/collector.md); 1 when it did. Just
     # before, it takes CUPTI out of NVTX's tables (NCCL's ranges after the window): slots released.
@@ -570,8 +574,17 @@ def stage_overhead(r, f, t):
         return out
     f["window_kernels_with_module_pct"] = with_module("win")
     f["default_kernels_with_module_pct"] = with_module("def")
+    # The same defaults with backward ranges for FSDP units only: the fifth loan's hook probe put
+    # 41 of 49 us a module call on the backward ranges. Against the defaults' figures above.
+    unit = [step_medians(s, warmup)["all"] for s in runs["unit"]]
+    f["step_ms_record_unit_backward"] = [round(x, 3) for x in unit]
+    f["unit_backward_overhead_pct_per_pair"] = [round(pct(y, x), 2) for x, y in zip(base, unit)]
+    f["unit_backward_window_cost"] = [window_cost.projected_window_cost(u["step_ms"], record_default_steps(), warmup)
+                                      for u in runs["unit"]]
+    f["unit_backward_meta"] = window_meta("backward_ranges", "unit", prefix="rank0.")
+    f["unit_backward_kernels_with_module_pct"] = with_module("unit")
     f["dropped_records"] = sum(profile_health(r.w("%s%d.ssdb" % (k, i)), window[0] if k == "win" else warmup)["dropped_records"]
-                               for k in ("def", "rec", "win") for i in range(1, rounds + 1))
+                               for k in ("def", "unit", "rec", "win") for i in range(1, len(runs[k]) + 1))
     # Targets (issue 22): what the job pays with record's defaults and outside a --steps window.
     t["overhead_pct"] = target(f["overhead_pct_median"], 3.0 if r.cpu else 2.0, judged=not r.cpu)
     t["window_outside_overhead_pct"] = target(f["window_outside_overhead_pct_median"], 3.0 if r.cpu else 2.0, judged=not r.cpu)
@@ -797,7 +810,7 @@ STAGES = [  # name, cap on a GPU (s), cap on CPU (s), function
     ("kit", 10, 10, stage_kit),
     ("cupti", 60, 15, stage_cupti),
     ("health", 80, 40, stage_health),
-    ("overhead", 220, 80, stage_overhead),
+    ("overhead", 250, 80, stage_overhead),  # 9 jobs of 16-28 s each on a GPU
     ("memory", 40, 25, stage_memory),
     ("loop", 175, 60, stage_loop),
     ("coexist", 40, 20, stage_coexist),

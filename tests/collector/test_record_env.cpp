@@ -15,6 +15,7 @@ TEST_CASE("record environment: injection paths, PYTHONPATH, output dir") {
   CHECK(r.env.at("SHARDSCOPE_OUTPUT_DIR") == "/tmp/out.parts");
   CHECK(r.env.at("SHARDSCOPE_COLLECTOR") == "1");
   CHECK(r.env.at("SHARDSCOPE_MODULES") == "1");
+  CHECK(r.env.at("SHARDSCOPE_BACKWARD_RANGES") == "modules");
   CHECK(r.env.at("PYTHONPATH") == "/opt/ss/python/shardscope/_site:/opt/ss/python:/home/u/src");
   CHECK(r.env.at("HOME") == "/home/u");
   // The default memory mode leaves the job's allocator alone.
@@ -28,10 +29,13 @@ TEST_CASE("no collector library: no injection variables; --no-modules; segments 
   s.output_dir = "/o";
   s.memory = MemoryMode::Segments;
   s.modules = false;
-  auto r = build_record_env({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}, {"SHARDSCOPE_COLLECTOR", "1"}}, s);
+  s.unit_backward_ranges = true;
+  auto r = build_record_env({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}, {"SHARDSCOPE_COLLECTOR", "1"},
+                             {"SHARDSCOPE_BACKWARD_RANGES", "modules"}}, s);
   CHECK_FALSE(r.env.count("CUDA_INJECTION64_PATH"));
   CHECK_FALSE(r.env.count("SHARDSCOPE_COLLECTOR"));
   CHECK(r.env.at("SHARDSCOPE_MODULES") == "0");
+  CHECK(r.env.at("SHARDSCOPE_BACKWARD_RANGES") == "units");
   CHECK(r.env.at("SHARDSCOPE_MEMORY") == "segments");
   CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True");
 }

@@ -2,7 +2,9 @@
 B-1 are profiled, the others are timed by the wall clock alone (the profile's unobserved_steps), and
 `simulate` / `plan` calibrate to them. What is asserted is fixed by the program: which steps are
 where, the window's collectives (count and bytes), its memory by category against FSDPMemTracker at
-a defined point of the tracked step (a unit's forward hooks), and what the calibration reports."""
+a defined point of the tracked step (a unit's forward hooks), and what the calibration reports.
+Recorded with `--backward-ranges units` (backward ranges for the FSDP units only), so the replay
+and the plan above are also those of a profile without submodule backward ranges."""
 import _torch_or_skip  # noqa: F401
 
 import json
@@ -28,7 +30,8 @@ class RecordWindowCpu(unittest.TestCase):
         cls.profile = os.path.join(cls.dir, "run.ssdb")
         cls.tracker = os.path.join(cls.dir, "tracker_{rank}.json")
         cls.output = run.record(cls.profile, "--tiny", "--steps", str(STEPS), "--mem-tracker-step", str(TRACKED_STEP),
-                                "--mem-tracker-out", cls.tracker, record_args=["--steps", "%d:%d" % (FIRST, END)])
+                                "--mem-tracker-out", cls.tracker,
+                                record_args=["--steps", "%d:%d" % (FIRST, END), "--backward-ranges", "units"])
         cls.units = run.tiny_unit_params()
 
     @classmethod
@@ -51,6 +54,18 @@ class RecordWindowCpu(unittest.TestCase):
             self.assertGreaterEqual(first_op, step2_end)
             meta = dict(run.query(self.profile, "SELECT key, value FROM meta WHERE key = ?", "rank%d.capture_window" % rank))
             self.assertEqual(meta, {"rank%d.capture_window" % rank: "%d:%d" % (FIRST, END)})
+
+    def test_backward_ranges_of_the_units_only(self):
+        module_ranges = "SELECT module, count(*) FROM range_view WHERE rank = ? AND kind = 'module' AND phase = ? GROUP BY module"
+        for rank in range(WORLD):
+            self.assertEqual(run.query(self.profile, "SELECT value FROM meta WHERE key = ?", "rank%d.backward_ranges" % rank),
+                             [("units",)])
+            # One backward range per unit and profiled step; forward ranges for every module as before.
+            backward = run.query(self.profile, module_ranges, rank, "backward")
+            self.assertEqual(sorted(backward), sorted((u, END - FIRST) for u in self.units), backward)
+            forward = dict(run.query(self.profile, module_ranges, rank, "forward"))
+            self.assertGreater(len(forward), len(self.units))
+            self.assertTrue(all(n == END - FIRST for n in forward.values()), forward)
 
     def test_every_collective_of_the_window_exactly(self):
         ag = lambda u: ("all_gather", 4 * self.units[u])

@@ -537,6 +537,8 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     }
     if (auto stop = s.sidecar.meta.find("cpu_trace_stopped_at_step"); stop != s.sidecar.meta.end())
       add_steps_after_trace(out, result, s, rank, last_step, stop->second);
+    if (auto scope = s.sidecar.meta.find("backward_ranges"); scope != s.sidecar.meta.end())
+      out.set_meta("rank" + std::to_string(rank) + ".backward_ranges", scope->second);
     add_unobserved_steps(out, s, rank, profiled_steps);
     {
       sql::Stmt st(db.get(), "SELECT reason, count FROM skipped_events");

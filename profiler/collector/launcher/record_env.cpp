@@ -61,6 +61,7 @@ RecordEnvironment build_record_env(const std::map<std::string, std::string>& cur
   e["SHARDSCOPE_OUTPUT_DIR"] = s.output_dir;
   e["SHARDSCOPE_MEMORY"] = memory_mode_name(s.memory);
   e["SHARDSCOPE_MODULES"] = s.modules ? "1" : "0";
+  e["SHARDSCOPE_BACKWARD_RANGES"] = s.unit_backward_ranges ? "units" : "modules";
   if (s.steps) e["SHARDSCOPE_STEPS"] = s.steps->text();
   else e.erase("SHARDSCOPE_STEPS");
   if (!s.collector_library.empty()) {

@@ -3,6 +3,7 @@
 //   SHARDSCOPE_OUTPUT_DIR     where every rank writes <stem>.ssdb / <stem>.modules.tsv
 //   SHARDSCOPE_MEMORY         history (default) | per-tensor | segments | off
 //   SHARDSCOPE_MODULES        1 | 0 (--no-modules)
+//   SHARDSCOPE_BACKWARD_RANGES modules (default) | units (--backward-ranges)
 //   SHARDSCOPE_COLLECTOR      1 when the CUPTI collector is injected
 //   SHARDSCOPE_STEPS          A:B with --steps (the capture window; removed without it)
 //   CUDA_INJECTION64_PATH     the collector library (the driver loads it at cuInit)
@@ -35,6 +36,7 @@ struct RecordSettings {
   std::string output_dir;
   MemoryMode memory = MemoryMode::History;
   bool modules = true;
+  bool unit_backward_ranges = false;  // --backward-ranges units: backward ranges for FSDP units only
   std::optional<StepWindow> steps;  // --steps A:B; every step profiled without it
   std::string collector_library;  // "" when the collector is not available
   std::string python_dir;         // contains shardscope/ and sitecustomize.py

@@ -6,7 +6,7 @@ Environment (set by record): SHARDSCOPE_OUTPUT_DIR, SHARDSCOPE_MODULES ("0" = of
 SHARDSCOPE_COLLECTOR ("1" when the CUPTI collector is injected), SHARDSCOPE_CPU_TRACE ("0" = no
 torch.profiler trace on CPU runs, see _cpu_trace.py), SHARDSCOPE_STEPS ("A:B": the capture window,
 _window.py), SHARDSCOPE_SIDECAR_RANGES ("1": on CPU runs the module ranges go to the sidecar too,
-not only into the trace; see below).
+not only into the trace; see below), SHARDSCOPE_BACKWARD_RANGES ("modules" or "units", hooks.Tracker).
 """
 import atexit
 import importlib.abc
@@ -30,6 +30,7 @@ def _start():
         if not out_dir:
             return
         modules = os.environ.get("SHARDSCOPE_MODULES", "1") != "0"
+        backward_ranges = os.environ.get("SHARDSCOPE_BACKWARD_RANGES") or "modules"
         import torch
 
         # On a machine without CUDA the CPU is the device: torch.profiler records its operators,
@@ -52,6 +53,8 @@ def _start():
             sidecar = SidecarWriter.for_this_process(out_dir)
             atexit.register(sidecar.close)
             sidecar.meta("torch_version", torch.__version__)
+            if modules:
+                sidecar.meta("backward_ranges", backward_ranges)
         # NVTX only reaches a profile when the collector runs and CUDA exists; otherwise the ranges
         # are timed here and written to the sidecar.
         trace = None
@@ -98,7 +101,7 @@ def _start():
             if window_trace is not None and history is not None and window[1] is not None:
                 window_trace.after_stop.append(history.dump_and_stop)
         # --no-modules: only the optimizer's steps (the iterations), no module hooks.
-        handle = hooks.install(backend, sidecar, modules=modules)
+        handle = hooks.install(backend, sidecar, modules=modules, backward_ranges=backward_ranges)
         if trace is not None:
             handle.tracker.step_callbacks.append(trace.capture_distributed)
             trace.step = lambda: handle.tracker.step

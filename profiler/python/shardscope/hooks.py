@@ -14,7 +14,9 @@ Two ways in:
 Backward ranges: the first gradient reaching any of a module's outputs opens the range; the
 gradients of all of its inputs that require grad close it (or the end of the backward pass when
 none do). Tensor hooks are used instead of module full-backward hooks, which rewrap outputs and
-can break modules with in-place ops or views.
+can break modules with in-place ops or views. With backward_ranges="units" only FSDP units get
+backward ranges (forward ranges stay per module): each range is a Python call from autograd, on
+its device thread for CUDA tensors.
 """
 import threading
 import time
@@ -198,11 +200,20 @@ class _BackwardState:
         self.closed = False
 
 
+BACKWARD_RANGE_SCOPES = ("modules", "units")
+
+
 class Tracker:
-    def __init__(self, backend, sidecar=None):
+    def __init__(self, backend, sidecar=None, backward_ranges="modules"):
+        if backward_ranges not in BACKWARD_RANGE_SCOPES:
+            raise ValueError("backward_ranges: expected one of %s, not %r" % (BACKWARD_RANGE_SCOPES, backward_ranges))
         self.backend = backend
         self.sidecar = sidecar
         self.enabled = True
+        # "units": backward ranges for FSDP units only (the granularity simulate and plan read),
+        # each one a Python gradient hook fewer per module call; a tree without units keeps them all.
+        self.backward_ranges = backward_ranges
+        self._no_backward_range = weakref.WeakSet()  # modules whose backward range "units" leaves out
         self._names = weakref.WeakKeyDictionary()
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
@@ -241,6 +252,13 @@ class Tracker:
             for i, (sub, m) in enumerate(root.named_modules()):
                 self._names[m] = sub if not name else (name + "." + sub if sub else name)
                 self._order[m] = i
+            if self.backward_ranges == "units":
+                units = [fsdp_info(m)[0] for m in root.modules()]
+                for m, unit in zip(root.modules(), units):
+                    if unit or not any(units):
+                        self._no_backward_range.discard(m)
+                    else:
+                        self._no_backward_range.add(m)
         if self.sidecar is not None:
             for sub, m in root.named_modules():
                 self._write_module(m, self._names.get(m, sub))
@@ -334,7 +352,8 @@ class Tracker:
                 self.backend.end(token)
                 if m is module:
                     break
-            if self._torch.is_grad_enabled():  # recomputed forwards build the graph backward runs through
+            # Recomputed forwards build the graph backward runs through.
+            if self._torch.is_grad_enabled() and not (self._no_backward_range and module in self._no_backward_range):
                 self._arm_backward(fqn, saved_inputs, output)
         except Exception:
             self._fail("forward_post")
@@ -707,14 +726,14 @@ class GlobalModuleHooks:
         self._removers += _hook_compiled_modules(self.tracker)
 
 
-def install(backend, sidecar=None, modules=True):
+def install(backend, sidecar=None, modules=True, backward_ranges="modules"):
     """Global hooks on every module (unless modules=False: optimizer steps only) and optimizer.
     Returns the handle (also kept module-wide); its tracker's module_hooks switches the module
-    hooks (None with modules=False)."""
+    hooks (None with modules=False). backward_ranges: "modules" or "units" (Tracker)."""
     global _global
     if _global is not None:
         return _global
-    tracker = Tracker(backend, sidecar)
+    tracker = Tracker(backend, sidecar, backward_ranges)
     removers = []
     if modules:
         tracker.module_hooks = GlobalModuleHooks(tracker)
@@ -732,13 +751,14 @@ def uninstall():
         _global = None
 
 
-def annotate(model, backend=None, optimizer=None, sidecar=None):
-    """Hooks on `model`'s modules only (and `optimizer`'s steps when given). Returns a handle."""
+def annotate(model, backend=None, optimizer=None, sidecar=None, backward_ranges="modules"):
+    """Hooks on `model`'s modules only (and `optimizer`'s steps when given). Returns a handle.
+    Call it after fully_shard when backward_ranges="units" (the units are found here)."""
     if backend is None:
         from .backends import NvtxBackend
 
         backend = NvtxBackend()
-    tracker = Tracker(backend, sidecar)
+    tracker = Tracker(backend, sidecar, backward_ranges)
     tracker.register_root(model, name="")
     removers = []
     for m in model.modules():
