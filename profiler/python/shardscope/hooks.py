@@ -253,9 +253,11 @@ class Tracker:
                 self._names[m] = sub if not name else (name + "." + sub if sub else name)
                 self._order[m] = i
             if self.backward_ranges == "units":
-                units = [fsdp_info(m)[0] for m in root.modules()]
-                for m, unit in zip(root.modules(), units):
-                    if unit or not any(units):
+                modules = list(root.modules())
+                units = [fsdp_info(m)[0] for m in modules]
+                keep_all = not any(units)
+                for m, unit in zip(modules, units):
+                    if unit or keep_all:
                         self._no_backward_range.discard(m)
                     else:
                         self._no_backward_range.add(m)
