@@ -6,7 +6,9 @@ applied through shardscope.torchtitan.parallelize_hook and that run is recorded 
 end with the job's exit code; units, parameters and every all-gather / reduce-scatter per step
 (type and bytes) must equal what the job itself counted; `simulate --fit` of each recording must
 reproduce its all-gathers per step exactly and its measured peak within 3 %; the plan's prediction
-its all-gathers exactly and its reduce-scattered bytes. Counts and bytes only: no timings."""
+its all-gathers exactly and its reduce-scattered bytes; that run is recorded with backward ranges
+for the FSDP units only (`--backward-ranges units`), so the same checks hold for such a profile.
+Counts and bytes only: no timings."""
 import _trainers_or_skip  # noqa: F401
 
 import json
@@ -42,12 +44,13 @@ class Torchtitan(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
-    def recorded(cls, name, config, *titan_args, env=None):
+    def recorded(cls, name, config, *titan_args, env=None, record_args=()):
         """Records one configuration once: (profile, the job's summary)."""
         if name not in cls.runs:
             profile = os.path.join(cls.dir, name + ".ssdb")
             summary = os.path.join(cls.dir, name + ".json")
-            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args), profile, env=env)
+            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args), profile, env=env,
+                             record_args=record_args)
             cls.runs[name] = (rc, out, profile, summary)
         rc, out, profile, summary = cls.runs[name]
         if rc != 0:
@@ -110,7 +113,17 @@ class Torchtitan(unittest.TestCase):
         predicted = os.path.join(self.dir, "predicted.ssdb")
         rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--plan", plan, "-o", predicted])
         self.assertEqual(rc, 0, out)
-        b, job = self.recorded("planned", "llama3_debug_cpu", env={"SHARDSCOPE_PLAN": plan})
+        b, job = self.recorded("planned", "llama3_debug_cpu", env={"SHARDSCOPE_PLAN": plan},
+                               record_args=["--backward-ranges", "units"])
+        # Backward ranges for the units only: the FSDP units and lm_head, the second member of the
+        # (norm, lm_head) unit; forward ranges for every module, as in A.
+        self.assertEqual(query(b, "SELECT value FROM meta WHERE key = 'rank0.backward_ranges'"), [("units",)])
+        ranged = lambda profile, phase: {m for (m,) in query(profile, "SELECT DISTINCT module FROM range_view WHERE "
+                                                              "rank = 0 AND kind = 'module' AND phase = ?", phase)}
+        units = {m for (m,) in query(b, "SELECT fqn FROM modules WHERE is_fsdp_unit = 1")}
+        self.assertEqual(ranged(b, "backward"), units | {"lm_head"})
+        self.assertEqual(ranged(b, "forward"), ranged(a, "forward"))
+        self.assertGreater(len(ranged(b, "forward")), len(units) + 1)
         policies = dict(query(b, "SELECT fqn, reshard_policy FROM modules WHERE is_fsdp_unit = 1 AND fqn LIKE 'layers.%'"))
         self.assertEqual(policies, {"layers.%d" % i: "false" if i >= 4 else "true" for i in range(6)})
         # The run makes exactly the all-gathers the prediction made from A (two fewer re-gathers)

@@ -21,12 +21,13 @@ def titan(assets, summary, steps, config, *titan_args):
                     "--module", "titan_cpu_config", "--config", config, *titan_args)
 
 
-def run(cmd, profile=None, env=None):
-    """(exit code, output) of the command, under `shardscope record -o profile` when a profile is given."""
+def run(cmd, profile=None, env=None, record_args=()):
+    """(exit code, output) of the command, under `shardscope record -o profile [record_args]` when a
+    profile is given."""
     full = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     full["PYTHONPATH"] = os.pathsep.join([os.path.join(SOURCE_DIR, "profiler", "python"), HERE, full.get("PYTHONPATH", "")])
     if profile:
-        cmd = [SHARDSCOPE, "record", "-o", profile, "--"] + cmd
+        cmd = [SHARDSCOPE, "record", "-o", profile] + list(record_args) + ["--"] + cmd
     p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     return p.returncode, p.stdout
 
