@@ -162,6 +162,10 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       }
     }
     r.memory_peaks = memory_peaks(db);
+    {
+      sql::Stmt s(db.get(), "SELECT value FROM meta WHERE key LIKE 'rank%.backward_ranges' ORDER BY key LIMIT 1");
+      if (s.step()) r.backward_ranges = s.col_text(0);
+    }
     r.fsdp_units = scalar(db, "SELECT count(*) FROM modules WHERE is_fsdp_unit = 1");
     {
       // Parameters the units hold: the outermost units' counts (a unit's count includes nested units).

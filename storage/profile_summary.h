@@ -72,6 +72,9 @@ struct ProfileSummary {
   std::vector<MemoryPeak> memory_peaks;            // one per rank with memory events
   std::int64_t fsdp_units = 0;
   std::int64_t fsdp_unit_params = 0;  // parameters held by the units (modules.param_count)
+  // The module hooks' backward range scope as recorded ("modules", "units": record
+  // --backward-ranges); "" when the profile does not say (imported, simulated, older recordings).
+  std::string backward_ranges;
 };
 
 ProfileSummary summarize_profile(const std::string& path, int top_n = 10);

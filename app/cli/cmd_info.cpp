@@ -47,6 +47,8 @@ void print_text(const ProfileSummary& s, const std::vector<CommKernelGroup>& com
     << ", modules " << s.modules << ", memory events " << s.memory_events << ", streams " << s.streams << "\n";
   if (s.fsdp_units > 0)
     o << "FSDP units   " << s.fsdp_units << " holding " << s.fsdp_unit_params << " parameters\n";
+  if (s.backward_ranges == "units")
+    o << "Backward     module ranges for the FSDP units only (record --backward-ranges units); forward per module\n";
   const std::int64_t total = category_total(s);
   if (!s.time_by_category.empty()) {
     o << (cpu_only ? "\nDevice (CPU) time by category\n" : "\nGPU time by category\n");
@@ -170,7 +172,7 @@ void print_json(const ProfileSummary& s, const std::vector<CommKernelGroup>& com
   for (const auto& k : s.top_kernels)
     j.begin_object().kv("name", k.name).kv("count", k.count).kv("total_ns", k.total_ns).end_object();
   j.end_array();
-  j.kv("fsdp_units", s.fsdp_units).kv("fsdp_unit_params", s.fsdp_unit_params);
+  j.kv("fsdp_units", s.fsdp_units).kv("fsdp_unit_params", s.fsdp_unit_params).kv("backward_ranges", s.backward_ranges);
   j.key("collective_totals").begin_array();
   for (const auto& c : s.collective_totals)
     j.begin_object()

@@ -66,6 +66,8 @@ class RecordWindowCpu(unittest.TestCase):
             forward = dict(run.query(self.profile, module_ranges, rank, "forward"))
             self.assertGreater(len(forward), len(self.units))
             self.assertTrue(all(n == END - FIRST for n in forward.values()), forward)
+        self.assertEqual(json.loads(run.shardscope("info", self.profile, "--format", "json"))["backward_ranges"], "units")
+        self.assertIn("Backward     module ranges for the FSDP units only", run.shardscope("info", self.profile))
 
     def test_every_collective_of_the_window_exactly(self):
         ag = lambda u: ("all_gather", 4 * self.units[u])
