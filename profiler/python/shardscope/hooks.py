@@ -213,6 +213,7 @@ class Tracker:
         # "units": backward ranges for FSDP units only (the granularity simulate and plan read),
         # each one a Python gradient hook fewer per module call; a tree without units keeps them all.
         self.backward_ranges = backward_ranges
+        self._units_only = backward_ranges == "units"  # read per module call: a plain attribute
         self._no_backward_range = weakref.WeakSet()  # modules whose backward range "units" leaves out
         self._names = weakref.WeakKeyDictionary()
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
@@ -252,7 +253,7 @@ class Tracker:
             for i, (sub, m) in enumerate(root.named_modules()):
                 self._names[m] = sub if not name else (name + "." + sub if sub else name)
                 self._order[m] = i
-            if self.backward_ranges == "units":
+            if self._units_only:
                 modules = list(root.modules())
                 units = [fsdp_info(m)[0] for m in modules]
                 keep_all = not any(units)
@@ -355,7 +356,7 @@ class Tracker:
                 if m is module:
                     break
             # Recomputed forwards build the graph backward runs through.
-            if self._torch.is_grad_enabled() and not (self._no_backward_range and module in self._no_backward_range):
+            if self._torch.is_grad_enabled() and not (self._units_only and module in self._no_backward_range):
                 self._arm_backward(fqn, saved_inputs, output)
         except Exception:
             self._fail("forward_post")
