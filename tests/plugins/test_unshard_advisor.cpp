@@ -1,6 +1,8 @@
 // The unshard advisor plugin is the planner's answer: on a synthetic profile its summary and
 // chosen units equal a direct call of ss::sim::plan_unshard with the same inputs and budget.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
 
 #include "plugins/host/plugin_host.h"
 #include "profiler/sim/planner.h"
@@ -71,24 +73,36 @@ TEST_CASE("unshard advisor wires the planner", "[plugins][advisor]") {
   }
 }
 
-TEST_CASE("unshard advisor on a profile without module ranges fails politely", "[plugins][advisor]") {
+TEST_CASE("unshard advisor on a profile it cannot simulate says why in a finding", "[plugins][advisor]") {
   TempDir dir;
   SyntheticSpec spec;
   spec.ranks = 1;
   spec.layers = 2;
   spec.steps = 1;
   write_synthetic_profile(dir.file("s.ssdb"), spec);
-  // Same profile copied without its ranges: the simulator cannot extract per-unit compute.
-  {
-    sql::Db db(dir.file("s.ssdb"), SQLITE_OPEN_READWRITE);
-    db.exec("DELETE FROM ranges");
-  }
-  const Profile p = load_profile(dir.file("s.ssdb"));
   plugins::PluginHost host;
   host.discover({SS_BUILTIN_PLUGIN_DIR});
-  plugins::AnalysisResult r = host.run("unshard-advisor", p);
-  CHECK_FALSE(r.ok);
-  CHECK(r.error.find("unshard-advisor") != std::string::npos);
-  // The host carries on.
-  CHECK(host.run("temporal", p).ok);
+  // The reason is the simulator's, which reads the file: one copy without module ranges (no
+  // per-unit compute), one without FSDP units (a DDP trace).
+  const std::pair<const char*, const char*> cases[] = {
+      {"DELETE FROM ranges", "no forward/backward module ranges"},
+      {"UPDATE modules SET is_fsdp_unit = 0", "no module is marked as an FSDP unit"}};
+  int n = 0;
+  for (const auto& [edit, reason] : cases) {
+    INFO(edit);
+    const std::string path = dir.file("edited" + std::to_string(++n) + ".ssdb");
+    std::filesystem::copy_file(dir.file("s.ssdb"), path);
+    {
+      sql::Db db(path, SQLITE_OPEN_READWRITE);
+      db.exec(edit);
+    }
+    const Profile p = load_profile(path);
+    plugins::AnalysisResult r = host.run("unshard-advisor", p);
+    REQUIRE(r.ok);  // an answer about the profile, not a failed analysis (`analyze` exits 0)
+    CHECK(r.tables.empty());
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings[0].severity == plugins::Severity::Info);
+    CHECK(r.findings[0].message.find("no unshard advice for this profile") != std::string::npos);
+    CHECK(r.findings[0].message.find(reason) != std::string::npos);
+  }
 }

@@ -8,6 +8,7 @@
 // apply to it.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/critical_path_walk.h"
@@ -15,6 +16,7 @@
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/errors.h"
 #include "storage/units.h"
 
 namespace {
@@ -28,7 +30,15 @@ void run(const ss::plugin::Host& host) {
   // The cluster `plan` and `simulate` use by default: fitted to the profile's own collectives when
   // it has any (the same predictions as `plan --strategy cost` for the same units).
   req.fit_if_available = true;
-  ss::sim::SimInputs in = ss::sim::load_sim_inputs(req);
+  ss::sim::SimInputs in;
+  try {
+    in = ss::sim::load_sim_inputs(req);
+  } catch (const ss::ProfileError& e) {
+    // A profile the simulator cannot replay (no FSDP units: a DDP trace; no module ranges) is an
+    // answer about the profile, not a failure of the analysis: say why there is no advice.
+    host.finding(SS_SEVERITY_INFO, std::string("no unshard advice for this profile: ") + e.what());
+    return;
+  }
   ss::sim::CompiledStep base = ss::sim::compile_step(in.model, in.plan, in.cluster);
 
   std::int64_t capacity = 0;
