@@ -12,6 +12,7 @@
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
 #include "storage/readonly_query.h"
+#include "storage/sqlite_handle.h"
 #include "storage/units.h"
 #include "tests/plugins/hand_made_profiles.h"
 #include "tests/plugins/builtin_runner.h"
@@ -367,6 +368,26 @@ Bitmaps paint(const Profile& p, int rank) {
 }
 
 }  // namespace
+
+TEST_CASE("every analysis runs on a profile whose streams sit on a rank its collectives do not name", "[plugins]") {
+  // A hand-edited (or hostile) file: the critical path once jumped to a collective's rank and
+  // indexed that rank's streams with the kernel's stream index, reading out of bounds.
+  TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 2;
+  spec.layers = 2;
+  spec.steps = 2;
+  write_synthetic_profile(dir.file("s.ssdb"), spec);
+  {
+    sql::Db db(dir.file("s.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE streams SET rank = 99 WHERE rank = 1");
+  }
+  const Profile p = load_profile(dir.file("s.ssdb"));
+  for (const auto& d : builtins().plugins()) {
+    INFO(d.name);
+    run_ok(d.name, p);
+  }
+}
 
 TEST_CASE("analyses on a synthetic profile agree with a brute-force bitmap", "[plugins][synthetic]") {
   TempDir dir;

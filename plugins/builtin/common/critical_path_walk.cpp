@@ -16,6 +16,7 @@ struct Kernel {
   std::uint32_t id, name;
   std::int32_t module;
   std::uint8_t category;
+  int rank;    // its stream's rank (a collective row may name another: the walk trusts the stream)
   int stream;  // index into RankKernels::streams
   int pos;     // position in its stream
 };
@@ -76,8 +77,8 @@ struct Walker {
             out.peer_wait += last->start - std::max(s, lo);
             auto k = kernel_by_id.find(last->kernel);
             if (k == kernel_by_id.end()) break;
-            rank = last->rank;
             cur = k->second;
+            rank = cur->rank;
             s = cur->start;
           }
         }
@@ -130,7 +131,7 @@ CriticalPath compute_critical_path(const ss::plugin::Host& host, ProfileAccess& 
     for (std::size_t i = 0; i < s.count; ++i) {
       const auto& e = s.events[i];
       if (e.end < e.start) continue;
-      v.push_back({e.start, e.end, e.id, e.name, e.module, e.category, static_cast<int>(rk.streams.size() - 1),
+      v.push_back({e.start, e.end, e.id, e.name, e.module, e.category, s.rank, static_cast<int>(rk.streams.size() - 1),
                    static_cast<int>(v.size())});
     }
   }
