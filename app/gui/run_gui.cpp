@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QImage>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "app/gui/main_window.h"
+#include "app/gui/opengl_check.h"
 #include "app/gui/time_frames.h"
 #include "profiler/sim/step_simulator.h"
 #include "views/analyses/analyses_dock.h"
@@ -256,6 +258,15 @@ int run_gui(int argc, char** argv, int first_arg) {
   QApplication app(qt_argc, argv);
   QApplication::setOrganizationName("ShardScope");
   QApplication::setApplicationName(screenshot_dir.isEmpty() ? "shardscope" : "shardscope-screenshot");
+  if (const QString problem = opengl_problem(); !problem.isEmpty()) {
+    const QString text = "The timeline draws with OpenGL 3, and " + problem +
+                         ". Run the app on a display with OpenGL (or under xvfb-run, whose Mesa software OpenGL "
+                         "works), or use the command line: shardscope info FILE, analyze, simulate, plan, export.";
+    std::cerr << "shardscope gui: " << text.toStdString() << "\n";
+    if (screenshot_dir.isEmpty() && QGuiApplication::platformName() != "offscreen")
+      QMessageBox::critical(nullptr, "ShardScope", text);
+    return 1;
+  }
   if (time_frames_n > 0) {
     if (file.empty()) {
       std::cerr << "shardscope gui: --time-frames needs a profile\n";

@@ -101,6 +101,11 @@ TEST_CASE("gui: --help and bad arguments without a display; no display is a clea
   r = run_cli({"gui", "x.ssdb"}, no_display);  // Qt would abort; we explain instead
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("no display") && Contains("xvfb-run"));
+  // A platform without OpenGL (Qt 6 crashed in its first flush there): the timeline's need is said.
+  test::TempDir dir;
+  r = run_cli({"gui", make_profile(dir)}, "env QT_QPA_PLATFORM=offscreen");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("OpenGL 3") && Contains("no OpenGL context") && Contains("xvfb-run"));
 #else
   auto r = run_cli({"gui"}, no_display);
   CHECK(r.exit_code == 1);
