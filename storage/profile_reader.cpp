@@ -13,6 +13,7 @@
 
 #include "storage/range_lanes.h"
 #include "storage/schema.h"
+#include "storage/value_bounds.h"
 
 namespace ss {
 namespace {
@@ -111,16 +112,45 @@ class Progress {
   std::int64_t done_ = 0;
 };
 
-// Rejects a row whose time columns are not integers or whose duration is negative.
-void check_times(const sql::Stmt& s, int start_col, int dur_col, const std::string& path, const char* table,
-                 std::int64_t id) {
+std::string row_of(const char* table, std::int64_t id) {
+  return std::string("table '") + table + "' row id " + std::to_string(id);
+}
+
+// The loops below test each row with these predicates (value_bounds.h; `total` carries the sum
+// over the rows read so far) and build a message only for a row that fails: the row's id is read
+// then, not for every row.
+bool times_ok(std::int64_t start, std::int64_t duration, std::int64_t& total) {
+  return time_in_bounds(start) && duration_in_bounds(duration) && add_to_total(total, duration);
+}
+bool bytes_ok(std::int64_t v, std::int64_t& total) { return bytes_in_bounds(v) && add_to_total(total, v); }
+
+[[noreturn]] void bad_times(std::int64_t start, std::int64_t duration, const std::string& path, const char* table,
+                            std::int64_t id) {
+  if (duration < 0) fail(ProfileErrorKind::MalformedTable, path, row_of(table, id) + " has a negative duration");
+  if (!time_in_bounds(start) || !duration_in_bounds(duration))
+    fail(ProfileErrorKind::MalformedTable, path,
+         row_of(table, id) + " has start " + std::to_string(start) + " ns and duration " + std::to_string(duration) +
+             " ns: beyond 2^61 ns (73 years)");
+  fail(ProfileErrorKind::MalformedTable, path, std::string("table '") + table + "': durations add up to more than 2^62 ns");
+}
+
+[[noreturn]] void bad_bytes(std::int64_t v, const std::string& path, const char* table, const char* column,
+                            std::int64_t id) {
+  if (!bytes_in_bounds(v))
+    fail(ProfileErrorKind::MalformedTable, path,
+         row_of(table, id) + " has " + column + " " + std::to_string(v) + ": beyond 2^50 (1 PiB) either way");
+  fail(ProfileErrorKind::MalformedTable, path, std::string("table '") + table + "': " + column + " adds up to more than 2^62");
+}
+
+// Rejects a row whose time columns are not integers or out of bounds; returns the start.
+std::int64_t checked_start(const sql::Stmt& s, int start_col, int dur_col, std::int64_t& total, const std::string& path,
+                           const char* table, int id_col) {
   if (sqlite3_column_type(s.get(), start_col) != SQLITE_INTEGER ||
       sqlite3_column_type(s.get(), dur_col) != SQLITE_INTEGER)
-    fail(ProfileErrorKind::MalformedTable, path,
-         std::string("table '") + table + "' row id " + std::to_string(id) + " has a non-integer time");
-  if (s.col_int(dur_col) < 0)
-    fail(ProfileErrorKind::MalformedTable, path,
-         std::string("table '") + table + "' row id " + std::to_string(id) + " has a negative duration");
+    fail(ProfileErrorKind::MalformedTable, path, row_of(table, s.col_int(id_col)) + " has a non-integer time");
+  const std::int64_t start = s.col_int(start_col), duration = s.col_int(dur_col);
+  if (!times_ok(start, duration, total)) bad_times(start, duration, path, table, s.col_int(id_col));
+  return start;
 }
 
 template <typename Track>
@@ -325,6 +355,9 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                   static_cast<int>(s.col_int(8)),
                   s.col_int(9),
                   static_cast<int>(s.col_int(10))};
+        if (!time_in_bounds(r.info.clock_offset_ns))
+          fail(ProfileErrorKind::MalformedTable, path,
+               "table 'ranks' rank " + std::to_string(r.info.rank) + " has a clock offset beyond 2^61 ns");
         p.ranks.push_back(std::move(r));
       }
     }
@@ -354,6 +387,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
         fail(ProfileErrorKind::MalformedTable, path, "table 'modules' has ids up to " + std::to_string(n_mod_ids));
       p.module_index_by_id.assign(static_cast<std::size_t>(std::max<std::int64_t>(n_mod_ids, 0)), -1);
       std::vector<RowId> parent_ids, unit_ids;
+      std::int64_t param_count_total = 0, param_bytes_total = 0;
       sql::Stmt s(db.get(),
                   "SELECT id, parent_id, fqn, class_name, param_count, param_bytes, is_fsdp_unit, fsdp_unit_id,"
                   " reshard_policy FROM modules ORDER BY id");
@@ -366,6 +400,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
         m.class_name = s.col_text(3);
         m.param_count = s.col_int(4);
         m.param_bytes = s.col_int(5);
+        if (!bytes_ok(m.param_count, param_count_total)) bad_bytes(m.param_count, path, "modules", "param_count", m.id);
+        if (!bytes_ok(m.param_bytes, param_bytes_total)) bad_bytes(m.param_bytes, path, "modules", "param_bytes", m.id);
         m.is_fsdp_unit = s.col_int(6) != 0;
         unit_ids.push_back(s.col_int_or(7, kNoRow));
         m.reshard_policy = s.col_text(8);
@@ -404,6 +440,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       std::vector<std::vector<std::vector<KernelEvent>>> parts(static_cast<std::size_t>(n_threads),
                                                                std::vector<std::vector<KernelEvent>>(p.stream_tracks.size()));
       std::vector<std::int64_t> counts(static_cast<std::size_t>(n_threads), 0);
+      std::vector<std::int64_t> duration_totals(static_cast<std::size_t>(n_threads), 0);
       std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
       auto worker = [&](int t) {
         try {
@@ -438,9 +475,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                    "table 'kernels' row id " + std::to_string(id) + " has a non-integer time");
             const TimeNs start = sqlite3_column_int64(st, 2);
             const TimeNs duration = sqlite3_column_int64(st, 3);
-            if (duration < 0)
-              fail(ProfileErrorKind::MalformedTable, path,
-                   "table 'kernels' row id " + std::to_string(id) + " has a negative duration");
+            if (!times_ok(start, duration, duration_totals[static_cast<std::size_t>(t)]))
+              bad_times(start, duration, path, "kernels", id);
             const auto cat = sqlite3_column_int64(st, 6);
             if (cat < 0 || cat >= kKernelCategoryCount)
               fail(ProfileErrorKind::MalformedTable, path,
@@ -466,6 +502,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       for (auto& th : threads) th.join();
       for (auto& e : errors)
         if (e) std::rethrow_exception(e);
+      std::int64_t duration_total = 0;
+      for (auto d : duration_totals)
+        if (!add_to_total(duration_total, d))
+          fail(ProfileErrorKind::MalformedTable, path, "table 'kernels': durations add up to more than 2^62 ns");
       for (std::size_t tr = 0; tr < p.stream_tracks.size(); ++tr) {
         auto& dst = p.stream_tracks[tr].events;
         std::size_t total = 0;
@@ -487,7 +527,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                   " FROM ranges");
       std::tuple<int, RowId, RowId, int> last_key{-1, -2, -2, -1};
       RangeTrack* track = nullptr;
-      std::int64_t batch = 0;
+      std::int64_t batch = 0, duration_total = 0;
       while (s.step()) {
         const std::int64_t id = s.col_int(0);
         const std::int64_t depth = s.col_int(10);
@@ -506,12 +546,11 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
           track = &p.range_tracks[static_cast<std::size_t>(it->second)];
           last_key = key;
         }
-        check_times(s, 4, 5, path, "ranges", id);
+        const TimeNs start = checked_start(s, 4, 5, duration_total, path, "ranges", 0);
         const auto kind = s.col_int(7), phase = s.col_int(8);
         if (kind < 0 || kind >= kRangeKindCount || phase < 0 || phase >= kRangePhaseCount)
           fail(ProfileErrorKind::MalformedTable, path,
                "table 'ranges' row id " + std::to_string(id) + " has an unknown kind or phase");
-        const TimeNs start = s.col_int(4);
         track->events.push_back({start, start + s.col_int(5), check_name(s.col_int(6), "ranges", id),
                                  module_of(s, 9), static_cast<std::uint32_t>(id), static_cast<RangeKind>(kind),
                                  static_cast<RangePhase>(phase), {}});
@@ -530,11 +569,12 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       sql::Stmt s(db.get(),
                   "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id"
                   " FROM collectives");
+      std::int64_t duration_total = 0, bytes_total = 0;
       while (s.step()) {
-        check_times(s, 1, 2, path, "collectives", s.col_int(8));
+        const TimeNs start = checked_start(s, 1, 2, duration_total, path, "collectives", 8);
+        if (!bytes_ok(s.col_int(3), bytes_total)) bad_bytes(s.col_int(3), path, "collectives", "bytes", s.col_int(8));
         auto type = s.col_int(7);
         if (type < 0 || type >= kCollectiveTypeCount) type = 0;
-        const TimeNs start = s.col_int(1);
         p.collectives.push_back({start, start + s.col_int(2), s.col_int(3), s.col_int_or(4, -1),
                                  s.col_int_or(5, -1), static_cast<std::int32_t>(s.col_int(0)),
                                  static_cast<std::int32_t>(s.col_int_or(6, -1)), static_cast<CollectiveType>(type)});
@@ -548,17 +588,22 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
     }
 
     if (options.memory) {
-      sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes FROM memory_events");
+      sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes, id FROM memory_events");
       int last_rank = -1;
       RankModel* rm = nullptr;
-      std::int64_t batch = 0;
+      std::int64_t batch = 0, bytes_total = 0;  // the bound on the total bounds every running sum below
       while (s.step()) {
         const int r = static_cast<int>(s.col_int(0));
+        const TimeNs time = s.col_int(1);
+        const std::int64_t bytes = s.col_int(2);
+        if (!time_in_bounds(time))
+          fail(ProfileErrorKind::MalformedTable, path, row_of("memory_events", s.col_int(3)) + " has a time beyond 2^61 ns");
+        if (!bytes_ok(bytes, bytes_total)) bad_bytes(bytes, path, "memory_events", "bytes", s.col_int(3));
         if (r != last_rank || !rm) {
           rm = &rank_for(r);
           last_rank = r;
         }
-        rm->memory.push_back({s.col_int(1), s.col_int(2)});  // value = delta until summed below
+        rm->memory.push_back({time, bytes});  // value = delta until summed below
         ++p.memory_event_count;
         if (++batch == kRowsBetweenChecks) {
           progress.rows(batch, "memory");
@@ -577,9 +622,9 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
 
     {
       sql::Stmt s(db.get(), "SELECT rank, number, start_ns, duration_ns, id FROM steps ORDER BY rank, start_ns");
+      std::int64_t duration_total = 0;
       while (s.step()) {
-        check_times(s, 2, 3, path, "steps", s.col_int(4));
-        const TimeNs start = s.col_int(2);
+        const TimeNs start = checked_start(s, 2, 3, duration_total, path, "steps", 4);
         rank_for(static_cast<int>(s.col_int(0))).steps.push_back({static_cast<int>(s.col_int(0)), s.col_int(1), start,
                                                   start + s.col_int(3)});
       }

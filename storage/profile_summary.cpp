@@ -5,6 +5,7 @@
 #include <set>
 
 #include "storage/profile_reader.h"
+#include "storage/value_bounds.h"
 
 namespace ss {
 namespace {
@@ -15,7 +16,7 @@ std::int64_t scalar(sql::Db& db, const char* q) {
 
 // Sweeps each rank's memory events in time order (frees first at equal times) for its peak and
 // the live bytes per category at that instant.
-std::vector<MemoryPeak> memory_peaks(sql::Db& db) {
+std::vector<MemoryPeak> memory_peaks(sql::Db& db, const std::string& path) {
   std::vector<MemoryPeak> out;
   sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes, category FROM memory_events ORDER BY rank, time_ns, bytes");
   int rank = INT32_MIN;
@@ -32,8 +33,8 @@ std::vector<MemoryPeak> memory_peaks(sql::Db& db) {
     }
     const std::int64_t bytes = s.col_int(2);
     const std::int64_t c = s.col_int(3);
-    level += bytes;
-    if (c >= 0 && c < kMemoryCategoryCount) live[c] += bytes;
+    add_memory_bytes(level, bytes, path);
+    if (c >= 0 && c < kMemoryCategoryCount) add_memory_bytes(live[c], bytes, path);
     MemoryPeak& p = out.back();
     if (level > p.peak_bytes) {
       p.peak_bytes = level;
@@ -115,6 +116,11 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       if (s.step()) {
         r.time_begin = s.col_int_or(0, 0);
         r.time_end = s.col_int_or(1, 0);
+        // (SQLite turns an end that overflows into a real number, read back clamped.)
+        if (!time_in_bounds(r.time_begin) || !time_in_bounds(r.time_end))
+          throw ProfileError(ProfileErrorKind::MalformedTable,
+                             "its events span " + std::to_string(r.time_begin) + " .. " + std::to_string(r.time_end) +
+                                 " ns: beyond 2^61 ns (73 years)");
       }
     }
     {
@@ -161,7 +167,7 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
         r.collective_totals.push_back(std::move(c));
       }
     }
-    r.memory_peaks = memory_peaks(db);
+    r.memory_peaks = memory_peaks(db, path);
     {
       sql::Stmt s(db.get(), "SELECT value FROM meta WHERE key LIKE 'rank%.backward_ranges' ORDER BY key LIMIT 1");
       if (s.step()) r.backward_ranges = s.col_text(0);
@@ -177,8 +183,11 @@ ProfileSummary summarize_profile(const std::string& path, int top_n) {
       };
       // A plain loop variable, not a structured binding: clang 14 (the fuzz build) cannot capture those.
       for (const auto& unit : units)
-        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(unit.first, u.first); }))
-          r.fsdp_unit_params += unit.second;
+        if (std::none_of(units.begin(), units.end(), [&](const auto& u) { return inside(unit.first, u.first); }) &&
+            (!bytes_in_bounds(unit.second) || !add_to_total(r.fsdp_unit_params, unit.second)))
+          throw ProfileError(ProfileErrorKind::MalformedTable,
+                             "table 'modules': unit '" + unit.first + "' has " + std::to_string(unit.second) +
+                                 " parameters (beyond 2^50, or a total beyond 2^62)");
     }
     {
       sql::Stmt s(db.get(), "SELECT reason, sum(count) FROM skipped_events GROUP BY reason ORDER BY 2 DESC");

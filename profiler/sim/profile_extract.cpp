@@ -13,6 +13,7 @@
 #include "storage/interval_union.h"
 #include "storage/profile_reader.h"
 #include "storage/sqlite_handle.h"
+#include "storage/value_bounds.h"
 
 namespace ss::sim {
 namespace {
@@ -571,7 +572,7 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
       const int unit = it == unit_of.end() ? root : it->second;
       const std::size_t slot = static_cast<std::size_t>(unit) * 2 + (t >= bwd_start[k] ? 1 : 0);
       open[addr] = {slot, bytes};
-      live[slot] += bytes;
+      add_memory_bytes(live[slot], bytes, path);
       most[slot] = std::max(most[slot], live[slot]);
     } else if (auto it = open.find(addr); it != open.end()) {
       live[it->second.first] -= it->second.second;

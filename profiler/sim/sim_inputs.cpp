@@ -18,6 +18,7 @@
 #include "storage/errors.h"
 #include "storage/interval_union.h"
 #include "storage/profile_reader.h"
+#include "storage/value_bounds.h"
 
 namespace ss::sim {
 namespace {
@@ -146,7 +147,7 @@ MeasuredPeaks measured_step_peaks(const std::string& path, const ProfileInput& p
       // What is live when a step's optimizer starts counts in its optimizer peak (steps in time order).
       for (; opt_opened < opt.size() && (opt[opt_opened].first > opt[opt_opened].second || opt[opt_opened].first <= t); ++opt_opened)
         if (opt[opt_opened].first <= opt[opt_opened].second) opt_peaks[opt_opened] = level;
-      level += bytes;
+      add_memory_bytes(level, bytes, path);
       if (const auto k = interval_holding(steps, t); k >= 0) {
         const auto u = static_cast<std::size_t>(k);
         peaks[u] = std::max(peaks[u], level);

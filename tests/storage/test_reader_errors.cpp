@@ -136,6 +136,61 @@ TEST_CASE("a missing or malformed table", "[storage][errors]") {
   CHECK_THAT(msg, Contains("string id 123456"));
 }
 
+TEST_CASE("values beyond the bounds every reader's arithmetic relies on", "[storage][errors]") {
+  // storage/value_bounds.h: times within +-2^61 ns, bytes within +-2^50, a table's durations or
+  // bytes adding up to at most 2^62. Each of these once overflowed int64 somewhere downstream (an
+  // event's end, `info`'s span, a running memory sum) under UBSan; now the load says which row.
+  test::TempDir dir;
+  struct Case {
+    const char* edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"UPDATE kernels SET start_ns = 9223372036854775000 WHERE id = 5", "row id 5 has start 9223372036854775000"},
+      {"UPDATE kernels SET start_ns = -4611686018427387904 WHERE id = 5", "beyond 2^61 ns"},
+      {"UPDATE kernels SET duration_ns = 9223372036854775807 WHERE id = 6", "row id 6"},
+      // Each within the bound, together beyond 2^62: a sum of durations (per kernel name, per
+      // module) would overflow.
+      {"UPDATE kernels SET duration_ns = 2305843009213693952, start_ns = 0", "durations add up to more than 2^62"},
+      {"UPDATE ranges SET duration_ns = 4611686018427387904 WHERE id = 2", "table 'ranges' row id 2"},
+      {"UPDATE steps SET start_ns = -9223372036854775807", "table 'steps'"},
+      {"UPDATE collectives SET bytes = 2251799813685248 WHERE id = 1", "table 'collectives' row id 1 has bytes"},
+      {"UPDATE memory_events SET bytes = 9223372036854775807 WHERE id = 3", "table 'memory_events' row id 3 has bytes"},
+      {"UPDATE memory_events SET time_ns = -9223372036854775807 WHERE id = 4", "row id 4 has a time beyond"},
+      {"UPDATE modules SET param_count = 9223372036854775807 WHERE id = 2", "table 'modules' row id 2 has param_count"},
+      {"UPDATE ranks SET clock_offset_ns = 9223372036854775807 WHERE rank = 1", "rank 1 has a clock offset"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    INFO(c.edit);
+    const auto path = small_profile(dir, "v" + std::to_string(++n) + ".ssdb");
+    mutate(path, c.edit);
+    std::string msg;
+    CHECK(load_error(path, &msg, false) == ProfileErrorKind::MalformedTable);
+    CHECK_THAT(msg, Contains(c.says) && Contains(path));
+  }
+  // The memory sums will overflow only with more events than the small profile has at 2^50 each.
+  const auto mem = small_profile(dir, "mem.ssdb");
+  mutate(mem, "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 4100) "
+              "INSERT INTO memory_events (rank, time_ns, address, bytes, category) "
+              "SELECT 0, 1000 + i, i, 1125899906842624, 5 FROM k");
+  std::string msg;
+  CHECK(load_error(mem, &msg, false) == ProfileErrorKind::MalformedTable);
+  CHECK_THAT(msg, Contains("adds up to more than 2^62"));
+  // `info` reads memory and its span with SQL, not through the load: it refuses these too.
+  for (const auto& [path, says] : {std::pair<std::string, const char*>{mem, "adds up to more than 2^62 bytes"},
+                                   {dir.file("v1.ssdb"), "beyond 2^61 ns"}}) {
+    INFO(path);
+    try {
+      summarize_profile(path);
+      FAIL("summarize_profile accepted " << path);
+    } catch (const ProfileError& e) {
+      CHECK(e.kind() == ProfileErrorKind::MalformedTable);
+      CHECK_THAT(e.what(), Contains(says));
+    }
+  }
+}
+
 TEST_CASE("a truncated file", "[storage][errors]") {
   test::TempDir dir;
   std::string msg;

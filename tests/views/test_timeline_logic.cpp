@@ -264,6 +264,33 @@ TEST_CASE("counter bars from the time buckets match the brute force at every zoo
   CHECK(bucketed > 30);
 }
 
+TEST_CASE("counter time buckets over the widest span a profile may hold", "[views][timeline]") {
+  // Memory events 2^62 ns apart (value_bounds.h's extremes) with a few points or many: the bucket
+  // width once came from span * 16 in 64 bits, which wrapped, and the app asked for ~2^62 buckets.
+  constexpr TimeNs edge = TimeNs{1} << 61;
+  for (int n : {2, 16, 17, 5000}) {
+    INFO(n << " points");
+    std::vector<CounterPoint> pts;
+    for (int i = 0; i < n; ++i) pts.push_back({-edge + static_cast<TimeNs>(i), i});
+    pts.back().time = edge;
+    const CounterIndex index = build_counter_index(pts);
+    const std::size_t buckets = index.bucket_first.size() - 1;
+    CHECK(buckets >= 1);
+    CHECK(buckets <= std::max<std::size_t>(1, 2 * static_cast<std::size_t>(n) / CounterIndex::kPointsPerBucket + 2));
+    Viewport vp;
+    vp.width_px = 200;
+    vp.fit(static_cast<double>(-edge), static_cast<double>(edge));
+    std::vector<CounterBar> got;
+    build_counter_bars(pts, vp, got, &index);
+    const std::vector<CounterBar> want = reference_bars(pts, vp);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].min == want[i].min);
+      CHECK(got[i].max == want[i].max);
+    }
+  }
+}
+
 TEST_CASE("hit-testing matches a linear scan", "[views][timeline]") {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 100; ++trial) {

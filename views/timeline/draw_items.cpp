@@ -1,5 +1,6 @@
 #include "views/timeline/draw_items.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -32,7 +33,13 @@ CounterIndex build_counter_index(const std::vector<CounterPoint>& points) {
   if (n == 0) return ix;
   ix.origin = points.front().time;
   const auto span = static_cast<std::uint64_t>(points.back().time - ix.origin) + 1;
-  const std::uint64_t per_bucket = (span * CounterIndex::kPointsPerBucket + n - 1) / n;
+  // span * fill may not fit in 64 bits: a span may be 2^62 ns (storage/value_bounds.h), and the
+  // product once wrapped to a tiny bucket width and ~2^62 buckets (std::length_error in the app).
+  // Then round up from span / n; no bucket need be wider than the span (n <= fill: one bucket).
+  constexpr std::uint64_t fill = CounterIndex::kPointsPerBucket;
+  const std::uint64_t per_bucket = span <= UINT64_MAX / fill ? (span * fill + n - 1) / n
+                                   : n <= fill               ? span
+                                                             : std::min(span, (span / n + 1) * fill);
   ix.shift = static_cast<int>(std::bit_width(std::max<std::uint64_t>(1, per_bucket) - 1));
   ix.width = std::ldexp(1.0, ix.shift);
   const std::size_t buckets = static_cast<std::size_t>((span - 1) >> ix.shift) + 1;  // the last point is in the last one

@@ -40,8 +40,10 @@ void run(const ss::plugin::Host& host) {
     constexpr int kBins = 100;
     if (window >= kBins) {
       host.counter_track("compute utilisation", r.rank, "%");
+      // window * b / kBins without the product: a window may span up to 2^62 ns (value_bounds.h).
+      const auto edge = [&](int b) { return r.window.start + window / kBins * b + window % kBins * b / kBins; };
       for (int b = 0; b < kBins; ++b) {
-        Interval bin{r.window.start + window * b / kBins, r.window.start + window * (b + 1) / kBins};
+        Interval bin{edge(b), edge(b + 1)};
         host.counter_point(bin.start, pct(covered_length(r.compute, bin), bin.length()));
       }
     }

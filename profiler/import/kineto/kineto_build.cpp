@@ -18,6 +18,7 @@
 #include "storage/add_nested_ranges.h"
 #include "storage/range_nesting.h"
 #include "storage/sorted_runs.h"
+#include "storage/value_bounds.h"
 
 namespace ss::import::kineto {
 namespace {
@@ -124,10 +125,11 @@ class Builder {
     throw ImportError("'" + path_ + "': " + what + " (event at byte " + std::to_string(e.offset) + ")");
   }
 
-  // Profile time of a trace timestamp; rejects values that do not fit the profile's clock.
+  // Profile time of a trace timestamp; rejects values beyond the profile's time bounds
+  // (storage/value_bounds.h), which every reader would refuse.
   TimeNs rel(const RawEvent& e, TimeNs ts, TimeNs plus = 0) const {
     const Wide v = static_cast<Wide>(ts) + plus + shift_;
-    if (v > static_cast<Wide>(INT64_MAX / 4) || v < -static_cast<Wide>(INT64_MAX / 4))
+    if (v > static_cast<Wide>(kMaxAbsTimeNs) || v < -static_cast<Wide>(kMaxAbsTimeNs))
       fail(e, "timestamp out of range");
     return static_cast<TimeNs>(v);
   }
