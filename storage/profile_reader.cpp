@@ -440,7 +440,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       std::vector<std::vector<std::vector<KernelEvent>>> parts(static_cast<std::size_t>(n_threads),
                                                                std::vector<std::vector<KernelEvent>>(p.stream_tracks.size()));
       std::vector<std::int64_t> counts(static_cast<std::size_t>(n_threads), 0);
+      // Per thread: the durations' and the copies' bytes' running totals (value_bounds.h; the
+      // bytes are read by analyses with SQL, e.g. copy-bandwidth's sums).
       std::vector<std::int64_t> duration_totals(static_cast<std::size_t>(n_threads), 0);
+      std::vector<std::int64_t> bytes_totals(static_cast<std::size_t>(n_threads), 0);
       std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
       auto worker = [&](int t) {
         try {
@@ -452,7 +455,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
           }
           const std::int64_t lo = n_kernels * t / n_threads + 1, hi = n_kernels * (t + 1) / n_threads;
           sql::Stmt s(conn->get(),
-                      "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category FROM kernels"
+                      "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category, bytes FROM kernels"
                       " WHERE id BETWEEN ? AND ?");
           // The last range is open-ended so rows with ids beyond max(id) estimates are never lost.
           s.bind(1, t == 0 ? std::numeric_limits<std::int64_t>::min() : lo);
@@ -477,6 +480,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
             const TimeNs duration = sqlite3_column_int64(st, 3);
             if (!times_ok(start, duration, duration_totals[static_cast<std::size_t>(t)]))
               bad_times(start, duration, path, "kernels", id);
+            const std::int64_t bytes = sqlite3_column_int64(st, 7);  // NULL (0) but for copies
+            if (!bytes_ok(bytes, bytes_totals[static_cast<std::size_t>(t)])) bad_bytes(bytes, path, "kernels", "bytes", id);
             const auto cat = sqlite3_column_int64(st, 6);
             if (cat < 0 || cat >= kKernelCategoryCount)
               fail(ProfileErrorKind::MalformedTable, path,
@@ -502,10 +507,13 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       for (auto& th : threads) th.join();
       for (auto& e : errors)
         if (e) std::rethrow_exception(e);
-      std::int64_t duration_total = 0;
-      for (auto d : duration_totals)
-        if (!add_to_total(duration_total, d))
+      std::int64_t duration_total = 0, bytes_total = 0;
+      for (std::size_t t = 0; t < duration_totals.size(); ++t) {
+        if (!add_to_total(duration_total, duration_totals[t]))
           fail(ProfileErrorKind::MalformedTable, path, "table 'kernels': durations add up to more than 2^62 ns");
+        if (!add_to_total(bytes_total, bytes_totals[t]))
+          fail(ProfileErrorKind::MalformedTable, path, "table 'kernels': bytes adds up to more than 2^62");
+      }
       for (std::size_t tr = 0; tr < p.stream_tracks.size(); ++tr) {
         auto& dst = p.stream_tracks[tr].events;
         std::size_t total = 0;

@@ -48,8 +48,9 @@ CounterIndex build_counter_index(const std::vector<CounterPoint>& points) {
   std::size_t k = 0;
   for (std::size_t b = 0; b < buckets; ++b) {
     ix.bucket_first[b] = static_cast<std::uint32_t>(k);
-    const TimeNs end = ix.origin + (static_cast<TimeNs>(b + 1) << ix.shift);
-    for (; k < n && points[k].time < end; ++k) {
+    // Offsets from the first point, unsigned: (b + 1) << shift passes 2^63 on a span near 2^62.
+    const std::uint64_t end = static_cast<std::uint64_t>(b + 1) << ix.shift;
+    for (; k < n && static_cast<std::uint64_t>(points[k].time - ix.origin) < end; ++k) {
       level[b].min = std::min(level[b].min, points[k].value);
       level[b].max = std::max(level[b].max, points[k].value);
     }
