@@ -440,10 +440,9 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       std::vector<std::vector<std::vector<KernelEvent>>> parts(static_cast<std::size_t>(n_threads),
                                                                std::vector<std::vector<KernelEvent>>(p.stream_tracks.size()));
       std::vector<std::int64_t> counts(static_cast<std::size_t>(n_threads), 0);
-      // Per thread: the durations' and the copies' bytes' running totals (value_bounds.h; the
-      // bytes are read by analyses with SQL, e.g. copy-bandwidth's sums).
+      // Per thread: the durations' total (value_bounds.h), summed in a local and stored once
+      // (neighbouring slots written per row would share a cache line between the threads).
       std::vector<std::int64_t> duration_totals(static_cast<std::size_t>(n_threads), 0);
-      std::vector<std::int64_t> bytes_totals(static_cast<std::size_t>(n_threads), 0);
       std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
       auto worker = [&](int t) {
         try {
@@ -455,14 +454,14 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
           }
           const std::int64_t lo = n_kernels * t / n_threads + 1, hi = n_kernels * (t + 1) / n_threads;
           sql::Stmt s(conn->get(),
-                      "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category, bytes FROM kernels"
+                      "SELECT id, stream_id, start_ns, duration_ns, name_id, module_id, category FROM kernels"
                       " WHERE id BETWEEN ? AND ?");
           // The last range is open-ended so rows with ids beyond max(id) estimates are never lost.
           s.bind(1, t == 0 ? std::numeric_limits<std::int64_t>::min() : lo);
           const std::int64_t last = options.kernel_id_limit > 0 ? options.kernel_id_limit : std::numeric_limits<std::int64_t>::max();
           s.bind(2, t == n_threads - 1 ? last : hi);
           auto& mine = parts[static_cast<std::size_t>(t)];
-          std::int64_t batch = 0;
+          std::int64_t batch = 0, duration_total = 0;
           sqlite3_stmt* st = s.get();
           while (s.step()) {
             // Raw column calls: this loop is the load's hot path (each API call counts).
@@ -478,10 +477,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
                    "table 'kernels' row id " + std::to_string(id) + " has a non-integer time");
             const TimeNs start = sqlite3_column_int64(st, 2);
             const TimeNs duration = sqlite3_column_int64(st, 3);
-            if (!times_ok(start, duration, duration_totals[static_cast<std::size_t>(t)]))
-              bad_times(start, duration, path, "kernels", id);
-            const std::int64_t bytes = sqlite3_column_int64(st, 7);  // NULL (0) but for copies
-            if (!bytes_ok(bytes, bytes_totals[static_cast<std::size_t>(t)])) bad_bytes(bytes, path, "kernels", "bytes", id);
+            if (!times_ok(start, duration, duration_total)) bad_times(start, duration, path, "kernels", id);
             const auto cat = sqlite3_column_int64(st, 6);
             if (cat < 0 || cat >= kKernelCategoryCount)
               fail(ProfileErrorKind::MalformedTable, path,
@@ -497,6 +493,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
             }
           }
           counts[static_cast<std::size_t>(t)] += batch;
+          duration_totals[static_cast<std::size_t>(t)] = duration_total;
         } catch (...) {
           errors[static_cast<std::size_t>(t)] = std::current_exception();
         }
@@ -507,13 +504,10 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
       for (auto& th : threads) th.join();
       for (auto& e : errors)
         if (e) std::rethrow_exception(e);
-      std::int64_t duration_total = 0, bytes_total = 0;
-      for (std::size_t t = 0; t < duration_totals.size(); ++t) {
-        if (!add_to_total(duration_total, duration_totals[t]))
+      std::int64_t duration_total = 0;
+      for (auto d : duration_totals)
+        if (!add_to_total(duration_total, d))
           fail(ProfileErrorKind::MalformedTable, path, "table 'kernels': durations add up to more than 2^62 ns");
-        if (!add_to_total(bytes_total, bytes_totals[t]))
-          fail(ProfileErrorKind::MalformedTable, path, "table 'kernels': bytes adds up to more than 2^62");
-      }
       for (std::size_t tr = 0; tr < p.stream_tracks.size(); ++tr) {
         auto& dst = p.stream_tracks[tr].events;
         std::size_t total = 0;
@@ -596,7 +590,14 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
     }
 
     if (options.memory) {
-      sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes, id FROM memory_events");
+      sql::Stmt s(db.get(), "SELECT rank, time_ns, bytes FROM memory_events");
+      // The loop reads no ids (a column per row); a refused row's is looked up by its values.
+      const auto id_of = [&](TimeNs time, std::int64_t bytes) {
+        sql::Stmt q(db.get(), "SELECT id FROM memory_events WHERE time_ns = ?1 AND bytes = ?2 LIMIT 1");
+        q.bind(1, time);
+        q.bind(2, bytes);
+        return q.step() ? q.col_int(0) : std::int64_t{-1};
+      };
       int last_rank = -1;
       RankModel* rm = nullptr;
       std::int64_t batch = 0, bytes_total = 0;  // the bound on the total bounds every running sum below
@@ -605,8 +606,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
         const TimeNs time = s.col_int(1);
         const std::int64_t bytes = s.col_int(2);
         if (!time_in_bounds(time))
-          fail(ProfileErrorKind::MalformedTable, path, row_of("memory_events", s.col_int(3)) + " has a time beyond 2^61 ns");
-        if (!bytes_ok(bytes, bytes_total)) bad_bytes(bytes, path, "memory_events", "bytes", s.col_int(3));
+          fail(ProfileErrorKind::MalformedTable, path, row_of("memory_events", id_of(time, bytes)) + " has a time beyond 2^61 ns");
+        if (!bytes_ok(bytes, bytes_total)) bad_bytes(bytes, path, "memory_events", "bytes", id_of(time, bytes));
         if (r != last_rank || !rm) {
           rm = &rank_for(r);
           last_rank = r;

@@ -18,6 +18,7 @@
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/stats.h"
 #include "plugins/builtin/copy_bandwidth/gpu_peaks.h"
+#include "storage/value_bounds.h"
 
 namespace {
 
@@ -27,7 +28,8 @@ struct Copy {
   std::int64_t start = 0, duration = 0, bytes = 0;
   std::string name;
   std::string kind;
-  bool sized() const { return bytes > 0 && duration > 0; }
+  // Sizes beyond 2^50 (storage/value_bounds.h) are not real copies: unsized, not summed.
+  bool sized() const { return bytes > 0 && bytes <= ss::kMaxAbsBytes && duration > 0; }
   double gbps() const { return static_cast<double>(bytes) / static_cast<double>(duration); }
 };
 
@@ -59,11 +61,11 @@ struct Group {
 
 void add(Group& g, const Copy& c) {
   ++g.copies;
-  if (!c.sized()) {
+  // The load bounds the durations; the bytes come from SQL: their sum stays within 2^62.
+  if (!c.sized() || !ss::add_to_total(g.bytes, c.bytes)) {
     ++g.unsized;
     return;
   }
-  g.bytes += c.bytes;
   g.busy += c.duration;
   g.rates.push_back(c.gbps());
 }
