@@ -30,10 +30,10 @@ inline bool add_to_total(std::int64_t& total, std::int64_t v) {
   return true;
 }
 
-// level += bytes for running sums of memory events read straight from SQL (`info`, the
-// simulator's activations, the memory view's statistics), which do not pass through the loader's
-// checks: a ProfileError (MalformedTable) naming `path` for an event outside +-2^50 bytes or a
-// sum outside +-2^62.
+// level += bytes for running sums of memory events read straight from SQL (`info`'s peaks, the
+// simulator's measured peaks and temporaries), which may run without the loader's checks (the
+// simulator loads without memory events): a ProfileError (MalformedTable) naming `path` for an
+// event outside +-2^50 bytes or a sum outside +-2^62.
 void add_memory_bytes(std::int64_t& level, std::int64_t bytes, const std::string& path);
 
 }  // namespace ss
