@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "profiler/sim/device_table.h"
 #include "storage/cpu_device.h"
@@ -508,7 +509,8 @@ std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
 
 void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   if (in.fsdp_gather_ranges || in.step_windows.empty()) return;
-  // No FSDP ranges (SimpleFSDP gathers each parameter where a module uses it): the all-gathers
+  // No FSDP2 ranges (SimpleFSDP gathers each parameter where a module uses it; FSDP1 names its
+  // ranges without the unit; NVTX on a GPU has none): the all-gathers
   // issued inside each unit's modules, per step, beyond the modelled ones (one in forward, one
   // more in backward for a resharded unit). Phases are not told apart: a chunked loss runs the
   // output head's forwards between backward passes.
@@ -525,12 +527,28 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
     if (held < 0 || it == unit_of.end()) continue;
     gathers[static_cast<std::size_t>(it->second)] += 1;
   }
+  // A prefetch is issued inside another unit's modules (FSDP2's explicit prefetch, FSDP1's
+  // backward prefetch: layers.2's gather under layers.3's range, layers.3's under the root's
+  // `norm`), which moves a gather from one unit to another and leaves the step's total as
+  // modelled. Only the step's gathers beyond the modelled total are re-gathers: they go to the
+  // units counted over their share, the largest excess first.
   const double n = double(in.step_windows.size());
+  std::vector<long> excess(gathers.size(), 0);
+  long beyond = 0;
   for (std::size_t u = 0; u < gathers.size(); ++u) {
-    SimUnit& unit = in.model.units[u];
-    const long modelled = unit.is_root || unit.recorded_reshard == 0 ? 1 : 2;
+    const SimUnit& unit = in.model.units[u];
+    const long modelled = unit.param_count == 0 ? 0 : unit.is_root || unit.recorded_reshard == 0 ? 1 : 2;
     const long per_step = std::lround(gathers[u] / n);
-    unit.extra_fwd_gathers = per_step > modelled ? static_cast<int>(per_step - modelled) : 0;
+    excess[u] = per_step - modelled;
+    beyond += excess[u];
+  }
+  std::vector<std::size_t> order(gathers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return excess[a] > excess[b]; });
+  for (std::size_t u : order) {
+    const long extra = std::clamp(excess[u], 0L, std::max(beyond, 0L));
+    in.model.units[u].extra_fwd_gathers = static_cast<int>(extra);
+    beyond -= extra;
   }
 }
 

@@ -1,7 +1,8 @@
 // A replay of a recorded run reproduces that run's configuration (issue "ShardScope on the trainers
 // people use", item 6): the units' recorded reshard_after_forward, a unit of several modules
-// (fully_shard([norm, head])), the trainer's extra forward all-gathers (FSDP's own ranges), and
-// activation checkpointing's recompute allocations. Hand-made CPU-style profiles, counted exactly.
+// (fully_shard([norm, head])), the trainer's extra forward all-gathers (FSDP's own ranges, or the
+// collectives without them, where a prefetch is not one), and activation checkpointing's recompute
+// allocations. Hand-made CPU-style profiles, counted exactly.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -19,16 +20,21 @@ namespace {
 
 constexpr TimeNs us = 1000;
 
+// Rank 0 of two, on a CPU; returns its training thread.
+RowId add_cpu_rank(ProfileWriter& w) {
+  RankInfo ri;
+  ri.world_size = 2;
+  ri.gpu_name = "CPU";
+  w.add_rank(ri);
+  return w.add_thread({0, 1, "main"});
+}
+
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
 // of two modules, norm (10 parameters, the unit) and head (90, pointing to norm). Module ranges in
 // forward and backward for every unit; blocks.2 recorded with `policy2`.
 void write_profile(const std::string& path, const std::string& policy2, int extra_norm_gathers, bool recompute_alloc) {
   ProfileWriter w(path, Origin{});
-  RankInfo ri;
-  ri.world_size = 2;
-  ri.gpu_name = "CPU";
-  w.add_rank(ri);
-  const RowId thread = w.add_thread({0, 1, "main"});
+  const RowId thread = add_cpu_rank(w);
   const RowId root = w.add_module({kNoRow, "", "Model", 3100, 12400, true, kNoRow, "false"});
   std::vector<RowId> mods;
   for (int i = 0; i < 3; ++i)
@@ -106,6 +112,82 @@ TEST_CASE("the trainer's extra forward all-gathers of a unit are replayed", "[si
   ProfileInput in;
   CHECK(replay(dir.file("p.ssdb"), &in).all_gathers == 10);
   for (const auto& u : in.model.units) CHECK(u.extra_fwd_gathers == (u.name == "norm" ? 2 : 0));
+}
+
+namespace {
+
+// The same model without FSDP2's ranges (FSDP1, SimpleFSDP, NVTX on a GPU): the all-gathers are
+// counted from the collectives, by the module their kernel ran under. With `prefetched`, each
+// backward gather runs under the unit that precedes it in backward (FSDP1's BACKWARD_PRE:
+// blocks.1's under blocks.2, blocks.2's under norm); `regathers` more forward gathers of norm.
+void write_gathers_profile(const std::string& path, bool prefetched, int regathers) {
+  ProfileWriter w(path, Origin{});
+  const RowId thread = add_cpu_rank(w);
+  const RowId stream = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
+  const RowId root = w.add_module({kNoRow, "", "Model", 3100, 12400, true, kNoRow, "false"});
+  std::vector<RowId> units;
+  for (int i = 0; i < 3; ++i)
+    units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
+  units.push_back(w.add_module({root, "norm", "Norm", 100, 400, true, kNoRow, "true"}));
+  const std::uint32_t ag = w.intern("gloo:all_gather");
+  for (int step = 0; step < 2; ++step) {
+    const TimeNs t0 = step * 10'000 * us;
+    w.add_step({0, step, t0, t0 + 10'000 * us});
+    auto gather = [&](RowId module, TimeNs at, std::int64_t bytes) {
+      const TimeNs a = t0 + at * us;
+      const RowId k = w.add_kernel({0, stream, a, a + 10 * us, ag, 0, kNoRow, KernelCategory::Collective, module, 0});
+      w.add_collective({0, k, CollectiveType::AllGather, bytes, 0, kNoRow, 2, -1, a, a + 10 * us});
+    };
+    for (int i = 0; i < 4; ++i) {
+      const RowId u = units[static_cast<std::size_t>(i)];
+      w.add_range({0, thread, kNoRow, t0 + (100 + i * 500) * us, t0 + (500 + i * 500) * us, w.intern("m"), RangeKind::Module,
+                   RangePhase::Forward, u, kNoRow, 0});
+      gather(u, 110 + i * 500, i == 3 ? 400 : 4000);
+    }
+    for (int k = 0; k < regathers; ++k) gather(units[3], 1700 + k * 20, 400);
+    for (int i = 0; i < 4; ++i) {  // backward: norm, blocks.2, .1, .0
+      const std::size_t u = static_cast<std::size_t>(3 - i);
+      const TimeNs a = 3000 + i * 1000;
+      w.add_range({0, thread, kNoRow, t0 + a * us, t0 + (a + 800) * us, w.intern("m"), RangeKind::Module, RangePhase::Backward,
+                   units[u], kNoRow, 0});
+      if (!prefetched || u == 3) gather(units[u], a + 10, u == 3 ? 400 : 4000);  // its own, under its range
+      if (prefetched && u > 0) gather(units[u], a + 20, 4000);  // the next unit's, under this one's
+    }
+  }
+  w.finish();
+}
+
+}  // namespace
+
+TEST_CASE("a prefetch under another unit's range is not a re-gather; gathers beyond the step's are", "[sim][replay]") {
+  ss::test::TempDir dir;
+  auto extras = [&](const std::string& path, int* all_gathers) {
+    ProfileInput in = extract_profile(load_profile(path));
+    add_gathers_from_profile(in, path);
+    ClusterModel c;
+    c.world_size = 2;
+    *all_gathers = simulate(compile_step(in.model, FsdpPlan{}, c)).all_gathers;
+    std::map<std::string, int> out;
+    for (const auto& u : in.model.units) out[u.name] = u.extra_fwd_gathers;
+    return out;
+  };
+  const std::map<std::string, int> none{{"", 0}, {"blocks.0", 0}, {"blocks.1", 0}, {"blocks.2", 0}, {"norm", 0}};
+  int n = 0;
+  // Each unit gathered under its own range: 2 per unit (forward, backward), 8 in all.
+  write_gathers_profile(dir.file("own.ssdb"), false, 0);
+  CHECK(extras(dir.file("own.ssdb"), &n) == none);
+  CHECK(n == 8);
+  // Prefetched: norm counts 3 and blocks.0 1; the step's 8 are what the model makes. Before: an
+  // extra forward gather of norm (9).
+  write_gathers_profile(dir.file("prefetch.ssdb"), true, 0);
+  CHECK(extras(dir.file("prefetch.ssdb"), &n) == none);
+  CHECK(n == 8);
+  // Two more forward gathers of norm (a chunked loss): those are the trainer's, replayed.
+  write_gathers_profile(dir.file("regather.ssdb"), true, 2);
+  auto with = none;
+  with["norm"] = 2;
+  CHECK(extras(dir.file("regather.ssdb"), &n) == with);
+  CHECK(n == 10);
 }
 
 TEST_CASE("recomputed activations live from the rerun to the backward, not from the forward", "[sim][replay]") {
