@@ -3,6 +3,7 @@
 against B recorded and against B as it runs without ShardScope.
 
     scripts/closed_loop.py --arch llama --out /tmp/loop            (CPU, gloo, 2 ranks; or --device cuda)
+    scripts/closed_loop.py --arch llama --fsdp1 --out /tmp/loop1   (the job on FSDP1, plans through fsdp1_wrap_policy)
 
 1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record
    --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
@@ -58,7 +59,7 @@ def shardscope_json(ss, *args):
 def job_argv(a, extra):
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
             "--standalone", os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
-    return argv + (["--pin-cores"] if a.device == "cpu" else [])
+    return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else [])
 
 
 def record(a, name, extra):
@@ -71,16 +72,18 @@ def record(a, name, extra):
 
 def unrecorded(a, name, extra):
     """B without ShardScope: (rank 0's median step time in ms after the warm-up, the tracked step
-    left out; FSDPMemTracker's peak in bytes on that step, rank 0)."""
+    left out; FSDPMemTracker's peak in bytes on that step, rank 0). FSDPMemTracker follows FSDP2
+    only: an FSDP1 job on a CPU has no memory counter of its own (peak None)."""
     summary, tracker = os.path.join(a.out, name + ".json"), os.path.join(a.out, name + "_tracker_{rank}.json")
+    tracked = a.device == "cpu" and not a.fsdp1
     run(job_argv(a, extra + ["--summary", summary, "--warmup", str(a.warmup)] +
-                 (["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker] if a.device == "cpu" else [])),
+                 (["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker] if tracked else [])),
         os.path.join(a.out, name + ".log"))
     with open(summary) as f:
         s = json.load(f)
     steps = [t for n, t in enumerate(s["step_ms"]) if n >= a.warmup and n != a.tracker_step]
     peak = s.get("max_memory_allocated")
-    if a.device == "cpu":
+    if tracked:
         with open(tracker.replace("{rank}", "0")) as f:
             peak = next(iter(json.load(f)["devices"].values()))["Total"]
     return statistics.median(steps), peak
@@ -105,7 +108,10 @@ def pct(x, ref):
 
 
 def pooled(rows, pred_key, meas_key):
-    """(pooled predicted, pooled measured, error % of the pooled means, per-run errors %)."""
+    """(pooled predicted, pooled measured, error % of the pooled means, per-run errors %); None
+    where a run has no measurement (an FSDP1 job's own peak on a CPU)."""
+    if any(x[meas_key] is None for x in rows):
+        return None
     mean = lambda xs: sum(xs) / len(xs)
     p, m = mean([x[pred_key] for x in rows]), mean([x[meas_key] for x in rows])
     return p, m, pct(p, m), [pct(x[pred_key], x[meas_key]) for x in rows]
@@ -127,10 +133,14 @@ def main():
     ap.add_argument("--budget-margin", type=float, default=2.5,
                     help="automatic plan: budget = A's measured peak + this many of the largest unit's gathered size")
     ap.add_argument("--plans", default="manual,auto", help="which plans: manual, auto, checkpoint (comma list)")
+    ap.add_argument("--fsdp1", action="store_true", help="the job shards with FSDP1 (FullyShardedDataParallel); "
+                    "plans go in as fsdp1_wrap_policy")
     a = ap.parse_args()
     wanted = a.plans.split(",")
     if not wanted or any(p not in ("manual", "auto", "checkpoint") for p in wanted):
         ap.error("--plans: a comma list of manual, auto, checkpoint")
+    if a.fsdp1 and "checkpoint" in wanted:
+        ap.error("--fsdp1: fsdp1_wrap_policy applies unshard plans only (checkpointing is the script's own wrapper)")
     os.makedirs(a.out, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # The unrecorded B applies the plan with the shardscope package, which `record` puts on the
@@ -200,7 +210,7 @@ def main():
             }
         runs.append(run_)
     mean = lambda xs: sum(xs) / len(xs)
-    summary = {"arch": a.arch, "device": a.device, "nproc": a.nproc, "steps": a.steps, "window": a.window,
+    summary = {"arch": a.arch, "fsdp1": a.fsdp1, "device": a.device, "nproc": a.nproc, "steps": a.steps, "window": a.window,
                "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),
@@ -233,6 +243,9 @@ def main():
         for key, what in (("step_vs_unrecorded", "step vs unrecorded B"), ("step_vs_recorded", "step vs recorded B  "),
                           ("peak_vs_unrecorded", "peak vs unrecorded B"), ("peak_vs_recorded", "peak vs recorded B  ")):
             v = p[key]
+            if v is None:
+                print("         %s: not measured (no memory counter of the job's own)" % what)
+                continue
             unit, scale = ("MiB", 2**20) if key.startswith("peak") else ("ms", 1)
             # The median of the per-run errors beside the pooled figure: one run the VM's drift
             # slowed as a whole moves the pooled mean of few repeats, not the median of three.

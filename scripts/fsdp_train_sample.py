@@ -155,6 +155,31 @@ def fsdp2():
     return None
 
 
+def wrap_fsdp1(model, args, device, keep):
+    """FSDP1 (FullyShardedDataParallel): each block a unit, FULL_SHARD; blocks in `keep` or named by
+    --plan SHARD_GRAD_OP (FSDP1's reshard_after_forward=False), through ShardScope's wrap policy."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    block = type(model.layers[0])
+    plan = {"unsharded": ["layers.%d" % i for i in sorted(keep)]}
+    if args.plan:
+        from shardscope.plan import load_plan
+
+        plan = dict(load_plan(args.plan))
+        plan["unsharded"] = sorted(set(plan.get("unsharded", [])) | {"layers.%d" % i for i in keep})
+    if plan.get("unsharded") or plan.get("reshard_after_forward"):
+        from shardscope.plan import fsdp1_wrap_policy
+
+        policy = fsdp1_wrap_policy(model, plan, {block})
+    else:
+        policy = ModuleWrapPolicy({block})
+    kwargs = {}
+    if device == "cuda":
+        kwargs["mixed_precision"] = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    return FullyShardedDataParallel(model, auto_wrap_policy=policy, device_id=torch.device(device), **kwargs)
+
+
 def _snapshot_bytes(snapshot):
     return {str(dev): {getattr(k, "value", str(k)): int(v) for k, v in cats.items()} for dev, cats in snapshot.items()}
 
@@ -242,6 +267,9 @@ def main():
     ap.add_argument("--arch", choices=["llama", "mlp"], default="llama",
                     help="llama: the decoder above; mlp: residual MLP blocks (dim, layers, hidden; batch x seq rows)")
     ap.add_argument("--no-fsdp", action="store_true")
+    ap.add_argument("--fsdp1", action="store_true",
+                    help="shard with FSDP1 (FullyShardedDataParallel, a unit per block) instead of FSDP2; --plan goes "
+                         "in as shardscope.plan.fsdp1_wrap_policy")
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
     ap.add_argument("--torch-profiler-trace", default="",
@@ -283,8 +311,10 @@ def main():
     n_params = sum(p.numel() for p in model.parameters())
     keep = {int(i) for i in args.keep_unsharded.split(",") if i.strip()}
 
-    fs = None if args.no_fsdp or not distributed else fsdp2()
-    if fs is not None:
+    fs = None if args.no_fsdp or args.fsdp1 or not distributed else fsdp2()
+    if args.fsdp1 and distributed and not args.no_fsdp:
+        model = wrap_fsdp1(model, args, device, keep)
+    elif fs is not None:
         from torch.distributed.device_mesh import init_device_mesh
 
         mesh = init_device_mesh(device, (world,))
@@ -301,7 +331,7 @@ def main():
             if not isinstance(layer, fs.FSDPModule):
                 fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
         fs.fully_shard(model, **kwargs)
-    elif distributed and rank == 0:
+    elif distributed and rank == 0 and not args.fsdp1:
         print("FSDP2 unavailable or disabled (torch %s): gradients all-reduced by hand" % torch.__version__)
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -349,7 +379,7 @@ def main():
             logits = model(tokens[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
         loss.backward()
-        if distributed and fs is None:
+        if distributed and fs is None and not args.fsdp1:
             import torch.distributed as dist
 
             for p in model.parameters():
@@ -388,6 +418,7 @@ def main():
         "params": n_params,
         "param_bytes_fp32": 4 * n_params,
         "fsdp2": fs is not None,
+        "fsdp1": bool(args.fsdp1 and distributed and not args.no_fsdp),
         "steps": args.steps,
         "warmup": args.warmup,
         "steps_per_s": len(timed) / sum(timed),

@@ -103,7 +103,7 @@ void print_text(const ProfileSummary& s, const std::vector<CommKernelGroup>& com
       o << "  " << outside << " collective(s) outside every step (initialisation before the first step) are counted, "
         << "not in the per rank-step column\n";
     if (std::any_of(s.collective_totals.begin(), s.collective_totals.end(), [](const CollectiveTotal& c) { return !c.ran_as.empty(); }))
-      o << "  gloo runs FSDP2's reduce-scatter as an all-reduce: its time is an all-reduce's of the full buffer\n";
+      o << "  gloo runs FSDP's reduce-scatter as an all-reduce: its time is an all-reduce's of the full buffer\n";
   }
   for (const auto& m : s.memory_peaks) {
     if (&m == &s.memory_peaks.front()) o << "\nMemory peak per rank, and what was live at the peak\n";

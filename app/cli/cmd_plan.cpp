@@ -194,8 +194,10 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::cout << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
     sim::print_result_text(std::cout, chosen, o.result, false, is_cpu_device(in.cluster.device));
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
-    std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << (p.get("output").empty() ? "plan.json" : p.get("output"))
-              << "\") before or after the model is sharded; in torchtitan:\n";
+    const std::string file = p.get("output").empty() ? "plan.json" : p.get("output");
+    std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before or after the model is sharded;\n"
+              << "             FSDP1: FSDP(model, auto_wrap_policy=shardscope.plan.fsdp1_wrap_policy(model, \"" << file
+              << "\", {Block})); in torchtitan:\n";
     std::istringstream tt(sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     for (std::string line; std::getline(tt, line);) std::cout << "  " << line << "\n";
   }

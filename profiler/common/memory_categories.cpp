@@ -43,6 +43,18 @@ std::optional<MemContext> memory_context_of_range(std::string_view n) {
   if (starts_with(n, "FSDP::all_gather") || starts_with(n, "fsdp::all_gather_copy_in")) return MemContext::AllGather;
   if (starts_with(n, "FSDP::post_backward_reduce")) return MemContext::ReduceScatter;
   if (starts_with(n, "FSDP::post_backward")) return MemContext::PostBackward;
+  // FSDP1 (FullyShardedDataParallel): a unit's unsharded FlatParameter is the all-gather's own
+  // output, allocated where the unit unshards (its pre-forward / pre-backward hook, or a prefetch
+  // from another unit's); its post-backward hook reduce-scatters into the new sharded gradient.
+  if (starts_with(n, "FullyShardedDataParallel.")) {
+    const std::string_view hook = n.substr(25);
+    if (hook == "_pre_forward" || hook == "_pre_backward_hook" || hook == "_pre_forward_prefetch" ||
+        hook == "_pre_backward_prefetch" || hook == "_post_backward_prefetch")
+      return MemContext::AllGatherCopyOut;
+    if (hook == "_post_backward_hook") return MemContext::ReduceScatter;
+    if (hook == "_post_backward_hook_reshard_only") return MemContext::PostBackward;
+    return std::nullopt;
+  }
   // The collectives themselves (gloo's worker threads, NCCL ranges, c10d ops).
   if (starts_with(n, "gloo:") || starts_with(n, "nccl:") || starts_with(n, "c10d::")) {
     if (contains(n, "all_gather") || contains(n, "allgather")) return MemContext::AllGather;

@@ -299,7 +299,10 @@ std::string plan_to_python(const FsdpPlan& p) {
   if (!any) s << "    pass  # the plan keeps every module resharded (FSDP2 default)\n";
   s << "\n# Or, with the shardscope Python package:\n"
        "#   from shardscope.plan import apply_plan\n"
-       "#   apply_plan(model, \"plan.json\", mesh=mesh)\n";
+       "#   apply_plan(model, \"plan.json\", mesh=mesh)\n"
+       "# FSDP1 (FullyShardedDataParallel) takes the unsharded modules when it wraps the model:\n"
+       "#   from shardscope.plan import fsdp1_wrap_policy\n"
+       "#   model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, \"plan.json\", {Block}))\n";
   return s.str();
 }
 

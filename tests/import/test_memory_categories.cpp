@@ -86,6 +86,15 @@ TEST_CASE("range names map to memory contexts; tensor facts parse strictly", "[m
   CHECK(memory_context_of_range("FSDP::post_backward_reduce (3)") == MemContext::ReduceScatter);
   CHECK(memory_context_of_range("FSDP::post_backward_reshard (3)") == MemContext::PostBackward);
   CHECK(memory_context_of_range("gloo:all_gather") == MemContext::AllGather);
+  // FSDP1: its FlatParameter is unsharded where a unit's pre-hook or a prefetch runs.
+  CHECK(memory_context_of_range("FullyShardedDataParallel._pre_forward") == MemContext::AllGatherCopyOut);
+  CHECK(memory_context_of_range("FullyShardedDataParallel._pre_backward_hook") == MemContext::AllGatherCopyOut);
+  CHECK(memory_context_of_range("FullyShardedDataParallel._post_backward_prefetch") == MemContext::AllGatherCopyOut);
+  CHECK(memory_context_of_range("FullyShardedDataParallel._post_backward_hook") == MemContext::ReduceScatter);
+  CHECK(memory_context_of_range("FullyShardedDataParallel._post_backward_hook_reshard_only") == MemContext::PostBackward);
+  CHECK_FALSE(memory_context_of_range("FullyShardedDataParallel.forward"));
+  CHECK_FALSE(memory_context_of_range("FullyShardedDataParallel._root_pre_forward"));  // casts the inputs
+  CHECK_FALSE(memory_context_of_range("FullyShardedDataParallel."));
   CHECK(memory_context_of_range("Optimizer.step#AdamW.step") == MemContext::Optimizer);
   CHECK_FALSE(memory_context_of_range("aten::mm"));
   auto f = parse_tensor_fact("ss:mem:sharded_parameter:140022712089536", 12);

@@ -83,7 +83,7 @@ class RecordFsdp2Cpu(unittest.TestCase):
         text = run.shardscope("info", self.profile)
         self.assertIn("Collectives by type and size", text)
         self.assertIn("(ran as gloo:all_reduce)", text)
-        self.assertIn("gloo runs FSDP2's reduce-scatter as an all-reduce", text)
+        self.assertIn("gloo runs FSDP's reduce-scatter as an all-reduce", text)
         self.assertIn("Memory peak per rank", text)
 
     def test_memory_by_category_matches_fsdp_mem_tracker_at_the_units_hooks(self):

@@ -3,8 +3,8 @@
 Every nn.Module call becomes a range named with the module's fully-qualified name ("layers.3.attn")
 and its phase: forward, backward, or recompute (a forward that runs during backward, i.e.
 activation checkpointing). Every optimizer step becomes a range "ss:opt:<n>" that closes iteration
-n. Module facts (class, parameter count and bytes including children, FSDP2 unit and
-reshard_after_forward) go to the sidecar file when one is configured.
+n. Module facts (class, parameter count and bytes including children, FSDP unit -- FSDP2,
+FSDP1 or SimpleFSDP -- and reshard_after_forward) go to the sidecar file when one is configured.
 
 Two ways in:
   install(backend)          global hooks on every module (what `shardscope record` does through
@@ -83,11 +83,64 @@ def _is_simple_fsdp(module):
     return type(module).__name__.startswith("SimpleFSDP") and any(True for _ in module.parameters(recurse=False))
 
 
+# FSDP1 (FullyShardedDataParallel, still the default of Lightning's strategy="fsdp" and of many
+# loops) wraps each unit: the wrapper holds the unit's FlatParameter and calls the wrapped module,
+# its child named "_fsdp_wrapped_module" (FSDP1's FSDP_WRAPPED_MODULE). Names leave that component
+# out, as FSDP1's own state-dict names do, so "layers.3" is the wrapper and the unit; the wrapped
+# module is transparent: no range of its own (the wrapper's range holds its unshard and the call).
+FSDP1_WRAPPED = "_fsdp_wrapped_module"
+# FSDP1 reshards a unit after forward under these strategies (HandleShardingStrategy names;
+# torch/distributed/fsdp/_runtime_utils.py, _post_forward_reshard), except the root unit.
+_FSDP1_RESHARDING = frozenset(("FULL_SHARD", "HYBRID_SHARD"))
+
+
+def _fsdp1_class():
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except Exception:
+        return None
+    return FullyShardedDataParallel
+
+
+def _fsdp1_handle(module):
+    """The FlatParamHandle of an FSDP1 wrapper that shards parameters; None otherwise (a wrapper
+    without parameters of its own, NO_SHARD: no all-gather; any other module)."""
+    cls = _fsdp1_class()
+    if cls is None or not isinstance(module, cls):
+        return None
+    handle = getattr(module, "_handle", None)
+    if handle is None or getattr(handle, "flat_param", None) is None or not getattr(handle, "uses_sharded_strategy", True):
+        return None
+    return handle
+
+
+def _fsdp1_info(module):
+    handle = _fsdp1_handle(module)
+    if handle is None:
+        return None
+    strategy = getattr(getattr(handle, "_sharding_strategy", None), "name", "")
+    # The root's _is_root is None until FSDP1's lazy init in its first forward: refresh_fsdp_units
+    # writes the units again after the first step.
+    reshards = strategy in _FSDP1_RESHARDING and not getattr(module, "_is_root", False)
+    return True, "true" if reshards else "false"
+
+
+def clean_fqn(name):
+    """A module name without FSDP1's wrapper components ("layers.0._fsdp_wrapped_module.attn" ->
+    "layers.0.attn")."""
+    if FSDP1_WRAPPED not in name:
+        return name
+    return ".".join(part for part in name.split(".") if part != FSDP1_WRAPPED)
+
+
 def fsdp_info(module):
-    """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard) or SimpleFSDP module; (False, "") otherwise."""
+    """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard), FSDP1 (FullyShardedDataParallel)
+    or SimpleFSDP module; (False, "") otherwise."""
     cls = _fsdp_module_class()
     if cls is None or not isinstance(module, cls):
-        return (True, "false") if _is_simple_fsdp(module) else (False, "")
+        if _is_simple_fsdp(module):
+            return True, "false"
+        return _fsdp1_info(module) or (False, "")
     try:
         group = module._get_fsdp_state()._fsdp_param_group
         if group is None:
@@ -123,8 +176,61 @@ def fsdp_group_owner(module, names):
     return "" if owner == names.get(module) else owner
 
 
-def module_params(module):
-    """(count, bytes) of every parameter under the module (DTensor shards count at full size)."""
+def _fsdp1_parameter_ids(flat):
+    """id() of a FlatParameter and of the original parameters it stands for (use_orig_params: the
+    modules keep them as views of its shard)."""
+    if flat is None:
+        return set()
+    ids = {id(flat)}
+    ids.update(id(p) for p in (getattr(flat, "_params", None) or ()))
+    ids.update(id(p) for p in (getattr(flat, "_shared_params", None) or ()))
+    return ids
+
+
+class Fsdp1Sizes:
+    """Parameter sizes under FSDP1, whose modules hold only shards: the FlatParameter of each unit
+    (use_orig_params=False) or views of its local shard, empty on the ranks that hold none of a
+    parameter (use_orig_params=True). Each FlatParameter lists its original parameters with their
+    modules and unsharded sizes (_param_infos, _numels): those are the sizes counted, by module."""
+
+    def __init__(self, root):
+        self.direct = {}  # id(module) -> [count, bytes] of the original parameters it holds
+        self.managed = set()  # id() of the parameters and FlatParameters the handles stand for
+        for m in root.modules():
+            handle = _fsdp1_handle(m)
+            flat = getattr(handle, "flat_param", None)
+            infos, numels = getattr(flat, "_param_infos", None), getattr(flat, "_numels", None)
+            if infos is None or numels is None:
+                continue
+            size = flat.element_size()
+            for info, n in zip(infos, numels):
+                entry = self.direct.setdefault(id(info.module), [0, 0])
+                entry[0] += n
+                entry[1] += n * size
+            self.managed |= _fsdp1_parameter_ids(flat)
+
+    def __bool__(self):
+        return bool(self.managed)
+
+    def of(self, module):
+        """(count, bytes) of every parameter under the module, at unsharded size."""
+        count = nbytes = 0
+        for m in module.modules():
+            c, b = self.direct.get(id(m), (0, 0))
+            count += c
+            nbytes += b
+        for p in module.parameters():  # parameters FSDP1 does not manage (ignored_states)
+            if id(p) not in self.managed:
+                count += p.numel()
+                nbytes += p.numel() * p.element_size()
+        return count, nbytes
+
+
+def module_params(module, fsdp1=None):
+    """(count, bytes) of every parameter under the module (DTensor shards and FSDP1's flat
+    parameters count at full size; fsdp1: the tree's Fsdp1Sizes when it has FSDP1 units)."""
+    if fsdp1:
+        return fsdp1.of(module)
     count = 0
     nbytes = 0
     for p in module.parameters():
@@ -215,7 +321,8 @@ class Tracker:
         self.backward_ranges = backward_ranges
         self._units_only = backward_ranges == "units"  # read per module call: a plain attribute
         self._no_backward_range = weakref.WeakSet()  # modules whose backward range "units" leaves out
-        self._names = weakref.WeakKeyDictionary()
+        self._names = weakref.WeakKeyDictionary()  # module -> fqn (None: an FSDP1 wrapped module)
+        self._wrapped = weakref.WeakKeyDictionary()  # FSDP1's wrapped module -> its wrapper's fqn
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
         self._local = threading.local()
@@ -251,7 +358,12 @@ class Tracker:
                 if has_params or self._roots > 0:
                     self._roots += 1
             for i, (sub, m) in enumerate(root.named_modules()):
-                self._names[m] = sub if not name else (name + "." + sub if sub else name)
+                full = sub if not name else (name + "." + sub if sub else name)
+                if full.endswith(FSDP1_WRAPPED):  # FSDP1's wrapped module: its wrapper's name and range
+                    self._names[m] = None
+                    self._wrapped[m] = clean_fqn(full)
+                else:
+                    self._names[m] = clean_fqn(full)
                 self._order[m] = i
             if self._units_only:
                 modules = list(root.modules())
@@ -263,17 +375,21 @@ class Tracker:
                     else:
                         self._no_backward_range.add(m)
         if self.sidecar is not None:
+            fsdp1 = Fsdp1Sizes(root)
             for sub, m in root.named_modules():
-                self._write_module(m, self._names.get(m, sub))
+                if m not in self._wrapped:
+                    self._write_module(m, self._names.get(m) or clean_fqn(sub), fsdp1)
             self.sidecar.flush()
 
-    def _write_module(self, m, fqn):
-        count, nbytes = module_params(m)
+    def _write_module(self, m, fqn, fsdp1=None):
+        count, nbytes = module_params(m, fsdp1)
         unit, policy = fsdp_info(m)
         owner = fsdp_group_owner(m, self)
+        # An FSDP1 wrapper stands for the module it wraps: that module's class is the one to show.
+        cls = type(getattr(m, FSDP1_WRAPPED, None) or m).__name__
         # A grouped unit's other members are not units of their own: their parameters are the
         # owner's unit's (one all-gather for the group).
-        self.sidecar.module(fqn, type(m).__name__, count, nbytes, unit and not owner, policy, owner)
+        self.sidecar.module(fqn, cls, count, nbytes, unit and not owner, policy, owner)
 
     def get(self, module):
         return self._names.get(module)
@@ -292,6 +408,8 @@ class Tracker:
         caller's, it gets no range and no invented root of its own."""
         name = self._names.get(module)
         if name is None:
+            if module in self._wrapped:
+                return None
             if self._stack() and not any(True for _ in module.parameters()):
                 return None
             self.register_root(module)
@@ -411,9 +529,17 @@ class Tracker:
         """id(parameter) -> fully-qualified name of the module that holds it directly."""
         owners = {}
         for m, fqn in list(self._names.items()):
-            for _, p in m.named_parameters(recurse=False):
-                owners.setdefault(id(p), fqn)
+            for _, p in m.named_parameters(recurse=False):  # FSDP1's FlatParameter: its wrapper's unit
+                owners.setdefault(id(p), fqn if fqn is not None else self._wrapped.get(m))
         return owners
+
+    def _sharded_ids(self):
+        """id() of the FSDP1-managed parameters (FlatParameters, or their views with
+        use_orig_params): sharded, like FSDP2's DTensors."""
+        managed = set()
+        for m in list(self._names.keys()):
+            managed |= _fsdp1_parameter_ids(getattr(_fsdp1_handle(m), "flat_param", None))
+        return managed
 
     def _fact(self, kind, tensor, owner, seen):
         local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
@@ -436,10 +562,11 @@ class Tracker:
             return
         self._facts_sent.add(id(optimizer))
         owners = self._param_owners()
+        sharded = self._sharded_ids()
         seen = set()
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
-                kind = "sharded_parameter" if hasattr(p, "to_local") else "unsharded_parameter"
+                kind = "sharded_parameter" if hasattr(p, "to_local") or id(p) in sharded else "unsharded_parameter"
                 self._fact(kind, p, owners.get(id(p)), seen)
 
     def optimizer_state_facts(self, optimizer):
@@ -468,6 +595,7 @@ class Tracker:
         self._facts_sent.add(id(optimizer))
         self._state_facts_sent.add(id(optimizer))
         owners = self._param_owners()
+        sharded = self._sharded_ids()
         seen = set()
         torch = self._torch
 
@@ -489,7 +617,7 @@ class Tracker:
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
                 owner = owners.get(id(p))
-                tell("sharded_parameter" if hasattr(p, "to_local") else "unsharded_parameter", p, owner)
+                tell("sharded_parameter" if hasattr(p, "to_local") or id(p) in sharded else "unsharded_parameter", p, owner)
                 if p.grad is not None:
                     tell("gradient", p.grad, owner)
         for p, state in getattr(optimizer, "state", {}).items():
@@ -511,8 +639,8 @@ class Tracker:
             return
         self._units_refreshed = True
         for m, fqn in list(self._names.items()):
-            if fsdp_info(m)[0]:
-                self._write_module(m, fqn)
+            if fqn is not None and fsdp_info(m)[0]:
+                self._write_module(m, fqn, Fsdp1Sizes(m))
 
     def optimizer_pre(self, *args, **kwargs):
         if not self.enabled:

@@ -7,6 +7,8 @@ the model (the blocks and the root) afterwards as usual -- FSDP2 skips parameter
 nested ``fully_shard`` call already owns. On a model a trainer has already sharded (torchtitan,
 Lightning), it sets each named unit's ``reshard_after_forward`` in place instead
 (``FSDPModule.set_reshard_after_forward``; see shardscope/torchtitan.py for torchtitan's hook).
+FSDP1 (``FullyShardedDataParallel``) takes the plan when it wraps the model:
+``auto_wrap_policy=fsdp1_wrap_policy(model, plan, {Block})``.
 
     from shardscope.plan import apply_plan
     apply_plan(model, "plan.json", mesh=mesh, mp_policy=mp)
@@ -184,6 +186,14 @@ def is_sharded(model):
     return cls is not None and any(isinstance(m, cls) for m in model.modules())
 
 
+def _is_fsdp1_wrapped(model):
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except ImportError:  # pragma: no cover - a torch without FSDP
+        return False
+    return any(isinstance(m, FullyShardedDataParallel) for m in model.modules())
+
+
 def _apply_to_sharded(model, plan, policies):
     """The plan on a model that is already sharded (torchtitan after its parallelize step, Lightning
     after its strategy's setup): FSDP2 refuses a second fully_shard on a module ("Each distinct
@@ -216,6 +226,47 @@ def _apply_to_sharded(model, plan, policies):
     return [(name, module) for name, module, _ in targets]
 
 
+def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
+    """The plan for FSDP1 (``FullyShardedDataParallel``): an ``auto_wrap_policy`` that wraps each
+    module the plan names as its own unit with ``ShardingStrategy.SHARD_GRAD_OP`` (FSDP1's
+    reshard_after_forward=False; keeping a 1/k slice has no FSDP1 equivalent and is refused) and
+    every module of a class in ``wrap`` (the blocks) as the model's other units. Call it on the
+    unwrapped model, whose module names are the plan's:
+
+        from shardscope.plan import fsdp1_wrap_policy
+        model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, "plan.json", {Block}), ...)
+
+    Unknown names raise ValueError before anything is wrapped. The root keeps its parameters
+    unsharded after forward anyway (FSDP1 never frees the root's), so the plan may name it."""
+    from torch.distributed.fsdp import ShardingStrategy
+    from torch.distributed.fsdp.wrap import CustomPolicy
+
+    plan = load_plan(plan_path_or_dict)
+    warn_unapplied_parallelism(plan)
+    if planned_checkpointing(plan) or plan.get("offload", "none") != "none":
+        warnings.warn("the plan's activation checkpointing and offload are not applied by fsdp1_wrap_policy: "
+                      "apply_checkpointing(model, plan) first, and pass FSDP1's cpu_offload yourself", stacklevel=2)
+    names = {m: n for n, m in model.named_modules()}
+    known = set(names.values())
+    keep = set()
+    for name, policy in planned_policies(plan):
+        if name not in known:
+            raise ValueError("plan names module %r, which the model does not have" % name)
+        if policy is not False:
+            raise ValueError("reshard_after_forward.%s = %r: FSDP1 has no partial reshard; plan with true / false"
+                             % (name, policy))
+        keep.add(name)
+    wrap = tuple(wrap)
+
+    def decide(module):
+        name = names.get(module)
+        if name in keep and name != "":
+            return {"sharding_strategy": ShardingStrategy.SHARD_GRAD_OP}
+        return bool(wrap) and isinstance(module, wrap) and name != ""
+
+    return CustomPolicy(decide)
+
+
 def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwargs):
     """Applies ``fully_shard(module, reshard_after_forward=...)`` to every module the plan names.
 
@@ -227,6 +278,10 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwar
     plan = load_plan(plan_path_or_dict)
     warn_unapplied_parallelism(plan)
     policies = planned_policies(plan)
+    if fully_shard_fn is None and _is_fsdp1_wrapped(model):
+        raise ValueError("the model is wrapped with FSDP1 (FullyShardedDataParallel), whose units' sharding strategy is "
+                         "fixed when they are wrapped: pass auto_wrap_policy=fsdp1_wrap_policy(model, plan, {Block}) "
+                         "when wrapping the unwrapped model instead (Lightning: FSDPStrategy(auto_wrap_policy=...))")
     if fully_shard_fn is None and is_sharded(model):
         return _apply_to_sharded(model, plan, policies)
     # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
