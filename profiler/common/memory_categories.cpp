@@ -40,6 +40,8 @@ std::optional<MemContext> memory_context_of_range(std::string_view n) {
     default: return std::nullopt;
   }
   if (starts_with(n, "FSDP::all_gather_copy_out")) return MemContext::AllGatherCopyOut;
+  // FSDP1's unshard as ShardScope's hooks name it: the all-gather fills the unsharded FlatParameter.
+  if (starts_with(n, "FSDP::unshard")) return MemContext::AllGatherCopyOut;
   if (starts_with(n, "FSDP::all_gather") || starts_with(n, "fsdp::all_gather_copy_in")) return MemContext::AllGather;
   if (starts_with(n, "FSDP::post_backward_reduce")) return MemContext::ReduceScatter;
   if (starts_with(n, "FSDP::post_backward")) return MemContext::PostBackward;

@@ -8,8 +8,9 @@
 // _fsdp_param_group.py) and the categories of PyTorch's own FSDPMemTracker:
 //   made inside FSDP::all_gather / all_gather_copy_in / a gloo or NCCL all-gather   -> all-gather buffer
 //   made inside FSDP::all_gather_copy_out                                           -> unsharded parameter
-//   made inside FSDP1's unshard (FullyShardedDataParallel._pre_forward, _pre_backward_hook,
-//   *_prefetch: its FlatParameter is the all-gather's output)                       -> unsharded parameter
+//   made inside FSDP1's unshard (FSDP::unshard from ShardScope's hooks, or FSDP1's own
+//   FullyShardedDataParallel._pre_forward, _pre_backward_hook, *_prefetch: its
+//   FlatParameter is the all-gather's output)                                        -> unsharded parameter
 //   made inside FSDP::post_backward_reduce (FSDP1: _post_backward_hook): freed before the step's optimizer, or by
 //                                           FSDP in a later step (the last unit's
 //                                           input, held until the next RS wait)      -> reduce-scatter buffer

@@ -87,6 +87,7 @@ TEST_CASE("range names map to memory contexts; tensor facts parse strictly", "[m
   CHECK(memory_context_of_range("FSDP::post_backward_reshard (3)") == MemContext::PostBackward);
   CHECK(memory_context_of_range("gloo:all_gather") == MemContext::AllGather);
   // FSDP1: its FlatParameter is unsharded where a unit's pre-hook or a prefetch runs.
+  CHECK(memory_context_of_range("FSDP::unshard (layers.0)") == MemContext::AllGatherCopyOut);
   CHECK(memory_context_of_range("FullyShardedDataParallel._pre_forward") == MemContext::AllGatherCopyOut);
   CHECK(memory_context_of_range("FullyShardedDataParallel._pre_backward_hook") == MemContext::AllGatherCopyOut);
   CHECK(memory_context_of_range("FullyShardedDataParallel._post_backward_prefetch") == MemContext::AllGatherCopyOut);

@@ -2,7 +2,8 @@
 ranks), record -> simulate -> plan -> apply without editing the loop. Before: the module tree came
 out with FSDP1's wrapper names ("layers.0._fsdp_wrapped_module.w1"), each unit's parameters counted
 at shard size (or 0 on a rank holding none of a parameter), no unit at all, so `simulate` refused
-the profile ("no module is marked as an FSDP unit"); the unsharded FlatParameters were temporaries."""
+the profile ("no module is marked as an FSDP unit"); the unsharded FlatParameters were temporaries,
+and a prefetched all-gather belonged to the unit that prefetched it."""
 import _torch_or_skip  # noqa: F401
 
 import json
@@ -96,6 +97,17 @@ class Fsdp1(unittest.TestCase):
         self.assertEqual({u["name"]: u["params"] for u in report["units"]},
                          {"": self.params[""] - sum(self.params[n] for n in LAYERS), **{n: self.params[n] for n in LAYERS}})
 
+    def test_collectives_belong_to_the_unit_they_gather(self):
+        # FSDP1's backward prefetch issues layers.0's all-gather inside layers.1's backward: the
+        # hooks' "FSDP::unshard (<fqn>)" ranges give each collective the unit it gathers or reduces.
+        report = json.loads(run.shardscope("analyze", "overlap", self.full, "--format", "json"))
+        table = next(t for t in report["tables"] if t["name"] == "per_unit")
+        counts = {row[0]: row[1] for row in table["rows"]}
+        per_block = (2 + 1) * STEPS * WORLD  # forward and backward all-gather, one reduce-scatter
+        self.assertEqual(counts, {"(root)": (1 + 1) * STEPS * WORLD, **{name: per_block for name in LAYERS}})
+        unshards = run.query(self.full, "SELECT count(*) FROM range_view WHERE rank = 0 AND name LIKE 'FSDP::unshard (%'")[0][0]
+        self.assertEqual(unshards, (1 + 2 * len(LAYERS)) * STEPS)
+
     def test_memory_categories_of_the_flat_parameters(self):
         # Each unit's unsharded FlatParameter (allocated where FSDP1 unshards it) is an unsharded
         # parameter: one per all-gather of a block; the sharded ones are named by the hooks' facts.
@@ -166,6 +178,26 @@ class Fsdp1WrapPolicy(unittest.TestCase):
             wrapped = FSDP(model, device_id=torch.device("cpu"))
             with self.assertRaisesRegex(ValueError, "fsdp1_wrap_policy"):
                 apply_plan(wrapped, {"unsharded": ["layers.0"]})
+        finally:
+            dist.destroy_process_group()
+
+    def test_hooks_patch_fsdp1_runtime_only_while_installed(self):
+        # The unit ranges wrap FSDP1's _unshard / _reduce_grad once a wrapped model is named, and
+        # removing the hooks puts FSDP1's own functions back.
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, _runtime_utils
+        from shardscope.hooks import annotate, RecordingBackend
+
+        originals = (_runtime_utils._unshard, _runtime_utils._reduce_grad)
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        try:
+            model, _ = self.model()
+            hooks = annotate(FSDP(model, device_id=torch.device("cpu")), RecordingBackend())
+            self.assertTrue(getattr(_runtime_utils._unshard, "_shardscope", False))
+            self.assertTrue(getattr(_runtime_utils._reduce_grad, "_shardscope", False))
+            hooks.remove()
+            self.assertEqual((_runtime_utils._unshard, _runtime_utils._reduce_grad), originals)
         finally:
             dist.destroy_process_group()
 

@@ -12,6 +12,9 @@ The root module has the empty fqn ("ss:fwd:").
                                   no allocation event for it; the importer makes one of <bytes>
     ss:freed:<address>            that tensor's storage died (torch.profiler reports no free on a CPU
                                   for a block allocated before it started)
+    FSDP::unshard (<fqn>)         FSDP1 unshards unit <fqn> (its all-gather and the unsharded
+                                  FlatParameter; only in the CPU trace: FSDP1 names no unit itself)
+    FSDP::post_backward_reduce (<fqn>)   FSDP1 reduce-scatters unit <fqn>'s gradient (FSDP2's name)
 """
 
 FORWARD = "fwd"
@@ -38,6 +41,16 @@ def live_tensor_message(category, address, nbytes, module=None):
 
 def freed_tensor_message(address):
     return "ss:freed:%d" % address
+
+
+def fsdp_unshard_message(fqn):
+    """FSDP1's unshard of unit <fqn> (hooks._name_fsdp1_units), in FSDP's own range style."""
+    return "FSDP::unshard (%s)" % fqn
+
+
+def fsdp_reduce_message(fqn):
+    """FSDP1's gradient reduction of unit <fqn>, under FSDP2's name for it."""
+    return "FSDP::post_backward_reduce (%s)" % fqn
 
 
 def optimizer_message(step):

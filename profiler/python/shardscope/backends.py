@@ -60,10 +60,17 @@ class ProfilerBackend:
         """A zero-length range: a tensor fact ("ss:mem:<category>:<address>") in the trace."""
         self.end(self.start(message))
 
+    @property
+    def trace(self):
+        """The backend whose ranges go into the trace alone (not the sidecar): this one."""
+        return self
+
 
 class TeeBackend:
     def __init__(self, *backends):
         self.backends = backends
+        # The one that writes a trace (ProfilerBackend), for ranges only a trace can use.
+        self.trace = next((b.trace for b in backends if getattr(b, "trace", None) is not None), None)
 
     def start(self, message):
         return [b.start(message) for b in self.backends]

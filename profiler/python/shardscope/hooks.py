@@ -323,6 +323,7 @@ class Tracker:
         self._no_backward_range = weakref.WeakSet()  # modules whose backward range "units" leaves out
         self._names = weakref.WeakKeyDictionary()  # module -> fqn (None: an FSDP1 wrapped module)
         self._wrapped = weakref.WeakKeyDictionary()  # FSDP1's wrapped module -> its wrapper's fqn
+        self.restorers = []  # undo what the tracker patched on seeing a model (FSDP1's runtime)
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
         self._local = threading.local()
@@ -357,14 +358,18 @@ class Tracker:
                 name = "" if (self._roots == 0 and has_params) else type(root).__name__
                 if has_params or self._roots > 0:
                     self._roots += 1
+            fsdp1 = False
             for i, (sub, m) in enumerate(root.named_modules()):
                 full = sub if not name else (name + "." + sub if sub else name)
                 if full.endswith(FSDP1_WRAPPED):  # FSDP1's wrapped module: its wrapper's name and range
                     self._names[m] = None
                     self._wrapped[m] = clean_fqn(full)
+                    fsdp1 = True
                 else:
                     self._names[m] = clean_fqn(full)
                 self._order[m] = i
+            if fsdp1 and not self.restorers:
+                self.restorers += _name_fsdp1_units(self)
             if self._units_only:
                 modules = list(root.modules())
                 units = [fsdp_info(m)[0] for m in modules]
@@ -688,12 +693,13 @@ class _Handle:
         self._removers = removers
 
     def remove(self):
-        for r in self._removers:
+        for r in self._removers + self.tracker.restorers:
             try:
                 r()
             except Exception:
                 pass
         self._removers = []
+        self.tracker.restorers = []
         self.tracker.enabled = False
 
 
@@ -778,6 +784,59 @@ def _hook_optimizers(tracker, optimizer=None):
     Optimizer.__init__ = init
     removers.append(lambda: setattr(Optimizer, "__init__", original_init))
     return removers
+
+
+def _name_fsdp1_units(tracker):
+    """FSDP1's own ranges name no unit ("FullyShardedDataParallel._pre_forward"), and its backward
+    prefetch unshards layers.2 from inside layers.3's backward: a collective would go to the module
+    that issued it, not the unit it gathers. So each unshard (FSDP1's _runtime_utils._unshard: its
+    pre-forward, pre-backward and prefetches) runs inside a range "FSDP::unshard (<fqn>)" and each
+    gradient reduction (_reduce_grad) inside "FSDP::post_backward_reduce (<fqn>)", FSDP2's name for
+    the same, in ShardScope's CPU trace: the importer gives the collectives, the unsharded
+    FlatParameter and the reduce-scatter buffers to that unit, and the thread's wait on gloo there
+    is communication, not compute. Only into the trace ShardScope records (the backend's `trace`);
+    the job's own profiler and NVTX get nothing."""
+    try:
+        from torch.distributed.fsdp import _runtime_utils
+    except Exception:  # a torch without FSDP1
+        return []
+    restorers = []
+    # An unshard of a unit that is unsharded already (the root in backward) gathers nothing: no range.
+    gathers = lambda handle: getattr(handle, "needs_unshard", lambda: True)()
+    for function, message, when in (("_unshard", _names.fsdp_unshard_message, gathers),
+                                    ("_reduce_grad", _names.fsdp_reduce_message, lambda handle: True)):
+        original = getattr(_runtime_utils, function, None)
+        if original is None or getattr(original, "_shardscope", False):
+            continue
+        wrapper = _in_unit_range(tracker, original, message, when)
+        setattr(_runtime_utils, function, wrapper)
+        restorers.append(lambda f=function, w=wrapper, o=original: getattr(_runtime_utils, f) is w and setattr(_runtime_utils, f, o))
+    return restorers
+
+
+def _in_unit_range(tracker, original, message, when):
+    """original(state, handle, ...) inside a trace range message(<fqn of the handle's unit>) where
+    when(handle) says so."""
+
+    def wrapper(state, handle, *args, **kwargs):
+        trace = token = None
+        try:  # never into FSDP's way: an error here switches the hooks off, the call goes on
+            trace = getattr(tracker.backend, "trace", None)
+            if trace is not None and tracker.recording and tracker.enabled and handle is not None and when(handle):
+                module = getattr(handle, "_fully_sharded_module", None)
+                fqn = tracker._wrapped.get(module) if module is not None else None
+                if fqn is not None:
+                    token = trace.start(message(fqn))
+        except Exception:
+            tracker._fail(original.__name__)
+        try:
+            return original(state, handle, *args, **kwargs)
+        finally:
+            if token is not None:
+                trace.end(token)
+
+    wrapper._shardscope = True
+    return wrapper
 
 
 def _hook_compiled_modules(tracker):
