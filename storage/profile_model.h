@@ -54,6 +54,7 @@ struct CollectiveEvent {
   std::int32_t rank;
   std::int32_t process_group;  // process_groups.id, -1 when unknown
   CollectiveType type;
+  std::int32_t group_size;  // ranks in the communicator, 0 when unknown
 };
 
 struct StreamTrack {

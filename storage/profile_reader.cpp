@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -569,7 +570,7 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
 
     if (options.collectives) {
       sql::Stmt s(db.get(),
-                  "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id"
+                  "SELECT rank, start_ns, duration_ns, bytes, sequence, kernel_id, process_group_id, type, id, group_size"
                   " FROM collectives");
       std::int64_t duration_total = 0, bytes_total = 0;
       while (s.step()) {
@@ -579,7 +580,8 @@ Profile load_profile(const std::string& path, const LoadOptions& options) {
         if (type < 0 || type >= kCollectiveTypeCount) type = 0;
         p.collectives.push_back({start, start + s.col_int(2), s.col_int(3), s.col_int_or(4, -1),
                                  s.col_int_or(5, -1), static_cast<std::int32_t>(s.col_int(0)),
-                                 static_cast<std::int32_t>(s.col_int_or(6, -1)), static_cast<CollectiveType>(type)});
+                                 static_cast<std::int32_t>(s.col_int_or(6, -1)), static_cast<CollectiveType>(type),
+                                 static_cast<std::int32_t>(std::clamp<std::int64_t>(s.col_int_or(9, 0), 0, 1 << 30))});
       }
       // By rank, then start: sorted here rather than by SQLite's ORDER BY (there is no index, so
       // SQLite sorted whole rows through its external sorter: ~0.7 s of CPU at 1.4 M collectives,

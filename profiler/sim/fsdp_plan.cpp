@@ -164,6 +164,14 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
 
 FsdpPlan load_plan_file(const std::string& path) { return parse_plan_json(read_text_file(path), path); }
 
+bool plan_file_sets(const std::string& path, const char* key) {
+  simdjson::dom::parser parser;
+  const std::string text = read_text_file(path);
+  object root = as_object(parse_json(parser, text, path), path, "");
+  element e;
+  return !root[key].get(e);
+}
+
 std::string plan_to_json(const FsdpPlan& p) {
   std::ostringstream s;
   JsonWriter j(s, false);

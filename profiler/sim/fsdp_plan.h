@@ -75,6 +75,9 @@ inline bool valid_offload(std::string_view v) { return v == "none" || v == "opti
 inline bool valid_cp_kind(std::string_view v) { return v == "ulysses" || v == "ring"; }
 inline bool valid_pp_schedule(std::string_view v) { return v == "1f1b" || v == "gpipe" || v == "interleaved"; }
 FsdpPlan load_plan_file(const std::string& path);
+// Whether the plan file (one load_plan_file read) names `key` at its top level: a knob it leaves
+// out keeps a replay's recorded value (hsdp_replicate).
+bool plan_file_sets(const std::string& path, const char* key);
 // The plan as a JSON object (no trailing newline).
 std::string plan_to_json(const FsdpPlan& plan);
 // True when a checkpoint value means selective (a sub-module name rather than "full" / "none").

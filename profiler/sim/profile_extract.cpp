@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "profiler/sim/device_table.h"
 #include "storage/cpu_device.h"
@@ -18,6 +19,39 @@
 
 namespace ss::sim {
 namespace {
+
+// HSDP in the recorded collectives: every reduce-scatter over g < world ranks is followed by an
+// all-reduce of its 1/g output over the other world / g ranks (the replicas of that shard). A
+// TP all-reduce of activations in a group of the same size does not match a reduce-scatter's
+// bytes; all of them must match, so a dp x tp run is not taken for HSDP.
+template <class InStep>
+int recorded_hsdp_replicate(const Profile& p, int rank, int world, InStep in_step) {
+  std::map<std::int64_t, long> scattered;  // reduce-scatter output bytes -> count, per shard group size
+  int shard = 0;
+  long rs = 0;
+  std::multiset<std::int64_t> reduced;  // all-reduce bytes over world / shard ranks
+  for (const auto& c : p.collectives) {
+    if (c.rank != rank || !in_step(c.start)) continue;
+    if (c.type == CollectiveType::ReduceScatter) {
+      if (c.group_size <= 1 || c.group_size >= world || world % c.group_size != 0 || (shard && c.group_size != shard)) return 1;
+      shard = c.group_size;
+      ++scattered[c.bytes / shard];
+      ++rs;
+    }
+  }
+  if (rs == 0) return 1;
+  const int replicate = world / shard;
+  for (const auto& c : p.collectives)
+    if (c.rank == rank && in_step(c.start) && c.type == CollectiveType::AllReduce && c.group_size == replicate)
+      reduced.insert(c.bytes);
+  for (auto& [bytes, n] : scattered)
+    for (; n > 0; --n) {
+      auto it = reduced.find(bytes);
+      if (it == reduced.end()) return 1;
+      reduced.erase(it);
+    }
+  return replicate;
+}
 
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
   throw ProfileError(ProfileErrorKind::MalformedTable, p.path + ": cannot simulate this profile: " + why);
@@ -463,8 +497,11 @@ ProfileInput extract_profile(const Profile& p) {
     else if (c.type == CollectiveType::AllReduce) t = Coll::AllReduce;
     else continue;
     const TimeNs hidden = is_cpu_device(rk.info.gpu_name) ? busy_in(compute, c.start, c.end) : 0;
-    in.collectives.push_back({t, c.bytes, in.world_size, c.end - c.start - hidden});
+    // Timed over the communicator it ran on (an HSDP shard or replicate group, a TP group).
+    const int n = c.group_size > 0 && c.group_size <= in.world_size ? c.group_size : in.world_size;
+    in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
+  in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
   return in;
 }
 

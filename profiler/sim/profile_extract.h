@@ -38,6 +38,9 @@ struct ProfileInput {
   // while no compute runs, GPU idle; the rest is time only FSDP collectives run.
   TimeNs measured_compute_ns = 0, measured_other_comm_ns = 0, measured_idle_ns = 0;
   int other_collectives = 0;   // non-FSDP collectives in the steps used (all steps together)
+  // HSDP as recorded: the replicate degree (1: plain FSDP over the world). Each reduce-scatter over
+  // a shard group of g ranks followed by an all-reduce of its 1/g output over world / g ranks.
+  int recorded_hsdp_replicate = 1;
 };
 
 // A profile with no module marked as an FSDP unit (modules.is_fsdp_unit): nothing to simulate.

@@ -361,6 +361,10 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.measured_other_comm_ns = pi.measured_other_comm_ns;
     in.measured_idle_ns = pi.measured_idle_ns;
     in.other_collectives = pi.other_collectives;
+    // The replay's baseline is the run as recorded (as for each unit's reshard policy): HSDP's
+    // replicate degree, unless the plan sets one.
+    if (pi.recorded_hsdp_replicate > 1 && (req.plan_path.empty() || !plan_file_sets(req.plan_path, "hsdp_replicate")))
+      in.plan.hsdp_replicate = pi.recorded_hsdp_replicate;
     in.steps_used = pi.steps_used;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;

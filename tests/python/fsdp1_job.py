@@ -5,6 +5,7 @@ CPU, gloo, torchrun. The model is trainer_patterns.py's; every unit's parameter 
 padding of the flat parameters over 2 ranks, so a unit's all-gather is exactly its parameters' bytes.
 
   --strategy FULL_SHARD | SHARD_GRAD_OP   the units' sharding strategy
+  --hsdp                                  HYBRID_SHARD over a (replicate 2, shard world / 2) mesh
   --orig-params                           use_orig_params=True (modules keep views of the shards)
   --plan P.json                           units from shardscope.plan.fsdp1_wrap_policy
   --summary FILE                          rank 0: parameters per module of the unwrapped model
@@ -31,6 +32,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--strategy", default="FULL_SHARD", choices=["FULL_SHARD", "SHARD_GRAD_OP"])
     ap.add_argument("--orig-params", action="store_true")
+    ap.add_argument("--hsdp", action="store_true")
     ap.add_argument("--plan", default="")
     ap.add_argument("--summary", default="")
     a = ap.parse_args()
@@ -47,8 +49,14 @@ def main():
         policy = fsdp1_wrap_policy(model, a.plan, {Block})
     else:
         policy = ModuleWrapPolicy({Block})
-    model = FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"),
-                 sharding_strategy=getattr(ShardingStrategy, a.strategy), use_orig_params=a.orig_params)
+    strategy, mesh = getattr(ShardingStrategy, a.strategy), {}
+    if a.hsdp:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        strategy = ShardingStrategy.HYBRID_SHARD
+        mesh["device_mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
+    model = FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"), sharding_strategy=strategy,
+                 use_orig_params=a.orig_params, **mesh)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for _ in range(a.steps):
         ids = torch.randint(0, VOCAB, (BATCH, SEQ))

@@ -20,8 +20,8 @@ WORLD = 2
 LAYERS = ["layers.0", "layers.1"]  # trainer_patterns.py's model
 
 
-def record(profile, *args):
-    return run.record(profile, "--steps", str(STEPS), *args, script=SCRIPT)
+def record(profile, *args, nproc=WORLD):
+    return run.record(profile, "--steps", str(STEPS), *args, script=SCRIPT, nproc=nproc)
 
 
 class Fsdp1(unittest.TestCase):
@@ -131,6 +131,26 @@ class Fsdp1(unittest.TestCase):
         record(profile, "--strategy", "SHARD_GRAD_OP")
         self.assert_model_tree(profile, {"": "false", "layers.0": "false", "layers.1": "false"})
         self.assert_collectives(profile, kept=LAYERS)
+
+    def test_hybrid_shard_replays_as_recorded(self):
+        # HYBRID_SHARD on 4 ranks, shard groups of 2: each unit's gradient is reduce-scattered in
+        # its shard group, then its shard all-reduced with the other replica. The replay takes that
+        # configuration from the profile (before: one shard group of 4 and no all-reduce).
+        profile = os.path.join(self.dir, "hsdp.ssdb")
+        record(profile, "--hsdp", nproc=4)
+        self.assert_model_tree(profile, {"": "false", "layers.0": "true", "layers.1": "true"})
+        ops = {(op, size, b): n for op, size, b, n in run.query(
+            profile, "SELECT e.label, c.group_size, c.bytes, count(*) FROM collectives c JOIN enums e ON e.type = "
+            "'collective_type' AND e.value = c.type JOIN steps s ON s.rank = c.rank AND s.number = 1 WHERE c.rank = 0 "
+            "AND c.start_ns >= s.start_ns AND c.start_ns < s.start_ns + s.duration_ns GROUP BY 1, 2, 3")}
+        root, block = self.unit_bytes(""), self.unit_bytes("layers.0")
+        self.assertEqual(ops, {("all_gather", 2, root): 1, ("all_gather", 2, block): 2 * len(LAYERS),
+                               ("reduce_scatter", 2, root): 1, ("reduce_scatter", 2, block): len(LAYERS),
+                               ("all_reduce", 2, root // 2): 1, ("all_reduce", 2, block // 2): len(LAYERS)})
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual((report["shard_group"], report["replicate"]), (2, 2))
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"], report["all_reduces"]),
+                         (1 + 2 * len(LAYERS), 1 + len(LAYERS), 1 + len(LAYERS)))
 
     def test_a_plan_applied_with_fsdp1_wrap_policy(self):
         # simulate --plan predicts the all-gathers; the plan applied at wrap time makes them.

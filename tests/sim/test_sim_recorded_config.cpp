@@ -7,7 +7,10 @@
 
 #include <map>
 
+#include <fstream>
+
 #include "profiler/sim/profile_extract.h"
+#include "profiler/sim/sim_inputs.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
@@ -188,6 +191,75 @@ TEST_CASE("a prefetch under another unit's range is not a re-gather; gathers bey
   with["norm"] = 2;
   CHECK(extras(dir.file("regather.ssdb"), &n) == with);
   CHECK(n == 10);
+}
+
+namespace {
+
+// Rank 0 of 4 with two units (blocks.0, blocks.1, 1000 parameters each, fp32): per step each unit
+// gathers in forward and backward and reduce-scatters 4000 B over a group of 2. `after_reduce`:
+// what follows each reduce-scatter on a group of 2: HSDP's all-reduce of the 2000 B shard, or a
+// tensor-parallel all-reduce of 3000 B of activations.
+void write_group_profile(const std::string& path, std::int64_t after_reduce) {
+  ProfileWriter w(path, Origin{});
+  RankInfo ri;
+  ri.world_size = 4;
+  ri.gpu_name = "CPU";
+  w.add_rank(ri);
+  const RowId thread = w.add_thread({0, 1, "main"});
+  const RowId stream = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
+  const RowId root = w.add_module({kNoRow, "", "Model", 2000, 8000, true, kNoRow, "false"});
+  std::vector<RowId> units;
+  for (int i = 0; i < 2; ++i)
+    units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
+  const std::uint32_t name = w.intern("gloo");
+  for (int step = 0; step < 2; ++step) {
+    const TimeNs t0 = step * 10'000 * us;
+    w.add_step({0, step, t0, t0 + 10'000 * us});
+    auto coll = [&](RowId module, TimeNs at, CollectiveType type, std::int64_t bytes) {
+      const TimeNs a = t0 + at * us;
+      const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
+      w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, a, a + 10 * us});
+    };
+    for (int i = 0; i < 2; ++i) {
+      const RowId u = units[static_cast<std::size_t>(i)];
+      const TimeNs f = 100 + i * 500, b = 3000 + (1 - i) * 1000;
+      w.add_range({0, thread, kNoRow, t0 + f * us, t0 + (f + 400) * us, w.intern("m"), RangeKind::Module, RangePhase::Forward, u, kNoRow, 0});
+      w.add_range({0, thread, kNoRow, t0 + b * us, t0 + (b + 800) * us, w.intern("m"), RangeKind::Module, RangePhase::Backward, u, kNoRow, 0});
+      coll(u, f + 10, CollectiveType::AllGather, 4000);
+      coll(u, b + 10, CollectiveType::AllGather, 4000);
+      coll(u, b + 500, CollectiveType::ReduceScatter, 4000);
+      coll(u, b + 600, CollectiveType::AllReduce, after_reduce);
+    }
+  }
+  w.finish();
+}
+
+}  // namespace
+
+TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan still decides", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_group_profile(dir.file("hsdp.ssdb"), 2000);
+  write_group_profile(dir.file("tp.ssdb"), 3000);
+  CHECK(extract_profile(load_profile(dir.file("hsdp.ssdb"))).recorded_hsdp_replicate == 2);
+  CHECK(extract_profile(load_profile(dir.file("tp.ssdb"))).recorded_hsdp_replicate == 1);
+  SimInputRequest req;
+  req.profile_path = dir.file("hsdp.ssdb");
+  SimInputs in = load_sim_inputs(req);
+  CHECK(in.plan.hsdp_replicate == 2);
+  // Shard groups of 2 and their replicas' all-reduce, as recorded: one per unit and step.
+  const SimResult r = simulate(compile_step(in.model, in.plan, in.cluster));
+  CHECK(r.all_gathers == 4);
+  CHECK(r.reduce_scatters == 2);
+  CHECK(r.all_reduces == 2);
+  {
+    std::ofstream(dir.file("plain.json")) << R"({"hsdp_replicate": 1})";
+  }
+  req.plan_path = dir.file("plain.json");
+  CHECK(load_sim_inputs(req).plan.hsdp_replicate == 1);
+  // Each fit sample is timed over the group it ran on (2 ranks here), not the world (4).
+  const ProfileInput hsdp = extract_profile(load_profile(dir.file("hsdp.ssdb")));
+  REQUIRE(hsdp.collectives.size() == 8);  // the second step's (the first is warm-up)
+  for (const auto& c : hsdp.collectives) CHECK(c.group_size == 2);
 }
 
 TEST_CASE("recomputed activations live from the rerun to the backward, not from the forward", "[sim][replay]") {
