@@ -18,13 +18,13 @@ STEPS = 3
 WORLD = 2
 
 
-def record(profile, *args, record_args=()):
+def record(profile, *args, record_args=(), nproc=WORLD):
     """(exit code, output) of `shardscope record` over trainer_patterns.py on 2 CPU ranks."""
     import subprocess
 
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [run.SHARDSCOPE, "record", "-o", profile] + list(record_args) + ["--"] + run.torchrun(
-        WORLD, SCRIPT, "--steps", str(STEPS), *args)
+        nproc, SCRIPT, "--steps", str(STEPS), *args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     return p.returncode, p.stdout
 
@@ -144,6 +144,25 @@ class TrainerPatterns(unittest.TestCase):
         self.assertLessEqual(ranged, {"", "tok", "layers.0", "layers.1", "norm"})
         self.assertEqual(run.query(profile, "SELECT count(*) FROM steps WHERE rank = 0"), [(STEPS,)])
         self.assert_collectives_exact(profile)
+
+    def test_hsdp_is_recorded_and_replayed_as_hsdp(self):
+        # Every unit over a (replicate 2, shard 2) mesh on 4 ranks: all-gathers and reduce-scatters
+        # in the shard groups (as on 2 ranks), then each gradient shard all-reduced with its
+        # replica. The replay takes that configuration from the profile (before: one shard group
+        # of 4, no all-reduce).
+        profile = os.path.join(self.dir, "hsdp.ssdb")
+        rc, out = record(profile, "--hsdp", nproc=4)
+        self.assertEqual(rc, 0, out[-3000:])
+        self.assert_collectives_exact(profile)
+        reduced = sorted(b for (b,) in run.query(
+            profile, "SELECT c.bytes FROM collectives c JOIN enums e ON e.type = 'collective_type' AND e.value = c.type "
+            "JOIN steps s ON s.rank = c.rank AND s.number = 1 WHERE c.rank = 0 AND e.label = 'all_reduce' "
+            "AND c.group_size = 2 AND c.start_ns >= s.start_ns AND c.start_ns < s.start_ns + s.duration_ns"))
+        self.assertEqual(reduced, sorted(4 * n // 2 for n in self.units.values()))
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual((report["shard_group"], report["replicate"]), (2, 2))
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"], report["all_reduces"]),
+                         (2 * len(self.units), len(self.units), len(self.units)))
 
 
 if __name__ == "__main__":

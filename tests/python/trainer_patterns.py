@@ -10,6 +10,7 @@ the fast tests of `record` (test_record_trainer_patterns_cpu.py). CPU, gloo, tor
 * --compile: each block compiled in place with fullgraph=True (`block.compile(...)`, torchtitan's
   per-block compile; backend aot_eager keeps the test fast: Dynamo traces as it would for Inductor);
 * --own-profiler DIR: the job runs its own torch.profiler over steps 1-2 and writes its trace in DIR;
+* --hsdp: HSDP, every fully_shard over a (replicate 2, shard world / 2) mesh;
 * --summary FILE: rank 0 writes what the program knows: parameters per unit, world size.
 """
 import argparse
@@ -66,10 +67,16 @@ def main():
     ap.add_argument("--own-profiler", default="")
     ap.add_argument("--summary", default="")
     ap.add_argument("--exit-code", type=int, default=0)
+    ap.add_argument("--hsdp", action="store_true")
     a = ap.parse_args()
     from torch.distributed.fsdp import fully_shard
 
     dist.init_process_group("gloo")
+    mesh = {}
+    if a.hsdp:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh["mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
     torch.manual_seed(0)
     with torch.device("meta"):
         model = Model()
@@ -77,10 +84,10 @@ def main():
     for b in model.layers:
         if a.compile:
             b.compile(backend="aot_eager", fullgraph=True)
-        fully_shard(b)
-    fully_shard(model.tok)
-    fully_shard([model.norm, model.head])
-    fully_shard(model)
+        fully_shard(b, **mesh)
+    fully_shard(model.tok, **mesh)
+    fully_shard([model.norm, model.head], **mesh)
+    fully_shard(model, **mesh)
     model.to_empty(device="cpu")  # what `record` broke: the parameters are swapped in place
     for m in model.modules():
         if hasattr(m, "reset_parameters"):
