@@ -51,6 +51,8 @@ UPDATE collectives SET type = 999;
 UPDATE collectives SET group_size = 0;
 UPDATE collectives SET group_size = -1;
 UPDATE collectives SET group_size = 2147483647;
+UPDATE collectives SET group_size = 1 WHERE id % 2 = 0;
+UPDATE collectives SET group_size = 3;
 UPDATE collectives SET bytes = -1;
 UPDATE collectives SET bytes = 9223372036854775807;
 UPDATE collectives SET kernel_id = 999999, process_group_id = 999999, dtype_id = 999999;
