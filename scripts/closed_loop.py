@@ -4,6 +4,7 @@ against B recorded and against B as it runs without ShardScope.
 
     scripts/closed_loop.py --arch llama --out /tmp/loop            (CPU, gloo, 2 ranks; or --device cuda)
     scripts/closed_loop.py --arch llama --fsdp1 --out /tmp/loop1   (the job on FSDP1, plans through fsdp1_wrap_policy)
+    scripts/closed_loop.py --arch llama --mixed-precision bf16      (bf16 parameters, fp32 reductions, on CPU too)
 
 1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record
    --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
@@ -59,7 +60,8 @@ def shardscope_json(ss, *args):
 def job_argv(a, extra):
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
             "--standalone", os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
-    return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else [])
+    return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else []) + [
+        "--mixed-precision", a.mixed_precision]
 
 
 def record(a, name, extra):
@@ -135,6 +137,8 @@ def main():
     ap.add_argument("--plans", default="manual,auto", help="which plans: manual, auto, checkpoint (comma list)")
     ap.add_argument("--fsdp1", action="store_true", help="the job shards with FSDP1 (FullyShardedDataParallel); "
                     "plans go in as fsdp1_wrap_policy")
+    ap.add_argument("--mixed-precision", choices=["auto", "bf16", "off"], default="auto",
+                    help="the job's mixed precision (fsdp_train_sample.py): auto is bf16 on a GPU, fp32 on CPU")
     a = ap.parse_args()
     wanted = a.plans.split(",")
     if not wanted or any(p not in ("manual", "auto", "checkpoint") for p in wanted):
@@ -161,7 +165,8 @@ def main():
         if plans is None:
             units = [u for u in replay["units"] if u["name"].startswith("layers.")]
             last_two = ",".join(u["name"] for u in units[-2:])
-            largest = max(u["params"] for u in replay["units"]) * 4  # fp32 on CPU; a budget, not a measurement
+            gathered = 2 if a.mixed_precision == "bf16" or (a.mixed_precision == "auto" and a.device == "cuda") else 4
+            largest = max(u["params"] for u in replay["units"]) * gathered  # a budget, not a measurement
             budget = int(replay["measured_breakdown"]["peak_memory_bytes"] + a.budget_margin * largest)
             plans = {}
             for name, args in (("manual", ["--modules", last_two]), ("auto", ["--budget", str(budget), "--strategy", "cost"])):
@@ -210,8 +215,8 @@ def main():
             }
         runs.append(run_)
     mean = lambda xs: sum(xs) / len(xs)
-    summary = {"arch": a.arch, "fsdp1": a.fsdp1, "device": a.device, "nproc": a.nproc, "steps": a.steps, "window": a.window,
-               "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
+    summary = {"arch": a.arch, "fsdp1": a.fsdp1, "mixed_precision": a.mixed_precision, "device": a.device, "nproc": a.nproc,
+               "steps": a.steps, "window": a.window, "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),
                     "replay_calibrated": pooled(As, "replayed_calibrated_ms", "unobserved_step_ms"),

@@ -155,6 +155,12 @@ def fsdp2():
     return None
 
 
+def bf16_params(args, device):
+    """Mixed precision (bf16 parameters gathered, fp32 gradients reduced): on a GPU by default, on
+    CPU with --mixed-precision bf16."""
+    return args.mixed_precision == "bf16" or (args.mixed_precision == "auto" and device == "cuda")
+
+
 def wrap_fsdp1(model, args, device, keep):
     """FSDP1 (FullyShardedDataParallel): each block a unit, FULL_SHARD; blocks in `keep` or named by
     --plan SHARD_GRAD_OP (FSDP1's reshard_after_forward=False), through ShardScope's wrap policy."""
@@ -175,7 +181,7 @@ def wrap_fsdp1(model, args, device, keep):
     else:
         policy = ModuleWrapPolicy({block})
     kwargs = {}
-    if device == "cuda":
+    if bf16_params(args, device):
         kwargs["mixed_precision"] = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     return FullyShardedDataParallel(model, auto_wrap_policy=policy, device_id=torch.device(device), **kwargs)
 
@@ -270,6 +276,8 @@ def main():
     ap.add_argument("--fsdp1", action="store_true",
                     help="shard with FSDP1 (FullyShardedDataParallel, a unit per block) instead of FSDP2; --plan goes "
                          "in as shardscope.plan.fsdp1_wrap_policy")
+    ap.add_argument("--mixed-precision", choices=["auto", "bf16", "off"], default="auto",
+                    help="bf16: FSDP's mixed precision (bf16 parameters, fp32 reductions); auto: on a GPU only")
     ap.add_argument("--torch-profiler-kernels", action="store_true",
                     help="count GPU kernels of the timed steps with torch.profiler (not under shardscope record)")
     ap.add_argument("--torch-profiler-trace", default="",
@@ -319,7 +327,7 @@ def main():
 
         mesh = init_device_mesh(device, (world,))
         kwargs = {"mesh": mesh}
-        if device == "cuda" and hasattr(fs, "MixedPrecisionPolicy"):
+        if bf16_params(args, device) and hasattr(fs, "MixedPrecisionPolicy"):
             kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         if args.plan:  # the planned modules first (innermost first), exactly as a user would
             import shardscope

@@ -53,6 +53,22 @@ int recorded_hsdp_replicate(const Profile& p, int rank, int world, InStep in_ste
   return replicate;
 }
 
+// Bytes per parameter that one kind of FSDP collective carried, from this rank's collectives in
+// the steps compared: the largest one carries the largest unit (padding aside). Only in steps:
+// a weight gathered at initialisation (torchtitan's, a DTensor's full_tensor()) is in the master
+// dtype, and taking it made a bf16 run's replay gather fp32. 0: no such collective, or no dtype fits.
+template <class InStep>
+int recorded_dtype_bytes(const Profile& p, int rank, CollectiveType type, std::int64_t max_unit_params, InStep in_step) {
+  std::int64_t largest = 0;
+  for (const auto& c : p.collectives)
+    if (c.rank == rank && c.type == type && in_step(c.start)) largest = std::max(largest, c.bytes);
+  if (largest <= 0 || max_unit_params <= 0) return 0;
+  const double ratio = static_cast<double>(largest) / static_cast<double>(max_unit_params);
+  for (int b : {1, 2, 4, 8})
+    if (ratio > b * 0.9 && ratio < b * 1.1) return b;
+  return 0;
+}
+
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
   throw ProfileError(ProfileErrorKind::MalformedTable, p.path + ": cannot simulate this profile: " + why);
 }
@@ -166,20 +182,6 @@ ProfileInput extract_profile(const Profile& p) {
     unit_index[static_cast<int>(i)] = static_cast<int>(sm.units.size());
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
     sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
-  }
-  // The gathered dtype, from the profile's own all-gathers: the largest one carries the largest
-  // unit (padding aside). Under mixed precision that is bf16 (2, the default); a CPU run without
-  // it gathers fp32 (4), and its sharded parameters are those same fp32 tensors.
-  {
-    std::int64_t max_ag = 0, max_unit = 0;
-    for (const auto& c : p.collectives)
-      if (c.rank == in.rank && c.type == CollectiveType::AllGather) max_ag = std::max(max_ag, c.bytes);
-    for (const auto& u : sm.units) max_unit = std::max(max_unit, u.param_count);
-    if (max_ag > 0 && max_unit > 0) {
-      const double ratio = static_cast<double>(max_ag) / static_cast<double>(max_unit);
-      for (int b : {1, 2, 4, 8})
-        if (ratio > b * 0.9 && ratio < b * 1.1) sm.param_dtype_bytes = b;
-    }
   }
   if (sm.units.empty())
     throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
@@ -502,6 +504,13 @@ ProfileInput extract_profile(const Profile& p) {
     in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
   in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
+  // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
+  // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
+  // without it moves fp32 (4) both ways.
+  std::int64_t max_unit = 0;
+  for (const auto& u : sm.units) max_unit = std::max(max_unit, u.param_count);
+  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::AllGather, max_unit, in_used_step)) sm.param_dtype_bytes = b;
+  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::ReduceScatter, max_unit, in_used_step)) sm.reduce_dtype_bytes = b;
   return in;
 }
 

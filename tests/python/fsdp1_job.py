@@ -7,6 +7,7 @@ padding of the flat parameters over 2 ranks, so a unit's all-gather is exactly i
   --strategy FULL_SHARD | SHARD_GRAD_OP   the units' sharding strategy
   --hsdp                                  HYBRID_SHARD over a (replicate 2, shard world / 2) mesh
   --orig-params                           use_orig_params=True (modules keep views of the shards)
+  --mixed-precision bf16 | bf16-reduce   MixedPrecision: bf16 parameters, gradients reduced in fp32 / bf16
   --plan P.json                           units from shardscope.plan.fsdp1_wrap_policy
   --summary FILE                          rank 0: parameters per module of the unwrapped model
 """
@@ -33,10 +34,11 @@ def main():
     ap.add_argument("--strategy", default="FULL_SHARD", choices=["FULL_SHARD", "SHARD_GRAD_OP"])
     ap.add_argument("--orig-params", action="store_true")
     ap.add_argument("--hsdp", action="store_true")
+    ap.add_argument("--mixed-precision", default="", choices=["", "bf16", "bf16-reduce"])
     ap.add_argument("--plan", default="")
     ap.add_argument("--summary", default="")
     a = ap.parse_args()
-    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
     dist.init_process_group("gloo")
@@ -49,14 +51,17 @@ def main():
         policy = fsdp1_wrap_policy(model, a.plan, {Block})
     else:
         policy = ModuleWrapPolicy({Block})
-    strategy, mesh = getattr(ShardingStrategy, a.strategy), {}
+    strategy, options = getattr(ShardingStrategy, a.strategy), {}
     if a.hsdp:
         from torch.distributed.device_mesh import init_device_mesh
 
         strategy = ShardingStrategy.HYBRID_SHARD
-        mesh["device_mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
+        options["device_mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
+    if a.mixed_precision:
+        reduce = torch.float32 if a.mixed_precision == "bf16" else torch.bfloat16
+        options["mixed_precision"] = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=reduce)
     model = FSDP(model, auto_wrap_policy=policy, device_id=torch.device("cpu"), sharding_strategy=strategy,
-                 use_orig_params=a.orig_params, **mesh)
+                 use_orig_params=a.orig_params, **options)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for _ in range(a.steps):
         ids = torch.randint(0, VOCAB, (BATCH, SEQ))

@@ -48,17 +48,17 @@ class Fsdp1(unittest.TestCase):
             return 4 * (self.params[""] - sum(self.params[n] for n in LAYERS))
         return 4 * self.params[name]
 
-    def expected_collectives(self, kept=()):
+    def expected_collectives(self, kept=(), halved=False):
         """Per rank and step: a forward all-gather per unit, a backward one per unit resharded after
-        forward (FSDP1 never reshards the root), a reduce-scatter per unit."""
+        forward (FSDP1 never reshards the root), a reduce-scatter per unit; `halved`: all in bf16."""
         units = [""] + LAYERS
         ag = [("all_gather", self.unit_bytes(u)) for u in units]
         ag += [("all_gather", self.unit_bytes(u)) for u in LAYERS if u not in kept]
         rs = [("reduce_scatter", self.unit_bytes(u)) for u in units]
-        return sorted(ag + rs)
+        return sorted((op, b // 2 if halved else b) for op, b in ag + rs)
 
-    def assert_collectives(self, profile, kept=()):
-        want = self.expected_collectives(kept)
+    def assert_collectives(self, profile, kept=(), halved=False):
+        want = self.expected_collectives(kept, halved)
         for rank in range(WORLD):
             per_step = run.fsdp_collectives_per_step(profile, rank)
             self.assertEqual(sorted(per_step), list(range(STEPS)))
@@ -151,6 +151,17 @@ class Fsdp1(unittest.TestCase):
         self.assertEqual((report["shard_group"], report["replicate"]), (2, 2))
         self.assertEqual((report["all_gathers"], report["reduce_scatters"], report["all_reduces"]),
                          (1 + 2 * len(LAYERS), 1 + len(LAYERS), 1 + len(LAYERS)))
+
+    def test_mixed_precision_replays_in_the_dtypes_it_ran_in(self):
+        # MixedPrecision(param_dtype=bf16, reduce_dtype=bf16): the FlatParameters gathered and their
+        # gradients reduced in bf16, recorded so and replayed so (before: the replay reduced in fp32,
+        # twice the bytes the run moved).
+        profile = os.path.join(self.dir, "bf16.ssdb")
+        record(profile, "--mixed-precision", "bf16-reduce")
+        self.assert_collectives(profile, halved=True)
+        replayed = os.path.join(self.dir, "bf16_replay.ssdb")
+        run.shardscope("simulate", profile, "-o", replayed)
+        self.assertEqual(run.fsdp_collectives_per_step(replayed, 0)[0], self.expected_collectives(halved=True))
 
     def test_a_plan_applied_with_fsdp1_wrap_policy(self):
         # simulate --plan predicts the all-gathers; the plan applied at wrap time makes them.

@@ -45,16 +45,17 @@ class TrainerPatterns(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def expected_collectives(self):
+    def expected_collectives(self, gathered=4, reduced=4):
         """One step: the forward gathers every unit (the root holds no parameter of its own), the
         backward gathers them again (FSDP2 reshards every non-root unit by default), one
-        reduce-scatter per unit; fp32 on CPU, every dimension even: no padding over 2 ranks."""
-        ag = [("all_gather", 4 * n) for n in self.units.values()]
-        rs = [("reduce_scatter", 4 * n) for n in self.units.values()]
+        reduce-scatter per unit; fp32 on CPU unless mixed precision (bytes per parameter gathered
+        and reduced), every dimension even: no padding over 2 ranks."""
+        ag = [("all_gather", gathered * n) for n in self.units.values()]
+        rs = [("reduce_scatter", reduced * n) for n in self.units.values()]
         return sorted(ag + ag + rs)
 
-    def assert_collectives_exact(self, profile, steps=None):
-        want = self.expected_collectives()
+    def assert_collectives_exact(self, profile, steps=None, **dtype_bytes):
+        want = self.expected_collectives(**dtype_bytes)
         for rank in range(WORLD):
             per_step = run.fsdp_collectives_per_step(profile, rank)
             for step in (steps if steps is not None else range(STEPS)):
@@ -144,6 +145,23 @@ class TrainerPatterns(unittest.TestCase):
         self.assertLessEqual(ranged, {"", "tok", "layers.0", "layers.1", "norm"})
         self.assertEqual(run.query(profile, "SELECT count(*) FROM steps WHERE rank = 0"), [(STEPS,)])
         self.assert_collectives_exact(profile)
+
+    def test_mixed_precision_is_recorded_and_replayed_in_its_dtypes(self):
+        # MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32 or bf16), the production setting:
+        # every collective of every step in the dtype it ran in, and the replay's the same. Before,
+        # the replay took the gathered dtype from the largest all-gather of the whole run (the fp32
+        # weight gathered at initialisation, outside every step) and reduced in fp32 whatever the
+        # run did: a bf16 run replayed with twice its bytes and a step +14 % and +28 % too long.
+        for mode, reduced in (("bf16", 4), ("bf16-reduce", 2)):
+            with self.subTest(mode):
+                profile = os.path.join(self.dir, mode + ".ssdb")
+                rc, out = record(profile, "--mixed-precision", mode)
+                self.assertEqual(rc, 0, out[-3000:])
+                self.assert_collectives_exact(profile, gathered=2, reduced=reduced)
+                replayed = os.path.join(self.dir, mode + "_replay.ssdb")
+                run.shardscope("simulate", profile, "-o", replayed)
+                self.assertEqual(run.fsdp_collectives_per_step(replayed, 0)[0],
+                                 self.expected_collectives(gathered=2, reduced=reduced))
 
     def test_hsdp_is_recorded_and_replayed_as_hsdp(self):
         # Every unit over a (replicate 2, shard 2) mesh on 4 ranks: all-gathers and reduce-scatters

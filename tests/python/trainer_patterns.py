@@ -11,6 +11,8 @@ the fast tests of `record` (test_record_trainer_patterns_cpu.py). CPU, gloo, tor
   per-block compile; backend aot_eager keeps the test fast: Dynamo traces as it would for Inductor);
 * --own-profiler DIR: the job runs its own torch.profiler over steps 1-2 and writes its trace in DIR;
 * --hsdp: HSDP, every fully_shard over a (replicate 2, shard world / 2) mesh;
+* --mixed-precision bf16 | bf16-reduce: FSDP2's MixedPrecisionPolicy (the production default):
+  parameters gathered in bf16, gradients reduced in fp32 (`bf16`) or in bf16 (`bf16-reduce`);
 * --summary FILE: rank 0 writes what the program knows: parameters per unit, world size.
 """
 import argparse
@@ -68,15 +70,19 @@ def main():
     ap.add_argument("--summary", default="")
     ap.add_argument("--exit-code", type=int, default=0)
     ap.add_argument("--hsdp", action="store_true")
+    ap.add_argument("--mixed-precision", default="", choices=["", "bf16", "bf16-reduce"])
     a = ap.parse_args()
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     dist.init_process_group("gloo")
-    mesh = {}
+    shard_kwargs = {}  # the same mesh and mixed precision for every fully_shard
     if a.hsdp:
         from torch.distributed.device_mesh import init_device_mesh
 
-        mesh["mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
+        shard_kwargs["mesh"] = init_device_mesh("cpu", (2, dist.get_world_size() // 2), mesh_dim_names=("replicate", "shard"))
+    if a.mixed_precision:
+        reduce = torch.float32 if a.mixed_precision == "bf16" else torch.bfloat16
+        shard_kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=reduce)
     torch.manual_seed(0)
     with torch.device("meta"):
         model = Model()
@@ -84,10 +90,10 @@ def main():
     for b in model.layers:
         if a.compile:
             b.compile(backend="aot_eager", fullgraph=True)
-        fully_shard(b, **mesh)
-    fully_shard(model.tok, **mesh)
-    fully_shard([model.norm, model.head], **mesh)
-    fully_shard(model, **mesh)
+        fully_shard(b, **shard_kwargs)
+    fully_shard(model.tok, **shard_kwargs)
+    fully_shard([model.norm, model.head], **shard_kwargs)
+    fully_shard(model, **shard_kwargs)
     model.to_empty(device="cpu")  # what `record` broke: the parameters are swapped in place
     for m in model.modules():
         if hasattr(m, "reset_parameters"):

@@ -195,11 +195,13 @@ TEST_CASE("a prefetch under another unit's range is not a re-gather; gathers bey
 
 namespace {
 
-// Rank 0 of 4 with two units (blocks.0, blocks.1, 1000 parameters each, fp32): per step each unit
-// gathers in forward and backward and reduce-scatters 4000 B over a group of 2. `after_reduce`:
-// what follows each reduce-scatter on a group of 2: HSDP's all-reduce of the 2000 B shard, or a
-// tensor-parallel all-reduce of 3000 B of activations.
-void write_group_profile(const std::string& path, std::int64_t after_reduce) {
+// Rank 0 of 4 with two units (blocks.0, blocks.1, 1000 parameters each): per step each unit
+// gathers `gathered` B in forward and backward and reduce-scatters `reduced` B (fp32 by default)
+// over a group of 2. `after_reduce`: what follows each reduce-scatter on a group of 2: HSDP's
+// all-reduce of the 2000 B shard, or a tensor-parallel all-reduce of 3000 B of activations.
+// `init_gather`: an all-gather of that many bytes before the first step (initialisation).
+void write_group_profile(const std::string& path, std::int64_t after_reduce, std::int64_t gathered = 4000,
+                         std::int64_t reduced = 4000, std::int64_t init_gather = 0) {
   ProfileWriter w(path, Origin{});
   RankInfo ri;
   ri.world_size = 4;
@@ -212,23 +214,23 @@ void write_group_profile(const std::string& path, std::int64_t after_reduce) {
   for (int i = 0; i < 2; ++i)
     units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
   const std::uint32_t name = w.intern("gloo");
+  auto coll = [&](RowId module, TimeNs a, CollectiveType type, std::int64_t bytes) {
+    const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
+    w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, a, a + 10 * us});
+  };
+  if (init_gather > 0) coll(units[0], 500 * us, CollectiveType::AllGather, init_gather);
   for (int step = 0; step < 2; ++step) {
-    const TimeNs t0 = step * 10'000 * us;
+    const TimeNs t0 = (step + 1) * 10'000 * us;
     w.add_step({0, step, t0, t0 + 10'000 * us});
-    auto coll = [&](RowId module, TimeNs at, CollectiveType type, std::int64_t bytes) {
-      const TimeNs a = t0 + at * us;
-      const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
-      w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, a, a + 10 * us});
-    };
     for (int i = 0; i < 2; ++i) {
       const RowId u = units[static_cast<std::size_t>(i)];
       const TimeNs f = 100 + i * 500, b = 3000 + (1 - i) * 1000;
       w.add_range({0, thread, kNoRow, t0 + f * us, t0 + (f + 400) * us, w.intern("m"), RangeKind::Module, RangePhase::Forward, u, kNoRow, 0});
       w.add_range({0, thread, kNoRow, t0 + b * us, t0 + (b + 800) * us, w.intern("m"), RangeKind::Module, RangePhase::Backward, u, kNoRow, 0});
-      coll(u, f + 10, CollectiveType::AllGather, 4000);
-      coll(u, b + 10, CollectiveType::AllGather, 4000);
-      coll(u, b + 500, CollectiveType::ReduceScatter, 4000);
-      coll(u, b + 600, CollectiveType::AllReduce, after_reduce);
+      coll(u, t0 + (f + 10) * us, CollectiveType::AllGather, gathered);
+      coll(u, t0 + (b + 10) * us, CollectiveType::AllGather, gathered);
+      coll(u, t0 + (b + 500) * us, CollectiveType::ReduceScatter, reduced);
+      coll(u, t0 + (b + 600) * us, CollectiveType::AllReduce, after_reduce);
     }
   }
   w.finish();
@@ -260,6 +262,32 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
   const ProfileInput hsdp = extract_profile(load_profile(dir.file("hsdp.ssdb")));
   REQUIRE(hsdp.collectives.size() == 8);  // the second step's (the first is warm-up)
   for (const auto& c : hsdp.collectives) CHECK(c.group_size == 2);
+}
+
+TEST_CASE("the replay gathers and reduces in the dtypes the steps did, not the initialisation's", "[sim][replay]") {
+  ss::test::TempDir dir;
+  const auto dtypes = [&](const std::string& name, std::int64_t gathered, std::int64_t reduced, std::int64_t init) {
+    write_group_profile(dir.file(name), 0, gathered, reduced, init);
+    const ProfileInput in = extract_profile(load_profile(dir.file(name)));
+    return std::pair{in.model.param_dtype_bytes, in.model.reduce_dtype_bytes};
+  };
+  // fp32 both ways (a CPU run without mixed precision).
+  CHECK(dtypes("fp32.ssdb", 4000, 4000, 0) == std::pair{4, 4});
+  // bf16 gathered, fp32 reduced, and a weight gathered in fp32 at initialisation (a DTensor's
+  // full_tensor()): the step's all-gathers decide. Before: the largest of the run's, fp32.
+  CHECK(dtypes("bf16.ssdb", 2000, 4000, 4000) == std::pair{2, 4});
+  // reduce_dtype bf16: the reduce-scatters carry 2 bytes a parameter. Before: always 4.
+  CHECK(dtypes("bf16_reduce.ssdb", 2000, 2000, 4000) == std::pair{2, 2});
+  // The simulated step moves what the run moved: per unit 2000 B gathered twice, 2000 B reduced.
+  SimInputRequest req;
+  req.profile_path = dir.file("bf16_reduce.ssdb");
+  const SimInputs in = load_sim_inputs(req);
+  const CompiledStep step = compile_step(in.model, in.plan, in.cluster);
+  for (const auto& e : step.units) {
+    if (e.is_root) continue;  // holds no parameter of its own
+    CHECK(e.ag_bytes == 2000);
+    CHECK(e.params * step.reduce_bytes == 2000);
+  }
 }
 
 TEST_CASE("recomputed activations live from the rerun to the backward, not from the forward", "[sim][replay]") {
