@@ -546,6 +546,11 @@ class Tracker:
             managed |= _fsdp1_parameter_ids(getattr(_fsdp1_handle(m), "flat_param", None))
         return managed
 
+    @staticmethod
+    def _parameter_kind(p, fsdp1_sharded):
+        """A parameter's memory category: FSDP2's DTensors and FSDP1's managed parameters are shards."""
+        return "sharded_parameter" if hasattr(p, "to_local") or id(p) in fsdp1_sharded else "unsharded_parameter"
+
     def _fact(self, kind, tensor, owner, seen):
         local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
         try:
@@ -571,8 +576,7 @@ class Tracker:
         seen = set()
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
-                kind = "sharded_parameter" if hasattr(p, "to_local") or id(p) in sharded else "unsharded_parameter"
-                self._fact(kind, p, owners.get(id(p)), seen)
+                self._fact(self._parameter_kind(p, sharded), p, owners.get(id(p)), seen)
 
     def optimizer_state_facts(self, optimizer):
         """After the first step: the optimizer's state tensors, each with its parameter's module."""
@@ -622,7 +626,7 @@ class Tracker:
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
                 owner = owners.get(id(p))
-                tell("sharded_parameter" if hasattr(p, "to_local") or id(p) in sharded else "unsharded_parameter", p, owner)
+                tell(self._parameter_kind(p, sharded), p, owner)
                 if p.grad is not None:
                     tell("gradient", p.grad, owner)
         for p, state in getattr(optimizer, "state", {}).items():
