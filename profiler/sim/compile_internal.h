@@ -16,6 +16,10 @@ void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& 
 SimSegment parallel_segment(const SimModel& m, const CompiledStep& s, const SimSegment& sg);
 // The unit's parameters on one TP / EP rank (before FSDP shards them).
 std::int64_t parallel_params(const CompiledStep& s, const SimUnit& u);
+// What the unit's FSDP collectives move per rank (parameters all-gathered, gradients reduce-
+// scattered): parallel_params less its apart groups' parameters, each group's EP slice back in
+// where its own mesh has more than one rank (SimUnit::apart_groups).
+std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u);
 // The segment's TP / CP / EP collectives and ring-attention costs, filled into `es`.
 void parallel_comm(const CompiledStep& s, const SimSegment& scaled, const ClusterModel& c, ExecSegment& es);
 

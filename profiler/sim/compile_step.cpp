@@ -34,17 +34,17 @@ void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& 
   const int tp = s.par.tp;
   const int fsdp_per_node = std::max(1, s.gpus_per_node / tp);
   e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, e.shard, fsdp_per_node);
-  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.params * s.reduce_bytes, e.shard, fsdp_per_node);
+  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes, e.shard, fsdp_per_node);
   // HSDP replicate groups take one rank from each shard group: ranks `tp x shard` apart.
   const int stride = tp * s.shard;
   const int per_node = stride >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / stride);
-  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.params * s.reduce_bytes / e.shard, s.replicate, per_node) : 0;
+  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.gathered * s.reduce_bytes / e.shard, s.replicate, per_node) : 0;
   if (hbm_bytes_per_ns > 0) {
     // Copy-out reads the gathered buffer and writes the unsharded parameters; the RS copy-in reads
     // the unsharded gradients and writes the (wider) reduce buffer.
     e.copyout_ns = static_cast<TimeNs>(std::llround(2.0 * double(e.ag_bytes) / hbm_bytes_per_ns));
     e.rs_copyin_ns = static_cast<TimeNs>(
-        std::llround(double(e.params) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
+        std::llround(double(e.gathered) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
   }
 }
 
@@ -190,11 +190,12 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.name += m.units[static_cast<std::size_t>(u)].name;
       e.members.push_back(u);
       e.params += parallel_params(s, m.units[static_cast<std::size_t>(u)]);
+      e.gathered += gathered_params(s, m.units[static_cast<std::size_t>(u)]);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
     }
-    e.ag_bytes = e.params * s.param_bytes;
+    e.ag_bytes = e.gathered * s.param_bytes;
     // MoE experts are sharded over the FSDP group less the EP degree (a bucket mixing experts
     // with other modules is refused: its members would need two different groups).
     const auto experts = std::count_if(members.begin(), members.end(), [&](int u) { return m.units[static_cast<std::size_t>(u)].expert; });

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "profiler/sim/compile_internal.h"
+#include "storage/errors.h"
 
 namespace ss::sim {
 namespace {
@@ -18,6 +19,20 @@ std::int64_t parallel_params(const CompiledStep& s, const SimUnit& u) {
   if (s.par.tp <= 1) return u.param_count;
   const std::int64_t repl = std::clamp<std::int64_t>(u.tp_replicated_params, 0, u.param_count);
   return (u.param_count - repl) / s.par.tp + repl;
+}
+
+std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u) {
+  std::int64_t p = parallel_params(s, u);
+  for (const auto& g : u.apart_groups) {
+    if (g.ep < 1 || s.shard % g.ep != 0)
+      throw ProfileError(ProfileErrorKind::MalformedTable,
+                         "plan: unit '" + u.name + "': its parameters on their own mesh are split " + std::to_string(g.ep) +
+                             " ways (expert parallelism as recorded), which does not divide the FSDP group of " +
+                             std::to_string(s.shard) + " ranks");
+    p -= g.params;
+    if (s.shard / g.ep > 1) p += g.params / g.ep;  // gathered over its own mesh (counted with the unit's)
+  }
+  return std::max<std::int64_t>(p, 0);
 }
 
 SimSegment parallel_segment(const SimModel& m, const CompiledStep& s, const SimSegment& in) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <sstream>
 
 #include "profiler/sim/device_table.h"
 #include "storage/cpu_device.h"
@@ -67,6 +68,49 @@ int recorded_dtype_bytes(const Profile& p, int rank, CollectiveType type, std::i
   for (int b : {1, 2, 4, 8})
     if (ratio > b * 0.9 && ratio < b * 1.1) return b;
   return 0;
+}
+
+// meta rank<R>.param_groups.<fqn> = "<elements>@<mesh size> ..." (hooks.py, fsdp2_group_sizes):
+// an FSDP2 unit whose parameters sit on several meshes, each group's parameters unsharded on this
+// rank and the size of the mesh FSDP shards them over. The largest mesh is the unit's own (the
+// data-parallel one); a group on a mesh k times smaller holds 1/k of its parameters on each of the
+// k-way expert-parallel ranks (torchtitan: experts over dp_shard / ep ranks). Kept only when the
+// groups add up to the unit's parameters; anything else is left as one group on the unit's mesh.
+void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
+  const std::string prefix = "rank" + std::to_string(rank) + ".param_groups.";
+  for (auto it = p.meta.lower_bound(prefix); it != p.meta.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const int u = sm.find_unit(it->first.substr(prefix.size()));
+    if (u < 0) continue;
+    std::vector<std::pair<std::int64_t, int>> groups;  // (elements on this rank, mesh size)
+    std::istringstream words(it->second);
+    bool ok = true;
+    for (std::string w; ok && words >> w;) {
+      const auto at = w.find('@');
+      std::int64_t n = -1;
+      int k = 0;
+      ok = at != std::string::npos && std::from_chars(w.data(), w.data() + at, n).ec == std::errc() &&
+           std::from_chars(w.data() + at + 1, w.data() + w.size(), k).ec == std::errc() && n >= 0 &&
+           n < (std::int64_t{1} << 50) && k >= 1;
+      if (ok) groups.emplace_back(n, k);
+    }
+    if (!ok || groups.size() < 2) continue;
+    const int main_mesh = std::max_element(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.second < b.second; })->second;
+    std::vector<SimUnit::ApartGroup> apart;
+    std::int64_t total = 0;
+    bool main_seen = false;
+    for (const auto& [n, k] : groups) {
+      if (k == main_mesh && !main_seen) {
+        main_seen = true, total += n;
+        continue;
+      }
+      ok = ok && main_mesh % k == 0;
+      const int ep = main_mesh / k;
+      apart.push_back({n * ep, ep, k});
+      total += n * ep;
+    }
+    SimUnit& unit = sm.units[static_cast<std::size_t>(u)];
+    if (ok && total == unit.param_count) unit.apart_groups = std::move(apart);
+  }
 }
 
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
@@ -183,6 +227,7 @@ ProfileInput extract_profile(const Profile& p) {
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
     sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
   }
+  add_apart_groups(p, in.rank, sm);
   if (sm.units.empty())
     throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
                            p.path + ": cannot simulate this profile: no module is marked as an FSDP unit (modules.is_fsdp_unit)");
@@ -507,8 +552,12 @@ ProfileInput extract_profile(const Profile& p) {
   // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
   // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
   // without it moves fp32 (4) both ways.
-  std::int64_t max_unit = 0;
-  for (const auto& u : sm.units) max_unit = std::max(max_unit, u.param_count);
+  std::int64_t max_unit = 0;  // the most one unit gathers (its apart groups as recorded: a mesh of one rank gathers nothing)
+  for (const auto& u : sm.units) {
+    std::int64_t gathered = u.param_count;
+    for (const auto& g : u.apart_groups) gathered -= g.recorded_mesh > 1 ? g.params - g.params / g.ep : g.params;
+    max_unit = std::max(max_unit, gathered);
+  }
   if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::AllGather, max_unit, in_used_step)) sm.param_dtype_bytes = b;
   if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::ReduceScatter, max_unit, in_used_step)) sm.reduce_dtype_bytes = b;
   return in;

@@ -39,6 +39,17 @@ struct SimUnit {
   // parallelism the first stage holds the rest (embeddings), the last stage these. -1: unknown,
   // split in proportion to the head's and tail's forward time.
   std::int64_t tail_params = -1;
+  // Parameters of this unit that FSDP2 shards on a mesh of their own (fully_shard's
+  // shard_placement_fn; torchtitan's routed experts under expert parallelism: the expert-FSDP
+  // mesh of dp_shard / ep ranks), as a recording's hooks saw them (profile_extract.cpp): their
+  // count over all ranks and the degree `ep` that splits them. At an FSDP group of S ranks they
+  // are gathered and reduced over S / ep ranks, not at all when that is 1. Included in param_count.
+  struct ApartGroup {
+    std::int64_t params = 0;
+    int ep = 1;
+    int recorded_mesh = 1;  // its mesh's size in the recording
+  };
+  std::vector<ApartGroup> apart_groups{};
 };
 
 // What a measured profile shows on the GPU besides compute and FSDP's own collectives, replayed

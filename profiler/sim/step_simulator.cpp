@@ -454,9 +454,9 @@ class StepRun {
           mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
           st.resident = 0;
         }
-        if (sync && u.params > 0) {  // a unit without parameters has nothing to reduce
+        if (sync && u.gathered > 0) {  // a unit without parameters (or none on its mesh) has nothing to reduce
           // The compute stream waits for the previous reduce-scatter, then copies the grads in.
-          const std::int64_t rs_in = u.params * s_.reduce_bytes;
+          const std::int64_t rs_in = u.gathered * s_.reduce_bytes;
           const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
           if (held_rs > 0) mem(c0, -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
           mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);

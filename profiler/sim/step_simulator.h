@@ -63,6 +63,7 @@ struct ExecUnit {
   std::string name;          // member names joined by "+"
   std::vector<int> members;  // SimModel unit indices
   std::int64_t params = 0;
+  std::int64_t gathered = 0;  // of them, what the unit's all-gather and reduce-scatter move (gathered_params)
   std::int64_t ag_bytes = 0;  // gathered bytes in param dtype
   int reshard = kReshard;
   bool is_root = false;

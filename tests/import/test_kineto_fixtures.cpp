@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "profiler/common/comm_kernels.h"
+#include "profiler/common/fsdp_range_name.h"
 #include "profiler/import/import.h"
 #include "tests/import/import_test_util.h"
 #include "tests/support/test_paths.h"
@@ -373,4 +374,24 @@ TEST_CASE("CPU gloo trace: process group per worker thread, TensorList sizes, in
                        "AND k.category = 0") >= 2);
   CHECK(query_text(out, "SELECT s.name FROM kernels k JOIN streams s ON s.id = k.stream_id JOIN strings n ON n.id = k.name_id "
                         "WHERE n.value = 'gloo:send'") == "gloo p2p on thread 5");
+}
+
+TEST_CASE("a unit's parameter group on its own mesh: FSDP's '[pg=N]' ranges still name the unit", "[kineto]") {
+  // fully_shard with parameters on two meshes (torchtitan's expert parallelism) appends the
+  // group's mesh size to its ranges: "FSDP::all_gather (layers.0) [pg=2]". Before, such a range
+  // named no module, so its all-gather had none and the replay counted none for the unit.
+  TempDir dir;
+  std::string json = read_file(fixture("fsdp_rank1.json"));
+  const std::string from = "\"FSDP::all_gather (layers.0)\"";
+  REQUIRE(json.find(from) != std::string::npos);
+  json.replace(json.find(from), from.size(), "\"FSDP::all_gather (layers.0) [pg=2]\"");
+  write_file(dir.file("pg.json"), json);
+  const auto db = import_one(dir, dir.file("pg.json"));
+  CHECK(query_text(db, "SELECT module FROM range_view WHERE name='FSDP::all_gather (layers.0) [pg=2]'") == "layers.0");
+  CHECK(query_text(db, "SELECT module FROM kernel_view WHERE correlation=11") == "layers.0");
+  CHECK(query_column(db, "SELECT fqn FROM modules ORDER BY fqn") == std::vector<std::string>{"", "layers", "layers.0"});
+  CHECK(strip_fsdp_group_suffix("FSDP::all_gather (layers.0) [pg=16]") == "FSDP::all_gather (layers.0)");
+  CHECK(strip_fsdp_group_suffix("FSDP::all_gather (layers.0) [pg=]") == "FSDP::all_gather (layers.0) [pg=]");
+  CHECK(strip_fsdp_group_suffix("FSDP::all_gather (layers.0) [pg=x2]") == "FSDP::all_gather (layers.0) [pg=x2]");
+  CHECK(strip_fsdp_group_suffix("[pg=2]") == "[pg=2]");  // no " [pg=" with its space: not the suffix
 }

@@ -5,6 +5,7 @@
 // allocations. Hand-made CPU-style profiles, counted exactly.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <map>
 
 #include <fstream>
@@ -195,16 +196,24 @@ TEST_CASE("a prefetch under another unit's range is not a re-gather; gathers bey
 
 namespace {
 
-// Rank 0 of 4 with two units (blocks.0, blocks.1, 1000 parameters each): per step each unit
-// gathers `gathered` B in forward and backward and reduce-scatters `reduced` B (fp32 by default)
-// over a group of 2. `after_reduce`: what follows each reduce-scatter on a group of 2: HSDP's
-// all-reduce of the 2000 B shard, or a tensor-parallel all-reduce of 3000 B of activations.
-// `init_gather`: an all-gather of that many bytes before the first step (initialisation).
-void write_group_profile(const std::string& path, std::int64_t after_reduce, std::int64_t gathered = 4000,
-                         std::int64_t reduced = 4000, std::int64_t init_gather = 0) {
+// Rank 0 of `world` (4 by default) with two units (blocks.0, blocks.1, 1000 parameters each): per
+// step each unit gathers `gathered[i]` B in forward and backward and reduce-scatters `reduced[i]`
+// B (fp32 by default) over a group of 2. `after_reduce`: what follows each reduce-scatter on a
+// group of 2: HSDP's all-reduce of the 2000 B shard, or a tensor-parallel all-reduce of 3000 B of
+// activations. `init_gather`: an all-gather of that many bytes before the first step
+// (initialisation). `groups0`: the hooks' parameter groups of blocks.0 ("" for none).
+struct GroupProfile {
+  int world = 4;
+  std::int64_t after_reduce = 0;
+  std::array<std::int64_t, 2> gathered{4000, 4000}, reduced{4000, 4000};
+  std::int64_t init_gather = 0;
+  std::string groups0;
+};
+
+void write_group_profile(const std::string& path, const GroupProfile& g) {
   ProfileWriter w(path, Origin{});
   RankInfo ri;
-  ri.world_size = 4;
+  ri.world_size = g.world;
   ri.gpu_name = "CPU";
   w.add_rank(ri);
   const RowId thread = w.add_thread({0, 1, "main"});
@@ -213,24 +222,25 @@ void write_group_profile(const std::string& path, std::int64_t after_reduce, std
   std::vector<RowId> units;
   for (int i = 0; i < 2; ++i)
     units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
+  if (!g.groups0.empty()) w.set_meta("rank0.param_groups.blocks.0", g.groups0);
   const std::uint32_t name = w.intern("gloo");
   auto coll = [&](RowId module, TimeNs a, CollectiveType type, std::int64_t bytes) {
     const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
     w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, a, a + 10 * us});
   };
-  if (init_gather > 0) coll(units[0], 500 * us, CollectiveType::AllGather, init_gather);
+  if (g.init_gather > 0) coll(units[0], 500 * us, CollectiveType::AllGather, g.init_gather);
   for (int step = 0; step < 2; ++step) {
     const TimeNs t0 = (step + 1) * 10'000 * us;
     w.add_step({0, step, t0, t0 + 10'000 * us});
-    for (int i = 0; i < 2; ++i) {
-      const RowId u = units[static_cast<std::size_t>(i)];
-      const TimeNs f = 100 + i * 500, b = 3000 + (1 - i) * 1000;
+    for (std::size_t i = 0; i < 2; ++i) {
+      const RowId u = units[i];
+      const TimeNs f = 100 + TimeNs(i) * 500, b = 3000 + (1 - TimeNs(i)) * 1000;
       w.add_range({0, thread, kNoRow, t0 + f * us, t0 + (f + 400) * us, w.intern("m"), RangeKind::Module, RangePhase::Forward, u, kNoRow, 0});
       w.add_range({0, thread, kNoRow, t0 + b * us, t0 + (b + 800) * us, w.intern("m"), RangeKind::Module, RangePhase::Backward, u, kNoRow, 0});
-      coll(u, t0 + (f + 10) * us, CollectiveType::AllGather, gathered);
-      coll(u, t0 + (b + 10) * us, CollectiveType::AllGather, gathered);
-      coll(u, t0 + (b + 500) * us, CollectiveType::ReduceScatter, reduced);
-      coll(u, t0 + (b + 600) * us, CollectiveType::AllReduce, after_reduce);
+      coll(u, t0 + (f + 10) * us, CollectiveType::AllGather, g.gathered[i]);
+      coll(u, t0 + (b + 10) * us, CollectiveType::AllGather, g.gathered[i]);
+      coll(u, t0 + (b + 500) * us, CollectiveType::ReduceScatter, g.reduced[i]);
+      coll(u, t0 + (b + 600) * us, CollectiveType::AllReduce, g.after_reduce);
     }
   }
   w.finish();
@@ -240,8 +250,11 @@ void write_group_profile(const std::string& path, std::int64_t after_reduce, std
 
 TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan still decides", "[sim][replay]") {
   ss::test::TempDir dir;
-  write_group_profile(dir.file("hsdp.ssdb"), 2000);
-  write_group_profile(dir.file("tp.ssdb"), 3000);
+  GroupProfile hsdp_run, tp_run;
+  hsdp_run.after_reduce = 2000;
+  tp_run.after_reduce = 3000;
+  write_group_profile(dir.file("hsdp.ssdb"), hsdp_run);
+  write_group_profile(dir.file("tp.ssdb"), tp_run);
   CHECK(extract_profile(load_profile(dir.file("hsdp.ssdb"))).recorded_hsdp_replicate == 2);
   CHECK(extract_profile(load_profile(dir.file("tp.ssdb"))).recorded_hsdp_replicate == 1);
   SimInputRequest req;
@@ -267,7 +280,11 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
 TEST_CASE("the replay gathers and reduces in the dtypes the steps did, not the initialisation's", "[sim][replay]") {
   ss::test::TempDir dir;
   const auto dtypes = [&](const std::string& name, std::int64_t gathered, std::int64_t reduced, std::int64_t init) {
-    write_group_profile(dir.file(name), 0, gathered, reduced, init);
+    GroupProfile g;
+    g.gathered = {gathered, gathered};
+    g.reduced = {reduced, reduced};
+    g.init_gather = init;
+    write_group_profile(dir.file(name), g);
     const ProfileInput in = extract_profile(load_profile(dir.file(name)));
     return std::pair{in.model.param_dtype_bytes, in.model.reduce_dtype_bytes};
   };
@@ -299,4 +316,64 @@ TEST_CASE("recomputed activations live from the rerun to the backward, not from 
   for (const auto& sg : in.model.segments) saved += sg.saved_activation_bytes, rerun += sg.recompute_activation_bytes;
   CHECK(saved == 0);
   CHECK(rerun == 5000);
+}
+
+// blocks.0 of 2 ranks holds 800 parameters on the unit's mesh (2 ranks) and 200 experts split 2
+// ways by expert parallelism, 100 on this rank on a mesh of one rank, which FSDP never gathers: its
+// all-gathers move 800 fp32 parameters (3200 B), blocks.1's all 1000.
+namespace {
+GroupProfile expert_profile(const std::string& groups) {
+  GroupProfile g;
+  g.world = 2;
+  g.gathered = g.reduced = {3200, 4000};
+  g.groups0 = groups;
+  return g;
+}
+}  // namespace
+
+TEST_CASE("parameters on a mesh of their own (expert parallelism) are gathered as recorded", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_group_profile(dir.file("ep.ssdb"), expert_profile("800@2 100@1"));
+  const ProfileInput in = extract_profile(load_profile(dir.file("ep.ssdb")));
+  const SimUnit& b0 = in.model.units[static_cast<std::size_t>(in.model.find_unit("blocks.0"))];
+  REQUIRE(b0.apart_groups.size() == 1);
+  CHECK(b0.apart_groups[0].params == 200);  // 100 on each of the 2 expert-parallel ranks
+  CHECK(b0.apart_groups[0].ep == 2);
+  // fp32, from the largest unit's gathered count (1000 of blocks.1). Before: blocks.0's 3200 B
+  // over its 1000 parameters fit no dtype, and the replay gathered bf16.
+  CHECK(in.model.param_dtype_bytes == 4);
+  CHECK(in.model.reduce_dtype_bytes == 4);
+  auto compiled = [&](int world) {
+    FsdpPlan plan;
+    plan.world_size = world;
+    ClusterModel c;
+    c.world_size = 2;
+    return compile_step(in.model, plan, c);
+  };
+  const auto unit_of = [](const CompiledStep& s, const std::string& n) {
+    for (const auto& e : s.units)
+      if (e.name == n) return e;
+    FAIL("no unit " << n);
+    return ExecUnit{};
+  };
+  // As recorded: blocks.0 gathers and reduces its 800, blocks.1 its 1000; each holds a half shard.
+  const CompiledStep two = compiled(2);
+  CHECK(unit_of(two, "blocks.0").ag_bytes == 3200);
+  CHECK(unit_of(two, "blocks.0").gathered == 800);
+  CHECK(unit_of(two, "blocks.0").params == 1000);
+  CHECK(unit_of(two, "blocks.1").ag_bytes == 4000);
+  const SimResult r = simulate(two);
+  CHECK(r.all_gathers == 4);
+  CHECK(r.reduce_scatters == 2);
+  // At 4 ranks the experts' mesh has 2 (ep stays 2): their 100 per rank are gathered too.
+  CHECK(unit_of(compiled(4), "blocks.0").ag_bytes == 3600);
+  // 3 ranks cannot hold a 2-way expert split.
+  CHECK_THROWS_WITH(compiled(3), Catch::Contains("does not divide the FSDP group of 3 ranks"));
+  // Meta that does not add up to the unit's parameters, or is not "<elements>@<mesh>", is ignored:
+  // the unit is one group on its mesh, as before.
+  for (const char* bad : {"800@2 150@1", "800@2 x@1", "800@2 100@0", "800@2"}) {
+    write_group_profile(dir.file("bad.ssdb"), expert_profile(bad));
+    const ProfileInput b = extract_profile(load_profile(dir.file("bad.ssdb")));
+    CHECK(b.model.units[static_cast<std::size_t>(b.model.find_unit("blocks.0"))].apart_groups.empty());
+  }
 }

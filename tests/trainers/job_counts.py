@@ -51,11 +51,13 @@ def fsdp_units(model):
     """{fqn: parameters} of every FSDP unit with parameters of its own, as the trainer built them."""
     from torch.distributed.fsdp import FSDPModule
 
+    from shardscope.hooks import fsdp2_param_groups
+
     units, seen = {}, set()
     for name, m in model.named_modules():
         if isinstance(m, FSDPModule):
-            group = m._get_fsdp_state()._fsdp_param_group
-            if group is not None and id(group) not in seen:  # a grouped unit under its first member's name
-                seen.add(id(group))
-                units[name] = sum(p.sharded_param.shape.numel() for p in group.fsdp_params)
+            groups = fsdp2_param_groups(m)  # several with expert parallelism: the experts on their own mesh
+            if groups and id(groups[0]) not in seen:  # a grouped unit under its first member's name
+                seen.add(id(groups[0]))
+                units[name] = sum(p.sharded_param.shape.numel() for g in groups for p in g.fsdp_params)
     return units

@@ -8,7 +8,9 @@ end with the job's exit code; units, parameters and every all-gather / reduce-sc
 reproduce its all-gathers per step exactly and its measured peak within 3 %; the plan's prediction
 its all-gathers exactly and its reduce-scattered bytes; that run is recorded with backward ranges
 for the FSDP units only (`--backward-ranges units`), so the same checks hold for such a profile.
-Counts and bytes only: no timings."""
+torchtitan's Qwen3 MoE (smaller) with expert parallelism over both ranks: blocks of two parameter
+groups on two meshes, all-to-all dispatch; the same checks, the groups as recorded, and a plan's
+all-gathers exact. Counts and bytes only: no timings."""
 import _trainers_or_skip  # noqa: F401
 
 import json
@@ -24,6 +26,10 @@ from fsdp2_run import query
 STEPS = 3
 PEAK_TOLERANCE_PCT = 3.0
 LAYER_PARAMS = 852_480  # torchtitan's debug model: per TransformerBlock, as its own log counts
+# The MoE config's block (titan_cpu_config.qwen3_moe_debug_cpu): 8 routed experts of 3 x 256 x 64.
+MOE_EXPERTS = 8 * 3 * 256 * 64
+MOE_DENSE = 1_575_680  # attention, norms, router: the rest of the block
+MOE_LAYER_PARAMS = MOE_DENSE + MOE_EXPERTS
 
 
 def fsdp_collectives_per_step(profile, rank=0):
@@ -138,6 +144,50 @@ class Torchtitan(unittest.TestCase):
         a_steady = fsdp_collectives_per_step(a)[1]
         self.assertEqual(len(gathers(a_steady)) - len(gathers(want)), 2)
         self.check_recording(b, job)
+
+    def test_moe_with_expert_parallelism(self):
+        # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with
+        # expert parallelism over both ranks: each block is one FSDP unit of two parameter groups,
+        # the dense ones on the 2-rank mesh and the routed experts (4 of 8 per rank) on a mesh of
+        # one rank, which FSDP never gathers; tokens go to their experts by all-to-all.
+        moe = ("qwen3_moe_debug_cpu", "--training.mixed_precision_param", "float32",
+               "--parallelism.expert_parallel_degree", "2", "--training.disable_cuda_graphs")
+        env = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
+        a, job = self.recorded("moe_ep", *moe, env=env)
+        self.assertEqual(job["units"], dict({"tok_embeddings": 524_288, "norm": 256 + 524_288},
+                                            **{"layers.%d" % i: MOE_LAYER_PARAMS for i in range(4)}))
+        # The hooks' record of the groups: dense elements on 2 ranks, this rank's experts on 1.
+        groups = dict(query(a, "SELECT key, value FROM meta WHERE key LIKE 'rank0.param_groups.%'"))
+        self.assertEqual(groups, {"rank0.param_groups.layers.%d" % i: "%d@2 %d@1" % (MOE_DENSE, MOE_EXPERTS // 2)
+                                  for i in range(4)})
+        # FSDP's ranges of those groups ("FSDP::all_gather (layers.0) [pg=2]") name their unit.
+        self.assertEqual(query(a, "SELECT count(*) FROM range_view WHERE name LIKE 'FSDP::%[pg=2]' AND module IS NULL"), [(0,)])
+        # Every dispatch and combine all-to-all carries its size (spmd_types calls all_to_all).
+        a2a = query(a, "SELECT count(*), min(bytes) FROM collective_view WHERE rank = 0 AND type = 'all_to_all'")[0]
+        self.assertGreater(a2a[0], 0)
+        self.assertGreater(a2a[1], 0)
+        report = self.check_recording(a, job)
+        # The replay moves what the job moved: a block's all-gather is its dense parameters in fp32
+        # (before: 1,968,896 parameters taken as gathered, so 3.2 B each fit no dtype: bf16).
+        replayed = os.path.join(self.dir, "moe_replay.ssdb")
+        rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--fit", "-o", replayed])
+        self.assertEqual(rc, 0, out)
+        gathers = lambda step: sorted(b for t, b in step if t == "all_gather")
+        self.assertEqual(gathers(fsdp_collectives_per_step(replayed)[0]), gathers(fsdp_collectives_per_step(a)[1]))
+        self.assertIn(MOE_DENSE * 4, gathers(fsdp_collectives_per_step(a)[1]))
+        # A plan from it, applied through the hook: the run makes the predicted all-gathers.
+        plan = os.path.join(self.dir, "moe_plan.json")
+        rc, out = tr.run([tr.SHARDSCOPE, "plan", a, "--modules", "layers.2,layers.3", "-o", plan])
+        self.assertEqual(rc, 0, out)
+        predicted = os.path.join(self.dir, "moe_predicted.ssdb")
+        rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--plan", plan, "-o", predicted])
+        self.assertEqual(rc, 0, out)
+        b, job_b = self.recorded("moe_ep_planned", *moe, env=dict(env, SHARDSCOPE_PLAN=plan))
+        want = gathers(fsdp_collectives_per_step(predicted)[0])
+        for step in fsdp_collectives_per_step(b)[1:]:
+            self.assertEqual(gathers(step), want)
+        self.assertEqual(len(gathers(fsdp_collectives_per_step(a)[1])) - len(want), 2)
+        self.check_recording(b, job_b)
 
 
 if __name__ == "__main__":

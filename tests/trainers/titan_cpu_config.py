@@ -10,7 +10,9 @@ What differs from torchtitan's own `llama3_debugmodel` (6 layers, dim 256, vocab
 * its parallelize step is wrapped by `shardscope.torchtitan.parallelize_hook`: gloo has no
   PREMUL_SUM, so every FSDP unit sums and divides instead (`set_force_sum_reduction_for_comms`),
   and a ShardScope plan ($SHARDSCOPE_PLAN) is applied to the sharded model.
-Variants: `_full_ac` (torchtitan's FullAC), `_no_ac`, `_simple_fsdp` (graph_trainer's SimpleFSDP).
+Variants: `_full_ac` (torchtitan's FullAC), `_no_ac`, `_simple_fsdp` (graph_trainer's SimpleFSDP);
+`qwen3_moe_debug_cpu`: torchtitan's Qwen3 MoE debug config with a smaller model (expert
+parallelism from the command line: `--parallelism.expert_parallel_degree 2`).
 """
 import os
 
@@ -18,13 +20,16 @@ SEQ_LEN = int(os.environ.get("SS_TITAN_SEQ", "256"))
 BATCH = int(os.environ.get("SS_TITAN_BATCH", "2"))
 
 
-def _sdpa_model_spec(registry):
+def _with_sdpa(spec):
     from torchtitan.models.common.attention import ScaledDotProductAttention
 
-    spec = registry("debugmodel", attn_backend="flex")
     for layer in spec.model.layers:
         layer.attention.inner_attention = ScaledDotProductAttention.Config()
     return spec
+
+
+def _sdpa_model_spec(registry):
+    return _with_sdpa(registry("debugmodel", attn_backend="flex"))
 
 
 def _cpu(config):
@@ -81,5 +86,31 @@ def llama3_debug_cpu_simple_fsdp():
     base.model_spec = _sdpa_model_spec(model_registry)
     config = to_graph_trainer_config(base, lambda flavor: _sdpa_model_spec(graph_registry))
     config.compile = GraphTrainerCompileConfig(enable=False, mode=None)
+    config.activation_checkpoint = None
+    return _cpu(config)
+
+
+# torchtitan's Qwen3 MoE debug model made small enough for two CPU ranks (its own: 8 layers of 64
+# experts, top 8, 302 M parameters): the same builder, 4 layers of 8 experts, top 2.
+MOE_LAYERS, MOE_EXPERTS, MOE_TOP_K, MOE_HIDDEN = 4, 8, 2, 64
+
+
+def qwen3_moe_debug_cpu():
+    """torchtitan's Qwen3 MoE debug config (softmax router, routed experts through
+    torch._grouped_mm, its all-to-all token dispatcher under expert parallelism) with the smaller
+    model, on CPU. Activation checkpointing off (the config ships selective checkpointing, which
+    the llama tests cover): this one is about the experts' parameter groups and their dispatch."""
+    from torchtitan.models.common.rope import CosSinRoPE
+    from torchtitan.models.qwen3 import _build_qwen3_moe_layers, model_registry
+    from torchtitan.models.qwen3.config_registry import qwen3_moe_debug
+
+    config = qwen3_moe_debug()
+    spec = model_registry("debugmodel_moe")
+    head_dim = 128  # as torchtitan's debugmodel_moe
+    spec.model.layers = _build_qwen3_moe_layers(
+        n_layers=MOE_LAYERS, dim=spec.model.dim, n_heads=16, n_kv_heads=8, head_dim=head_dim,
+        moe_hidden_dim=MOE_HIDDEN, num_experts=MOE_EXPERTS, top_k=MOE_TOP_K, attn_backend="flex",
+        moe_comm_backend="standard", rope=CosSinRoPE.Config(dim=head_dim, max_seq_len=4096, theta=1000000.0))
+    config.model_spec = _with_sdpa(spec)
     config.activation_checkpoint = None
     return _cpu(config)

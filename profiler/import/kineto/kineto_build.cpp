@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "profiler/common/fsdp_range_name.h"
 #include "profiler/common/memory_categories.h"
 #include "profiler/common/module_range_name.h"
 #include "profiler/common/nccl_names.h"
@@ -48,6 +49,7 @@ std::string class_of_label(std::string_view label) {
 // "FSDP::pre_forward (layers.3)" -> action "pre_forward", fqn "layers.3" (has_fqn false without "(...)").
 // A grouped unit (fully_shard([norm, output])) names its members: "FSDP::pre_forward (norm, output)"
 // is the unit of its first member, "norm" (the member `record` stores as the unit), not a module.
+// A unit's parameter group on its own mesh: "FSDP::all_gather (layers.0) [pg=2]" (fsdp_range_name.h).
 struct FsdpName {
   std::string_view action;
   std::string fqn;
@@ -55,7 +57,7 @@ struct FsdpName {
 };
 FsdpName parse_fsdp(std::string_view name) {
   FsdpName r;
-  std::string_view rest = name.substr(kFsdpPrefix.size());
+  std::string_view rest = strip_fsdp_group_suffix(name.substr(kFsdpPrefix.size()));
   const auto open = rest.find(" (");
   if (open != std::string_view::npos && !rest.empty() && rest.back() == ')') {
     r.action = rest.substr(0, open);

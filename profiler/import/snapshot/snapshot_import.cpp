@@ -21,6 +21,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "profiler/common/fsdp_range_name.h"
 #include "profiler/common/memory_categories.h"
 #include "profiler/common/module_range_name.h"
 #include "profiler/import/common/input_file.h"
@@ -64,7 +65,7 @@ FsdpName parse_fsdp(std::string_view name) {
   FsdpName r;
   constexpr std::string_view kPrefix = "FSDP::";
   if (name.substr(0, kPrefix.size()) != kPrefix) return r;
-  const std::string_view rest = name.substr(kPrefix.size());
+  const std::string_view rest = strip_fsdp_group_suffix(name.substr(kPrefix.size()));  // "... [pg=2]"
   const auto open = rest.find(" (");
   if (open != std::string_view::npos && rest.back() == ')') {
     r.action = std::string(rest.substr(0, open));

@@ -71,6 +71,7 @@ _C10D = {
     "all_reduce": ("tensor", "tensor"), "broadcast": ("tensor", "tensor"), "reduce": ("tensor", "tensor"),
     "all_gather": ("tensor_list", "list"), "reduce_scatter": ("input_list", "list"),
     "all_to_all_single": ("input", "tensor"),
+    "all_to_all": ("input_tensor_list", "list"),  # spmd_types' all_to_all (torchtitan's expert dispatch)
     # Not send / recv / isend / irecv: P2POp checks its op *is* torch.distributed's isend / irecv
     # (pipelining stores and calls them), so they keep their identity. Point-to-point calls are
     # sized one level down instead, where every one of them passes: ProcessGroup.send / recv

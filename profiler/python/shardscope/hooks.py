@@ -142,17 +142,49 @@ def fsdp_info(module):
             return True, "false"
         return _fsdp1_info(module) or (False, "")
     try:
-        group = module._get_fsdp_state()._fsdp_param_group
-        if group is None:
-            return True, ""
-        post = group.post_forward_mesh_info
-        if post is None:
-            return True, "false"
-        if post is group.mesh_info or post == group.mesh_info:
-            return True, "true"
-        return True, str(getattr(post, "shard_mesh_size", ""))
+        groups = fsdp2_param_groups(module)
     except Exception:
         return True, ""
+    if not groups:
+        return True, ""
+    # One policy for the unit: fully_shard's reshard_after_forward applies to each of its groups
+    # alike (torchtitan's expert parallelism: the dense and the expert parameters of a block are
+    # two groups on two meshes); the first group's stands for the unit.
+    group = groups[0]
+    post = group.post_forward_mesh_info
+    if post is None:
+        return True, "false"
+    if post is group.mesh_info or post == group.mesh_info:
+        return True, "true"
+    return True, str(getattr(post, "shard_mesh_size", ""))
+
+
+def fsdp2_param_groups(module):
+    """The FSDPParamGroups of an FSDP2 unit: one, or several when fully_shard's shard_placement_fn
+    puts parameters on other meshes (ShardPlacementResult; torchtitan's expert parallelism), where
+    the singular `_fsdp_param_group` raises. Torch versions before per-parameter meshes have only
+    the singular."""
+    state = module._get_fsdp_state()
+    groups = getattr(state, "_fsdp_param_groups", None)
+    if groups is None:
+        group = state._fsdp_param_group
+        return [group] if group is not None else []
+    return list(groups)
+
+
+def fsdp2_group_sizes(module):
+    """[(elements unsharded on this rank, shard mesh size)] of each parameter group of an FSDP2
+    unit; [] when it is not one or its groups cannot be read. Several groups: parameters placed on
+    other meshes (torchtitan's routed experts on the expert-FSDP mesh, dp_shard / ep ranks: with
+    ep = dp_shard a mesh of one rank, never gathered)."""
+    cls = _fsdp_module_class()
+    if cls is None or not isinstance(module, cls):
+        return []
+    try:
+        return [(sum(p._orig_size.numel() for p in g.fsdp_params), int(g.mesh_info.shard_mesh_size))
+                for g in fsdp2_param_groups(module)]
+    except Exception:
+        return []
 
 
 def fsdp_group_owner(module, names):
@@ -395,6 +427,10 @@ class Tracker:
         # A grouped unit's other members are not units of their own: their parameters are the
         # owner's unit's (one all-gather for the group).
         self.sidecar.module(fqn, cls, count, nbytes, unit and not owner, policy, owner)
+        if unit and not owner:
+            groups = fsdp2_group_sizes(m)
+            if len(groups) > 1:
+                self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
 
     def get(self, module):
         return self._names.get(module)
