@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The closed loop on torchtitan (PyPI, unedited), CPU/gloo, 2 ranks: record -> plan -> apply -> run.
 
-    scripts/closed_loop_torchtitan.py --out /tmp/titan_loop [--repeat 3] [--steps 9] [--window 3:6]
+    scripts/closed_loop_torchtitan.py --out /tmp/titan_loop [--model llama3] [--repeat 3] [--steps 9] [--window 3:6]
+
+--model: llama3 (torchtitan's llama3 debug model, as it ships), qwen3_moe_ep (its Qwen3 MoE debug
+config made smaller, with expert parallelism over both ranks: blocks of two parameter groups) or
+qwen3_moe (the same without expert parallelism); tests/trainers/titan_cpu_config.py.
 
 Per repeat, interleaved (so that the machine's drift hits every column alike):
-1. A: torchtitan's llama3 debug model as it ships (tests/trainers/titan_cpu_config.py), recorded
+1. A: the model as torchtitan builds it (tests/trainers/titan_cpu_config.py), recorded
    with a capture window (`record --steps`; the other steps timed and stored as unobserved, so the
    predictions are calibrated to the job without the profiler).
 2. Two plans from the first A: manual (`plan --modules layers.4,layers.5`) and automatic under a
@@ -35,6 +39,19 @@ ROOT = os.path.dirname(HERE)
 TRAINERS = os.path.join(ROOT, "tests", "trainers")
 
 
+# --model: (titan_cpu_config config, torchtitan's arguments, environment). The MoE runs keep fp32
+# parameters (their experts cast to bf16 for torch._grouped_mm themselves; bf16 GEMMs run ~35x
+# slower than fp32 on an AVX2 CPU) and torchtitan's all-to-all dispatcher needs CUDA graphs off.
+MOE_ENV = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
+MODELS = {
+    "llama3": ("llama3_debug_cpu", [], {}),
+    "qwen3_moe_ep": ("qwen3_moe_debug_cpu", ["--training.mixed_precision_param", "float32",
+                                             "--parallelism.expert_parallel_degree", "2",
+                                             "--training.disable_cuda_graphs"], MOE_ENV),
+    "qwen3_moe": ("qwen3_moe_debug_cpu", ["--training.mixed_precision_param", "float32"], MOE_ENV),
+}
+
+
 def job_env(env=None):
     full = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     full["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "profiler", "python"), TRAINERS, full.get("PYTHONPATH", "")])
@@ -51,12 +68,13 @@ def titan(a, name, plan=None, record=True):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
            os.path.join(TRAINERS, "titan_cpu_launch.py"), "--assets", os.path.join(a.out, "assets"), "--steps", str(a.steps),
            "--summary", summary]
-    cmd += ["--", "--module", "titan_cpu_config", "--config", "llama3_debug_cpu"]
+    config, titan_args, model_env = MODELS[a.model]
+    cmd += ["--", "--module", "titan_cpu_config", "--config", config] + titan_args
     profile = os.path.join(a.out, name + ".ssdb") if record else None
     if record:
         cmd = [a.ss, "record", "--steps", a.window, "-o", profile, "--"] + cmd
     log = os.path.join(a.out, name + ".log")
-    p = subprocess.run(cmd, env=job_env({"SHARDSCOPE_PLAN": plan} if plan else None), stdout=subprocess.PIPE,
+    p = subprocess.run(cmd, env=job_env(dict(model_env, **({"SHARDSCOPE_PLAN": plan} if plan else {}))), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     with open(log, "w") as f:
         f.write(p.stdout)
@@ -89,6 +107,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="/tmp/shardscope_titan_loop")
     ap.add_argument("--ss", default=os.path.join(ROOT, "build", "app", "shardscope"))
+    ap.add_argument("--model", choices=sorted(MODELS), default="llama3")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=9)
     ap.add_argument("--window", default="3:6", help="record --steps for A and the recorded B (the others timed)")
@@ -142,12 +161,12 @@ def main():
             }
         rows.append(row)
     mean = lambda xs: sum(xs) / len(xs)
-    summary = {"repeats": a.repeat, "steps": a.steps, "budget_bytes": budget, "runs": rows, "plans": {}}
+    summary = {"model": a.model, "repeats": a.repeat, "steps": a.steps, "budget_bytes": budget, "runs": rows, "plans": {}}
     Am, Ar = mean([r["A"]["measured_step_ms"] for r in rows]), mean([r["A"]["replayed_step_ms"] for r in rows])
     Apm, Apr = mean([r["A"]["measured_peak_bytes"] for r in rows]), mean([r["A"]["replayed_peak_bytes"] for r in rows])
     summary["A"] = {"measured_step_ms": Am, "replayed_step_ms": Ar, "replay_error_pct": pct(Ar, Am),
                     "measured_peak_bytes": Apm, "replayed_peak_bytes": Apr, "peak_error_pct": pct(Apr, Apm)}
-    print("torchtitan llama3 debug (CPU, gloo, 2 ranks), %d interleaved repeats of %d steps" % (a.repeat, a.steps))
+    print("torchtitan %s (CPU, gloo, 2 ranks), %d interleaved repeats of %d steps" % (a.model, a.repeat, a.steps))
     print("  A replay: step %.1f vs %.1f ms measured (%+.2f %%), peak %.2f vs %.2f MiB (%+.2f %%), %d all-gathers per step"
           % (Ar, Am, pct(Ar, Am), Apr / 2**20, Apm / 2**20, pct(Apr, Apm), rows[0]["A"]["all_gathers"]))
     for name in plans:

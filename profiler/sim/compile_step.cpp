@@ -139,6 +139,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     plan_error("ep " + std::to_string(par.ep) + " must divide the FSDP group dp x cp = " + std::to_string(s.shard));
   s.micro_batches = plan.gradient_accumulation;
   s.forward_only = m.forward_only;
+  s.grads_kept = m.grads_kept && plan.offload == "none";
   s.sync_every_microbatch = plan.sync_every_microbatch;
   s.separate_rs = plan.separate_reduce_scatter_group;
   s.param_bytes = m.param_dtype_bytes;
@@ -194,6 +195,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
+      e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();
     }
     e.ag_bytes = e.gathered * s.param_bytes;
     // MoE experts are sharded over the FSDP group less the EP degree (a bucket mixing experts

@@ -707,52 +707,127 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
   return largest;
 }
 
+bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path) {
+  if (in.step_windows.empty() || in.model.forward_only) return false;
+  double sharded_grads = 0;  // the model's, per rank, at the recorded shard group
+  const int shard = std::max(1, in.world_size / std::max(1, in.recorded_hsdp_replicate));
+  for (const auto& u : in.model.units) sharded_grads += double(u.param_count) * in.model.master_dtype_bytes / shard;
+  if (sharded_grads <= 0) return false;
+  sql::Db db = open_profile_readonly(path);
+  // Where each step's forward starts: after the trainer's zero_grad, wherever in the step it is
+  // (torchtitan calls it first thing in train_step, inside the step's window).
+  std::vector<TimeNs> forwards, starts;
+  {
+    sql::Stmt r(db.get(), "SELECT start_ns FROM ranges WHERE rank = ?1 AND kind = ?2 AND phase = ?3");
+    r.bind(1, in.rank);
+    r.bind(2, static_cast<int>(RangeKind::Module));
+    r.bind(3, static_cast<int>(RangePhase::Forward));
+    while (r.step()) forwards.push_back(r.col_int(0));
+    std::sort(forwards.begin(), forwards.end());
+  }
+  for (const auto& [a, b] : in.step_windows) {
+    const auto it = std::lower_bound(forwards.begin(), forwards.end(), a);
+    if (it == forwards.end() || *it > b) return false;  // a step without a forward: nothing to say
+    starts.push_back(*it);
+  }
+  std::sort(starts.begin(), starts.end());
+  sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns");
+  st.bind(1, in.rank);
+  st.bind(2, static_cast<int>(MemoryCategory::Gradient));
+  double live = 0, least = std::numeric_limits<double>::infinity();
+  std::size_t next = 0;
+  while (st.step()) {
+    for (; next < starts.size() && starts[next] <= st.col_int(0); ++next) least = std::min(least, live);
+    live += double(st.col_int(1));
+  }
+  for (; next < starts.size(); ++next) least = std::min(least, live);
+  // 90 %: with set_to_none=True a CPU trace still shows some gradient bytes live at a forward (up to
+  // half the model's, from frees it files under another category: the MoE runs of docs/accuracy.md).
+  in.model.grads_kept = least >= 0.9 * sharded_grads;
+  return in.model.grads_kept;
+}
+
 std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& path) {
   sql::Db db = open_profile_readonly(path);
+  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   // Activation checkpointing as recorded: what a unit's recompute (its forward rerun in backward)
   // allocates lives only from that rerun to the unit's backward, not from the forward on.
   std::vector<std::pair<TimeNs, TimeNs>> recompute;
+  std::vector<std::pair<TimeInterval, int>> rerun_of_unit;  // each recompute range and its unit
   {
-    sql::Stmt r(db.get(), "SELECT start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND phase = ?2");
+    sql::Stmt r(db.get(), "SELECT start_ns, start_ns + duration_ns, module_id FROM ranges WHERE rank = ?1 AND phase = ?2");
     r.bind(1, in.rank);
     r.bind(2, static_cast<int>(RangePhase::Recompute));
-    while (r.step()) recompute.emplace_back(r.col_int(0), r.col_int(1));
+    while (r.step()) {
+      recompute.emplace_back(r.col_int(0), r.col_int(1));
+      if (auto it = r.col_null(2) ? unit_of.end() : unit_of.find(r.col_int(2)); it != unit_of.end())
+        rerun_of_unit.push_back({{r.col_int(0), r.col_int(1)}, it->second});
+    }
     recompute = interval_union(std::move(recompute));
+    // A unit's rerun nests its sub-modules' ranges: one interval per unit's rerun, by start.
+    std::sort(rerun_of_unit.begin(), rerun_of_unit.end());
+    std::vector<std::pair<TimeInterval, int>> merged;
+    for (const auto& run : rerun_of_unit) {
+      if (!merged.empty() && merged.back().second == run.second && run.first.first <= merged.back().first.second)
+        merged.back().first.second = std::max(merged.back().first.second, run.first.second);
+      else
+        merged.push_back(run);
+    }
+    rerun_of_unit = std::move(merged);
   }
+  auto rerunning_unit = [&](TimeNs t) {
+    auto it = std::upper_bound(rerun_of_unit.begin(), rerun_of_unit.end(), t,
+                               [](TimeNs v, const auto& r) { return v < r.first.first; });
+    if (it == rerun_of_unit.begin() || t > std::prev(it)->first.second) return -1;
+    return std::prev(it)->second;
+  };
   std::vector<double> rerun(in.model.units.size(), 0);
-  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   const int root = root_unit(in.model);
   // The root's tail (norm, output head, loss: after the last other unit's forward) is the first
   // segment backward runs, and what it saved is freed there, not with the head's at the end of
-  // the backward: in each step, when the last non-root unit's forward ended.
+  // the backward: in each step, when the last non-root unit's forward ended. A unit's forward is
+  // its first range in the step (the outermost: the earliest start): torchtitan's chunked loss
+  // calls the output head again for each chunk inside the loss's backward, and the head's last
+  // range ends there, which left the loss's 1.35 MB (made after the head's first forward) held
+  // by the replay from the step's start to its end.
   const SimSegment* root_tail = nullptr;
   int root_segments = 0;
   for (const auto& seg : in.model.segments)
     if (seg.unit == root) ++root_segments, root_tail = &seg;
   std::vector<TimeNs> tail_from(in.step_windows.size(), std::numeric_limits<TimeNs>::max());
   if (root >= 0 && root_segments > 1) {
-    sql::Stmt r(db.get(), "SELECT module_id, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND kind = ?2 AND phase = ?3 "
-                          "AND module_id IS NOT NULL");
+    sql::Stmt r(db.get(), "SELECT module_id, start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND kind = ?2 "
+                          "AND phase = ?3 AND module_id IS NOT NULL ORDER BY start_ns, duration_ns DESC");
     r.bind(1, in.rank);
     r.bind(2, static_cast<int>(RangeKind::Module));
     r.bind(3, static_cast<int>(RangePhase::Forward));
     std::vector<TimeNs> last_end(in.step_windows.size(), 0);
+    std::set<std::pair<std::ptrdiff_t, int>> seen;  // (step, unit) whose first forward range is taken
     while (r.step()) {
       auto it = unit_of.find(r.col_int(0));
       if (it == unit_of.end() || it->second == root) continue;
-      if (const auto k = interval_holding(in.step_windows, r.col_int(1)); k >= 0)
-        last_end[static_cast<std::size_t>(k)] = std::max(last_end[static_cast<std::size_t>(k)], r.col_int(1));
+      const auto k = interval_holding(in.step_windows, r.col_int(1));
+      if (k < 0 || !seen.insert({k, it->second}).second) continue;
+      last_end[static_cast<std::size_t>(k)] = std::max(last_end[static_cast<std::size_t>(k)], r.col_int(2));
     }
     for (std::size_t k = 0; k < last_end.size(); ++k)
       if (last_end[k] > 0) tail_from[k] = last_end[k];
   }
-  sql::Stmt st(db.get(),
-               "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 AND bytes > 0");
+  sql::Stmt st(db.get(), "SELECT module_id, time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2");
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(MemoryCategory::Activation));
   std::vector<double> bytes(in.model.units.size(), 0);
   double tail_bytes = 0, loss_bytes = 0, total = 0;
   while (st.step()) {
+    if (st.col_int(2) <= 0) {
+      // A rerun keeps only part of what it makes: torchtitan's selective checkpointing frees
+      // 6.4 of the 11.7 MB a llama block's rerun allocates before the rerun ends (and the saved
+      // tensors it has consumed). What it adds is the net; counted gross, the replay held 10 MB
+      // of activations per block where the job held 5.3 (docs/accuracy.md).
+      if (const auto k = interval_holding(in.step_windows, st.col_int(1)); k >= 0 && !recompute.empty())
+        if (const int u = rerunning_unit(st.col_int(1)); u >= 0) rerun[static_cast<std::size_t>(u)] += double(st.col_int(2));
+      continue;
+    }
     // Made outside every module (the loss, the batch): the caller of the root's forward.
     auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
     if (it == unit_of.end() && !(st.col_null(0) && root >= 0)) continue;
@@ -776,7 +851,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     double& r = rerun[static_cast<std::size_t>(seg.unit)];
     // The first segment of a unit takes what it saved (the root's head: what came before its tail).
     seg.saved_activation_bytes = static_cast<std::int64_t>(b / n);
-    seg.recompute_activation_bytes = static_cast<std::int64_t>(r / n);
+    seg.recompute_activation_bytes = static_cast<std::int64_t>(std::max(0.0, r) / n);
     b = r = 0;
     if (root_segments > 1 && &seg == root_tail) {
       seg.saved_activation_bytes = static_cast<std::int64_t>(tail_bytes / n);

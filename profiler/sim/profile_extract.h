@@ -71,6 +71,10 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
 // stops there): the operator that made it on a CPU profile, the next sub-module's first kernel on
 // a GPU profile. Units with nothing measured keep 1. profile_rerun.cpp.
 void add_rerun_share_from_profile(ProfileInput& in, const std::string& path);
+// Whether the sharded gradients outlive the optimizer step (zero_grad(set_to_none=False):
+// SimModel::grads_kept): gradient memory live where every step used begins its forward, of at
+// least 90 % of the model's sharded gradients. Sets it and returns it.
+bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path);
 // Without FSDP2's ranges (SimpleFSDP, FSDP1, a GPU recording's NVTX): each unit's all-gathers per
 // step from the collectives issued inside its modules; the step's gathers beyond what the model
 // makes set SimUnit::extra_fwd_gathers (a prefetch under another unit's range is not one).

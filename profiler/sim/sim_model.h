@@ -145,6 +145,11 @@ struct SimModel {
   std::int64_t optimizer_temp_bytes = 0;
   MeasuredExtra optimizer_extra{};      // between the last backward range and the end of the step
   bool forward_only = false;  // a measured window of forward passes only: no backward, no optimizer step
+  // zero_grad(set_to_none=False) (torchtitan's default while CUDA graphs are on): the sharded
+  // gradients stay allocated from step to step, zeroed in place, and each reduce-scatter adds into
+  // them; with set_to_none=True (PyTorch's default) they are made at each unit's reduce-scatter
+  // and freed after the optimizer. A profile says which (add_kept_grads_from_profile).
+  bool grads_kept = false;
   int other_comm_world = 0;  // world size the non-FSDP collectives were measured at; 0 = keep them as measured
   // Model descriptions know their shapes (ParallelShape); profiles do not, so tensor, context and
   // expert parallelism are refused on them (pipeline parallelism works on either).

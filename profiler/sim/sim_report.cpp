@@ -174,6 +174,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("transient_memory_scale", in.transient_memory_scale)
       .kv("optimizer_peak_memory_bytes", in.measured_optimizer_peak_bytes)
       .kv("optimizer_temp_bytes", in.model.optimizer_temp_bytes)
+      .kv("sharded_grads_kept", in.model.grads_kept)  // zero_grad(set_to_none=False), as the profile shows
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
       .end_object();
   if (in.window_only) {
@@ -208,6 +209,8 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
         << " more (memory events that miss the parameters?): not calibrated\n";
     }
   }
+  if (in.model.grads_kept)
+    o << "  sharded gradients kept from step to step (zero_grad(set_to_none=False)): held the whole step in every what-if\n";
   if (in.measured_optimizer_peak_bytes > 0) {
     o << "  measured optimizer step memory " << format_bytes(in.measured_optimizer_peak_bytes) << ": "
       << format_bytes(in.model.optimizer_temp_bytes)

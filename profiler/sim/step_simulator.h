@@ -77,6 +77,7 @@ struct ExecUnit {
   bool can_select = false;  // the plan gave this unit a selective pattern that matched sub-modules
   TimeNs h2d_ns = 0, d2h_ns = 0, cpu_opt_ns = 0;  // offload: shard up, sharded grads down, CPU update
   int shard = 1;  // FSDP group size of this unit (dp x cp, or dp x cp / ep for MoE experts)
+  bool later_groups = false;  // parameter groups on their own mesh (SimUnit::apart_groups) wait after the gathered one
 };
 
 // One tensor / context / expert parallel collective (ExecSegment::mp_ops).
@@ -137,6 +138,7 @@ struct CompiledStep {
   int world = 1, shard = 1, replicate = 1;
   int micro_batches = 1;
   bool forward_only = false;  // SimModel::forward_only: simulate the forward passes only
+  bool grads_kept = false;    // SimModel::grads_kept (no offload): sharded grads live all step
   bool sync_every_microbatch = true;
   bool separate_rs = false;
   int param_bytes = 2, master_bytes = 4, reduce_bytes = 4, optimizer_bytes = 8;

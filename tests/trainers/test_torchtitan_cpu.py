@@ -6,11 +6,12 @@ applied through shardscope.torchtitan.parallelize_hook and that run is recorded 
 end with the job's exit code; units, parameters and every all-gather / reduce-scatter per step
 (type and bytes) must equal what the job itself counted; `simulate --fit` of each recording must
 reproduce its all-gathers per step exactly and its measured peak within 3 %; the plan's prediction
-its all-gathers exactly and its reduce-scattered bytes; that run is recorded with backward ranges
-for the FSDP units only (`--backward-ranges units`), so the same checks hold for such a profile.
-torchtitan's Qwen3 MoE (smaller) with expert parallelism over both ranks: blocks of two parameter
-groups on two meshes, all-to-all dispatch; the same checks, the groups as recorded, and a plan's
-all-gathers exact. Counts and bytes only: no timings."""
+must give that run's all-gathers exactly, its reduce-scattered bytes, and its measured peak within
+3 %; that run is recorded with backward ranges for the FSDP units only (`--backward-ranges units`),
+so the same checks hold for such a profile. torchtitan's Qwen3 MoE (smaller) with expert
+parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
+the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %.
+Counts and bytes only: no timings."""
 import _trainers_or_skip  # noqa: F401
 
 import json
@@ -79,6 +80,14 @@ class Torchtitan(unittest.TestCase):
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
         return report
 
+    def check_predicted_peak(self, a, plan, report_b):
+        """The plan's peak predicted from A against B's measured one: within 3 %, the target."""
+        predicted = json.loads(tr.run([tr.SHARDSCOPE, "simulate", a, "--plan", plan, "--fit", "--format", "json"])[1])
+        measured = report_b["measured_breakdown"]["peak_memory_bytes"]
+        error = (predicted["peak_memory_bytes"] - measured) / measured * 100
+        self.assertLessEqual(abs(error), PEAK_TOLERANCE_PCT, "predicted %d B, measured %d B (%+.2f %%)" % (
+            predicted["peak_memory_bytes"], measured, error))
+
     def test_as_it_ships(self):
         profile, job = self.recorded("plain", "llama3_debug_cpu")
         # Units and their parameters as the trainer built them (the root holds none of its own;
@@ -143,7 +152,7 @@ class Torchtitan(unittest.TestCase):
             self.assertEqual(scattered(step), scattered(want))
         a_steady = fsdp_collectives_per_step(a)[1]
         self.assertEqual(len(gathers(a_steady)) - len(gathers(want)), 2)
-        self.check_recording(b, job)
+        self.check_predicted_peak(a, plan, self.check_recording(b, job))
 
     def test_moe_with_expert_parallelism(self):
         # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with
@@ -187,7 +196,9 @@ class Torchtitan(unittest.TestCase):
         for step in fsdp_collectives_per_step(b)[1:]:
             self.assertEqual(gathers(step), want)
         self.assertEqual(len(gathers(fsdp_collectives_per_step(a)[1])) - len(want), 2)
-        self.check_recording(b, job_b)
+        # Each block's dense buffer is freed at its experts' group's wait, right after its
+        # copy-out: held to the next block's, the prediction was 3 to 5 % high (docs/accuracy.md).
+        self.check_predicted_peak(a, plan, self.check_recording(b, job_b))
 
 
 if __name__ == "__main__":
