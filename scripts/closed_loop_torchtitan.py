@@ -5,7 +5,8 @@
 
 --model: llama3 (torchtitan's llama3 debug model, as it ships), qwen3_moe_ep (its Qwen3 MoE debug
 config made smaller, with expert parallelism over both ranks: blocks of two parameter groups) or
-qwen3_moe (the same without expert parallelism); tests/trainers/titan_cpu_config.py.
+qwen3_moe (the same without expert parallelism), each MoE one with _ac: with the activation
+checkpointing torchtitan's config ships; tests/trainers/titan_cpu_config.py.
 
 Per repeat, interleaved (so that the machine's drift hits every column alike):
 1. A: the model as torchtitan builds it (tests/trainers/titan_cpu_config.py), recorded
@@ -50,6 +51,9 @@ MODELS = {
                                              "--training.disable_cuda_graphs"], MOE_ENV),
     "qwen3_moe": ("qwen3_moe_debug_cpu", ["--training.mixed_precision_param", "float32"], MOE_ENV),
 }
+# The MoE runs again with the activation checkpointing the config ships (off in the ones above).
+MODELS.update({name + "_ac": (config + "_ac", args, env) for name, (config, args, env) in list(MODELS.items())
+               if name.startswith("qwen3")})
 
 
 def job_env(env=None):

@@ -95,11 +95,12 @@ def llama3_debug_cpu_simple_fsdp():
 MOE_LAYERS, MOE_EXPERTS, MOE_TOP_K, MOE_HIDDEN = 4, 8, 2, 64
 
 
-def qwen3_moe_debug_cpu():
+def qwen3_moe_debug_cpu(keep_checkpointing=False):
     """torchtitan's Qwen3 MoE debug config (softmax router, routed experts through
     torch._grouped_mm, its all-to-all token dispatcher under expert parallelism) with the smaller
     model, on CPU. Activation checkpointing off (the config ships selective checkpointing, which
-    the llama tests cover): this one is about the experts' parameter groups and their dispatch."""
+    the llama tests cover): this one is about the experts' parameter groups and their dispatch.
+    qwen3_moe_debug_cpu_ac keeps the checkpointing as shipped."""
     from torchtitan.models.common.rope import CosSinRoPE
     from torchtitan.models.qwen3 import _build_qwen3_moe_layers, model_registry
     from torchtitan.models.qwen3.config_registry import qwen3_moe_debug
@@ -112,5 +113,11 @@ def qwen3_moe_debug_cpu():
         moe_hidden_dim=MOE_HIDDEN, num_experts=MOE_EXPERTS, top_k=MOE_TOP_K, attn_backend="flex",
         moe_comm_backend="standard", rope=CosSinRoPE.Config(dim=head_dim, max_seq_len=4096, theta=1000000.0))
     config.model_spec = _with_sdpa(spec)
-    config.activation_checkpoint = None
+    if not keep_checkpointing:
+        config.activation_checkpoint = None
     return _cpu(config)
+
+
+def qwen3_moe_debug_cpu_ac():
+    """qwen3_moe_debug_cpu with torchtitan's activation checkpointing as the config ships it."""
+    return qwen3_moe_debug_cpu(keep_checkpointing=True)
