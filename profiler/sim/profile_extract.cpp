@@ -824,8 +824,8 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
       // 6.4 of the 11.7 MB a llama block's rerun allocates before the rerun ends (and the saved
       // tensors it has consumed). What it adds is the net; counted gross, the replay held 10 MB
       // of activations per block where the job held 5.3 (docs/accuracy.md).
-      if (const auto k = interval_holding(in.step_windows, st.col_int(1)); k >= 0 && !recompute.empty())
-        if (const int u = rerunning_unit(st.col_int(1)); u >= 0) rerun[static_cast<std::size_t>(u)] += double(st.col_int(2));
+      if (const int u = rerunning_unit(st.col_int(1)); u >= 0 && interval_holding(in.step_windows, st.col_int(1)) >= 0)
+        rerun[static_cast<std::size_t>(u)] += double(st.col_int(2));
       continue;
     }
     // Made outside every module (the loss, the batch): the caller of the root's forward.
