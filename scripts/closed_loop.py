@@ -10,7 +10,8 @@ against B recorded and against B as it runs without ShardScope.
    --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
    knows the job's step without the profiler).
 2. Replay A: `shardscope simulate A.ssdb` (cluster fitted to A's collectives, replay calibrated to
-   A's unobserved steps: the default) and `--as-profiled` (the job as recorded).
+   A's unobserved steps: the default) and `--as-profiled` (the job as recorded). A runs once more
+   without `record` (its own step wall time and FSDPMemTracker's peak: what the calibration aims at).
 3. Plans from A alone: `plan --modules` (manual: the last two layers kept unsharded), an automatic
    plan under a memory budget (auto: `plan --budget`, cost strategy) and, with --plans, activation
    checkpointing of every block (checkpoint: {"activation_checkpointing": {"*": "full"}}).
@@ -20,7 +21,9 @@ against B recorded and against B as it runs without ShardScope.
    on one step, the job's own memory counter on a CPU).
 5. Compare: all-gather / reduce-scatter count and bytes per step (predicted vs recorded B: must be
    equal); step time and peak memory, the calibrated prediction against the unrecorded B (what a
-   user runs) and the as-profiled one against the recorded B.
+   user runs) and the as-profiled one against the recorded B; and the plan's effect on the step
+   (B / A), predicted (from A's calibrated replay) and measured (unrecorded B / unrecorded A), which
+   neither the calibration nor A's own unobserved steps enter.
 A and both Bs are run --repeat times, interleaved (the order of the two Bs alternating), and pooled.
 Writes OUT/closed_loop.json and prints a table (the rows of docs/accuracy.md). Exit 1 when the
 collective counts or bytes differ.
@@ -160,6 +163,7 @@ def main():
     ok = True
     for rep in range(a.repeat):
         A = record(a, "A%d" % rep, [])
+        a_free_ms, a_free_peak = unrecorded(a, "Afree%d" % rep, [])
         replay = shardscope_json(a.ss, "simulate", A)
         replay_rec = shardscope_json(a.ss, "simulate", A, "--as-profiled")
         if plans is None:
@@ -181,6 +185,7 @@ def main():
         u = replay["unobserved"]
         run_ = {"A": {"profiled_step_ms": replay_rec["measured_step_time_ms"], "replayed_as_profiled_ms": replay_rec["step_time_ms"],
                       "replay_error_pct": replay_rec["error_pct"], "unobserved_step_ms": u.get("step_time_ms"),
+                      "unrecorded_step_ms": a_free_ms, "unrecorded_peak_bytes": a_free_peak,
                       "replayed_calibrated_ms": replay["step_time_ms"], "recording_slowdown_pct": u.get("recording_slowdown_pct"),
                       "cluster": replay.get("cluster_used"),
                       "measured_peak_bytes": replay["measured_breakdown"]["peak_memory_bytes"],
@@ -205,6 +210,8 @@ def main():
             run_["plans"][name] = {
                 "unsharded": planned.get("unsharded"),
                 "predicted_step_ms": pred["step_time_ms"], "unrecorded_step_ms": free_ms,
+                "predicted_effect_pct": pct(pred["step_time_ms"], replay["step_time_ms"]),
+                "unrecorded_effect_pct": pct(free_ms, a_free_ms),
                 "predicted_as_profiled_step_ms": pred_rec["step_time_ms"], "recorded_step_ms": meas["measured_step_time_ms"],
                 "predicted_peak_bytes": pred["peak_memory_bytes"], "unrecorded_peak_bytes": free_peak,
                 "predicted_as_profiled_peak_bytes": pred_rec["peak_memory_bytes"],
@@ -220,8 +227,10 @@ def main():
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),
                     "replay_calibrated": pooled(As, "replayed_calibrated_ms", "unobserved_step_ms"),
+                    "unobserved_vs_unrecorded": pooled(As, "unobserved_step_ms", "unrecorded_step_ms"),
                     "recording_slowdown_pct_per_run": [x["recording_slowdown_pct"] for x in As],
-                    "peak": pooled(As, "replayed_peak_bytes", "measured_peak_bytes")}
+                    "peak": pooled(As, "replayed_peak_bytes", "measured_peak_bytes"),
+                    "peak_vs_unrecorded": pooled(As, "replayed_peak_bytes", "unrecorded_peak_bytes")}
     summary["plans"] = {}
     for name in plans:
         rs = [r["plans"][name] for r in runs]
@@ -231,7 +240,9 @@ def main():
             "step_vs_unrecorded": pooled(rs, "predicted_step_ms", "unrecorded_step_ms"),
             "step_vs_recorded": pooled(rs, "predicted_as_profiled_step_ms", "recorded_step_ms"),
             "peak_vs_unrecorded": pooled(rs, "predicted_peak_bytes", "unrecorded_peak_bytes"),
-            "peak_vs_recorded": pooled(rs, "predicted_as_profiled_peak_bytes", "recorded_peak_bytes")}
+            "peak_vs_recorded": pooled(rs, "predicted_as_profiled_peak_bytes", "recorded_peak_bytes"),
+            "effect_predicted_pct": [x["predicted_effect_pct"] for x in rs],
+            "effect_unrecorded_pct": [x["unrecorded_effect_pct"] for x in rs]}
     with open(os.path.join(a.out, "closed_loop.json"), "w") as f:
         json.dump(summary, f, indent=1)
     per = lambda xs: " ".join("%+.1f" % x for x in xs)
@@ -241,6 +252,12 @@ def main():
           % (a.arch, a.device, a.nproc, a.repeat, a.steps, a.window, r["replay_as_profiled"][0], r["replay_as_profiled"][1],
              r["replay_as_profiled"][2], per(r["replay_as_profiled"][3]), r["replay_calibrated"][0], r["replay_calibrated"][1],
              r["replay_calibrated"][2], per(r["replay_calibrated"][3]), per(r["recording_slowdown_pct_per_run"]), r["peak"][2]))
+    v = r["unobserved_vs_unrecorded"]
+    print("  A's unobserved step %.1f ms vs A unrecorded %.1f ms (%+.2f %% pooled; per run %s)" % (v[0], v[1], v[2], per(v[3])))
+    v = r["peak_vs_unrecorded"]
+    if v is not None:
+        print("  A's replayed peak %.2f MiB vs A unrecorded %.2f MiB (%+.2f %% pooled; per run %s)"
+              % (v[0] / 2**20, v[1] / 2**20, v[2], per(v[3])))
     for name, p in summary["plans"].items():
         c = p["collectives_per_step"]
         print("  %-6s keep %-28s per step %d AG + %d RS, %d B: %s" % (name, ",".join(p["unsharded"] or []) or "-", c["all_gather"],
@@ -256,6 +273,8 @@ def main():
             # slowed as a whole moves the pooled mean of few repeats, not the median of three.
             print("         %s: pred %.2f / meas %.2f %s (%+.2f %% pooled; per run %s; median %+.2f %%)" % (
                 what, v[0] / scale, v[1] / scale, unit, v[2], per(v[3]), statistics.median(v[3])))
+        print("         the plan's effect on the step: predicted %s %%, unrecorded B / unrecorded A %s %% (per run)"
+              % (per(p["effect_predicted_pct"]), per(p["effect_unrecorded_pct"])))
     return 0 if ok else 1
 
 

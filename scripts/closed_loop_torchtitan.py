@@ -11,7 +11,8 @@ checkpointing torchtitan's config ships; tests/trainers/titan_cpu_config.py.
 Per repeat, interleaved (so that the machine's drift hits every column alike):
 1. A: the model as torchtitan builds it (tests/trainers/titan_cpu_config.py), recorded
    with a capture window (`record --steps`; the other steps timed and stored as unobserved, so the
-   predictions are calibrated to the job without the profiler).
+   predictions are calibrated to the job without the profiler), then run again without `record`
+   (its own step wall times: what the calibration aims at, and the base of the plans' measured effect).
 2. Two plans from the first A: manual (`plan --modules layers.4,layers.5`) and automatic under a
    budget (`plan --budget --strategy cost`, candidates restricted to the blocks: torchtitan's
    chunked loss sets the output head's reshard policy itself at run time).
@@ -20,8 +21,8 @@ Per repeat, interleaved (so that the machine's drift hits every column alike):
    shardscope.torchtitan.parallelize_hook ($SHARDSCOPE_PLAN), recorded with the same window; and B
    again without `record` (the job's own step wall times: the median of all but the first).
 4. Compare: all-gathers per step and their bytes, reduce-scattered bytes per step (predicted vs
-   recorded B: must be equal), step time (pooled means over the repeats), peak memory (against recorded B and against
-   FSDPMemTracker in the unrecorded B).
+   recorded B: must be equal), step time (pooled means over the repeats; and the plan's effect, B / A,
+   predicted against unrecorded B / unrecorded A), peak memory (against recorded B).
 Writes OUT/closed_loop_torchtitan.json and prints the rows of docs/accuracy.md. Exit 1 when the
 collectives differ.
 """
@@ -97,6 +98,11 @@ def titan(a, name, plan=None, record=True):
     return profile, s
 
 
+def unrecorded_ms(summary):
+    """The job's own step wall time without `record`: the median of all steps but the first."""
+    return 1000 * statistics.median(summary["step_s"][1:])
+
+
 def ss_json(a, name, *args):
     # `plan` exits 2 when its plan does not fit the budget; its JSON still says so (fits_budget).
     return json.loads(run([a.ss] + list(args) + ["--format", "json"], os.path.join(a.out, name + ".log"), check=args[0] != "plan"))
@@ -122,8 +128,10 @@ def main():
     plans, budget, rows, ok = None, None, [], True
     for rep in range(a.repeat):
         A, _ = titan(a, "A%d" % rep)
+        _, a_free = titan(a, "Afree%d" % rep, record=False)
         replay = ss_json(a, "A%d_replay" % rep, "simulate", A, "--fit")
         row = {"A": {"measured_step_ms": replay["measured_step_time_ms"], "replayed_step_ms": replay["step_time_ms"],
+                     "unrecorded_step_ms": unrecorded_ms(a_free),
                      "measured_peak_bytes": replay["measured_breakdown"]["peak_memory_bytes"],
                      "replayed_peak_bytes": replay["peak_memory_bytes"], "all_gathers": replay["all_gathers"]}, "plans": {}}
         if plans is None:
@@ -159,7 +167,12 @@ def main():
                 "reduce_scatters": sum(1 for t, _ in want if t == "reduce_scatter"), "bytes": sum(b for _, b in want),
                 "predicted_step_ms": pred["step_time_ms"], "predicted_as_profiled_step_ms": pred_rec["step_time_ms"],
                 "recorded_step_ms": meas["measured_step_time_ms"],
-                "unrecorded_step_ms": 1000 * statistics.median(free["step_s"][1:]),
+                "unrecorded_step_ms": unrecorded_ms(free),
+                # The plan's effect on the step (B / A): predicted from A's calibrated replay, and
+                # measured between the two unrecorded runs, so that neither the calibration nor
+                # A's own unobserved steps enter it.
+                "predicted_effect_pct": pct(pred["step_time_ms"], replay["step_time_ms"]),
+                "unrecorded_effect_pct": pct(unrecorded_ms(free), row["A"]["unrecorded_step_ms"]),
                 "predicted_peak_bytes": pred["peak_memory_bytes"],
                 "recorded_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
             }
@@ -168,11 +181,15 @@ def main():
     summary = {"model": a.model, "repeats": a.repeat, "steps": a.steps, "budget_bytes": budget, "runs": rows, "plans": {}}
     Am, Ar = mean([r["A"]["measured_step_ms"] for r in rows]), mean([r["A"]["replayed_step_ms"] for r in rows])
     Apm, Apr = mean([r["A"]["measured_peak_bytes"] for r in rows]), mean([r["A"]["replayed_peak_bytes"] for r in rows])
+    Af = mean([r["A"]["unrecorded_step_ms"] for r in rows])
     summary["A"] = {"measured_step_ms": Am, "replayed_step_ms": Ar, "replay_error_pct": pct(Ar, Am),
+                    "unrecorded_step_ms": Af, "unobserved_vs_unrecorded_pct": pct(Am, Af),
                     "measured_peak_bytes": Apm, "replayed_peak_bytes": Apr, "peak_error_pct": pct(Apr, Apm)}
     print("torchtitan %s (CPU, gloo, 2 ranks), %d interleaved repeats of %d steps" % (a.model, a.repeat, a.steps))
     print("  A replay: step %.1f vs %.1f ms measured (%+.2f %%), peak %.2f vs %.2f MiB (%+.2f %%), %d all-gathers per step"
           % (Ar, Am, pct(Ar, Am), Apr / 2**20, Apm / 2**20, pct(Apr, Apm), rows[0]["A"]["all_gathers"]))
+    print("  A unobserved step %.1f ms vs the same job unrecorded %.1f ms (%+.2f %%; per run %s)"
+          % (Am, Af, pct(Am, Af), " ".join("%+.1f" % pct(r["A"]["measured_step_ms"], r["A"]["unrecorded_step_ms"]) for r in rows)))
     for name in plans:
         rs = [r["plans"][name] for r in rows]
         p_ms, pr_ms, rec_ms, free_ms = (mean([x[k] for x in rs]) for k in ("predicted_step_ms", "predicted_as_profiled_step_ms",
@@ -184,7 +201,9 @@ def main():
              "predicted_as_profiled_step_ms": pr_ms,
              "step_error_vs_recorded_pct": pct(pr_ms, rec_ms), "step_error_vs_unrecorded_pct": pct(p_ms, free_ms),
              "predicted_peak_bytes": p_pk, "recorded_peak_bytes": rec_pk, "peak_error_vs_recorded_pct": pct(p_pk, rec_pk),
-             "step_error_per_repeat_vs_unrecorded_pct": [pct(x["predicted_step_ms"], x["unrecorded_step_ms"]) for x in rs]}
+             "step_error_per_repeat_vs_unrecorded_pct": [pct(x["predicted_step_ms"], x["unrecorded_step_ms"]) for x in rs],
+             "predicted_effect_pct": mean([x["predicted_effect_pct"] for x in rs]),
+             "unrecorded_effect_pct": pct(free_ms, Af)}
         summary["plans"][name] = s
         print("  %-6s keep %-22s per step %d AG + %d RS, %d B (%s); step pred %.1f / unrecorded %.1f ms (%+.2f %%; per run %s); "
               "as profiled %.1f / recorded %.1f ms (%+.2f %%); peak pred %.2f / recorded %.2f MiB (%+.2f %%)"
@@ -192,6 +211,8 @@ def main():
                  "exact" if s["collectives_exact"] else "DIFFERENT", p_ms, free_ms, s["step_error_vs_unrecorded_pct"],
                  " ".join("%+.1f" % e for e in s["step_error_per_repeat_vs_unrecorded_pct"]), pr_ms, rec_ms,
                  s["step_error_vs_recorded_pct"], p_pk / 2**20, rec_pk / 2**20, s["peak_error_vs_recorded_pct"]))
+        print("         the plan's effect on the step: predicted %+.1f %%, unrecorded B / unrecorded A %+.1f %% (per run %s)"
+              % (s["predicted_effect_pct"], s["unrecorded_effect_pct"], " ".join("%+.1f" % x["unrecorded_effect_pct"] for x in rs)))
     with open(os.path.join(a.out, "closed_loop_torchtitan.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return 0 if ok else 1
