@@ -20,6 +20,8 @@ std::int64_t parallel_params(const CompiledStep& s, const SimUnit& u);
 // scattered): parallel_params less its apart groups' parameters, each group's EP slice back in
 // where its own mesh has more than one rank (SimUnit::apart_groups).
 std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u);
+// Of those, what the unit's parameter groups on a mesh of their own gather there (0 where that mesh has one rank).
+std::int64_t apart_gathered_params(const CompiledStep& s, const SimUnit& u);
 // The segment's TP / CP / EP collectives and ring-attention costs, filled into `es`.
 void parallel_comm(const CompiledStep& s, const SimSegment& scaled, const ClusterModel& c, ExecSegment& es);
 

@@ -196,8 +196,10 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
       e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();
+      e.later_ag_bytes += apart_gathered_params(s, m.units[static_cast<std::size_t>(u)]);
     }
     e.ag_bytes = e.gathered * s.param_bytes;
+    e.later_ag_bytes *= s.param_bytes;
     // MoE experts are sharded over the FSDP group less the EP degree (a bucket mixing experts
     // with other modules is refused: its members would need two different groups).
     const auto experts = std::count_if(members.begin(), members.end(), [&](int u) { return m.units[static_cast<std::size_t>(u)].expert; });

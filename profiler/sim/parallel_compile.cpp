@@ -30,9 +30,15 @@ std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u) {
                              " ways (expert parallelism as recorded), which does not divide the FSDP group of " +
                              std::to_string(s.shard) + " ranks");
     p -= g.params;
-    if (s.shard / g.ep > 1) p += g.params / g.ep;  // gathered over its own mesh (counted with the unit's)
   }
-  return std::max<std::int64_t>(p, 0);
+  return std::max<std::int64_t>(p + apart_gathered_params(s, u), 0);
+}
+
+std::int64_t apart_gathered_params(const CompiledStep& s, const SimUnit& u) {
+  std::int64_t p = 0;
+  for (const auto& g : u.apart_groups)
+    if (g.ep >= 1 && s.shard / g.ep > 1) p += g.params / g.ep;  // gathered over its own mesh
+  return p;
 }
 
 SimSegment parallel_segment(const SimModel& m, const CompiledStep& s, const SimSegment& in) {

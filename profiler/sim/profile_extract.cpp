@@ -402,20 +402,29 @@ ProfileInput extract_profile(const Profile& p) {
 
   // Forward all-gathers per unit and step, from FSDP's own ranges (CPU traces have them; NVTX
   // does not): more than one on a unit is the trainer gathering it again (SimUnit::extra_fwd_gathers).
+  // Counted per parameter group (FSDP2 names a unit's groups "FSDP::all_gather (layers.0) [pg=4]",
+  // "... [pg=2]"): a unit whose experts are gathered over a mesh of their own gathers once per
+  // group, which is one gather of the unit (counted together, a 4-rank MoE replayed every block's
+  // forward gather twice).
   {
-    std::vector<int> gathers(sm.units.size(), 0);
+    std::vector<std::map<std::string, int>> gathers(sm.units.size());
     for (std::int32_t ti : rk.range_tracks)
       for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
         if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Forward || r.module < 0) continue;
-        if (p.strings[r.name].rfind("FSDP::all_gather (", 0) != 0) continue;
+        const std::string_view name = p.strings[r.name];
+        if (name.rfind("FSDP::all_gather (", 0) != 0) continue;
         in.fsdp_gather_ranges = true;
         auto it = unit_index.find(r.module);
         if (it == unit_index.end()) continue;
+        const std::size_t close = name.rfind(')');
+        const std::string group(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1));
         for (const auto& st : steps)
-          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(it->second)];
+          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(it->second)][group];
       }
     for (std::size_t u = 0; u < sm.units.size(); ++u) {
-      const long per_step = std::lround(double(gathers[u]) / double(std::max<std::size_t>(1, steps.size())));
+      int most = 0;
+      for (const auto& [group, n] : gathers[u]) most = std::max(most, n);
+      const long per_step = std::lround(double(most) / double(std::max<std::size_t>(1, steps.size())));
       if (per_step > 1) sm.units[u].extra_fwd_gathers = static_cast<int>(per_step - 1);
     }
   }
@@ -552,11 +561,18 @@ ProfileInput extract_profile(const Profile& p) {
   // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
   // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
   // without it moves fp32 (4) both ways.
-  std::int64_t max_unit = 0;  // the most one unit gathers (its apart groups as recorded: a mesh of one rank gathers nothing)
+  // The most one collective carries: a unit's parameters on its own mesh, or one of its groups
+  // on a mesh of their own, which FSDP2 gathers apart (torchtitan's experts at dp_shard / ep > 1
+  // ranks: 6.3 MB and 0.79 MB for one block; taken together, a 4-rank fp32 run read as bf16 and
+  // its replay held half of every gathered block). A mesh of one rank gathers nothing.
+  std::int64_t max_unit = 0;
   for (const auto& u : sm.units) {
-    std::int64_t gathered = u.param_count;
-    for (const auto& g : u.apart_groups) gathered -= g.recorded_mesh > 1 ? g.params - g.params / g.ep : g.params;
-    max_unit = std::max(max_unit, gathered);
+    std::int64_t own = u.param_count;
+    for (const auto& g : u.apart_groups) {
+      own -= g.params;
+      if (g.recorded_mesh > 1) max_unit = std::max(max_unit, g.params / g.ep);
+    }
+    max_unit = std::max(max_unit, own);
   }
   if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::AllGather, max_unit, in_used_step)) sm.param_dtype_bytes = b;
   if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::ReduceScatter, max_unit, in_used_step)) sm.reduce_dtype_bytes = b;

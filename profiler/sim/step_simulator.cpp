@@ -86,7 +86,7 @@ class StepRun {
   struct UnitState {
     bool issued = false;      // all-gather issued in the current pass
     TimeNs ag_end = 0;
-    bool ag_buffer = false;   // forward AG buffer waiting to be freed at the next unit's wait
+    std::int64_t ag_buffer = 0;  // forward AG buffer bytes waiting to be freed at the next unit's wait
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
     TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward segment)
@@ -326,10 +326,7 @@ class StepRun {
         }
         const TimeNs wait = std::max(lane_[0], gathered ? st.ag_end : 0);
         // wait_for_unshard(u) frees the previous unit's all-gather buffer (two alive at most).
-        if (prev_unit >= 0 && unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
-          mem(wait, -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
-          unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
-        }
+        if (prev_unit >= 0) free_ag_buffer(prev_unit, wait);
         if (gathered) {
           const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Forward, e, wait, u.copyout_ns, u.ag_bytes);
           mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
@@ -339,31 +336,25 @@ class StepRun {
           // unit's own other group right after (torchtitan's routed experts on their own mesh:
           // the MoE trace of docs/accuracy.md frees each block's buffer in its `[pg=1]`
           // pre-forward, before the next block's is made; held to the next unit's, the model
-          // predicted that run's forward peak 3 to 5 % high).
-          if (u.later_groups)
-            mem(t + u.copyout_ns, -u.ag_bytes, e, MemCat::AllGatherBuffer);
-          else
-            st.ag_buffer = true;
+          // predicted that run's forward peak 3 to 5 % high). That group, the unit's last, keeps
+          // its own buffer to the next unit's wait when it gathers one (experts over dp_shard / ep
+          // > 1 ranks: each block's 0.79 MB in a 4-rank trace).
+          st.ag_buffer = u.ag_bytes;
+          if (u.later_groups) {
+            mem(t + u.copyout_ns, -(u.ag_bytes - u.later_ag_bytes), e, MemCat::AllGatherBuffer);
+            st.ag_buffer = u.later_ag_bytes;
+          }
         }
         prev_copyout_end = std::max(lane_[0], wait);
         prev_unit = e;
         // Implicit prefetch: the next unit's AG can start once this copy-out is done (the CPU
         // issues it while this unit computes). Explicit lists replace it.
-        if (u.has_fwd_list) {
-          for (int v : u.fwd_prefetch)
-            if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, prev_copyout_end, Phase::Forward);
-        } else {
-          const int next = next_in(s_.fwd_order, e);
-          if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next))
-            all_gather(next, prev_copyout_end, Phase::Forward);
-        }
+        prefetch(e, prev_copyout_end, Phase::Forward);
       }
-      if (u.is_root && static_cast<int>(i) == u.last_seg && u.first_seg != u.last_seg && prev_unit >= 0 &&
-          unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
+      if (u.is_root && static_cast<int>(i) == u.last_seg && u.first_seg != u.last_seg && prev_unit >= 0) {
         // The root's tail holds the loss, which runs after the root's post-forward has released
         // the last all-gather buffer (profile_extract.cpp: backward_starts).
-        mem(lane_[0], -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
-        unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
+        free_ag_buffer(prev_unit, lane_[0]);
       }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
       model_parallel(sg, e, Phase::Forward, t);
@@ -384,11 +375,29 @@ class StepRun {
         }
       }
     }
-    if (prev_unit >= 0 && unit_[static_cast<std::size_t>(prev_unit)].ag_buffer) {
-      mem(lane_[0], -eu(prev_unit).ag_bytes, prev_unit, MemCat::AllGatherBuffer);
-      unit_[static_cast<std::size_t>(prev_unit)].ag_buffer = false;
-    }
+    if (prev_unit >= 0) free_ag_buffer(prev_unit, lane_[0]);
     free_unused_shards();
+  }
+
+  // What unit e's hook prefetches in this pass (its explicit list, or the next unit in the pass's
+  // order), each all-gather ready at `ready` unless issued already or not needed.
+  void prefetch(int e, TimeNs ready, Phase ph) {
+    const ExecUnit& u = eu(e);
+    const bool fwd = ph == Phase::Forward;
+    if (fwd ? u.has_fwd_list : u.has_bwd_list) {
+      for (int v : fwd ? u.fwd_prefetch : u.bwd_prefetch)
+        if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, ready, ph);
+      return;
+    }
+    const int next = next_in(fwd ? s_.fwd_order : s_.bwd_order, e);
+    if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next)) all_gather(next, ready, ph);
+  }
+
+  // The forward all-gather buffer a unit still holds, freed at time t.
+  void free_ag_buffer(int e, TimeNs t) {
+    UnitState& st = unit_[static_cast<std::size_t>(e)];
+    if (st.ag_buffer > 0) mem(t, -st.ag_buffer, e, MemCat::AllGatherBuffer);
+    st.ag_buffer = 0;
   }
 
   static int next_in(const std::vector<int>& order, int e) {
@@ -416,17 +425,9 @@ class StepRun {
       // The loss's backward runs first, outside every module, and frees what the loss saved.
       const std::int64_t loss_saved = std::min(sg.loss_saved_bytes, sg.saved_bytes);
       mem(lane_[0], -loss_saved, e, MemCat::Activation);
-      if (static_cast<int>(i) == u.last_seg) {  // pre_backward(u): unshard, then prefetch
+      if (static_cast<int>(i) == u.last_seg) {  // pre_backward(u): unshard, wait (copy-out), then prefetch
         const bool gathered = needs_gather(e);
         if (gathered && !st.issued) all_gather(e, issue, Phase::Backward);
-        if (u.has_bwd_list) {
-          for (int v : u.bwd_prefetch)
-            if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, issue, Phase::Backward);
-        } else {
-          const int next = next_in(s_.bwd_order, e);
-          if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next))
-            all_gather(next, issue, Phase::Backward);
-        }
         if (gathered) {
           const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns + u.bwd_host_ns, u.ag_bytes);
           mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
@@ -434,6 +435,12 @@ class StepRun {
           mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out
           st.resident = u.ag_bytes;
         }
+        // FSDPParamGroup.pre_backward prefetches after its wait_for_unshard, which in backward
+        // frees this unit's buffer and orders both all-gather streams after its copy-out event:
+        // the next unit's buffer is made once this copy-out is done, never beside it (the 4-rank
+        // MoE trace of docs/accuracy.md; issued first, the model held two gathered blocks at every
+        // turn).
+        prefetch(e, std::max(issue, lane_[0]), Phase::Backward);
       }
       // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
       if (sg.recompute_ns > 0) {

@@ -78,6 +78,7 @@ struct ExecUnit {
   TimeNs h2d_ns = 0, d2h_ns = 0, cpu_opt_ns = 0;  // offload: shard up, sharded grads down, CPU update
   int shard = 1;  // FSDP group size of this unit (dp x cp, or dp x cp / ep for MoE experts)
   bool later_groups = false;  // parameter groups on their own mesh (SimUnit::apart_groups) wait after the gathered one
+  std::int64_t later_ag_bytes = 0;  // of ag_bytes, what those groups gather over their own mesh (> 1 rank)
 };
 
 // One tensor / context / expert parallel collective (ExecSegment::mp_ops).

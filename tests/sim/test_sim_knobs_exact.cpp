@@ -153,10 +153,13 @@ TEST_CASE("CPU offload: shards up before each all-gather, grads down, optimizer 
   CHECK(find_op(r, OpKind::HostToDevice, s, "u1", Phase::Forward)->start == 1000);
   CHECK(find_op(r, OpKind::AllGather, s, "u1", Phase::Forward)->start == 1800);
   CHECK(find_op(r, OpKind::Compute, s, "u1", Phase::Forward)->start == 6000);
-  // Backward issued at 11000: H2D(u1) [11000,11800], AG(u1) [11800,12000], H2D(u0) [11800,12600],
-  // AG(u0) [12600,12800]; u1 bwd [12000,22000], RS(u1) [22000,22400], D2H(u1) [22400,23200];
-  // u0 bwd [22000,32000], RS(u0) [32000,32400], D2H(u0) [32400,33200]; CPU AdamW [33200,35200].
-  CHECK(find_op(r, OpKind::HostToDevice, s, "u0", Phase::Backward)->start == 11800);
+  // Backward issued at 11000: H2D(u1) [11000,11800], AG(u1) [11800,12000]; u0's prefetch once
+  // u1's copy-out is done (FSDP2's pre_backward prefetches after its wait): H2D(u0)
+  // [12000,12800], AG(u0) [12800,13000]; u1 bwd [12000,22000], RS(u1) [22000,22400], D2H(u1)
+  // [22400,23200]; u0 bwd [22000,32000], RS(u0) [32000,32400], D2H(u0) [32400,33200]; CPU AdamW
+  // [33200,35200].
+  CHECK(find_op(r, OpKind::HostToDevice, s, "u0", Phase::Backward)->start == 12000);
+  CHECK(find_op(r, OpKind::AllGather, s, "u0", Phase::Backward)->start == 12800);
   CHECK(find_op(r, OpKind::Compute, s, "u1", Phase::Backward)->start == 12000);
   CHECK(find_op(r, OpKind::DeviceToHost, s, "u1", Phase::Backward)->start == 22400);
   CHECK(find_op(r, OpKind::DeviceToHost, s, "u0", Phase::Backward)->start == 32400);

@@ -233,7 +233,10 @@ struct GroupProfile {
   std::int64_t after_reduce = 0;
   std::array<std::int64_t, 2> gathered{4000, 4000}, reduced{4000, 4000};
   std::int64_t init_gather = 0;
-  std::string groups0;
+  std::string groups0, groups1;  // rank 0's param_groups meta of blocks.0 / blocks.1 (empty: none)
+  // Per unit, a second all-gather and reduce-scatter of this size after its own: a group on a
+  // mesh of its own that has more than one rank (torchtitan's experts at dp_shard / ep > 1).
+  std::array<std::int64_t, 2> apart{0, 0};
 };
 
 void write_group_profile(const std::string& path, const GroupProfile& g) {
@@ -249,6 +252,7 @@ void write_group_profile(const std::string& path, const GroupProfile& g) {
   for (int i = 0; i < 2; ++i)
     units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
   if (!g.groups0.empty()) w.set_meta("rank0.param_groups.blocks.0", g.groups0);
+  if (!g.groups1.empty()) w.set_meta("rank0.param_groups.blocks.1", g.groups1);
   const std::uint32_t name = w.intern("gloo");
   auto coll = [&](RowId module, TimeNs a, CollectiveType type, std::int64_t bytes) {
     const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
@@ -266,6 +270,17 @@ void write_group_profile(const std::string& path, const GroupProfile& g) {
       coll(u, t0 + (f + 10) * us, CollectiveType::AllGather, g.gathered[i]);
       coll(u, t0 + (b + 10) * us, CollectiveType::AllGather, g.gathered[i]);
       coll(u, t0 + (b + 500) * us, CollectiveType::ReduceScatter, g.reduced[i]);
+      if (g.apart[i] > 0) {
+        // FSDP2's ranges of the two groups' forward gathers, named as it names them.
+        for (const char* group : {"[pg=4]", "[pg=2]"}) {
+          const std::string range = "FSDP::all_gather (blocks." + std::to_string(i) + ") " + group;
+          w.add_range({0, thread, kNoRow, t0 + (f + 5) * us, t0 + (f + 40) * us, w.intern(range), RangeKind::Fsdp,
+                       RangePhase::Forward, u, kNoRow, 0});
+        }
+        coll(u, t0 + (f + 30) * us, CollectiveType::AllGather, g.apart[i]);
+        coll(u, t0 + (b + 30) * us, CollectiveType::AllGather, g.apart[i]);
+        coll(u, t0 + (b + 520) * us, CollectiveType::ReduceScatter, g.apart[i]);
+      }
       coll(u, t0 + (b + 600) * us, CollectiveType::AllReduce, g.after_reduce);
     }
   }
@@ -480,4 +495,64 @@ TEST_CASE("parameters on a mesh of their own (expert parallelism) are gathered a
     const ProfileInput b = extract_profile(load_profile(dir.file("bad.ssdb")));
     CHECK(b.model.units[static_cast<std::size_t>(b.model.find_unit("blocks.0"))].apart_groups.empty());
   }
+}
+
+TEST_CASE("experts gathered over a mesh of their own: read in the run's dtype, their buffer kept to the next unit's wait",
+          "[sim][replay]") {
+  // 4 ranks, expert parallelism 2: each block's 800 dense parameters sharded over 4, its 100
+  // experts (of 200) over the expert mesh of 2; each pass gathers 3200 B then 400 B (fp32).
+  ss::test::TempDir dir;
+  GroupProfile g;
+  g.world = 4;
+  g.groups0 = g.groups1 = "800@4 100@2";
+  g.gathered = g.reduced = {3200, 3200};
+  g.apart = {400, 400};
+  write_group_profile(dir.file("efsdp.ssdb"), g);
+  const ProfileInput in = extract_profile(load_profile(dir.file("efsdp.ssdb")));
+  // The largest collective carries one group, not the unit's 900 gathered: fp32 both ways.
+  // Before: 3200 B over 900 fit no dtype, and the replay gathered bf16 (half of every block).
+  CHECK(in.model.param_dtype_bytes == 4);
+  CHECK(in.model.reduce_dtype_bytes == 4);
+  // One forward gather of each block a step, though FSDP2 ranges one per group. Before: counted
+  // together, every block replayed an extra forward gather.
+  for (const auto& u : in.model.units) CHECK(u.extra_fwd_gathers == 0);
+  ClusterModel c;
+  c.world_size = 4;
+  const CompiledStep s = compile_step(in.model, FsdpPlan{}, c);
+  int b0 = -1, b1 = -1;
+  for (std::size_t i = 0; i < s.units.size(); ++i) {
+    if (s.units[i].name == "blocks.0") b0 = static_cast<int>(i);
+    if (s.units[i].name == "blocks.1") b1 = static_cast<int>(i);
+  }
+  REQUIRE((b0 >= 0 && b1 >= 0));
+  CHECK(s.units[static_cast<std::size_t>(b0)].ag_bytes == 3600);
+  CHECK(s.units[static_cast<std::size_t>(b0)].later_ag_bytes == 400);
+  const SimResult r = simulate(s);
+  const auto op_of = [&](int e, OpKind k, Phase ph) {
+    for (const auto& op : r.ops)
+      if (op.exec == e && op.kind == k && op.phase == ph) return op;
+    FAIL("no op");
+    return SimOp{};
+  };
+  // Forward: blocks.0's dense buffer goes at its experts' wait (its copy-out's end), the experts'
+  // own 400 B at blocks.1's wait, as in the 4-rank torchtitan trace (docs/accuracy.md). Before,
+  // all 3600 B at the copy-out.
+  std::vector<std::pair<TimeNs, std::int64_t>> frees;
+  for (const auto& m : r.memory)
+    if (m.exec == b0 && m.cat == MemCat::AllGatherBuffer && m.delta < 0) frees.push_back({m.time, m.delta});
+  REQUIRE(frees.size() >= 2);
+  CHECK(frees[0] == std::pair<TimeNs, std::int64_t>{op_of(b0, OpKind::CopyOut, Phase::Forward).end, -3200});
+  CHECK(frees[1].second == -400);
+  CHECK(frees[1].first == op_of(b1, OpKind::CopyOut, Phase::Forward).start);  // blocks.1's wait
+  // Backward: FSDP2 prefetches blocks.0 after blocks.1's wait (its copy-out, its buffer freed),
+  // so the two gathered blocks' buffers are never alive together. Before, the prefetch was issued
+  // first and the model held 7200 B of buffers at the turn.
+  CHECK(op_of(b0, OpKind::AllGather, Phase::Backward).start >= op_of(b1, OpKind::CopyOut, Phase::Backward).end);
+  const TimeNs backward = op_of(b1, OpKind::Compute, Phase::Backward).start;
+  std::int64_t buffers = 0, most = 0;
+  for (const auto& m : r.memory) {  // sorted by time
+    if (m.cat == MemCat::AllGatherBuffer) buffers += m.delta;
+    if (m.time >= backward) most = std::max(most, buffers);
+  }
+  CHECK(most == 3600);
 }

@@ -10,8 +10,9 @@ must give that run's all-gathers exactly, its reduce-scattered bytes, and its me
 3 %; that run is recorded with backward ranges for the FSDP units only (`--backward-ranges units`),
 so the same checks hold for such a profile. torchtitan's Qwen3 MoE (smaller) with expert
 parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
-the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %.
-Counts and bytes only: no timings."""
+the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %. The
+MoE again on 4 ranks, where the experts' mesh has 2 and FSDP2 gathers them apart: the replay moves
+the job's bytes. Counts and bytes only: no timings."""
 import _trainers_or_skip  # noqa: F401
 
 import json
@@ -31,6 +32,10 @@ LAYER_PARAMS = 852_480  # torchtitan's debug model: per TransformerBlock, as its
 MOE_EXPERTS = 8 * 3 * 256 * 64
 MOE_DENSE = 1_575_680  # attention, norms, router: the rest of the block
 MOE_LAYER_PARAMS = MOE_DENSE + MOE_EXPERTS
+# The MoE with expert parallelism 2, in fp32 (tests/trainers/titan_cpu_config.py).
+MOE_EP = ("qwen3_moe_debug_cpu", "--training.mixed_precision_param", "float32",
+          "--parallelism.expert_parallel_degree", "2", "--training.disable_cuda_graphs")
+MOE_ENV = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
 
 
 def fsdp_collectives_per_step(profile, rank=0):
@@ -51,12 +56,12 @@ class Torchtitan(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
-    def recorded(cls, name, config, *titan_args, env=None, record_args=()):
+    def recorded(cls, name, config, *titan_args, env=None, record_args=(), world=tr.WORLD):
         """Records one configuration once: (profile, the job's summary)."""
         if name not in cls.runs:
             profile = os.path.join(cls.dir, name + ".ssdb")
             summary = os.path.join(cls.dir, name + ".json")
-            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args), profile, env=env,
+            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args, world=world), profile, env=env,
                              record_args=record_args)
             cls.runs[name] = (rc, out, profile, summary)
         rc, out, profile, summary = cls.runs[name]
@@ -64,14 +69,18 @@ class Torchtitan(unittest.TestCase):
             raise AssertionError("record of torchtitan %s: exit %d\n%s" % (name, rc, out[-4000:]))
         return profile, tr.summary(summary)
 
-    def check_recording(self, profile, job, units_expected=None):
-        # Every all-gather and reduce-scatter of every step, as the job issued them.
+    def check_collectives(self, profile, job):
+        """Every all-gather and reduce-scatter of every step, as the job issued them; per step."""
         per_step = fsdp_collectives_per_step(profile)
         self.assertEqual(len(per_step), STEPS)
         self.assertEqual(len(job["collectives"]), STEPS)
         for step, (mine, theirs) in enumerate(zip(per_step, job["collectives"])):
             self.assertEqual([tuple(c) for c in mine], theirs, "step %d" % step)
         self.assertEqual(per_step[1:], [per_step[1]] * (STEPS - 1))  # steady state
+        return per_step
+
+    def check_recording(self, profile, job, units_expected=None):
+        per_step = self.check_collectives(profile, job)
         # The replay at the recorded configuration: its all-gathers exactly, its peak within 3 %.
         report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
         self.assertEqual(report["all_gathers"], sum(1 for t, _ in per_step[1] if t == "all_gather"))
@@ -159,9 +168,7 @@ class Torchtitan(unittest.TestCase):
         # expert parallelism over both ranks: each block is one FSDP unit of two parameter groups,
         # the dense ones on the 2-rank mesh and the routed experts (4 of 8 per rank) on a mesh of
         # one rank, which FSDP never gathers; tokens go to their experts by all-to-all.
-        moe = ("qwen3_moe_debug_cpu", "--training.mixed_precision_param", "float32",
-               "--parallelism.expert_parallel_degree", "2", "--training.disable_cuda_graphs")
-        env = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
+        moe, env = MOE_EP, MOE_ENV
         a, job = self.recorded("moe_ep", *moe, env=env)
         self.assertEqual(job["units"], dict({"tok_embeddings": 524_288, "norm": 256 + 524_288},
                                             **{"layers.%d" % i: MOE_LAYER_PARAMS for i in range(4)}))
@@ -199,6 +206,29 @@ class Torchtitan(unittest.TestCase):
         # Each block's dense buffer is freed at its experts' group's wait, right after its
         # copy-out: held to the next block's, the prediction was 3 to 5 % high (docs/accuracy.md).
         self.check_predicted_peak(a, plan, self.check_recording(b, job_b))
+
+    def test_moe_with_an_expert_mesh_of_two_ranks(self):
+        # The same MoE on 4 ranks, expert parallelism 2: dp_shard 4, so the routed experts sit on an
+        # expert-FSDP mesh of 2 ranks, and FSDP2 gathers and reduces them in collectives of their
+        # own after each block's dense ones.
+        a, job = self.recorded("moe_ep4", *MOE_EP, env=MOE_ENV, world=4)
+        groups = dict(query(a, "SELECT key, value FROM meta WHERE key LIKE 'rank0.param_groups.%'"))
+        self.assertEqual(groups, {"rank0.param_groups.layers.%d" % i: "%d@4 %d@2" % (MOE_DENSE, MOE_EXPERTS // 2)
+                                  for i in range(4)})
+        per_step = self.check_collectives(a, job)
+        gathered = [b for t, b in per_step[1] if t == "all_gather"]
+        self.assertEqual(gathered.count(MOE_DENSE * 4), 8)  # each block's dense group, fp32, forward and backward
+        self.assertEqual(gathered.count(MOE_EXPERTS // 2 * 4), 8)  # its experts' slice, over their own mesh
+        # The replay moves the bytes the job moved. Before: the dtype check took a block's dense
+        # collective for both groups (3.56 B a parameter), fell back to bf16, and the replay
+        # gathered, held and reduced half of every block (docs/accuracy.md). (It still runs one
+        # all-gather per block and pass where the job runs two: bytes, not counts, here.)
+        replayed = os.path.join(self.dir, "moe_ep4_replay.ssdb")
+        rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--fit", "-o", replayed])
+        self.assertEqual(rc, 0, out)
+        total = lambda step, kind: sum(b for t, b in step if t == kind)
+        for kind in ("all_gather", "reduce_scatter"):
+            self.assertEqual(total(fsdp_collectives_per_step(replayed)[0], kind), total(per_step[1], kind), kind)
 
 
 if __name__ == "__main__":

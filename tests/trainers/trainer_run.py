@@ -1,5 +1,5 @@
 """Helpers of the trainers tests: run torchtitan (titan_cpu_launch.py) or the Lightning script
-under `shardscope record` on 2 CPU ranks, and read what the job counted (job_counts.py)."""
+under `shardscope record` on 2 CPU ranks (or `world`), and read what the job counted (job_counts.py)."""
 import json
 import os
 import subprocess
@@ -11,14 +11,14 @@ SHARDSCOPE = os.environ.get("SHARDSCOPE_BIN", os.path.join(SOURCE_DIR, "build", 
 WORLD = 2
 
 
-def torchrun(script, *args):
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % WORLD,
+def torchrun(script, *args, world=WORLD):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % world,
             "--standalone", os.path.join(HERE, script)] + list(args)
 
 
-def titan(assets, summary, steps, config, *titan_args):
+def titan(assets, summary, steps, config, *titan_args, world=WORLD):
     return torchrun("titan_cpu_launch.py", "--assets", assets, "--steps", str(steps), "--summary", summary, "--",
-                    "--module", "titan_cpu_config", "--config", config, *titan_args)
+                    "--module", "titan_cpu_config", "--config", config, *titan_args, world=world)
 
 
 def run(cmd, profile=None, env=None, record_args=()):
