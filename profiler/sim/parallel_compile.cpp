@@ -41,6 +41,12 @@ std::int64_t apart_gathered_params(const CompiledStep& s, const SimUnit& u) {
   return p;
 }
 
+int apart_gathered_mesh(const CompiledStep& s, const SimUnit& u) {
+  for (const auto& g : u.apart_groups)
+    if (g.ep >= 1 && s.shard / g.ep > 1) return s.shard / g.ep;
+  return 1;
+}
+
 SimSegment parallel_segment(const SimModel& m, const CompiledStep& s, const SimSegment& in) {
   const Parallelism& par = s.par;
   SimSegment sg = in;

@@ -1,5 +1,7 @@
 #include "profiler/sim/simulated_profile.h"
 
+#include <algorithm>
+
 #include "storage/profile_writer.h"
 #include "storage/version.h"
 
@@ -92,6 +94,10 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
 
   const RowId pg = w.add_process_group({"shard", "fsdp_shard", "", step.shard, "nccl"});
   const RowId rpg = step.replicate > 1 ? w.add_process_group({"replicate", "hsdp_replicate", "", step.replicate, "nccl"}) : kNoRow;
+  // Parameter groups on a mesh of their own (torchtitan's experts over dp_shard / ep ranks).
+  int apart_shard = 1;
+  for (const auto& e : step.units) apart_shard = std::max(apart_shard, e.later_ag_bytes > 0 ? e.later_shard : 1);
+  const RowId apg = apart_shard > 1 ? w.add_process_group({"efsdp", "expert_fsdp", "", apart_shard, "nccl"}) : kNoRow;
   // Model-parallel groups, as torchtitan names its mesh dimensions.
   const RowId tp_pg = par.tp > 1 ? w.add_process_group({"tp", "tensor_parallel", "", par.tp, "nccl"}) : kNoRow;
   const RowId cp_pg = par.cp > 1 ? w.add_process_group({"cp", "context_parallel", "", par.cp, "nccl"}) : kNoRow;
@@ -158,8 +164,9 @@ void write_simulated_profile(const std::string& path, const SimModel& model, con
       w.add_collective({0, kid, ct, op.bytes, bf16, g, n, mseq++, op.start, op.end});
     } else if (cat == KernelCategory::Collective) {
       const bool ar = ct == CollectiveType::AllReduce;
-      w.add_collective({0, kid, ct, op.bytes, bf16, ar ? rpg : pg, ar ? step.replicate : step.shard, ar ? rseq++ : seq++,
-                        op.start, op.end});
+      const RowId group = ar ? rpg : op.apart ? apg : pg;
+      const int size = ar ? step.replicate : op.apart ? step.units[static_cast<std::size_t>(op.exec)].later_shard : step.shard;
+      w.add_collective({0, kid, ct, op.bytes, bf16, group, size, ar ? rseq++ : seq++, op.start, op.end});
     }
     if (op.kind == OpKind::Recompute || op.kind == OpKind::CpuOptimizer) {
       // Own ranges so the timeline names them: the rerun under the unit's backward (ss:rcp, as the

@@ -296,9 +296,16 @@ class StepRun {
       }
       ready = std::max(ready, st.h2d_end);
     }
-    const TimeNs start = op(Lane::Nccl, OpKind::AllGather, ph, e, ready, dur, u.ag_bytes);
+    // Groups on a mesh of their own are gathered in a collective of their own, right after.
+    const TimeNs later = u.later_ag_ns > 0 && u.ag_ns > 0 ? static_cast<TimeNs>(std::llround(double(dur) * double(u.later_ag_ns) / double(u.ag_ns))) : 0;
+    const std::int64_t later_bytes = later > 0 ? u.later_ag_bytes : 0;
+    const TimeNs start = op(Lane::Nccl, OpKind::AllGather, ph, e, ready, dur - later, u.ag_bytes - later_bytes);
     st.issued = true;
-    st.ag_end = start + dur;
+    st.ag_end = start + dur - later;
+    if (later > 0) {
+      st.ag_end = op(Lane::Nccl, OpKind::AllGather, ph, e, st.ag_end, later, later_bytes) + later;
+      r_.ops.back().apart = true;
+    }
     mem(start, bytes, e, MemCat::AllGatherBuffer);
     if (st.shard_up) {  // the up-copied shard is the all-gather's input: free once it is done
       mem(st.ag_end, -shard_bytes(e), e, MemCat::ShardedParam);
@@ -489,8 +496,13 @@ class StepRun {
             mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
           }
           st.grads_held = false;
-          const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns, rs_in);
-          last_rs_end = r0 + u.rs_ns;
+          const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_ag_bytes / s_.param_bytes * s_.reduce_bytes : 0;
+          const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs);
+          last_rs_end = r0 + u.rs_ns - u.later_rs_ns;
+          if (u.later_rs_ns > 0) {  // the groups on a mesh of their own, right after
+            last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, last_rs_end, u.later_rs_ns, later_rs) + u.later_rs_ns;
+            r_.ops.back().apart = true;
+          }
           // FSDP2 keeps the input until the next unit's post-backward (or the backward's end)
           // waits for this reduce-scatter: one buffer in flight, freed before the next is made.
           held_rs = rs_in;

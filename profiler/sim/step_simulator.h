@@ -78,7 +78,11 @@ struct ExecUnit {
   TimeNs h2d_ns = 0, d2h_ns = 0, cpu_opt_ns = 0;  // offload: shard up, sharded grads down, CPU update
   int shard = 1;  // FSDP group size of this unit (dp x cp, or dp x cp / ep for MoE experts)
   bool later_groups = false;  // parameter groups on their own mesh (SimUnit::apart_groups) wait after the gathered one
-  std::int64_t later_ag_bytes = 0;  // of ag_bytes, what those groups gather over their own mesh (> 1 rank)
+  // Of ag_bytes, what those groups gather over their own mesh of `later_shard` ranks (> 1), in a
+  // collective of their own after the unit's (and reduce likewise); their share of ag_ns / rs_ns.
+  std::int64_t later_ag_bytes = 0;
+  int later_shard = 1;
+  TimeNs later_ag_ns = 0, later_rs_ns = 0;
 };
 
 // One tensor / context / expert parallel collective (ExecSegment::mp_ops).
@@ -194,6 +198,7 @@ struct SimOp {
   Lane lane;
   OpKind kind;
   Phase phase;
+  bool apart = false;  // an all-gather / reduce-scatter of the unit's groups on their own mesh (ExecUnit::later_shard)
 };
 
 struct MemEvent {

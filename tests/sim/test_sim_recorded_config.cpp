@@ -527,6 +527,7 @@ TEST_CASE("experts gathered over a mesh of their own: read in the run's dtype, t
   REQUIRE((b0 >= 0 && b1 >= 0));
   CHECK(s.units[static_cast<std::size_t>(b0)].ag_bytes == 3600);
   CHECK(s.units[static_cast<std::size_t>(b0)].later_ag_bytes == 400);
+  CHECK(s.units[static_cast<std::size_t>(b0)].later_shard == 2);
   const SimResult r = simulate(s);
   const auto op_of = [&](int e, OpKind k, Phase ph) {
     for (const auto& op : r.ops)
@@ -534,6 +535,17 @@ TEST_CASE("experts gathered over a mesh of their own: read in the run's dtype, t
     FAIL("no op");
     return SimOp{};
   };
+  // Each way, the dense collective then the experts' own (over their mesh of 2), as the job ran
+  // them. Before: one of 3600 B per pass over the unit's group.
+  for (auto [kind, phase] : {std::pair{OpKind::AllGather, Phase::Forward}, std::pair{OpKind::AllGather, Phase::Backward},
+                             std::pair{OpKind::ReduceScatter, Phase::Backward}}) {
+    std::vector<std::pair<std::int64_t, bool>> seen;
+    for (const auto& op : r.ops)
+      if (op.exec == b0 && op.kind == kind && op.phase == phase) seen.push_back({op.bytes, op.apart});
+    CHECK(seen == std::vector<std::pair<std::int64_t, bool>>{{3200, false}, {400, true}});
+  }
+  CHECK(r.all_gathers == 8);  // 2 blocks x 2 groups x forward and backward (the root holds none)
+  CHECK(r.reduce_scatters == 4);
   // Forward: blocks.0's dense buffer goes at its experts' wait (its copy-out's end), the experts'
   // own 400 B at blocks.1's wait, as in the 4-rank torchtitan trace (docs/accuracy.md). Before,
   // all 3600 B at the copy-out.
