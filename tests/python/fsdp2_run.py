@@ -56,6 +56,17 @@ def query(profile, sql, *params):
         db.close()
 
 
+def live_memory_at_forward(profile, module, rank=0):
+    """{memory category: bytes} live on the rank when the module's first forward range starts (the
+    events at that instant included: its pre-forward's copy-out and frees): FSDPMemTracker's "After
+    Pre-Forward" of that module, in a profile (a simulated one)."""
+    (start,), = query(profile, "SELECT min(start_ns) FROM range_view WHERE rank = ? AND module = ? AND phase = 'forward'",
+                      rank, module)
+    return dict(query(profile, "SELECT e.label, sum(m.bytes) FROM memory_events m JOIN enums e ON e.type = "
+                      "'memory_category' AND e.value = m.category WHERE m.rank = ? AND m.time_ns <= ? GROUP BY 1",
+                      rank, start))
+
+
 def fsdp_collectives_per_step(profile, rank):
     """{step number: sorted [(type label, bytes)]} of the all-gathers and reduce-scatters in each step."""
     out = {}

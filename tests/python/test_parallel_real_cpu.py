@@ -106,19 +106,23 @@ class TensorParallelRun(unittest.TestCase):
         sharded = expect.tp_sharded_param_bytes(M, tp=2, dp=2)
         unit = expect.F32 * expect.layer_params(M, 2)
         root = expect.F32 * expect.root_params(M, 2)
-        sim = self.sim["peak_memory"]["by_category"]
+        # The simulated step at the same point: its profile's memory when the last layer's forward
+        # starts. (Not its peak's breakdown, which was this point's only while the model held two
+        # all-gather buffers at the backward's first turn; it now peaks later in backward.)
         last = "layers.%d" % (M["layers"] - 1)
+        sim = run.live_memory_at_forward(os.path.join(self.dir, "tp_sim.ssdb"), last)
         for rank in range(4):
             with open(os.path.join(self.dir, "mem_%d.json" % rank)) as f:
                 mem = json.load(f)["modules"][last]["After Pre-Forward"][0]["cpu"]
             self.assertEqual(mem["Sharded Param"], sharded)
             # AdamW: exp_avg and exp_avg_sq of each shard, and a 4-byte step count per parameter tensor.
             self.assertEqual(mem["OptState"], 2 * sharded + 4 * expect.param_tensors(M))
-            # As at the simulated peak: the root and one layer unsharded, one layer's all-gather output.
+            # The root and one layer unsharded, one layer's all-gather output.
             self.assertEqual(mem["Unsharded Param"], root + unit)
             self.assertEqual(mem["All Gather"], unit)
-            self.assertEqual(sim["sharded_param"], mem["Sharded Param"])
-            self.assertEqual(sim["unsharded_param"], mem["Unsharded Param"])
+            self.assertEqual(sim["sharded_parameter"], mem["Sharded Param"])
+            self.assertEqual(sim["unsharded_parameter"], mem["Unsharded Param"])
+            self.assertEqual(sim["all_gather_buffer"], mem["All Gather"])
             self.assertLessEqual(abs(sim["optimizer_state"] - mem["OptState"]), 0.03 * mem["OptState"])
 
 
