@@ -152,6 +152,7 @@ def main():
             # head several times per iteration -- "FSDPMemTracker does not support memory tracking
             # for multiple iterative calls".)
             _, free = titan(a, "Bfree_%s_%d" % (name, rep), plan=path, record=False)
+            free_ms = unrecorded_ms(free)
             meas = ss_json(a, "B_%s_%d_replay" % (name, rep), "simulate", B, "--fit", "--as-profiled")
             want = collectives_per_step(predicted_profile)[0]
             got = collectives_per_step(B)[1:]
@@ -167,12 +168,12 @@ def main():
                 "reduce_scatters": sum(1 for t, _ in want if t == "reduce_scatter"), "bytes": sum(b for _, b in want),
                 "predicted_step_ms": pred["step_time_ms"], "predicted_as_profiled_step_ms": pred_rec["step_time_ms"],
                 "recorded_step_ms": meas["measured_step_time_ms"],
-                "unrecorded_step_ms": unrecorded_ms(free),
+                "unrecorded_step_ms": free_ms,
                 # The plan's effect on the step (B / A): predicted from A's calibrated replay, and
                 # measured between the two unrecorded runs, so that neither the calibration nor
                 # A's own unobserved steps enter it.
                 "predicted_effect_pct": pct(pred["step_time_ms"], replay["step_time_ms"]),
-                "unrecorded_effect_pct": pct(unrecorded_ms(free), row["A"]["unrecorded_step_ms"]),
+                "unrecorded_effect_pct": pct(free_ms, row["A"]["unrecorded_step_ms"]),
                 "predicted_peak_bytes": pred["peak_memory_bytes"],
                 "recorded_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
             }

@@ -20,10 +20,13 @@ std::int64_t parallel_params(const CompiledStep& s, const SimUnit& u);
 // scattered): parallel_params less its apart groups' parameters, each group's EP slice back in
 // where its own mesh has more than one rank (SimUnit::apart_groups).
 std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u);
-// Of those, what the unit's parameter groups on a mesh of their own gather there (0 where that mesh has one rank).
-std::int64_t apart_gathered_params(const CompiledStep& s, const SimUnit& u);
-// The mesh those groups are gathered over (the first such group's), 1 when none is gathered.
-int apart_gathered_mesh(const CompiledStep& s, const SimUnit& u);
+// Of those, what the unit's parameter groups on a mesh of their own gather there, and over how
+// many ranks (the first such group's mesh); {0, 1} where every such mesh has one rank.
+struct ApartGathered {
+  std::int64_t params = 0;
+  int mesh = 1;
+};
+ApartGathered apart_gathered(const CompiledStep& s, const SimUnit& u);
 // The segment's TP / CP / EP collectives and ring-attention costs, filled into `es`.
 void parallel_comm(const CompiledStep& s, const SimSegment& scaled, const ClusterModel& c, ExecSegment& es);
 

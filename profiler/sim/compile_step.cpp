@@ -37,12 +37,12 @@ void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& 
   e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes, e.shard, fsdp_per_node);
   if (e.later_ag_bytes > 0 && e.later_shard > 1) {
     // Two collectives each way: the unit's own over its group, then its apart groups' over theirs.
-    const std::int64_t later_rs = e.later_ag_bytes / s.param_bytes * s.reduce_bytes;
     const int later_per_node = std::min(fsdp_per_node, e.later_shard);
     e.later_ag_ns = c.collective_ns(Coll::AllGather, e.later_ag_bytes, e.later_shard, later_per_node);
-    e.later_rs_ns = c.collective_ns(Coll::ReduceScatter, later_rs, e.later_shard, later_per_node);
+    e.later_rs_ns = c.collective_ns(Coll::ReduceScatter, e.later_rs_bytes, e.later_shard, later_per_node);
     e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes - e.later_ag_bytes, e.shard, fsdp_per_node) + e.later_ag_ns;
-    e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes - later_rs, e.shard, fsdp_per_node) + e.later_rs_ns;
+    e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes - e.later_rs_bytes, e.shard, fsdp_per_node) +
+              e.later_rs_ns;
   }
   // HSDP replicate groups take one rank from each shard group: ranks `tp x shard` apart.
   const int stride = tp * s.shard;
@@ -205,10 +205,12 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
       e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();
-      e.later_ag_bytes += apart_gathered_params(s, m.units[static_cast<std::size_t>(u)]);
-      e.later_shard = std::max(e.later_shard, apart_gathered_mesh(s, m.units[static_cast<std::size_t>(u)]));
+      const ApartGathered apart = apart_gathered(s, m.units[static_cast<std::size_t>(u)]);
+      e.later_ag_bytes += apart.params;  // parameters until scaled below
+      e.later_shard = std::max(e.later_shard, apart.mesh);
     }
     e.ag_bytes = e.gathered * s.param_bytes;
+    e.later_rs_bytes = e.later_ag_bytes * s.reduce_bytes;
     e.later_ag_bytes *= s.param_bytes;
     // MoE experts are sharded over the FSDP group less the EP degree (a bucket mixing experts
     // with other modules is refused: its members would need two different groups).

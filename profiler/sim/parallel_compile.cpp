@@ -31,20 +31,17 @@ std::int64_t gathered_params(const CompiledStep& s, const SimUnit& u) {
                              std::to_string(s.shard) + " ranks");
     p -= g.params;
   }
-  return std::max<std::int64_t>(p + apart_gathered_params(s, u), 0);
+  return std::max<std::int64_t>(p + apart_gathered(s, u).params, 0);
 }
 
-std::int64_t apart_gathered_params(const CompiledStep& s, const SimUnit& u) {
-  std::int64_t p = 0;
+ApartGathered apart_gathered(const CompiledStep& s, const SimUnit& u) {
+  ApartGathered a;
   for (const auto& g : u.apart_groups)
-    if (g.ep >= 1 && s.shard / g.ep > 1) p += g.params / g.ep;  // gathered over its own mesh
-  return p;
-}
-
-int apart_gathered_mesh(const CompiledStep& s, const SimUnit& u) {
-  for (const auto& g : u.apart_groups)
-    if (g.ep >= 1 && s.shard / g.ep > 1) return s.shard / g.ep;
-  return 1;
+    if (g.ep >= 1 && s.shard / g.ep > 1) {  // gathered over its own mesh
+      a.params += g.params / g.ep;
+      if (a.mesh == 1) a.mesh = s.shard / g.ep;
+    }
+  return a;
 }
 
 SimSegment parallel_segment(const SimModel& m, const CompiledStep& s, const SimSegment& in) {

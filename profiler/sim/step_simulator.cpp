@@ -496,7 +496,7 @@ class StepRun {
             mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
           }
           st.grads_held = false;
-          const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_ag_bytes / s_.param_bytes * s_.reduce_bytes : 0;
+          const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
           const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs);
           last_rs_end = r0 + u.rs_ns - u.later_rs_ns;
           if (u.later_rs_ns > 0) {  // the groups on a mesh of their own, right after

@@ -80,7 +80,7 @@ struct ExecUnit {
   bool later_groups = false;  // parameter groups on their own mesh (SimUnit::apart_groups) wait after the gathered one
   // Of ag_bytes, what those groups gather over their own mesh of `later_shard` ranks (> 1), in a
   // collective of their own after the unit's (and reduce likewise); their share of ag_ns / rs_ns.
-  std::int64_t later_ag_bytes = 0;
+  std::int64_t later_ag_bytes = 0, later_rs_bytes = 0;
   int later_shard = 1;
   TimeNs later_ag_ns = 0, later_rs_ns = 0;
 };
