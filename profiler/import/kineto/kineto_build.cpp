@@ -12,6 +12,7 @@
 #include "profiler/common/module_range_name.h"
 #include "profiler/common/nccl_names.h"
 #include "profiler/import/common/innermost_range.h"
+#include "profiler/import/common/lost_frees.h"
 #include "profiler/import/common/stream_kind.h"
 #include "profiler/import/common/unrecorded_frees.h"
 #include "storage/cpu_device.h"
@@ -818,6 +819,7 @@ class Builder {
     std::vector<MemoryEventRow> rows;
     std::vector<AllocatorEvent> alloc;  // the same events, for the unrecorded-free repair
     std::vector<MemContext> contexts;
+    std::vector<std::int64_t> tids;  // by row: the thread that made it
     for (std::size_t i : memory_) {
       const RawEvent& e = t_.events[i];
       if (e.mem < 0) {
@@ -840,6 +842,7 @@ class Builder {
       if (cpu_device() && gloo_tids_.count(e.tid)) r.stream = cpu_stream(e.tid, StreamKind::Nccl, "gloo worker ");
       alloc.push_back({r.time, r.address, r.bytes, m.total_allocated == kAbsent ? -1 : m.total_allocated, false, rows.size()});
       contexts.push_back(mem_context_at(e.tid, r.time));
+      tids.push_back(e.tid);
       rows.push_back(r);
     }
     stable_sort_runs(alloc.begin(), alloc.end(), [](const AllocatorEvent& a, const AllocatorEvent& b) { return a.time < b.time; });
@@ -851,6 +854,8 @@ class Builder {
       if (b > 0 && b < static_cast<Wide>(INT64_MAX / 4)) before = static_cast<std::int64_t>(b);
     }
     alloc = add_unrecorded_frees(std::move(alloc), before);
+    std::int64_t lost = 0;
+    if (cpu_device()) alloc = place_lost_frees(std::move(alloc), tids, &lost);
     add_live_tensors(alloc, rows, contexts);
 
     std::vector<MemoryEventRow> out;
@@ -877,7 +882,9 @@ class Builder {
       out.push_back(r);
       ins.push_back({r.time, r.address, r.bytes, c});
     }
-    if (repaired) ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired);
+    if (repaired > lost)
+      ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired - lost);
+    if (lost) ctx_.skip(rank_, "[memory] free lost on gloo's worker thread (placed where the same block is freed in another step)", lost);
     std::vector<int> fact_of;
     const std::vector<MemoryCategory> cats = classify_memory(ins, step_phases_, facts_, &fact_of);
     for (std::size_t k = 0; k < out.size(); ++k) {
@@ -888,6 +895,27 @@ class Builder {
         out[k].module = fact_module(facts_[static_cast<std::size_t>(fact_of[k])].module);
       w_.add_memory_event(out[k]);
     }
+  }
+
+  // The training threads' lost frees (lost_frees.h), placed by their FSDP and module ranges.
+  std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> alloc, const std::vector<std::int64_t>& tids,
+                                               std::int64_t* lost) {
+    std::vector<std::pair<TimeNs, TimeNs>> steps;
+    for (const StepRow& st : steps_) steps.emplace_back(st.start, st.end);
+    std::map<std::int64_t, int> lane_of_tid;
+    std::vector<ProgramPoints> lanes;
+    for (std::int64_t tid : tids) {
+      if (gloo_tids_.count(tid) || lane_of_tid.count(tid)) continue;
+      std::vector<ProgramPoints::Range> named;
+      for (const CpuRange& r : ranges_)
+        if (r.tid == tid && (r.kind == RangeKind::Module || r.kind == RangeKind::Fsdp)) named.push_back({r.start, r.end, r.name});
+      lane_of_tid[tid] = static_cast<int>(lanes.size());
+      lanes.emplace_back(steps, std::move(named));
+    }
+    std::vector<int> lane_of_source(tids.size(), -1);
+    for (std::size_t i = 0; i < tids.size(); ++i)
+      if (auto it = lane_of_tid.find(tids[i]); it != lane_of_tid.end()) lane_of_source[i] = it->second;
+    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost);
   }
 
   RowId fact_module(const std::string& fqn) {

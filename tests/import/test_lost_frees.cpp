@@ -1,0 +1,217 @@
+// The frees torch.profiler loses on CPU runs (gloo's worker thread frees the block, outside the
+// profiler's thread state): placed where the same block is freed, recorded, in another step.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "profiler/import/common/lost_frees.h"
+#include "profiler/import/common/unrecorded_frees.h"
+
+using ss::TimeNs;
+using ss::import::AllocatorEvent;
+using ss::import::ProgramPoints;
+using ss::import::place_lost_frees;
+
+namespace {
+
+// Three steps of 100 ns; in each, an all-gather range (name 1) at +10..+20 and the next group's
+// wait (name 2) at +40..+50, and a module range (name 3) around both at +5..+60.
+ProgramPoints three_steps() {
+  std::vector<ProgramPoints::Range> ranges;
+  for (TimeNs s : {0, 100, 200}) {
+    ranges.push_back({s + 5, s + 60, 3});
+    ranges.push_back({s + 10, s + 20, 1});
+    ranges.push_back({s + 40, s + 50, 2});
+  }
+  return ProgramPoints({{0, 100}, {100, 200}, {200, 300}}, ranges);
+}
+
+AllocatorEvent ev(TimeNs t, std::int64_t address, std::int64_t bytes, std::size_t source) {
+  return {t, address, bytes, -1, false, source};
+}
+
+std::int64_t live_at(const std::vector<AllocatorEvent>& events, TimeNs t) {
+  std::int64_t level = 0;
+  for (const auto& e : events)
+    if (e.time <= t) level += e.bytes;
+  return level;
+}
+
+}  // namespace
+
+TEST_CASE("program points: the innermost range, its occurrence in the step, and the same place elsewhere", "[kineto][memory]") {
+  const ProgramPoints p = three_steps();
+  const auto a = p.at(145);
+  REQUIRE(a);
+  CHECK(a->step == 1);
+  CHECK(a->name == 2);
+  CHECK(a->occurrence == 0);
+  CHECK(a->fraction == Approx(0.5));
+  auto there = *a;
+  there.step = 2;
+  CHECK(p.time_of(there) == 245);
+  // Inside the module range but outside the two FSDP ranges: the module range is the place.
+  const auto m = p.at(130);
+  REQUIRE(m);
+  CHECK(m->name == 3);
+  // Between ranges: after the step's range that ended last (the module range, 20 ns before).
+  const auto o = p.at(180);
+  REQUIRE(o);
+  CHECK(o->name == 3);
+  CHECK(o->after_end == 20);
+  there = *o;
+  there.step = 0;
+  CHECK(p.time_of(there) == 80);
+  // Before any range of its step: the step itself, by fraction.
+  const auto b = p.at(102);
+  REQUIRE(b);
+  CHECK(b->after_end == -1);
+  there = *b;
+  there.step = 2;
+  CHECK(p.time_of(there) == 202);
+  CHECK_FALSE(p.at(300));  // after the last step
+  there.step = 3;
+  CHECK_FALSE(p.time_of(there));
+}
+
+TEST_CASE("lost frees: a block never freed is freed where its site's block is in another step", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  // The all-gather output of each step (100 B), made in the all-gather range and freed at the
+  // wait; step 1's free was lost. A parameter made in step 0 and never freed (no site elsewhere).
+  std::vector<AllocatorEvent> events{ev(8, 9, 50, 0),     ev(12, 1, 100, 1),  ev(45, 1, -100, 2),
+                                     ev(112, 2, 100, 3),  ev(212, 3, 100, 4), ev(245, 3, -100, 5)};
+  std::int64_t placed = -1;
+  const auto out = place_lost_frees(events, lanes, {0, 0, 0, 0, 0, 0}, &placed);
+  CHECK(placed == 1);
+  REQUIRE(out.size() == 7);
+  CHECK(out[4].time == 145);
+  CHECK(out[4].address == 2);
+  CHECK(out[4].bytes == -100);
+  CHECK(out[4].synthetic);
+  CHECK(live_at(out, 150) == 50);    // only the parameter, as in the other steps
+  CHECK(live_at(out, 1000) == 50);   // the parameter stays
+  // Made on a thread without program points (a gloo worker's lane): left as it is.
+  CHECK(place_lost_frees(events, lanes, {0, 0, 0, -1, 0, 0}, &placed).size() == 6);
+  CHECK(placed == 0);
+}
+
+TEST_CASE("lost frees: a reuse's free is moved back to the program's point, never later", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  // Step 1's block (address 2) is freed, unrecorded, and its address reused at 230: the reuse
+  // rule puts the free just before 230; the program point says 145.
+  std::vector<AllocatorEvent> events{ev(12, 1, 100, 0), ev(45, 1, -100, 1), ev(112, 2, 100, 2),
+                                     ev(230, 2, 64, 3), ev(240, 2, -64, 4)};
+  events = ss::import::add_unrecorded_frees(events, 0);
+  REQUIRE(events.size() == 6);
+  REQUIRE(events[3].synthetic);
+  CHECK(events[3].time == 230);
+  std::int64_t placed = 0;
+  const auto out = place_lost_frees(events, lanes, {0, 0, 0, 0, 0}, &placed);
+  CHECK(placed == 1);
+  REQUIRE(out.size() == 6);
+  CHECK(out[2].time == 112);
+  CHECK(out[3].time == 145);
+  CHECK(out[3].address == 2);
+  CHECK(out[3].bytes == -100);
+  CHECK(live_at(out, 200) == 0);
+}
+
+TEST_CASE("lost frees: what the steps do not show the same way is left alone", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  std::int64_t placed = -1;
+  // Gradients made in the all-gather range of a step and freed in the next step (at its wait):
+  // no block of that site is freed within its own step, so the last one, never freed (the trace
+  // ended), keeps its life.
+  std::vector<AllocatorEvent> grads{ev(12, 1, 100, 0), ev(112, 2, 100, 1), ev(145, 1, -100, 2),
+                                    ev(212, 3, 100, 3), ev(245, 2, -100, 4)};
+  CHECK(place_lost_frees(grads, lanes, {0, 0, 0, 0, 0}, &placed).size() == 5);
+  CHECK(placed == 0);
+  // A different size, or a different occurrence of the range, is a different site.
+  std::vector<AllocatorEvent> other{ev(12, 1, 100, 0), ev(45, 1, -100, 1), ev(112, 2, 101, 2)};
+  CHECK(place_lost_frees(other, lanes, {0, 0, 0}, &placed).size() == 3);
+  CHECK(placed == 0);
+}
+
+TEST_CASE("lost frees: where the step is laid out differently, the step's end", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  std::int64_t placed = 0;
+  // The point would come before the block was made (made late in the wait range, freed early in
+  // it elsewhere), but blocks of its size made in that range never outlive their step: freed by
+  // the step's end at the latest.
+  std::vector<AllocatorEvent> late{ev(41, 1, 100, 0), ev(42, 1, -100, 1), ev(148, 2, 100, 2)};
+  const auto out = place_lost_frees(late, lanes, {0, 0, 0}, &placed);
+  CHECK(placed == 1);
+  REQUIRE(out.size() == 4);
+  CHECK(out[3].time == 199);
+  CHECK(out[3].address == 2);
+  // The same block in a range whose blocks of that size live on into the next step: left alone.
+  std::vector<AllocatorEvent> kept{ev(41, 1, 100, 0), ev(42, 1, -100, 1), ev(43, 3, 100, 2), ev(145, 3, -100, 3),
+                                   ev(148, 2, 100, 4)};
+  CHECK(place_lost_frees(kept, lanes, {0, 0, 0, 0, 0}, &placed).size() == 5);
+  CHECK(placed == 0);
+}
+
+// Random allocations over random nested ranges: whatever it places, every recorded event stays,
+// each placed free ends a block that had none (or moves a reuse's free earlier), after the block was
+// made and inside its step, and the result is in time order.
+TEST_CASE("lost frees: invariants on random traces", "[kineto][memory]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::pair<TimeNs, TimeNs>> steps;
+    std::vector<ProgramPoints::Range> ranges;
+    const int n_steps = 1 + static_cast<int>(rng() % 4);
+    for (int s = 0; s < n_steps; ++s) {
+      const TimeNs base = s * 1000;
+      steps.emplace_back(base, base + 1000);
+      for (int k = 0; k < 6; ++k) {  // the same layout in every step, jittered
+        const TimeNs start = base + 100 * k + static_cast<TimeNs>(rng() % 20);
+        ranges.push_back({start, start + 50 + static_cast<TimeNs>(rng() % 40), static_cast<std::uint32_t>(k % 3)});
+        ranges.push_back({start + 10, start + 30, 7});
+      }
+    }
+    const std::vector<ProgramPoints> lanes{ProgramPoints(steps, ranges)};
+    std::vector<AllocatorEvent> events;
+    std::int64_t next_address = 1;
+    std::vector<std::pair<std::int64_t, std::int64_t>> live;  // (address, bytes)
+    for (TimeNs t = 0; t < n_steps * 1000; t += 1 + static_cast<TimeNs>(rng() % 40)) {
+      if (!live.empty() && rng() % 2) {
+        const std::size_t k = rng() % live.size();
+        if (rng() % 4)  // else the free is lost
+          events.push_back(ev(t, live[k].first, -live[k].second, events.size()));
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        const std::int64_t bytes = 100 * (1 + static_cast<std::int64_t>(rng() % 3));
+        live.emplace_back(next_address, bytes);
+        events.push_back(ev(t, next_address++, bytes, events.size()));
+      }
+    }
+    const std::vector<int> lane_of_source(events.size(), 0);
+    std::int64_t placed = 0;
+    const auto out = place_lost_frees(events, lanes, lane_of_source, &placed);
+    REQUIRE(out.size() >= events.size());
+    CHECK(static_cast<std::int64_t>(out.size() - events.size()) <= placed);
+    std::map<std::int64_t, TimeNs> made;
+    std::map<std::int64_t, int> frees;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (i) REQUIRE(out[i - 1].time <= out[i].time);
+      const AllocatorEvent& e = out[i];
+      if (e.bytes > 0) {
+        made[e.address] = e.time;
+        continue;
+      }
+      REQUIRE(made.count(e.address));
+      CHECK(++frees[e.address] == 1);
+      CHECK(e.time > made[e.address]);
+      if (e.synthetic) {
+        const TimeNs step_start = made[e.address] / 1000 * 1000;
+        CHECK(e.time < step_start + 1000);
+      }
+    }
+    std::size_t recorded = 0;
+    for (const auto& e : out) recorded += e.synthetic ? 0 : 1;
+    CHECK(recorded == events.size());
+  }
+}
