@@ -94,7 +94,6 @@ std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
 
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
                                              const std::vector<int>& lane_of_source, std::int64_t* placed) {
-  if (placed) *placed = 0;
   auto lane_of = [&](const AllocatorEvent& e) { return e.source < lane_of_source.size() ? lane_of_source[e.source] : -1; };
 
   // Each allocation's free: the next free at its address.
@@ -154,6 +153,7 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
   }
 
   std::vector<AllocatorEvent> added;
+  std::int64_t moved_or_added = 0;
   for (const Lost& m : lost) {
     const ProgramPoints& points = lanes[static_cast<std::size_t>(std::get<0>(m.site))];
     const AllocatorEvent& a = events[m.alloc];
@@ -175,7 +175,7 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
     // Else its step's end, if blocks of its kind never outlive their step.
     if (t == kNoTime)
       if (auto k = kind_frees.find(m.kind); k != kind_frees.end() && k->second.in_step > 0 && k->second.later == 0)
-        t = points.step_end(m.step) - 1;  // the last instant inside it
+        t = *points.time_of({m.step, kStepItself, ProgramPoints::kNone, 0, 1.0, -1});  // its last instant
     if (t == kNoTime || t <= a.time) continue;
     const std::size_t f = free_of[m.alloc];
     if (f != SIZE_MAX) {
@@ -189,8 +189,10 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
       free.synthetic = true;
       added.push_back(free);
     }
-    if (placed) ++*placed;
+    ++moved_or_added;
   }
+  if (placed) *placed = moved_or_added;
+  if (moved_or_added == 0) return events;  // nothing moved: still in time order
   events.insert(events.end(), added.begin(), added.end());
   std::stable_sort(events.begin(), events.end(), [](const AllocatorEvent& x, const AllocatorEvent& y) { return x.time < y.time; });
   return events;

@@ -58,7 +58,6 @@ class ProgramPoints {
   std::optional<Point> at(TimeNs t) const;
   // The time of `p` (its name, occurrence and fraction) in the step `p.step`, if that has it.
   std::optional<TimeNs> time_of(const Point& p) const;
-  TimeNs step_end(int step) const { return steps_[static_cast<std::size_t>(step)].second; }
 
  private:
   int step_at(TimeNs t) const;
