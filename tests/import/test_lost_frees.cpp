@@ -19,18 +19,25 @@ namespace {
 
 // Three steps of 100 ns; in each, an all-gather range (name 1) at +10..+20 and the next group's
 // wait (name 2) at +40..+50, and a module range (name 3) around both at +5..+60.
-ProgramPoints three_steps() {
+ProgramPoints three_steps(std::vector<TimeNs> allocations = {}) {
   std::vector<ProgramPoints::Range> ranges;
   for (TimeNs s : {0, 100, 200}) {
     ranges.push_back({s + 5, s + 60, 3});
     ranges.push_back({s + 10, s + 20, 1});
     ranges.push_back({s + 40, s + 50, 2});
   }
-  return ProgramPoints({{0, 100}, {100, 200}, {200, 300}}, ranges);
+  return ProgramPoints({{0, 100}, {100, 200}, {200, 300}}, ranges, std::move(allocations));
 }
 
 AllocatorEvent ev(TimeNs t, std::int64_t address, std::int64_t bytes, std::size_t source) {
   return {t, address, bytes, -1, false, source};
+}
+
+std::vector<TimeNs> allocation_times(const std::vector<AllocatorEvent>& events) {
+  std::vector<TimeNs> times;
+  for (const auto& e : events)
+    if (e.bytes > 0) times.push_back(e.time);
+  return times;
 }
 
 std::int64_t live_at(const std::vector<AllocatorEvent>& events, TimeNs t) {
@@ -119,6 +126,37 @@ TEST_CASE("lost frees: a reuse's free is moved back to the program's point, neve
   CHECK(live_at(out, 200) == 0);
 }
 
+TEST_CASE("lost frees: on the same side of the range's allocations as in the other step", "[kineto][memory]") {
+  // Step 0: the all-gather output (100 B) is freed at the middle of the wait range, before the
+  // next allocation there (64 B, at 47). Step 1 makes that allocation earlier in the range (at
+  // 143) and its free was lost: the same fraction (145) would keep the 100 B alive at 143; the
+  // order puts the free before it. Step 2's wait range holds two allocations, not one: laid out
+  // differently, the fraction alone (245).
+  const std::vector<AllocatorEvent> events{
+      ev(12, 1, 100, 0),  ev(45, 1, -100, 1), ev(47, 9, 64, 2),   ev(49, 9, -64, 3),  ev(112, 2, 100, 4),
+      ev(143, 10, 64, 5), ev(149, 10, -64, 6), ev(212, 3, 100, 7), ev(243, 11, 64, 8), ev(244, 12, 64, 9),
+      ev(249, 11, -64, 10), ev(249, 12, -64, 11)};
+  const std::vector<ProgramPoints> lanes{three_steps(allocation_times(events))};
+  const auto freed = lanes[0].at(45);
+  REQUIRE(freed);
+  CHECK(freed->allocations_before == 0);
+  CHECK(freed->allocations_inside == 1);
+  std::int64_t placed = 0;
+  const auto out = place_lost_frees(events, lanes, std::vector<int>(events.size(), 0), &placed);
+  CHECK(placed == 2);
+  REQUIRE(out.size() == 14);
+  std::map<std::int64_t, TimeNs> freed_at;
+  for (const auto& e : out)
+    if (e.synthetic) freed_at[e.address] = e.time;
+  CHECK(freed_at[2] == 142);
+  CHECK(freed_at[3] == 245);
+  CHECK(live_at(out, 143) == 64);  // as at step 0's 47
+  CHECK(live_at(out, 47) == 64);
+  // Without the allocations (not known), the fraction: the 100 B still alive at 143.
+  const auto by_fraction = place_lost_frees(events, {three_steps()}, std::vector<int>(events.size(), 0), &placed);
+  CHECK(live_at(by_fraction, 143) == 164);
+}
+
 TEST_CASE("lost frees: what the steps do not show the same way is left alone", "[kineto][memory]") {
   const std::vector<ProgramPoints> lanes{three_steps()};
   std::int64_t placed = -1;
@@ -172,7 +210,6 @@ TEST_CASE("lost frees: invariants on random traces", "[kineto][memory]") {
         ranges.push_back({start + 10, start + 30, 7});
       }
     }
-    const std::vector<ProgramPoints> lanes{ProgramPoints(steps, ranges)};
     std::vector<AllocatorEvent> events;
     std::int64_t next_address = 1;
     std::vector<std::pair<std::int64_t, std::int64_t>> live;  // (address, bytes)
@@ -188,6 +225,9 @@ TEST_CASE("lost frees: invariants on random traces", "[kineto][memory]") {
         events.push_back(ev(t, next_address++, bytes, events.size()));
       }
     }
+    // Half the trials know the thread's allocations (each free kept between the same two).
+    const std::vector<ProgramPoints> lanes{
+        ProgramPoints(steps, ranges, trial % 2 ? allocation_times(events) : std::vector<TimeNs>{})};
     const std::vector<int> lane_of_source(events.size(), 0);
     std::int64_t placed = 0;
     const auto out = place_lost_frees(events, lanes, lane_of_source, &placed);

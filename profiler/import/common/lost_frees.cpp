@@ -24,8 +24,10 @@ double fraction_of(TimeNs t, TimeNs start, TimeNs end) {
 
 }  // namespace
 
-ProgramPoints::ProgramPoints(std::vector<std::pair<TimeNs, TimeNs>> steps, std::vector<Range> ranges)
-    : steps_(std::move(steps)), ranges_(std::move(ranges)) {
+ProgramPoints::ProgramPoints(std::vector<std::pair<TimeNs, TimeNs>> steps, std::vector<Range> ranges,
+                             std::vector<TimeNs> allocations)
+    : steps_(std::move(steps)), ranges_(std::move(ranges)), allocations_(std::move(allocations)) {
+  std::sort(allocations_.begin(), allocations_.end());
   std::stable_sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
     return a.start != b.start ? a.start < b.start : a.end > b.end;  // outer first
   });
@@ -65,7 +67,10 @@ std::optional<ProgramPoints::Point> ProgramPoints::at(TimeNs t) const {
   if (r >= 0 && step_[static_cast<std::size_t>(r)] == s) {
     const Range& range = ranges_[static_cast<std::size_t>(r)];
     const auto i = static_cast<std::size_t>(r);
-    return Point{s, range.name, parent_[i], occurrence_[i], fraction_of(t, range.start, range.end), -1};
+    const std::size_t inside = allocations_in(range.start, range.end).second;
+    const std::size_t before = allocations_in(range.start, t).second;
+    return Point{s, range.name, parent_[i], occurrence_[i], fraction_of(t, range.start, range.end), -1,
+                 static_cast<int>(before), static_cast<int>(inside)};
   }
   // Between ranges (a loss computed outside every module): after the one that ended last.
   auto it = std::upper_bound(by_end_.begin(), by_end_.end(), t, [&](TimeNs v, std::size_t i) { return v < ranges_[i].end; });
@@ -77,6 +82,17 @@ std::optional<ProgramPoints::Point> ProgramPoints::at(TimeNs t) const {
   return Point{s, kStepItself, kNone, 0, fraction_of(t, start, end), -1};
 }
 
+const ProgramPoints::Range* ProgramPoints::range_at(const Point& p) const {
+  auto it = by_place_.find({p.step, p.parent, p.name, p.occurrence});
+  return it == by_place_.end() ? nullptr : &ranges_[it->second];
+}
+
+std::pair<std::size_t, std::size_t> ProgramPoints::allocations_in(TimeNs start, TimeNs end) const {
+  const auto first = std::lower_bound(allocations_.begin(), allocations_.end(), start);
+  const auto last = std::lower_bound(first, allocations_.end(), std::max(start, end));
+  return {static_cast<std::size_t>(first - allocations_.begin()), static_cast<std::size_t>(last - first)};
+}
+
 std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
   if (p.step < 0 || static_cast<std::size_t>(p.step) >= steps_.size()) return std::nullopt;
   const auto& [step_start, step_end] = steps_[static_cast<std::size_t>(p.step)];
@@ -84,10 +100,16 @@ std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
   if (p.name == kStepItself) {
     t = at_fraction(step_start, step_end, p.fraction);
   } else {
-    auto it = by_place_.find({p.step, p.parent, p.name, p.occurrence});
-    if (it == by_place_.end()) return std::nullopt;
-    const Range& r = ranges_[it->second];
-    t = p.after_end < 0 ? at_fraction(r.start, r.end, p.fraction) : r.end + p.after_end;
+    const Range* r = range_at(p);
+    if (!r) return std::nullopt;
+    t = p.after_end < 0 ? at_fraction(r->start, r->end, p.fraction) : r->end + p.after_end;
+    // On the same side of each of the range's allocations as the point was in its own step.
+    const auto [first, inside] = allocations_in(r->start, r->end);
+    if (p.after_end < 0 && p.allocations_before >= 0 && static_cast<int>(inside) == p.allocations_inside) {
+      const auto before = static_cast<std::size_t>(p.allocations_before);
+      if (before < inside) t = std::min(t, allocations_[first + before] - 1);
+      if (before > 0) t = std::max(t, allocations_[first + before - 1] + 1);  // equal times: after both
+    }
   }
   return step_end > step_start ? std::clamp(t, step_start, step_end - 1) : step_start;  // inside the step ([start, end))
 }

@@ -14,10 +14,14 @@
 // place of another step (same size, made in the same occurrence of the same FSDP or module range
 // within the same parent range) and freed, recorded, within that step gives the point: its free's
 // range, occurrence and position in it. The lost free is put at that point of the block's own
-// step, when that is earlier than where the reuse put it. Where the block's step is laid out
-// differently (the first step, before FSDP2 prefetches) and no such point falls after the block was
-// made, but every recorded block of its size made in that range is freed within its own step, the
-// lost free is put at its step's end: the latest it can have been.
+// step, when that is earlier than where the reuse put it. The position is the same fraction of
+// the range, kept on the same side of each of the thread's allocations in the range as in the
+// other step (where both ranges hold as many): a peak is reached at an allocation, so a free on
+// the right side of every allocation gives every peak as the program had it, whatever its time.
+// Where the block's step is laid out differently (the first step, before FSDP2 prefetches) and
+// no such point falls after the block was made, but every recorded block of its size made in that
+// range is freed within its own step, the lost free is put at its step's end: the latest it can
+// have been.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +37,8 @@
 
 namespace ss::import {
 
-// One thread's FSDP and module ranges within the steps: where a time is in the program, and the
-// time of the same place in another step.
+// One thread's FSDP and module ranges within the steps, and its allocations: where a time is in
+// the program, and the time of the same place in another step.
 class ProgramPoints {
  public:
   struct Range {
@@ -50,19 +54,29 @@ class ProgramPoints {
     int occurrence = 0;      // of that name, in that parent's name, within the step
     double fraction = 0;     // inside: 0 at the range's start, 1 at its end
     TimeNs after_end = -1;   // outside: how long after the range's end (-1: inside)
+    // Inside: the thread's allocations in the range made before the point, and in all (-1: not known).
+    int allocations_before = -1, allocations_inside = -1;
   };
   static constexpr std::uint32_t kNone = 0xffffffff;
-  // `steps` in time order, not overlapping; ranges of one thread, nested or apart.
-  ProgramPoints(std::vector<std::pair<TimeNs, TimeNs>> steps, std::vector<Range> ranges);
+  // `steps` in time order, not overlapping; ranges of one thread, nested or apart; the times of the
+  // thread's allocations.
+  ProgramPoints(std::vector<std::pair<TimeNs, TimeNs>> steps, std::vector<Range> ranges,
+                std::vector<TimeNs> allocations = {});
 
   std::optional<Point> at(TimeNs t) const;
-  // The time of `p` (its name, occurrence and fraction) in the step `p.step`, if that has it.
+  // The time of `p` (its name, occurrence and fraction) in the step `p.step`, if that has it;
+  // between the same two of the range's allocations as `p`, where the range holds as many.
   std::optional<TimeNs> time_of(const Point& p) const;
 
  private:
   int step_at(TimeNs t) const;
+  // The range at `p`'s place (its step, parent, name and occurrence), if its step has one.
+  const Range* range_at(const Point& p) const;
+  // The allocations in [start, end): their first index in allocations_ and their count.
+  std::pair<std::size_t, std::size_t> allocations_in(TimeNs start, TimeNs end) const;
   std::vector<std::pair<TimeNs, TimeNs>> steps_;
   std::vector<Range> ranges_;
+  std::vector<TimeNs> allocations_;
   std::vector<int> occurrence_;          // by range
   std::vector<int> step_;                // by range
   std::vector<std::uint32_t> parent_;    // by range: the name of the range around it

@@ -902,6 +902,9 @@ class Builder {
                                                std::int64_t* lost) {
     std::vector<std::pair<TimeNs, TimeNs>> steps;
     for (const StepRow& st : steps_) steps.emplace_back(st.start, st.end);
+    std::map<std::int64_t, std::vector<TimeNs>> allocations_of_tid;  // recorded allocations, by thread
+    for (const AllocatorEvent& a : alloc)
+      if (a.bytes > 0 && !a.synthetic && a.source < tids.size()) allocations_of_tid[tids[a.source]].push_back(a.time);
     std::map<std::int64_t, int> lane_of_tid;
     std::vector<ProgramPoints> lanes;
     for (std::int64_t tid : tids) {
@@ -910,7 +913,7 @@ class Builder {
       for (const CpuRange& r : ranges_)
         if (r.tid == tid && (r.kind == RangeKind::Module || r.kind == RangeKind::Fsdp)) named.push_back({r.start, r.end, r.name});
       lane_of_tid[tid] = static_cast<int>(lanes.size());
-      lanes.emplace_back(steps, std::move(named));
+      lanes.emplace_back(steps, std::move(named), std::move(allocations_of_tid[tid]));
     }
     std::vector<int> lane_of_source(tids.size(), -1);
     for (std::size_t i = 0; i < tids.size(); ++i)
