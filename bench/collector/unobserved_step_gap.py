@@ -19,6 +19,8 @@ import argparse
 import json
 import statistics
 
+from bench_record_overhead import pct, window_bounds  # the same percentages and A:B as the bench's
+
 
 def steps_of(text):
     """'1,2,8-19' -> [1, 2, 8, ..., 19]"""
@@ -27,10 +29,6 @@ def steps_of(text):
         first, _, last = part.partition("-")
         out.extend(range(int(first), int(last or first) + 1))
     return out
-
-
-def pct(x, ref):
-    return 100.0 * (x - ref) / ref
 
 
 def spread(xs):
@@ -54,8 +52,7 @@ def main():
         pairs += list(zip(d["runs"]["unrecorded"], d["runs"][a.variant]))
     if not pairs:
         raise SystemExit("no pairs")
-    ref_first, _, ref_end = a.reference.partition(":")
-    ref = range(int(ref_first), int(ref_end))
+    ref = range(*window_bounds(a.reference, 0))
     print("%d pairs, variant %s; unrecorded reference steps %d-%d" % (len(pairs), a.variant, ref[0], ref[-1]))
     for key, label in (("step_ms", "wall time"), ("step_cpu_ms", "process CPU time")):
         if any(u.get(key) is None or r.get(key) is None for u, r in pairs):
