@@ -24,6 +24,11 @@ against B recorded and against B as it runs without ShardScope.
    user runs) and the as-profiled one against the recorded B; and the plan's effect on the step
    (B / A), predicted (from A's calibrated replay) and measured (unrecorded B / unrecorded A), which
    neither the calibration nor A's own unobserved steps enter.
+6. With --alternate, each unshard plan's effect once more in one unrecorded process that switches
+   between A and B every --alternate-every steps (fsdp_train_sample.py --alternate-plan, blocks
+   A B B A): this VM's speed drifts up to 2x between processes, which moves the separate runs'
+   effect by more than the 5 % target; in one process it cancels. B's step error is then the
+   predicted effect against this one.
 A and both Bs are run --repeat times, interleaved (the order of the two Bs alternating), and pooled.
 Writes OUT/closed_loop.json and prints a table (the rows of docs/accuracy.md). Exit 1 when the
 collective counts or bytes differ.
@@ -60,9 +65,9 @@ def shardscope_json(ss, *args):
     return json.loads(run([ss] + list(args) + ["--format", "json"]))
 
 
-def job_argv(a, extra):
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc,
-            "--standalone", os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(a.steps)] + MODELS[a.arch] + extra
+def job_argv(a, extra, steps=None):
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc, "--standalone",
+            os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(steps or a.steps)] + MODELS[a.arch] + extra
     return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else []) + [
         "--mixed-precision", a.mixed_precision]
 
@@ -92,6 +97,23 @@ def unrecorded(a, name, extra):
         with open(tracker.replace("{rank}", "0")) as f:
             peak = next(iter(json.load(f)["devices"].values()))["Total"]
     return statistics.median(steps), peak
+
+
+def alternating(a, name, plan_file):
+    """A and B in one unrecorded process (fsdp_train_sample.py --alternate-plan: blocks of
+    --alternate-every steps, A B B A after the warm-up): (median A step, median B step) in ms,
+    rank 0's wall clock, the first step after each switch left out."""
+    summary = os.path.join(a.out, name + ".json")
+    run(job_argv(a, ["--alternate-plan", plan_file, "--alternate-every", str(a.alternate_every), "--summary", summary,
+                     "--warmup", str(a.warmup)], steps=a.alternate_steps), os.path.join(a.out, name + ".log"))
+    with open(summary) as f:
+        s = json.load(f)
+    kept = {"A": [], "B": []}
+    configs = s["step_config"]
+    for n, ms in enumerate(s["step_ms"]):
+        if n >= a.warmup and configs[n] == configs[n - 1]:
+            kept[configs[n]].append(ms)
+    return statistics.median(kept["A"]), statistics.median(kept["B"])
 
 
 def collectives_per_step(profile, rank=0, skip_first=True):
@@ -142,10 +164,19 @@ def main():
                     "plans go in as fsdp1_wrap_policy")
     ap.add_argument("--mixed-precision", choices=["auto", "bf16", "off"], default="auto",
                     help="the job's mixed precision (fsdp_train_sample.py): auto is bf16 on a GPU, fp32 on CPU")
+    ap.add_argument("--alternate", action="store_true",
+                    help="also time each unshard plan's effect in one unrecorded process that alternates A and B "
+                    "(blocks A B B A): the drift between processes, which moves single runs here by up to 2x, cancels")
+    ap.add_argument("--alternate-every", type=int, default=3, help="--alternate: steps per block")
+    ap.add_argument("--alternate-steps", type=int, default=26, help="--alternate: steps of that job (warm-up included)")
     a = ap.parse_args()
     wanted = a.plans.split(",")
     if not wanted or any(p not in ("manual", "auto", "checkpoint") for p in wanted):
         ap.error("--plans: a comma list of manual, auto, checkpoint")
+    if a.alternate and a.alternate_steps < a.warmup + 4 * a.alternate_every:
+        ap.error("--alternate-steps: at least --warmup + 4 x --alternate-every (one A B B A round)")
+    if a.alternate and a.fsdp1:
+        ap.error("--alternate: FSDP1 has no reshard switch at run time (FSDP2's set_reshard_after_forward)")
     if a.fsdp1 and "checkpoint" in wanted:
         ap.error("--fsdp1: fsdp1_wrap_policy applies unshard plans only (checkpointing is the script's own wrapper)")
     os.makedirs(a.out, exist_ok=True)
@@ -201,6 +232,7 @@ def main():
             else:
                 free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
                 B = record(a, "B_%s_%d" % (name, rep), extra)
+            alt = alternating(a, "AB_%s_%d" % (name, rep), plan_file) if a.alternate and name != "checkpoint" else None
             meas = shardscope_json(a.ss, "simulate", B, "--as-profiled")
             measured_colls = collectives_per_step(B)
             want = next(iter(collectives_per_step(predicted_profile, skip_first=False).values()))
@@ -212,6 +244,9 @@ def main():
                 "predicted_step_ms": pred["step_time_ms"], "unrecorded_step_ms": free_ms,
                 "predicted_effect_pct": pct(pred["step_time_ms"], replay["step_time_ms"]),
                 "unrecorded_effect_pct": pct(free_ms, a_free_ms),
+                # One process, A and B alternating: the effect without the drift between processes.
+                "alternating_A_ms": alt and alt[0], "alternating_B_ms": alt and alt[1],
+                "alternating_effect_pct": alt and pct(alt[1], alt[0]),
                 "predicted_as_profiled_step_ms": pred_rec["step_time_ms"], "recorded_step_ms": meas["measured_step_time_ms"],
                 "predicted_peak_bytes": pred["peak_memory_bytes"], "unrecorded_peak_bytes": free_peak,
                 "predicted_as_profiled_peak_bytes": pred_rec["peak_memory_bytes"],
@@ -243,6 +278,14 @@ def main():
             "peak_vs_recorded": pooled(rs, "predicted_as_profiled_peak_bytes", "recorded_peak_bytes"),
             "effect_predicted_pct": [x["predicted_effect_pct"] for x in rs],
             "effect_unrecorded_pct": [x["unrecorded_effect_pct"] for x in rs]}
+        if all(x["alternating_effect_pct"] is not None for x in rs):
+            # B's step error with the drift between processes taken out: the predicted effect against
+            # the effect measured in one process (A's calibrated replay taken as exact; its error
+            # against A's own unobserved steps is the "calibrated" figure above).
+            errors = [pct(1 + x["predicted_effect_pct"] / 100, 1 + x["alternating_effect_pct"] / 100) for x in rs]
+            summary["plans"][name].update({
+                "effect_alternating_pct": [x["alternating_effect_pct"] for x in rs],
+                "step_vs_alternating_pct": errors, "step_vs_alternating_median_pct": statistics.median(errors)})
     with open(os.path.join(a.out, "closed_loop.json"), "w") as f:
         json.dump(summary, f, indent=1)
     per = lambda xs: " ".join("%+.1f" % x for x in xs)
@@ -275,6 +318,9 @@ def main():
                 what, v[0] / scale, v[1] / scale, unit, v[2], per(v[3]), statistics.median(v[3])))
         print("         the plan's effect on the step: predicted %s %%, unrecorded B / unrecorded A %s %% (per run)"
               % (per(p["effect_predicted_pct"]), per(p["effect_unrecorded_pct"])))
+        if "effect_alternating_pct" in p:
+            print("         in one process, A and B alternating: effect %s %%; B's step predicted %s %% off (median %+.2f %%)"
+                  % (per(p["effect_alternating_pct"]), per(p["step_vs_alternating_pct"]), p["step_vs_alternating_median_pct"]))
     return 0 if ok else 1
 
 

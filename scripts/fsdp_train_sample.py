@@ -257,6 +257,44 @@ def close_process_group():
     dist.destroy_process_group()
 
 
+class PlanSwitch:
+    """Switches a plan's unshard set on and off at run time (`--alternate-plan`), so that one
+    unrecorded process times the job without the plan (A) and with it (B) in alternating blocks:
+    this VM's speed drifts up to 2x between processes, which separate A and B runs cannot tell from
+    the plan's effect. Blocks follow A B B A (repeated), which also cancels a drift that is linear
+    within the run. The planned units' `reshard_after_forward` is set in place
+    (`FSDPModule.set_reshard_after_forward`, as shardscope.apply_plan does on a sharded model); a
+    plan that checkpoints, offloads or keeps a 1/k slice changes the model's structure, and is refused."""
+
+    def __init__(self, model, plan_path, keep, fs):
+        from shardscope.plan import load_plan, planned_checkpointing, planned_policies
+
+        plan = load_plan(plan_path)
+        if planned_checkpointing(plan) or plan.get("offload", "none") != "none":
+            raise SystemExit("--alternate-plan: %s checkpoints or offloads; only an unshard set can be switched at run "
+                             "time" % plan_path)
+        self.units = []  # (module, reshard_after_forward in A, in B)
+        for name, policy in planned_policies(plan):
+            module = model.get_submodule(name) if name else None
+            if module is None or not isinstance(module, fs.FSDPModule) or not isinstance(policy, bool):
+                raise SystemExit("--alternate-plan: %r is not a non-root FSDP unit kept unsharded or resharded (%r)"
+                                 % (name, policy))
+            index = int(name.split(".")[1]) if name.startswith("layers.") and name.count(".") == 1 else None
+            self.units.append((module, index not in keep, policy))
+        self.on = False
+
+    def set(self, on):
+        if on != self.on:
+            for module, base, planned in self.units:
+                module.set_reshard_after_forward(planned if on else base, recurse=False)
+            self.on = on
+
+    @staticmethod
+    def planned_at(step, warmup, every):
+        """Whether `step` runs with the plan: A during the warm-up, then blocks of `every` steps A B B A."""
+        return step >= warmup and ((step - warmup) // every) % 4 in (1, 2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -267,6 +305,10 @@ def main():
     ap.add_argument("--keep-unsharded", default="", help="comma-separated layer indices with reshard_after_forward=False")
     ap.add_argument("--plan", default="", help="a ShardScope plan (shardscope plan -o plan.json), applied with "
                     "shardscope.apply_plan before the remaining layers and the root are sharded")
+    ap.add_argument("--alternate-plan", default="", metavar="PLAN",
+                    help="switch this plan's unshard set on and off between blocks of --alternate-every steps (A B B A "
+                    "after the warm-up): A and B timed in one process (FSDP2; scripts/closed_loop.py --alternate)")
+    ap.add_argument("--alternate-every", type=int, default=3, metavar="K", help="steps per block of --alternate-plan")
     ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
     ap.add_argument("--pin-cores", action="store_true",
                     help="CPU runs: pin each rank (and its gloo threads) to core LOCAL_RANK mod cores; steadier step times")
@@ -342,6 +384,16 @@ def main():
     elif distributed and rank == 0 and not args.fsdp1:
         print("FSDP2 unavailable or disabled (torch %s): gradients all-reduced by hand" % torch.__version__)
 
+    switch = None
+    if args.alternate_plan:
+        if fs is None or args.fsdp1:
+            raise SystemExit("--alternate-plan needs an FSDP2 job (distributed, fully_shard)")
+        if args.plan:  # A is the job as sharded by --keep-unsharded; a second plan would blur which
+            raise SystemExit("--alternate-plan switches from the job without --plan; give one of them")
+        if args.alternate_every < 1:
+            raise SystemExit("--alternate-every: at least 1 step a block")
+        switch = PlanSwitch(model, args.alternate_plan, keep, fs)
+    step_config = []  # per step: "A" (as sharded) or "B" (--alternate-plan's unshard set)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator().manual_seed(rank)
     prof = None
@@ -367,6 +419,9 @@ def main():
             prof = None
         if (args.torch_profiler_kernels or args.torch_profiler_trace) and step == args.warmup:
             prof = start_profiler(cpu=bool(args.torch_profiler_trace))
+        if switch is not None:  # between steps, untimed
+            switch.set(PlanSwitch.planned_at(step, args.warmup, args.alternate_every))
+        step_config.append("B" if switch is not None and switch.on else "A")
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         c0 = time.process_time()
@@ -434,6 +489,8 @@ def main():
         # The same steps in rank 0's process CPU time (every thread: gloo's, a profiler's): what a
         # profiler adds to the work, which a busy machine's wall clock hides in its noise.
         "step_cpu_ms": [round(1000 * t, 3) for t in cpu_times],
+        "step_config": step_config,  # "A" / "B" per step: --alternate-plan's blocks
+        "alternate_every": args.alternate_every if switch is not None else None,
         "step_rss_mb": rss_mb,
         "step_minor_faults": minor_faults,
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,

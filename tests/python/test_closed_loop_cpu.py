@@ -98,6 +98,30 @@ class ClosedLoopCpu(unittest.TestCase):
         kept = sum(self.units[u] for u in set(planned["unsharded"]) | {""})
         self.assertEqual(self.unsharded_after_forward(tracker), [4 * kept] * 2)
 
+    def test_alternating_job_switches_between_a_and_the_plan(self):
+        """scripts/closed_loop.py --alternate times A and B in one unrecorded process
+        (fsdp_train_sample.py --alternate-plan: after the warm-up, blocks A B B A). The switch is
+        real: recorded, every B step runs the predicted B's collectives and every A step A's."""
+        plan = os.path.join(self.dir, "alternate.json")
+        run.shardscope("plan", self.A, "-o", plan, "--modules", "layers.1")
+        predicted = os.path.join(self.dir, "alternate_predicted.ssdb")
+        run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
+        want = {"A": run.fsdp_collectives_per_step(self.A, 0)[2],  # a profiled step of A
+                "B": list(run.fsdp_collectives_per_step(predicted, 0).values())[0]}
+        self.assertNotEqual(want["A"], want["B"])
+        summary = os.path.join(self.dir, "alternate_summary.json")
+        AB = os.path.join(self.dir, "alternate_AB.ssdb")
+        run.record(AB, "--tiny", "--steps", "5", "--warmup", "1", "--alternate-plan", plan, "--alternate-every", "1",
+                   "--summary", summary, record_args=["--steps", "0:"])
+        with open(summary) as f:
+            configs = json.load(f)["step_config"]
+        self.assertEqual(configs, ["A", "A", "B", "B", "A"])  # the warm-up, then one block each: A B B A
+        for rank in range(2):
+            got = run.fsdp_collectives_per_step(AB, rank)
+            self.assertEqual(sorted(got), list(range(5)))
+            for step, config in enumerate(configs):
+                self.assertEqual(got[step], want[config], "rank %d step %d (%s)" % (rank, step, config))
+
 
 if __name__ == "__main__":
     unittest.main()
