@@ -107,11 +107,16 @@ def alternating(a, name, plan_file):
     run(job_argv(a, ["--alternate-plan", plan_file, "--alternate-every", str(a.alternate_every), "--summary", summary,
                      "--warmup", str(a.warmup)], steps=a.alternate_steps), os.path.join(a.out, name + ".log"))
     with open(summary) as f:
-        s = json.load(f)
+        return alternating_medians(json.load(f), a.warmup)
+
+
+def alternating_medians(summary, warmup):
+    """(median A step, median B step) in ms of an --alternate-plan job's summary: the steps after
+    the warm-up, the first step after each switch left out."""
     kept = {"A": [], "B": []}
-    configs = s["step_config"]
-    for n, ms in enumerate(s["step_ms"]):
-        if n >= a.warmup and configs[n] == configs[n - 1]:
+    configs = summary["step_config"]
+    for n, ms in enumerate(summary["step_ms"]):
+        if n >= warmup and configs[n] == configs[n - 1]:
             kept[configs[n]].append(ms)
     return statistics.median(kept["A"]), statistics.median(kept["B"])
 
