@@ -16,6 +16,8 @@ import sqlite3
 import statistics
 import sys
 
+from closed_loop import alternating_steps
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,8 +32,8 @@ def main():
     db = sqlite3.connect("file:%s?mode=ro" % a.profile, uri=True)
     steps = db.execute("SELECT number, start_ns, start_ns + duration_ns, duration_ns FROM steps WHERE rank = ? ORDER BY number",
                        (a.rank,)).fetchall()
-    kept = {n: configs[n] for n, _, _, _ in steps
-            if a.warmup <= n < len(configs) and configs[n] == configs[n - 1]}
+    recorded = {n for n, _, _, _ in steps}
+    kept = {n: c for n, c in alternating_steps(configs, a.warmup).items() if n in recorded}
     if set(kept.values()) != {"A", "B"}:
         sys.exit("%s: no steps of both A and B after the warm-up (step_config %s)" % (a.summary, configs))
     per_step = {}  # (name, phase) -> {step: ns}

@@ -110,15 +110,16 @@ def alternating(a, name, plan_file):
         return alternating_medians(json.load(f), a.warmup)
 
 
-def alternating_medians(summary, warmup):
-    """(median A step, median B step) in ms of an --alternate-plan job's summary: the steps after
+def alternating_steps(configs, warmup):
+    """{step: "A" | "B"} of an --alternate-plan job's step_config that are timed: the steps after
     the warm-up, the first step after each switch left out."""
-    kept = {"A": [], "B": []}
-    configs = summary["step_config"]
-    for n, ms in enumerate(summary["step_ms"]):
-        if n >= warmup and configs[n] == configs[n - 1]:
-            kept[configs[n]].append(ms)
-    return statistics.median(kept["A"]), statistics.median(kept["B"])
+    return {n: c for n, c in enumerate(configs) if n >= warmup and c == configs[n - 1]}
+
+
+def alternating_medians(summary, warmup):
+    """(median A step, median B step) in ms of an --alternate-plan job's summary (alternating_steps)."""
+    kept = alternating_steps(summary["step_config"], warmup)
+    return tuple(statistics.median(summary["step_ms"][n] for n, c in kept.items() if c == config) for config in "AB")
 
 
 def collectives_per_step(profile, rank=0, skip_first=True):

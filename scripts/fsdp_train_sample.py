@@ -266,7 +266,7 @@ class PlanSwitch:
     (`FSDPModule.set_reshard_after_forward`, as shardscope.apply_plan does on a sharded model); a
     plan that checkpoints, offloads or keeps a 1/k slice changes the model's structure, and is refused."""
 
-    def __init__(self, model, plan_path, keep, fs):
+    def __init__(self, model, plan_path, as_sharded, fs):
         from shardscope.plan import load_plan, planned_checkpointing, planned_policies
 
         plan = load_plan(plan_path)
@@ -279,8 +279,7 @@ class PlanSwitch:
             if module is None or not isinstance(module, fs.FSDPModule) or not isinstance(policy, bool):
                 raise SystemExit("--alternate-plan: %r is not a non-root FSDP unit kept unsharded or resharded (%r)"
                                  % (name, policy))
-            index = int(name.split(".")[1]) if name.startswith("layers.") and name.count(".") == 1 else None
-            self.units.append((module, index not in keep, policy))
+            self.units.append((module, as_sharded.get(name, True), policy))
         self.on = False
 
     def set(self, on):
@@ -392,7 +391,8 @@ def main():
             raise SystemExit("--alternate-plan switches from the job without --plan; give one of them")
         if args.alternate_every < 1:
             raise SystemExit("--alternate-every: at least 1 step a block")
-        switch = PlanSwitch(model, args.alternate_plan, keep, fs)
+        as_sharded = {"layers.%d" % i: i not in keep for i in range(len(model.layers))}  # reshard_after_forward in A
+        switch = PlanSwitch(model, args.alternate_plan, as_sharded, fs)
     step_config = []  # per step: "A" (as sharded) or "B" (--alternate-plan's unshard set)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator().manual_seed(rank)
@@ -490,7 +490,6 @@ def main():
         # profiler adds to the work, which a busy machine's wall clock hides in its noise.
         "step_cpu_ms": [round(1000 * t, 3) for t in cpu_times],
         "step_config": step_config,  # "A" / "B" per step: --alternate-plan's blocks
-        "alternate_every": args.alternate_every if switch is not None else None,
         "step_rss_mb": rss_mb,
         "step_minor_faults": minor_faults,
         "max_memory_allocated": torch.cuda.max_memory_allocated() if device == "cuda" else None,
