@@ -192,6 +192,27 @@ TEST_CASE("lost frees: where the step is laid out differently, the step's end", 
   CHECK(placed == 0);
 }
 
+TEST_CASE("lost frees: a block the hooks name as the job's tensor keeps its life", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  // An optimizer state made in step 0 after the module range (at 70, 100 B) and never freed; in
+  // steps 1 and 2 blocks of its size are made at the same place and freed in their step (a foreach
+  // optimizer's intermediates). Without facts its free goes where theirs are (step 0's 75).
+  std::vector<AllocatorEvent> events{ev(70, 5, 100, 0), ev(170, 6, 100, 1), ev(175, 6, -100, 2),
+                                     ev(270, 6, 100, 3), ev(275, 6, -100, 4)};
+  const std::vector<int> lane_of(events.size(), 0);
+  std::int64_t placed = -1;
+  auto out = place_lost_frees(events, lanes, lane_of, &placed);
+  CHECK(placed == 1);
+  CHECK(live_at(out, 1000) == 0);
+  // The hooks' fact ("optimizer state at address 5", at 72, before the step's end): alive.
+  out = place_lost_frees(events, lanes, lane_of, &placed, {{5, 72}});
+  CHECK(placed == 0);
+  CHECK(live_at(out, 1000) == 100);
+  // A fact before the block was made, or about another address, names another tensor.
+  place_lost_frees(events, lanes, lane_of, &placed, {{5, 60}, {6, 95}});
+  CHECK(placed == 1);
+}
+
 // Random allocations over random nested ranges: whatever it places, every recorded event stays,
 // each placed free ends a block that had none (or moves a reuse's free earlier), after the block was
 // made and inside its step, and the result is in time order.

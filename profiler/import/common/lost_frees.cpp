@@ -115,7 +115,8 @@ std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
 }
 
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
-                                             const std::vector<int>& lane_of_source, std::int64_t* placed) {
+                                             const std::vector<int>& lane_of_source, std::int64_t* placed,
+                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive) {
   auto lane_of = [&](const AllocatorEvent& e) { return e.source < lane_of_source.size() ? lane_of_source[e.source] : -1; };
 
   // Each allocation's free: the next free at its address.
@@ -200,6 +201,10 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
         t = *points.time_of({m.step, kStepItself, ProgramPoints::kNone, 0, 1.0, -1});  // its last instant
     if (t == kNoTime || t <= a.time) continue;
     const std::size_t f = free_of[m.alloc];
+    // A block the hooks' facts name (a parameter, a gradient, an optimizer state: the job's own
+    // tensors, not a collective's buffer that gloo's worker lets go of) is alive as they say.
+    const auto fact = std::lower_bound(alive.begin(), alive.end(), std::make_pair(a.address, a.time));
+    if (fact != alive.end() && fact->first == a.address && (f == SIZE_MAX || fact->second < events[f].time)) continue;
     if (f != SIZE_MAX) {
       if (t >= events[f].time) continue;  // the reuse came first: it stays the bound
       events[f].time = t;

@@ -89,8 +89,14 @@ class ProgramPoints {
 // ProgramPoints (an index into `lanes`) of the thread that made event e, or -1 (gloo's worker
 // threads: their own staging buffers are freed inside the work, recorded). Returns the events with
 // each lost free placed (a new synthetic free, or a reuse's moved earlier), in time order;
-// `placed` counts them.
+// `placed` counts them. `alive` (address, time), sorted: the hooks' tensor facts, each naming the
+// block at that address then as one of the job's tensors (a parameter, a gradient, an optimizer
+// state); a block named between its allocation and its free is not a lost one. Why: an optimizer's
+// state is made in the first step and never freed, like a lost free's block, and blocks of its
+// sizes made at that place (a foreach AdamW's intermediates) are freed in their step; without the
+// facts, a user's loop lost its whole optimizer state at the first step's end.
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
-                                             const std::vector<int>& lane_of_source, std::int64_t* placed);
+                                             const std::vector<int>& lane_of_source, std::int64_t* placed,
+                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive = {});
 
 }  // namespace ss::import

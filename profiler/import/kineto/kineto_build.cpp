@@ -918,7 +918,10 @@ class Builder {
     std::vector<int> lane_of_source(tids.size(), -1);
     for (std::size_t i = 0; i < tids.size(); ++i)
       if (auto it = lane_of_tid.find(tids[i]); it != lane_of_tid.end()) lane_of_source[i] = it->second;
-    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost);
+    std::vector<std::pair<std::int64_t, TimeNs>> alive;  // the hooks' facts: a block alive at a time
+    for (const TensorFact& f : facts_) alive.emplace_back(f.address, f.time);
+    std::sort(alive.begin(), alive.end());
+    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost, alive);
   }
 
   RowId fact_module(const std::string& fqn) {
