@@ -5,6 +5,7 @@ against B recorded and against B as it runs without ShardScope.
     scripts/closed_loop.py --arch llama --out /tmp/loop            (CPU, gloo, 2 ranks; or --device cuda)
     scripts/closed_loop.py --arch llama --fsdp1 --out /tmp/loop1   (the job on FSDP1, plans through fsdp1_wrap_policy)
     scripts/closed_loop.py --arch llama --mixed-precision bf16      (bf16 parameters, fp32 reductions, on CPU too)
+    scripts/closed_loop.py --arch llama --micro-batches 2 [--no-sync]  (gradient accumulation: 2 passes a step)
 
 1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record
    --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
@@ -69,7 +70,7 @@ def job_argv(a, extra, steps=None):
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc, "--standalone",
             os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(steps or a.steps)] + MODELS[a.arch] + extra
     return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else []) + [
-        "--mixed-precision", a.mixed_precision]
+        "--mixed-precision", a.mixed_precision, "--micro-batches", str(a.micro_batches)] + (["--no-sync"] if a.no_sync else [])
 
 
 def record(a, name, extra):
@@ -170,6 +171,9 @@ def main():
                     "plans go in as fsdp1_wrap_policy")
     ap.add_argument("--mixed-precision", choices=["auto", "bf16", "off"], default="auto",
                     help="the job's mixed precision (fsdp_train_sample.py): auto is bf16 on a GPU, fp32 on CPU")
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="gradient accumulation: forward-backward passes per optimizer step (fsdp_train_sample.py)")
+    ap.add_argument("--no-sync", action="store_true", help="with --micro-batches: gradients reduced on the last pass only")
     ap.add_argument("--alternate", action="store_true",
                     help="also time each unshard plan's effect in one unrecorded process that alternates A and B "
                     "(blocks A B B A): the drift between processes, which moves single runs here by up to 2x, cancels")
@@ -264,6 +268,7 @@ def main():
         runs.append(run_)
     mean = lambda xs: sum(xs) / len(xs)
     summary = {"arch": a.arch, "fsdp1": a.fsdp1, "mixed_precision": a.mixed_precision, "device": a.device, "nproc": a.nproc,
+               "micro_batches": a.micro_batches, "no_sync": a.no_sync,
                "steps": a.steps, "window": a.window, "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),

@@ -13,6 +13,7 @@ Default size: dim 1024, 16 layers, vocab 32000, SwiGLU 2816 -> about 270M parame
 (540 MB in bf16). Each decoder layer is one FSDP unit; the root holds embeddings and head.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -226,7 +227,8 @@ def add_model_args(ap, defaults, batch_help=None):
     for name, value in zip(MODEL_FIELDS, defaults):
         ap.add_argument("--" + name, type=int, default=value, help=batch_help if name == "batch" else None)
     ap.add_argument("--mem-tracker-step", type=int, default=-1,
-                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only) and write its peak to --mem-tracker-out")
+                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only; its last micro-batch and the optimizer "
+                         "under --micro-batches) and write its peak to --mem-tracker-out")
     ap.add_argument("--mem-tracker-out", default="", help="JSON file for --mem-tracker-step (one per rank: {rank} is replaced)")
 
 
@@ -308,6 +310,11 @@ def main():
                     help="switch this plan's unshard set on and off between blocks of --alternate-every steps (A B B A "
                     "after the warm-up): A and B timed in one process (FSDP2; scripts/closed_loop.py --alternate)")
     ap.add_argument("--alternate-every", type=int, default=3, metavar="K", help="steps per block of --alternate-plan")
+    ap.add_argument("--micro-batches", type=int, default=1, metavar="N",
+                    help="gradient accumulation: N forward-backward passes of --batch sequences per optimizer step")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="with --micro-batches: reduce the gradients on the last micro-batch only (FSDP2's "
+                         "set_requires_gradient_sync(False) on the others; FSDP1's no_sync())")
     ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
     ap.add_argument("--pin-cores", action="store_true",
                     help="CPU runs: pin each rank (and its gloo threads) to core LOCAL_RANK mod cores; steadier step times")
@@ -335,6 +342,10 @@ def main():
         apply_preset(args, "tiny")
     if args.small:
         apply_preset(args, "small")
+    if args.micro_batches < 1:
+        ap.error("--micro-batches must be at least 1")
+    if args.no_sync and (args.micro_batches < 2 or args.no_fsdp):
+        ap.error("--no-sync needs --micro-batches N > 1 and FSDP (FSDP2, or --fsdp1)")
 
     device = args.device
     if device == "auto":
@@ -425,23 +436,34 @@ def main():
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         c0 = time.process_time()
-        if args.arch == "mlp":
-            tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
-        else:
-            tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
         tracker = None
-        if step == args.mem_tracker_step and fs is not None:
-            from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+        for micro in range(args.micro_batches):  # gradient accumulation: a forward and backward each
+            last = micro == args.micro_batches - 1
+            if args.no_sync and fs is not None:
+                model.set_requires_gradient_sync(last)
+            if args.arch == "mlp":
+                tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
+            else:
+                tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
+            # FSDPMemTracker refuses a module called twice while it tracks (NotImplementedError:
+            # "multiple iterative calls"): under accumulation it follows the last pass and the
+            # optimizer step, which hold the step's peak (each earlier pass holds what it does but
+            # the gradients the passes before it left).
+            if step == args.mem_tracker_step and fs is not None and last:
+                from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
-            tracker = FSDPMemTracker(model, opt)
-            tracker.track_inputs((tokens,))
-            tracker.__enter__()
-        if args.arch == "mlp":
-            loss = model(tokens).float().pow(2).mean()
-        else:
-            logits = model(tokens[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
-        loss.backward()
+                tracker = FSDPMemTracker(model, opt)
+                tracker.track_inputs((tokens,))
+                tracker.__enter__()
+            # FSDP1 skips the reduction inside no_sync() (and keeps the gradients unsharded).
+            sync = model.no_sync() if args.no_sync and args.fsdp1 and not last else contextlib.nullcontext()
+            with sync:
+                if args.arch == "mlp":
+                    loss = model(tokens).float().pow(2).mean()
+                else:
+                    logits = model(tokens[:, :-1])
+                    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tokens[:, 1:].reshape(-1))
+                (loss / args.micro_batches).backward()
         if distributed and fs is None and not args.fsdp1:
             import torch.distributed as dist
 

@@ -119,7 +119,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (!req.plan_path.empty() || knobs || !own_world) {
       sim::ClusterModel c = in.cluster;
       if (in.profile_world > 0) c.world_size = in.profile_world;
-      replay_ns = sim::simulate(sim::compile_step(in.model, sim::FsdpPlan{}, c)).step_ns;
+      replay_ns = sim::simulate(sim::compile_step(in.model, in.recorded_plan, c)).step_ns;
     }
     replay = sim::check_replay(in, replay_ns, in.fitted);
   }

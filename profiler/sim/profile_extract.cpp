@@ -113,6 +113,26 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
   }
 }
 
+// Gradient accumulation as recorded: whether the passes before a step's last one reduce-scatter
+// too, or only the last (FSDP2's set_requires_gradient_sync(False) on the others, FSDP1's
+// no_sync()). A GPU's collectives may run after their pass's host ranges end, so it is a count: the
+// earlier passes hold at least half as many reduce-scatters each as the last ones. None at all
+// (a profile without collectives): every pass, the simulator's default.
+bool reduces_every_pass(const Profile& p, int rank, const std::vector<TimeInterval>& passes, const std::vector<TimeInterval>& steps) {
+  std::vector<bool> last(passes.size(), false);
+  for (std::size_t k = 0; k < passes.size(); ++k)
+    last[k] = std::any_of(steps.begin(), steps.end(), [&](const TimeInterval& s) { return s.second == passes[k].second; });
+  double in_last = 0, in_others = 0;
+  for (const auto& c : p.collectives) {
+    if (c.rank != rank || c.type != CollectiveType::ReduceScatter) continue;
+    const auto k = interval_holding(passes, c.start);
+    if (k >= 0) (last[static_cast<std::size_t>(k)] ? in_last : in_others) += 1;
+  }
+  const double n_last = double(std::count(last.begin(), last.end(), true)), n_others = double(passes.size()) - n_last;
+  if (in_last + in_others == 0 || n_last == 0 || n_others == 0) return true;
+  return in_others / n_others >= 0.5 * in_last / n_last;
+}
+
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
   throw ProfileError(ProfileErrorKind::MalformedTable, p.path + ": cannot simulate this profile: " + why);
 }
@@ -400,7 +420,98 @@ ProfileInput extract_profile(const Profile& p) {
   if (steps.size() > 1) steps.erase(steps.begin());
   in.steps_used = static_cast<int>(steps.size());
 
-  // Forward all-gathers per unit and step, from FSDP's own ranges (CPU traces have them; NVTX
+  const int nu = static_cast<int>(sm.units.size());
+  std::vector<Split> fwd(static_cast<std::size_t>(nu)), bwd(static_cast<std::size_t>(nu));
+  std::vector<TimeNs> first_fwd(static_cast<std::size_t>(nu), std::numeric_limits<TimeNs>::max());
+  Split head_f, tail, head_b, opt, whole;
+  double step_total = 0;
+  int root = -1;
+  for (int u = 0; u < nu; ++u)
+    if (sm.units[static_cast<std::size_t>(u)].is_root) root = u;
+  for (std::size_t i = 0; i < nm; ++i)
+    if (unit_of[i] >= 0) in.unit_of_module.emplace_back(p.modules[i].id, unit_index[unit_of[i]]);
+  for (const auto& st : steps) in.step_windows.emplace_back(st.start, st.end);
+  // Root ranges (its backward ends with each backward pass: the boundary between micro-batches).
+  std::vector<TimeNs> root_bwd_ends;
+  for (const auto& r : ranges)
+    if (is_root_unit(r.unit) && r.phase == RangePhase::Backward) root_bwd_ends.push_back(r.end);
+  std::sort(root_bwd_ends.begin(), root_bwd_ends.end());
+  int total_micro = 0;  // forward-backward passes over the steps used (gradient accumulation: several a step)
+  for (const auto& st : steps) {
+    step_total += double(st.end - st.start);
+    whole += split(st.start, st.end);
+    // The unit ranges of the step (the root's spans the others), and its micro-batches: each
+    // begins with a forward range of the step's first unit that follows a backward range. A unit
+    // called twice in one forward, or a head run again inside the loss's backward (torchtitan's
+    // chunked loss), begins none.
+    std::vector<const UnitRange*> in_step;
+    for (const auto& r : ranges)
+      if (r.start >= st.start && r.end <= st.end && !is_root_unit(r.unit)) in_step.push_back(&r);
+    const auto first = std::find_if(in_step.begin(), in_step.end(), [](const UnitRange* r) { return r->phase == RangePhase::Forward; });
+    if (first == in_step.end()) continue;
+    std::vector<std::size_t> micro_begin{0};
+    bool backward_seen = false;
+    for (std::size_t k = 0; k < in_step.size(); ++k) {
+      const UnitRange& r = *in_step[k];
+      if (r.phase == RangePhase::Backward) backward_seen = true;
+      else if (backward_seen && r.unit == (*first)->unit) micro_begin.push_back(k), backward_seen = false;
+    }
+    micro_begin.push_back(in_step.size());
+    const std::size_t micros = micro_begin.size() - 1;
+    total_micro += static_cast<int>(micros);
+    for (const auto* r : in_step)
+      if (r->phase == RangePhase::Forward)
+        first_fwd[static_cast<std::size_t>(r->unit)] = std::min(first_fwd[static_cast<std::size_t>(r->unit)], r->start - st.start);
+    // Each unit range also owns the gap until the next range of the same pass starts (its last
+    // kernels, launch gaps before the next unit's hooks), so that the ranges of a pass tile it and
+    // every nanosecond of the step is replayed exactly once. The simulator replays a segment's
+    // measured collectives and idle after its compute, before the next unit's pre-hook: the same
+    // place. Nested or overlapping unit ranges count only what the earlier ones did not.
+    TimeNs cursor = st.start;
+    for (std::size_t k = 0; k < in_step.size(); ++k) {
+      const UnitRange& r = *in_step[k];
+      const bool next_same = k + 1 < in_step.size() && in_step[k + 1]->phase == r.phase;
+      const TimeNs a = std::max(cursor, r.start);
+      const TimeNs b = std::max(a, next_same ? std::max(r.end, in_step[k + 1]->start) : r.end);
+      (r.phase == RangePhase::Forward ? fwd : bwd)[static_cast<std::size_t>(r.unit)] +=
+          r.phase == RangePhase::Forward ? split(a, b) : split_less_host(a, b);
+      cursor = b;
+    }
+    // Optimizer: its range when present, else what follows the last backward range.
+    TimeNs last_bwd_hi = st.start;
+    for (const auto* r : in_step)
+      if (r->phase == RangePhase::Backward) last_bwd_hi = std::max(last_bwd_hi, r->end);
+    TimeNs opt_start = last_bwd_hi;
+    for (const auto& tr : rk.range_tracks)
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events)
+        if (r.phase == RangePhase::Optimizer && r.start >= st.start && r.start < st.end) opt_start = std::max(last_bwd_hi, r.start);
+    // Per micro-batch: the root's head (from the previous backward's end, or the step's start, to
+    // the first unit's forward), its tail (forward to backward: output head, loss) and its
+    // backward after the units' (to the root's backward end, or to the optimizer on the last).
+    TimeNs from = st.start;
+    for (std::size_t m = 0; m < micros; ++m) {
+      TimeNs fwd_lo = std::numeric_limits<TimeNs>::max(), fwd_hi = from, bwd_lo = std::numeric_limits<TimeNs>::max(), bwd_hi = from;
+      for (std::size_t k = micro_begin[m]; k < micro_begin[m + 1]; ++k) {
+        const UnitRange& r = *in_step[k];
+        if (r.phase == RangePhase::Forward) fwd_lo = std::min(fwd_lo, r.start), fwd_hi = std::max(fwd_hi, r.end);
+        else bwd_lo = std::min(bwd_lo, r.start), bwd_hi = std::max(bwd_hi, r.end);
+      }
+      if (bwd_lo == std::numeric_limits<TimeNs>::max()) bwd_lo = bwd_hi = fwd_hi;
+      TimeNs to = opt_start;
+      if (m + 1 < micros) {
+        const TimeNs next = in_step[micro_begin[m + 1]]->start;
+        const auto e = std::upper_bound(root_bwd_ends.begin(), root_bwd_ends.end(), next);
+        to = e != root_bwd_ends.begin() && *std::prev(e) >= bwd_hi ? *std::prev(e) : bwd_hi;
+      }
+      in.pass_windows.emplace_back(from, m + 1 < micros ? to : st.end);
+      head_f += split(from, fwd_lo);
+      tail += split_less_host(fwd_hi, bwd_lo);
+      head_b += split_less_host(bwd_hi, to);
+      from = to;
+    }
+    opt += split(opt_start, st.end);
+  }
+  // Forward all-gathers per unit and forward pass, from FSDP's own ranges (CPU traces have them; NVTX
   // does not): more than one on a unit is the trainer gathering it again (SimUnit::extra_fwd_gathers).
   // Counted per parameter group (FSDP2 names a unit's groups "FSDP::all_gather (layers.0) [pg=4]",
   // "... [pg=2]"): a unit whose experts are gathered over a mesh of their own gathers once per
@@ -424,68 +535,17 @@ ProfileInput extract_profile(const Profile& p) {
     for (std::size_t u = 0; u < sm.units.size(); ++u) {
       int most = 0;
       for (const auto& [group, n] : gathers[u]) most = std::max(most, n);
-      const long per_step = std::lround(double(most) / double(std::max<std::size_t>(1, steps.size())));
-      if (per_step > 1) sm.units[u].extra_fwd_gathers = static_cast<int>(per_step - 1);
+      const long per_pass = std::lround(double(most) / double(std::max(1, total_micro)));
+      if (per_pass > 1) sm.units[u].extra_fwd_gathers = static_cast<int>(per_pass - 1);
     }
   }
 
-  const int nu = static_cast<int>(sm.units.size());
-  std::vector<Split> fwd(static_cast<std::size_t>(nu)), bwd(static_cast<std::size_t>(nu));
-  std::vector<TimeNs> first_fwd(static_cast<std::size_t>(nu), std::numeric_limits<TimeNs>::max());
-  Split head_f, tail, head_b, opt, whole;
-  double step_total = 0;
-  int root = -1;
-  for (int u = 0; u < nu; ++u)
-    if (sm.units[static_cast<std::size_t>(u)].is_root) root = u;
-  for (std::size_t i = 0; i < nm; ++i)
-    if (unit_of[i] >= 0) in.unit_of_module.emplace_back(p.modules[i].id, unit_index[unit_of[i]]);
-  for (const auto& st : steps) in.step_windows.emplace_back(st.start, st.end);
-  for (const auto& st : steps) {
-    step_total += double(st.end - st.start);
-    whole += split(st.start, st.end);
-    TimeNs fwd_lo = std::numeric_limits<TimeNs>::max(), fwd_hi = st.start, bwd_lo = std::numeric_limits<TimeNs>::max(), bwd_hi = st.start;
-    for (const auto& r : ranges) {
-      if (r.start < st.start || r.end > st.end || is_root_unit(r.unit)) continue;  // the root's range spans the others
-      if (r.phase == RangePhase::Forward) {
-        fwd_lo = std::min(fwd_lo, r.start), fwd_hi = std::max(fwd_hi, r.end);
-        first_fwd[static_cast<std::size_t>(r.unit)] = std::min(first_fwd[static_cast<std::size_t>(r.unit)], r.start - st.start);
-      } else {
-        bwd_lo = std::min(bwd_lo, r.start), bwd_hi = std::max(bwd_hi, r.end);
-      }
-    }
-    if (fwd_lo == std::numeric_limits<TimeNs>::max()) continue;
-    if (bwd_lo == std::numeric_limits<TimeNs>::max()) bwd_lo = bwd_hi = fwd_hi;
-    // Each unit range also owns the gap until the next range of the same pass starts (its last
-    // kernels, launch gaps before the next unit's hooks), so that the ranges of a pass tile it and
-    // every nanosecond of the step is replayed exactly once. The simulator replays a segment's
-    // measured collectives and idle after its compute, before the next unit's pre-hook: the same
-    // place. Nested or overlapping unit ranges count only what the earlier ones did not.
-    std::vector<const UnitRange*> in_step;
-    for (const auto& r : ranges)
-      if (r.start >= st.start && r.end <= st.end && !is_root_unit(r.unit)) in_step.push_back(&r);
-    TimeNs cursor = st.start;
-    for (std::size_t k = 0; k < in_step.size(); ++k) {
-      const UnitRange& r = *in_step[k];
-      const bool next_same = k + 1 < in_step.size() && in_step[k + 1]->phase == r.phase;
-      const TimeNs a = std::max(cursor, r.start);
-      const TimeNs b = std::max(a, next_same ? std::max(r.end, in_step[k + 1]->start) : r.end);
-      (r.phase == RangePhase::Forward ? fwd : bwd)[static_cast<std::size_t>(r.unit)] +=
-          r.phase == RangePhase::Forward ? split(a, b) : split_less_host(a, b);
-      cursor = b;
-    }
-    // Optimizer: its range when present, else what follows the last backward range.
-    TimeNs opt_start = bwd_hi;
-    for (const auto& tr : rk.range_tracks)
-      for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events)
-        if (r.phase == RangePhase::Optimizer && r.start >= st.start && r.start < st.end) opt_start = std::max(bwd_hi, r.start);
-    head_f += split(st.start, fwd_lo);
-    tail += split_less_host(fwd_hi, bwd_lo);
-    head_b += split_less_host(bwd_hi, opt_start);
-    opt += split(opt_start, st.end);
-  }
   const double ns_steps = double(std::max<std::size_t>(1, steps.size()));
   in.measured_step_ns = static_cast<TimeNs>(step_total / ns_steps);
   auto avg = [&](double v) { return static_cast<TimeNs>(v / ns_steps); };
+  // The simulator runs the segments once per micro-batch: they hold a forward-backward pass's mean.
+  const double ns_passes = double(std::max(1, total_micro));
+  in.micro_batches = std::max(1, static_cast<int>(std::lround(ns_passes / ns_steps)));
   in.measured_compute_ns = avg(whole.compute);
   in.measured_other_comm_ns = avg(whole.other);
   in.measured_idle_ns = avg(whole.idle);
@@ -500,18 +560,19 @@ ProfileInput extract_profile(const Profile& p) {
     if (u != root && first_fwd[static_cast<std::size_t>(u)] != std::numeric_limits<TimeNs>::max()) order.push_back(u);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return first_fwd[static_cast<std::size_t>(a)] < first_fwd[static_cast<std::size_t>(b)]; });
   if (order.empty()) unusable(p, "no forward module range of an FSDP unit lies inside a step");
-  auto extra = [&](const Split& sp) {
+  auto extra = [&](const Split& sp, double n) {
     MeasuredExtra x;
-    x.other_comm_ns = avg(sp.other);
-    x.other_comm_count = static_cast<int>(std::lround(sp.count / ns_steps));
-    x.other_comm_bytes = static_cast<std::int64_t>(sp.bytes / ns_steps);
-    x.idle_ns = avg(sp.idle);
+    x.other_comm_ns = static_cast<TimeNs>(sp.other / n);
+    x.other_comm_count = static_cast<int>(std::lround(sp.count / n));
+    x.other_comm_bytes = static_cast<std::int64_t>(sp.bytes / n);
+    x.idle_ns = static_cast<TimeNs>(sp.idle / n);
     return x;
   };
+  auto per_pass = [&](double v) { return static_cast<TimeNs>(v / ns_passes); };
   auto segment = [&](int u, const Split& f, const Split& b) {
-    SimSegment sg{u, avg(f.compute), avg(b.compute), 0, 0};
-    sg.fwd_extra = extra(f);
-    sg.bwd_extra = extra(b);
+    SimSegment sg{u, per_pass(f.compute), per_pass(b.compute), 0, 0};
+    sg.fwd_extra = extra(f, ns_passes);
+    sg.bwd_extra = extra(b, ns_passes);
     return sg;
   };
   sm.segments.push_back(segment(root, head_f, head_b));
@@ -524,7 +585,7 @@ ProfileInput extract_profile(const Profile& p) {
   tail_f.other = tail.other, tail_f.idle = tail.idle, tail_f.count = tail.count, tail_f.bytes = tail.bytes;
   sm.segments.push_back(segment(root, tail_f, tail.minus(tail_f)));
   sm.optimizer_ns = avg(opt.compute);
-  sm.optimizer_extra = extra(opt);
+  sm.optimizer_extra = extra(opt, ns_steps);
   sm.optimizer_reference_world = in.world_size;
   sm.other_comm_world = other_sizes_known && !other.empty() ? in.world_size : 0;
   // A window of forward passes only (no step markers, no backward range): nothing of a backward
@@ -534,7 +595,7 @@ ProfileInput extract_profile(const Profile& p) {
   sm.forward_only = in.window_only && !any_backward;
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
   for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u)
-    sm.units[u].bwd_unshard_host_ns = avg(unshard_host_ns[u]);
+    sm.units[u].bwd_unshard_host_ns = per_pass(unshard_host_ns[u]);
 
   // Fit samples from the steps compared only: the warm-up step's collectives (first connection,
   // allocator growth) are slower than the steady state the replay stands for. On a CPU profile a
@@ -558,6 +619,7 @@ ProfileInput extract_profile(const Profile& p) {
     in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
   in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
+  if (in.micro_batches > 1) in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
   // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
   // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
   // without it moves fp32 (4) both ways.
@@ -610,7 +672,7 @@ std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
   }
   std::sort(bwd_starts.begin(), bwd_starts.end());
   std::vector<TimeNs> bwd_start;
-  for (const auto& [a, b] : in.step_windows) {
+  for (const auto& [a, b] : in.pass_windows) {
     const auto it = std::lower_bound(bwd_starts.begin(), bwd_starts.end(), a);
     bwd_start.push_back(it != bwd_starts.end() && *it <= b ? *it : b);
   }
@@ -619,7 +681,7 @@ std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
 }  // namespace
 
 void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
-  if (in.fsdp_gather_ranges || in.step_windows.empty()) return;
+  if (in.fsdp_gather_ranges || in.pass_windows.empty()) return;
   // No FSDP2 ranges (SimpleFSDP gathers each parameter where a module uses it; FSDP1 names its
   // ranges without the unit; NVTX on a GPU has none): the all-gathers
   // issued inside each unit's modules, per step, beyond the modelled ones (one in forward, one
@@ -633,7 +695,7 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(CollectiveType::AllGather));
   while (st.step()) {
-    const auto held = interval_holding(in.step_windows, st.col_int(1));
+    const auto held = interval_holding(in.pass_windows, st.col_int(1));
     auto it = unit_of.find(st.col_int(0));
     if (held < 0 || it == unit_of.end()) continue;
     gathers[static_cast<std::size_t>(it->second)] += 1;
@@ -643,7 +705,7 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   // `norm`), which moves a gather from one unit to another and leaves the step's total as
   // modelled. Only the step's gathers beyond the modelled total are re-gathers: they go to the
   // units counted over their share, the largest excess first.
-  const double n = double(in.step_windows.size());
+  const double n = double(in.pass_windows.size());
   std::vector<long> excess(gathers.size(), 0);
   long beyond = 0;
   for (std::size_t u = 0; u < gathers.size(); ++u) {
@@ -664,7 +726,7 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
 }
 
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path) {
-  if (in.step_windows.empty()) return 0;
+  if (in.pass_windows.empty()) return 0;
   sql::Db db = open_profile_readonly(path);
   // Each step's backward starts at its first backward module range.
   const std::vector<TimeNs> bwd_start = backward_starts(db, in);
@@ -687,7 +749,7 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
   st.bind(2, static_cast<int>(MemoryCategory::Temporary));
   while (st.step()) {
     const TimeNs t = st.col_int(0);
-    const auto held = interval_holding(in.step_windows, t);
+    const auto held = interval_holding(in.pass_windows, t);
     if (held < 0) continue;
     const auto k = static_cast<std::size_t>(held);
     if (k != step) {
@@ -709,7 +771,7 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
     }
   }
   if (step != SIZE_MAX) close_step();
-  const double n = double(in.step_windows.size());
+  const double n = double(in.pass_windows.size());
   std::int64_t largest = 0;
   for (std::size_t u = 0; u < nu; ++u) {
     SimSegment* last = nullptr;
@@ -810,19 +872,19 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
   int root_segments = 0;
   for (const auto& seg : in.model.segments)
     if (seg.unit == root) ++root_segments, root_tail = &seg;
-  std::vector<TimeNs> tail_from(in.step_windows.size(), std::numeric_limits<TimeNs>::max());
+  std::vector<TimeNs> tail_from(in.pass_windows.size(), std::numeric_limits<TimeNs>::max());
   if (root >= 0 && root_segments > 1) {
     sql::Stmt r(db.get(), "SELECT module_id, start_ns, start_ns + duration_ns FROM ranges WHERE rank = ?1 AND kind = ?2 "
                           "AND phase = ?3 AND module_id IS NOT NULL ORDER BY start_ns, duration_ns DESC");
     r.bind(1, in.rank);
     r.bind(2, static_cast<int>(RangeKind::Module));
     r.bind(3, static_cast<int>(RangePhase::Forward));
-    std::vector<TimeNs> last_end(in.step_windows.size(), 0);
+    std::vector<TimeNs> last_end(in.pass_windows.size(), 0);
     std::set<std::pair<std::ptrdiff_t, int>> seen;  // (step, unit) whose first forward range is taken
     while (r.step()) {
       auto it = unit_of.find(r.col_int(0));
       if (it == unit_of.end() || it->second == root) continue;
-      const auto k = interval_holding(in.step_windows, r.col_int(1));
+      const auto k = interval_holding(in.pass_windows, r.col_int(1));
       if (k < 0 || !seen.insert({k, it->second}).second) continue;
       last_end[static_cast<std::size_t>(k)] = std::max(last_end[static_cast<std::size_t>(k)], r.col_int(2));
     }
@@ -840,7 +902,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
       // 6.4 of the 11.7 MB a llama block's rerun allocates before the rerun ends (and the saved
       // tensors it has consumed). What it adds is the net; counted gross, the replay held 10 MB
       // of activations per block where the job held 5.3 (docs/accuracy.md).
-      if (const int u = rerunning_unit(st.col_int(1)); u >= 0 && interval_holding(in.step_windows, st.col_int(1)) >= 0)
+      if (const int u = rerunning_unit(st.col_int(1)); u >= 0 && interval_holding(in.pass_windows, st.col_int(1)) >= 0)
         rerun[static_cast<std::size_t>(u)] += double(st.col_int(2));
       continue;
     }
@@ -849,7 +911,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
     if (it == unit_of.end() && !(st.col_null(0) && root >= 0)) continue;
     const int unit = it == unit_of.end() ? root : it->second;
     const TimeNs t = st.col_int(1);
-    const auto k = interval_holding(in.step_windows, t);
+    const auto k = interval_holding(in.pass_windows, t);
     if (k < 0) continue;
     const bool rerun_alloc = !recompute.empty() && interval_holding(recompute, t) >= 0;
     const double b = double(st.col_int(2));
@@ -861,7 +923,7 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
       bytes[static_cast<std::size_t>(unit)] += b;
     if (!rerun_alloc) total += b;
   }
-  const double n = double(std::max<std::size_t>(1, in.step_windows.size()));
+  const double n = double(std::max<std::size_t>(1, in.pass_windows.size()));
   for (auto& seg : in.model.segments) {
     double& b = bytes[static_cast<std::size_t>(seg.unit)];
     double& r = rerun[static_cast<std::size_t>(seg.unit)];

@@ -27,6 +27,11 @@ struct ProfileInput {
   std::vector<CollSample> collectives;  // for --fit
   std::vector<std::pair<RowId, int>> unit_of_module;  // modules.id -> SimModel unit (units and their descendants)
   std::vector<std::pair<TimeNs, TimeNs>> step_windows;  // the steps averaged
+  // Their forward-backward passes (micro-batches: several a step under gradient accumulation),
+  // tiling each step in order: per-pass figures (activations, temporaries, gathers) come from these.
+  std::vector<std::pair<TimeNs, TimeNs>> pass_windows;
+  int micro_batches = 1;               // passes per step as recorded (FsdpPlan::gradient_accumulation)
+  bool sync_every_microbatch = true;   // whether the passes before the last reduce-scatter too
   // No step markers (a window cut from a run): the one "step" is the span of the complete unit
   // ranges, so measured and simulated time cover the same modules.
   bool window_only = false;

@@ -58,7 +58,7 @@ bool in_subtree(const std::string& fqn, const std::string& root) {
 }  // namespace
 
 void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
-  if (in.step_windows.empty()) return;
+  if (in.pass_windows.empty()) return;
   const bool cpu = is_cpu_device(in.gpu_name);
   sql::Db db = open_profile_readonly(path);
   const std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
@@ -73,10 +73,10 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
     const auto it = fqn.find(id);
     return it == fqn.end() ? none : it->second;
   };
-  std::vector<UnitStep> at(in.step_windows.size() * nu);
+  std::vector<UnitStep> at(in.pass_windows.size() * nu);
   auto unit_step = [&](RowId module, TimeNs t) -> std::pair<UnitStep*, int> {
     const auto u = unit_of.find(module);
-    const auto k = interval_holding(in.step_windows, t);
+    const auto k = interval_holding(in.pass_windows, t);
     if (u == unit_of.end() || k < 0 || in.model.units[static_cast<std::size_t>(u->second)].is_root) return {nullptr, -1};
     return {&at[static_cast<std::size_t>(k) * nu + static_cast<std::size_t>(u->second)], u->second};
   };

@@ -189,7 +189,7 @@ SimModel with_transients_scaled(SimModel m, double f) {
 // The replay's peak made the measured one: what the model leaves out is added as a constant, or
 // what it over-explains is taken from its transient bytes.
 void calibrate_transients(SimInputs& in) {
-  auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, FsdpPlan{}, in.cluster)).peak_bytes; };
+  auto peak_of = [&](const SimModel& m) { return simulate(compile_step(m, in.recorded_plan, in.cluster)).peak_bytes; };
   const std::int64_t model_peak = peak_of(in.model);
   in.memory_calibration_bytes = in.measured_peak_bytes - model_peak;
   if (in.memory_calibration_bytes >= 0) {
@@ -224,7 +224,7 @@ void calibrate_transients(SimInputs& in) {
 // 5,868 MB measured there: docs/gpu-runs.md, fourth loan).
 void fit_optimizer_memory(SimInputs& in, std::int64_t measured_optimizer_peak) {
   if (measured_optimizer_peak <= 0 || in.model.forward_only) return;
-  const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, in.cluster));
+  const SimResult r = simulate(compile_step(in.model, in.recorded_plan, in.cluster));
   TimeNs start = -1, end = -1;
   for (const auto& op : r.ops)
     if (op.kind == OpKind::Optimizer) start = op.start, end = op.end;
@@ -297,23 +297,25 @@ UnobservedStep unobserved_step(const std::string& path, int rank, bool prefer_af
 
 // The host's time in the model: on a CPU run the compute itself (the CPU is the device), the
 // host gaps, the optimizer and FSDP's host work; on a GPU run the idle gaps (the GPU waiting for
-// the host), where a profiler's cost shows. Visits each such duration.
+// the host), where a profiler's cost shows. Visits each such duration with how many times a step
+// spends it: the segments and the units' host work once per micro-batch, the optimizer once.
 template <typename F>
-void for_each_host_time(SimModel& m, bool cpu, F&& f) {
+void for_each_host_time(SimModel& m, bool cpu, int micro_batches, F&& f) {
+  const double passes = double(std::max(1, micro_batches));
   for (auto& s : m.segments) {
     if (cpu) {
-      f(s.fwd_ns);
-      f(s.bwd_ns);
-      for (auto& part : s.parts) f(part.fwd_ns);
+      f(s.fwd_ns, passes);
+      f(s.bwd_ns, passes);
+      for (auto& part : s.parts) f(part.fwd_ns, passes);
     }
-    f(s.fwd_extra.idle_ns);
-    f(s.bwd_extra.idle_ns);
+    f(s.fwd_extra.idle_ns, passes);
+    f(s.bwd_extra.idle_ns, passes);
   }
   if (cpu) {
-    f(m.optimizer_ns);
-    for (auto& u : m.units) f(u.bwd_unshard_host_ns);
+    f(m.optimizer_ns, 1.0);
+    for (auto& u : m.units) f(u.bwd_unshard_host_ns, passes);
   }
-  f(m.optimizer_extra.idle_ns);
+  f(m.optimizer_extra.idle_ns, 1.0);
 }
 
 // Calibrates the replay to the unobserved step: the profiled step's extra time is the
@@ -321,16 +323,17 @@ void for_each_host_time(SimModel& m, bool cpu, F&& f) {
 // (host - extra) / host, kept within [0.05, 20]).
 void calibrate_to_unobserved(SimInputs& in, bool cpu) {
   const ClusterModel& c = in.cluster;
-  in.replay_as_profiled_ns = simulate(compile_step(in.model, FsdpPlan{}, c)).step_ns;
+  const int passes = in.recorded_plan.gradient_accumulation;
+  in.replay_as_profiled_ns = simulate(compile_step(in.model, in.recorded_plan, c)).step_ns;
   double host = 0;
-  for_each_host_time(in.model, cpu, [&](TimeNs& t) { host += double(t); });
+  for_each_host_time(in.model, cpu, passes, [&](TimeNs& t, double times) { host += double(t) * times; });
   if (host <= 0) return;
   const double extra = double(in.measured_step_ns) - double(in.unobserved_step_ns);
   in.host_time_scale = std::clamp((host - extra) / host, 0.05, 20.0);
   const double f = in.host_time_scale;
-  for_each_host_time(in.model, cpu, [&](TimeNs& t) { t = static_cast<TimeNs>(std::llround(double(t) * f)); });
+  for_each_host_time(in.model, cpu, passes, [&](TimeNs& t, double) { t = static_cast<TimeNs>(std::llround(double(t) * f)); });
   in.calibrated = true;
-  in.replay_calibrated_ns = simulate(compile_step(in.model, FsdpPlan{}, c)).step_ns;
+  in.replay_calibrated_ns = simulate(compile_step(in.model, in.recorded_plan, c)).step_ns;
 }
 
 }  // namespace
@@ -363,9 +366,15 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.measured_idle_ns = pi.measured_idle_ns;
     in.other_collectives = pi.other_collectives;
     // The replay's baseline is the run as recorded (as for each unit's reshard policy): HSDP's
-    // replicate degree, unless the plan sets one.
-    if (pi.recorded_hsdp_replicate > 1 && (req.plan_path.empty() || !plan_file_sets(req.plan_path, "hsdp_replicate")))
-      in.plan.hsdp_replicate = pi.recorded_hsdp_replicate;
+    // replicate degree and the micro-batches per step (gradient accumulation, and whether every
+    // one reduce-scatters), each unless the plan sets it.
+    in.recorded_plan.hsdp_replicate = pi.recorded_hsdp_replicate;
+    in.recorded_plan.gradient_accumulation = pi.micro_batches;
+    in.recorded_plan.sync_every_microbatch = pi.sync_every_microbatch;
+    const auto plan_keeps = [&](const char* key) { return req.plan_path.empty() || !plan_file_sets(req.plan_path, key); };
+    if (plan_keeps("hsdp_replicate")) in.plan.hsdp_replicate = in.recorded_plan.hsdp_replicate;
+    if (plan_keeps("gradient_accumulation")) in.plan.gradient_accumulation = in.recorded_plan.gradient_accumulation;
+    if (plan_keeps("sync_every_microbatch")) in.plan.sync_every_microbatch = in.recorded_plan.sync_every_microbatch;
     in.steps_used = pi.steps_used;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;

@@ -44,6 +44,10 @@ struct SimInputs {
   std::optional<ModelDescription> description;  // with --model: the description as written
   ClusterModel cluster;
   FsdpPlan plan;
+  // A profile's own configuration where it is not per unit: HSDP's replicate degree, micro-batches
+  // per step and their gradient sync (a default plan otherwise). Replays and calibrations use it;
+  // `plan` starts from it where the plan file does not say otherwise.
+  FsdpPlan recorded_plan;
   std::string source;        // what the model came from
   bool from_profile = false;
   OriginKind origin = OriginKind::Simulated;

@@ -45,14 +45,15 @@ class TrainerPatterns(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def expected_collectives(self, gathered=4, reduced=4):
+    def expected_collectives(self, gathered=4, reduced=4, passes=1, reducing_passes=1):
         """One step: the forward gathers every unit (the root holds no parameter of its own), the
         backward gathers them again (FSDP2 reshards every non-root unit by default), one
         reduce-scatter per unit; fp32 on CPU unless mixed precision (bytes per parameter gathered
-        and reduced), every dimension even: no padding over 2 ranks."""
+        and reduced), every dimension even: no padding over 2 ranks. Under gradient accumulation
+        that for each of `passes` forward-backward passes, reduce-scatters in `reducing_passes`."""
         ag = [("all_gather", gathered * n) for n in self.units.values()]
         rs = [("reduce_scatter", reduced * n) for n in self.units.values()]
-        return sorted(ag + ag + rs)
+        return sorted((ag + ag) * passes + rs * reducing_passes)
 
     def assert_collectives_exact(self, profile, steps=None, **dtype_bytes):
         want = self.expected_collectives(**dtype_bytes)
@@ -162,6 +163,28 @@ class TrainerPatterns(unittest.TestCase):
                 run.shardscope("simulate", profile, "-o", replayed)
                 self.assertEqual(run.fsdp_collectives_per_step(replayed, 0)[0],
                                  self.expected_collectives(gathered=2, reduced=reduced))
+
+    def test_gradient_accumulation_is_replayed_pass_by_pass(self):
+        # Two micro-batches a step, their gradients reduced in each or (set_requires_gradient_sync
+        # (False) on the first) in the last only. The replay takes both from the profile: its
+        # micro-batches and its reduce-scatters per step are the job's. Before, a step's two passes
+        # were read as one: half the all-gathers and reduce-scatters, and one pass's compute
+        # replayed with a single pass's communication.
+        for no_sync in (False, True):
+            with self.subTest(no_sync=no_sync):
+                profile = os.path.join(self.dir, "accumulate%s.ssdb" % ("_no_sync" if no_sync else ""))
+                rc, out = record(profile, "--micro-batches", "2", *(["--no-sync"] if no_sync else []))
+                self.assertEqual(rc, 0, out[-3000:])
+                want = self.expected_collectives(passes=2, reducing_passes=1 if no_sync else 2)
+                for rank in range(WORLD):
+                    for step, got in run.fsdp_collectives_per_step(profile, rank).items():
+                        self.assertEqual(got, want, "rank %d step %d" % (rank, step))
+                report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+                self.assertEqual(report["plan"]["gradient_accumulation"], 2)
+                self.assertEqual(report["plan"]["sync_every_microbatch"], not no_sync)
+                replayed = os.path.join(self.dir, "accumulate_replay.ssdb")
+                run.shardscope("simulate", profile, "-o", replayed)
+                self.assertEqual(run.fsdp_collectives_per_step(replayed, 0)[0], want)
 
     def test_hsdp_is_recorded_and_replayed_as_hsdp(self):
         # Every unit over a (replicate 2, shard 2) mesh on 4 ranks: all-gathers and reduce-scatters

@@ -71,6 +71,10 @@ def main():
     ap.add_argument("--exit-code", type=int, default=0)
     ap.add_argument("--hsdp", action="store_true")
     ap.add_argument("--mixed-precision", default="", choices=["", "bf16", "bf16-reduce"])
+    # Gradient accumulation: micro-batches per optimizer step, and with --no-sync the gradients
+    # reduced on the last one only (set_requires_gradient_sync(False) on the others).
+    ap.add_argument("--micro-batches", type=int, default=1)
+    ap.add_argument("--no-sync", action="store_true")
     a = ap.parse_args()
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -108,9 +112,12 @@ def main():
         if a.own_profiler and step == 1:
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
             prof.start()
-        ids = torch.randint(0, VOCAB, (BATCH, SEQ))
-        loss = F.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
-        loss.backward()
+        for micro in range(a.micro_batches):
+            if a.no_sync:
+                model.set_requires_gradient_sync(micro == a.micro_batches - 1)
+            ids = torch.randint(0, VOCAB, (BATCH, SEQ))
+            loss = F.cross_entropy(model(ids).flatten(0, 1), ids.flatten()) / a.micro_batches
+            loss.backward()
         opt.step()
         opt.zero_grad()
         if prof is not None and step == 2:

@@ -1,0 +1,79 @@
+"""`shardscope record` on a user's own FSDP2 loop (tests/python/user_loop.py; CPU, gloo, 2 ranks):
+the root holds parameters, the blocks have biases and a LayerNorm, AdamW has its defaults, and the
+loop accumulates gradients over micro-batches. What the program fixes is asserted: the optimizer
+state alive at every step's end (AdamW's two fp32 moments of the rank's shard and a step count
+per parameter), the collectives of every step, and the replay's micro-batches, reductions and
+collectives; and the replay's peak is the measured one, calibrated (the importer had freed the whole
+optimizer state at the first step's end, and the model could not explain the measured peak)."""
+import _torch_or_skip  # noqa: F401
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import fsdp2_run as run
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_loop.py")
+STEPS = 4
+WORLD = 2
+PEAK_TOLERANCE_PCT = 3.0
+
+
+class UserLoop(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ss_user_loop_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def recorded(self, name, *args):
+        profile, summary = os.path.join(self.dir, name + ".ssdb"), os.path.join(self.dir, name + ".json")
+        run.record(profile, "--steps", str(STEPS), "--summary", summary, *args, script=SCRIPT)
+        with open(summary) as f:
+            return profile, json.load(f)
+
+    def check(self, name, passes, reducing_passes, *args):
+        profile, job = self.recorded(name, *args)
+        # AdamW's exp_avg and exp_avg_sq of the rank's half of every parameter (fp32), and one fp32
+        # step count per parameter tensor, alive from the first optimizer step on.
+        optimizer_state = 2 * 4 * job["params"] // WORLD + 4 * job["param_tensors"]
+        for rank in range(WORLD):
+            live = dict(run.query(profile, "SELECT s.number, sum(m.bytes) FROM steps s JOIN memory_events m ON m.rank = "
+                                  "s.rank AND m.time_ns < s.start_ns + s.duration_ns JOIN enums e ON e.type = "
+                                  "'memory_category' AND e.value = m.category WHERE s.rank = ? AND e.label = "
+                                  "'optimizer_state' GROUP BY 1", rank))
+            self.assertEqual(live, {n: optimizer_state for n in range(STEPS)}, "rank %d" % rank)
+        # Each pass gathers every block in forward and backward and the root once (it stays
+        # unsharded from its forward to its backward); the reducing passes reduce-scatter each unit.
+        units = job["units"]
+        gathers = [("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+        reductions = [("reduce_scatter", 4 * n) for n in units.values()]
+        want = sorted(gathers * passes + reductions * reducing_passes)
+        for rank in range(WORLD):
+            for step, got in run.fsdp_collectives_per_step(profile, rank).items():
+                self.assertEqual(got, want, "rank %d step %d" % (rank, step))
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual(report["plan"]["gradient_accumulation"], passes)
+        self.assertEqual(report["plan"]["sync_every_microbatch"], reducing_passes == passes)
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]),
+                         (len(gathers) * passes, len(reductions) * reducing_passes))
+        measured = report["measured_breakdown"]["peak_memory_bytes"]
+        self.assertGreater(measured, optimizer_state)
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+
+    def test_plain_loop(self):
+        self.check("plain", 1, 1)
+
+    def test_gradient_accumulation(self):
+        self.check("accumulate", 2, 2, "--micro-batches", "2")
+
+    def test_gradient_accumulation_without_sync(self):
+        self.check("no_sync", 2, 1, "--micro-batches", "2", "--no-sync")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,83 @@
+"""A user's own FSDP2 training loop, written the plain way (no trainer): an MLP of residual blocks
+(LayerNorm, biased Linears), every block and the model sharded with fully_shard (so the root holds
+parameters of its own: the input and output projections), AdamW with its defaults, zero_grad()
+with its default set_to_none, and gradient accumulation over --micro-batches (with --no-sync the
+gradients are reduced on the last one only). Recording this loop lost its optimizer state
+(docs/importers.md) and replayed its accumulation as one pass (docs/simulator.md)."""
+import argparse
+import gc
+import json
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+IN, DIM, OUT, BLOCKS, BATCH = 32, 128, 10, 4, 64
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(DIM)
+        self.fc1 = nn.Linear(DIM, 4 * DIM)
+        self.fc2 = nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(IN, DIM)
+        self.layers = nn.ModuleList(Block() for _ in range(BLOCKS))
+        self.head = nn.Linear(DIM, OUT)
+
+    def forward(self, x):
+        x = self.inp(x)
+        for b in self.layers:
+            x = b(x)
+        return self.head(x)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu", choices=["cpu"])  # fsdp2_run.torchrun passes it
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--micro-batches", type=int, default=1)
+    ap.add_argument("--no-sync", action="store_true")
+    ap.add_argument("--summary", default="")
+    a = ap.parse_args()
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = Net()
+    params = list(model.parameters())
+    summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
+               "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}
+    summary["units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(model.layers)})
+    for b in model.layers:
+        fully_shard(b)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for _ in range(a.steps):
+        for micro in range(a.micro_batches):
+            if a.no_sync:
+                model.set_requires_gradient_sync(micro == a.micro_batches - 1)
+            x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
+            loss = F.cross_entropy(model(x), y) / a.micro_batches
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+    if a.summary and dist.get_rank() == 0:
+        with open(a.summary, "w") as f:
+            json.dump(summary, f)
+    model = opt = loss = None
+    gc.collect()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
