@@ -445,16 +445,18 @@ def main():
                 tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
             else:
                 tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
-            # FSDPMemTracker refuses a module called twice while it tracks (NotImplementedError:
-            # "multiple iterative calls"): under accumulation it follows the last pass and the
-            # optimizer step, which hold the step's peak (each earlier pass holds what it does but
-            # the gradients the passes before it left).
-            if step == args.mem_tracker_step and fs is not None and last:
+            if step == args.mem_tracker_step and fs is not None and micro == 0:
                 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
                 tracker = FSDPMemTracker(model, opt)
                 tracker.track_inputs((tokens,))
                 tracker.__enter__()
+            elif tracker is not None:
+                # It refuses a module called again while it tracks (NotImplementedError: "multiple
+                # iterative calls"): each later pass starts its per-module stats afresh; the peak
+                # over the step is kept. Tracked from the last pass only, it missed what the earlier
+                # ones left (FSDP2's unsharded gradients accumulated without sync: 49 MiB of an mlp).
+                tracker.reset_mod_stats()
             # FSDP1 skips the reduction inside no_sync() (and keeps the gradients unsharded).
             sync = model.no_sync() if args.no_sync and args.fsdp1 and not last else contextlib.nullcontext()
             with sync:

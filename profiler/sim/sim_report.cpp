@@ -95,7 +95,8 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
 void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& r, bool per_unit, bool cpu) {
   char line[256];
   o << "World        " << s.world << (cpu ? " CPU ranks, gloo" : " GPUs") << " (shard group " << s.shard << ", replicate "
-    << s.replicate << "), " << s.micro_batches << " micro-batch(es)\n";
+    << s.replicate << "), " << s.micro_batches << (s.micro_batches == 1 ? " micro-batch" : " micro-batches")
+    << (s.micro_batches > 1 && !s.sync_every_microbatch ? " (gradients reduced on the last only)" : "") << "\n";
   std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, %s busy %.3f ms)\n",
                 to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), cpu ? "gloo" : "NCCL", to_ms(r.comm_busy_ns));
   o << line;

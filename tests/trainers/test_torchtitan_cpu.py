@@ -9,7 +9,8 @@ buffer must be freed in the step that made it; `simulate --fit` of each recordin
 reproduce its all-gathers per step exactly and its measured peak within 3 %; the plan's prediction
 must give that run's all-gathers exactly, its reduce-scattered bytes, and its measured peak within
 3 %; that run is recorded with backward ranges for the FSDP units only (`--backward-ranges units`),
-so the same checks hold for such a profile. torchtitan's Qwen3 MoE (smaller) with expert
+so the same checks hold for such a profile. With a global batch twice the local ones (torchtitan's
+gradient accumulation: two passes a step) the replay runs both passes' collectives. torchtitan's Qwen3 MoE (smaller) with expert
 parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
 the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %. The
 MoE again on 4 ranks, where the experts' mesh has 2 and FSDP2 gathers them apart: the replay runs
@@ -173,6 +174,25 @@ class Torchtitan(unittest.TestCase):
         a_steady = fsdp_collectives_per_step(a)[1]
         self.assertEqual(len(gathers(a_steady)) - len(gathers(want)), 2)
         self.check_predicted_peak(a, plan, self.check_recording(b, job))
+
+    def test_gradient_accumulation(self):
+        # torchtitan's own accumulation: a global batch twice the ranks' local batches makes two
+        # forward-backward passes a step, each reducing its gradients. The replay runs both, as the
+        # job did: every all-gather (check_recording), its reduce-scattered bytes, its peak within 3 %.
+        # Before, the two passes were read as one: 26 all-gathers and 8 reduce-scatters a step for
+        # the job's 34 and 16.
+        profile, job = self.recorded("accumulate", "llama3_debug_cpu", "--training.global_batch_size",
+                                     str(2 * tr.WORLD * int(os.environ.get("SS_TITAN_BATCH", "2"))))
+        report = self.check_recording(profile, job)
+        self.assertEqual(report["plan"]["gradient_accumulation"], 2)
+        self.assertTrue(report["plan"]["sync_every_microbatch"])
+        # Every pass reduces every unit: the same bytes as the job (its chunked loss reduces the
+        # output head apart from the norm, a reduce-scatter more per pass for that unit).
+        replayed = os.path.join(self.dir, "accumulate_replay.ssdb")
+        self.assertEqual(tr.run([tr.SHARDSCOPE, "simulate", profile, "-o", replayed])[0], 0)
+        scattered = lambda step: sum(b for t, b in step if t == "reduce_scatter")
+        self.assertEqual(scattered(fsdp_collectives_per_step(replayed)[0]), scattered(job["collectives"][1]))
+        self.assertEqual(report["reduce_scatters"], 2 * 8)  # 8 units: tok_embeddings, (norm, lm_head), 6 layers
 
     def test_moe_with_expert_parallelism(self):
         # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with
