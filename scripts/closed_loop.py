@@ -185,6 +185,8 @@ def main():
         ap.error("--plans: a comma list of manual, auto, checkpoint")
     if a.alternate and a.alternate_steps < a.warmup + 4 * a.alternate_every:
         ap.error("--alternate-steps: at least --warmup + 4 x --alternate-every (one A B B A round)")
+    if a.micro_batches < 1 or (a.no_sync and a.micro_batches < 2):
+        ap.error("--micro-batches: at least 1, and at least 2 with --no-sync")
     if a.alternate and a.fsdp1:
         ap.error("--alternate: FSDP1 has no reshard switch at run time (FSDP2's set_reshard_after_forward)")
     if a.fsdp1 and "checkpoint" in wanted:

@@ -227,8 +227,8 @@ def add_model_args(ap, defaults, batch_help=None):
     for name, value in zip(MODEL_FIELDS, defaults):
         ap.add_argument("--" + name, type=int, default=value, help=batch_help if name == "batch" else None)
     ap.add_argument("--mem-tracker-step", type=int, default=-1,
-                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only; its last micro-batch and the optimizer "
-                         "under --micro-batches) and write its peak to --mem-tracker-out")
+                    help="run this step under PyTorch's FSDPMemTracker (FSDP2 only; every micro-batch of it under "
+                         "--micro-batches) and write its peak to --mem-tracker-out")
     ap.add_argument("--mem-tracker-out", default="", help="JSON file for --mem-tracker-step (one per rank: {rank} is replaced)")
 
 
