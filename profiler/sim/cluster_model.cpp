@@ -188,6 +188,10 @@ std::string cluster_to_json(const ClusterModel& c) {
   return s.str();
 }
 
+namespace {
+constexpr double kLatencyBoundBusBytes = 64.0 * 1024;  // bytes on the bus (fit_cluster)
+}  // namespace
+
 FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samples) {
   FitReport rep;
   for (int ci = 0; ci < kCollCount; ++ci) {
@@ -208,9 +212,14 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     CollParams& p = cluster.params(c);
     const int nodes = (group + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
     LinkParams& level = nodes > 1 ? p.inter : p.intra;
+    // Messages this small are latency-bound on any transport (NCCL's LL protocol below ~64 KiB,
+    // gloo's hand-offs between threads): their durations say nothing of bandwidth. A loop's
+    // clip_grad_norm_ and logged-loss all-reduces (112 B, 4 B, ~1 ms on CPU) had fitted
+    // 1e-5 GB/s, which an HSDP what-if's all-reduce of a shard then took seconds at.
+    const bool latency_bound = xmax < kLatencyBoundBusBytes;
     double slope = 0;
     const double den = n * sxx - sx * sx;
-    if (n >= 2 && xmax > xmin * 1.05 && den > 0) slope = (n * sxy - sx * sy) / den;
+    if (!latency_bound && n >= 2 && xmax > xmin * 1.05 && den > 0) slope = (n * sxy - sx * sy) / den;
     // A least-squares line with a negative intercept (noisy samples over few sizes, e.g. gloo on
     // a loaded CPU) would be clamped to latency 0 and overshoot every sample: fit through the
     // origin instead, which keeps the total time of the samples.
@@ -227,7 +236,7 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
       // apart. When the samples take well over the model's latency they are bandwidth-bound, so
       // keep the preset latency and fit the bandwidth to the mean; otherwise fit the latency below.
       const double mean_x = sx / n, mean_y = sy / n, alpha_model_ns = model_us * 1000.0;
-      if (mean_x > 0 && mean_y > 2.0 * alpha_model_ns) level.busbw_GBps = mean_x / (mean_y - alpha_model_ns);
+      if (!latency_bound && mean_x > 0 && mean_y > 2.0 * alpha_model_ns) level.busbw_GBps = mean_x / (mean_y - alpha_model_ns);
     }
     const double inv_bw = 1.0 / (nodes > 1 ? std::min(p.intra.busbw_GBps, p.inter.busbw_GBps) : p.intra.busbw_GBps);
     const double alpha_ns = std::max(0.0, (sy - inv_bw * sx) / n);

@@ -265,12 +265,19 @@ ProfileInput extract_profile(const Profile& p) {
       if (k.category != KernelCategory::Collective && (!any_marked || t.kind == StreamKind::Compute)) compute.emplace_back(k.start, k.end);
     }
   }
-  // Collectives FSDP issues: all-gather, reduce-scatter, and all-reduce when reduce-scatters are
-  // there too (HSDP). The simulator models those; every other collective is replayed as measured.
-  bool has_rs = false;
-  for (const auto& c : p.collectives) has_rs |= c.rank == in.rank && c.type == CollectiveType::ReduceScatter;
-  auto is_fsdp = [&](CollectiveType t) {
-    return t == CollectiveType::AllGather || t == CollectiveType::ReduceScatter || (t == CollectiveType::AllReduce && has_rs);
+  // Collectives FSDP issues: all-gather, reduce-scatter, and under HSDP the all-reduce of each
+  // reduce-scatter's output over the replicas. The simulator models those; every other collective
+  // is replayed as measured: the all-reduce of clip_grad_norm_'s norms, of a logged loss, a TP
+  // all-reduce (taking every all-reduce for FSDP's dropped them from the replay: a user's loop
+  // with both, -8 % on CPU).
+  const int hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, [](TimeNs) { return true; });
+  std::set<std::int64_t> hsdp_reduced;  // bytes of a reduce-scatter's output, reduced over the replicas
+  for (const auto& c : p.collectives)
+    if (hsdp_replicate > 1 && c.rank == in.rank && c.type == CollectiveType::ReduceScatter && c.group_size > 0)
+      hsdp_reduced.insert(c.bytes / c.group_size);
+  auto is_fsdp = [&](const CollectiveEvent& c) {
+    if (c.type == CollectiveType::AllGather || c.type == CollectiveType::ReduceScatter) return true;
+    return c.type == CollectiveType::AllReduce && c.group_size == hsdp_replicate && hsdp_reduced.count(c.bytes) > 0;
   };
   struct Other { TimeNs start, end; std::int64_t bytes; };
   std::vector<Other> other;  // sorted by start (p.collectives is sorted by rank, start)
@@ -280,7 +287,7 @@ ProfileInput extract_profile(const Profile& p) {
   for (const auto& c : p.collectives) {
     if (c.rank != in.rank || c.end <= c.start) continue;
     any_kernel.emplace_back(c.start, c.end);
-    if (is_fsdp(c.type)) {
+    if (is_fsdp(c)) {
       fsdp_ends.push_back(c.end);
       continue;
     }
@@ -418,6 +425,29 @@ ProfileInput extract_profile(const Profile& p) {
     in.window_only = true;
   }
   if (steps.size() > 1) steps.erase(steps.begin());
+  // A step holding a forward pass of the model without its backward -- an evaluation under
+  // no_grad between optimizer steps, a validation loop -- is not the training step the replay
+  // stands for: its gathers are not replayed and its compute would be taken for the units'
+  // forward. Such steps are left out when others remain. The root's ranges tell them: every
+  // forward of it that a backward goes through has a backward range of its own (a model called
+  // twice before one backward has two), one run under no_grad has none.
+  if (!in.window_only) {
+    bool root_backward_seen = false;
+    for (const auto& r : ranges) root_backward_seen |= is_root_unit(r.unit) && r.phase == RangePhase::Backward;
+    auto forward_only = [&](const StepRow& st) {
+      int balance = 0;
+      for (const auto& r : ranges)
+        if (is_root_unit(r.unit) && r.start >= st.start && r.end <= st.end) balance += r.phase == RangePhase::Forward ? 1 : -1;
+      return balance > 0;
+    };
+    std::vector<StepRow> training;
+    for (const auto& st : steps)
+      if (!root_backward_seen || !forward_only(st)) training.push_back(st);
+    if (!training.empty() && training.size() < steps.size()) {
+      in.forward_only_steps_left_out = static_cast<int>(steps.size() - training.size());
+      steps = std::move(training);
+    }
+  }
   in.steps_used = static_cast<int>(steps.size());
 
   const int nu = static_cast<int>(sm.units.size());

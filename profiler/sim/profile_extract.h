@@ -21,6 +21,7 @@ struct ProfileInput {
   int rank = 0;           // the representative rank
   int world_size = 1;
   int steps_used = 0;     // steps averaged (the first is skipped as warm-up when there are more)
+  int forward_only_steps_left_out = 0;  // steps holding a forward without backward (an evaluation), not averaged
   TimeNs measured_step_ns = 0;
   std::string gpu_name;
   OriginKind origin = OriginKind::Measured;

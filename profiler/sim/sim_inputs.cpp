@@ -376,6 +376,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     if (plan_keeps("gradient_accumulation")) in.plan.gradient_accumulation = in.recorded_plan.gradient_accumulation;
     if (plan_keeps("sync_every_microbatch")) in.plan.sync_every_microbatch = in.recorded_plan.sync_every_microbatch;
     in.steps_used = pi.steps_used;
+    in.forward_only_steps_left_out = pi.forward_only_steps_left_out;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

@@ -59,6 +59,7 @@ struct SimInputs {
   TimeNs measured_compute_ns = 0, measured_other_comm_ns = 0, measured_idle_ns = 0;
   int other_collectives = 0;
   int steps_used = 0;        // steps the measured step time averages (profile_extract.h)
+  int forward_only_steps_left_out = 0;  // steps holding an evaluation forward, not averaged (profile_extract.h)
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

@@ -1,5 +1,6 @@
 #include "profiler/sim/sim_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -170,6 +171,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("idle_ms", to_ms(in.measured_idle_ns))
       .kv("fsdp_comm_only_ms", to_ms(in.measured_step_ns - in.measured_compute_ns - in.measured_other_comm_ns - in.measured_idle_ns))
       .kv("other_collectives", in.other_collectives)
+      .kv("steps_used", in.steps_used)
+      .kv("forward_only_steps_left_out", in.forward_only_steps_left_out)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
@@ -192,10 +195,19 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
 void print_measured_text(std::ostream& o, const SimInputs& in) {
   if (!in.from_profile || in.measured_step_ns <= 0) return;
   char line[256];
-  std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d), %s %.3f ms\n",
+  // The time is a step's mean; the count is over the steps averaged.
+  std::snprintf(line, sizeof line, "  measured:  compute %.3f ms, non-FSDP collectives %.3f ms (%d in %d step%s), %s %.3f ms\n",
                 to_ms(in.measured_compute_ns), to_ms(in.measured_other_comm_ns), in.other_collectives,
+                std::max(1, in.steps_used), in.steps_used == 1 ? "" : "s",
                 is_cpu_device(in.gpu_name) ? "training thread idle" : "GPU idle", to_ms(in.measured_idle_ns));
   o << line;
+  if (in.forward_only_steps_left_out > 0) {
+    std::snprintf(line, sizeof line,
+                  "  %d step%s holding a forward without backward (an evaluation under no_grad) left out: the measured step "
+                  "is the mean of the other %d\n",
+                  in.forward_only_steps_left_out, in.forward_only_steps_left_out == 1 ? "" : "s", in.steps_used);
+    o << line;
+  }
   if (in.measured_peak_bytes > 0) {
     o << "  measured peak memory " << format_bytes(in.measured_peak_bytes)
       << (is_cpu_device(in.gpu_name) ? " (the job's tensors: gloo's transport buffers left out)" : "");

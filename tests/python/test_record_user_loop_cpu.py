@@ -1,10 +1,11 @@
 """`shardscope record` on a user's own FSDP2 loop (tests/python/user_loop.py; CPU, gloo, 2 ranks):
 the root holds parameters, the blocks have biases and a LayerNorm, AdamW has its defaults, and the
-loop accumulates gradients over micro-batches. What the program fixes is asserted: the optimizer
-state alive at every step's end (AdamW's two fp32 moments of the rank's shard and a step count
-per parameter), the collectives of every step, and the replay's micro-batches, reductions and
-collectives; and the replay's peak is the measured one, calibrated (the importer had freed the whole
-optimizer state at the first step's end, and the model could not explain the measured peak)."""
+loop accumulates gradients over micro-batches, or clips, logs and evaluates (--extras). What the
+program fixes is asserted: the optimizer state alive at every step's end (AdamW's two fp32
+moments of the rank's shard and a step count per parameter), the collectives of every step, and
+the replay's micro-batches, reductions and collectives; and the replay's peak is the measured one,
+calibrated (the importer had freed the whole optimizer state at the first step's end, and the
+model could not explain the measured peak)."""
 import _torch_or_skip  # noqa: F401
 
 import json
@@ -73,6 +74,34 @@ class UserLoop(unittest.TestCase):
 
     def test_gradient_accumulation_without_sync(self):
         self.check("no_sync", 2, 1, "--micro-batches", "2", "--no-sync")
+
+    def test_clipping_a_logged_loss_and_an_evaluation(self):
+        # --extras: clip_grad_norm_ and the logged loss all-reduce once each a step (the loss's
+        # 4 B); the evaluation after steps 1 and 3 runs in step 2 (after step 3 no step follows).
+        profile, job = self.recorded("extras", "--extras")
+        units = job["units"]
+        blocks = [("all_gather", 4 * n) for u, n in units.items() if u != ""]
+        train = sorted([("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+                       + [("reduce_scatter", 4 * n) for n in units.values()])
+        for rank in range(WORLD):
+            got = run.fsdp_collectives_per_step(profile, rank)
+            self.assertEqual(got, {n: sorted(train + blocks) if n == 2 else train for n in range(STEPS)}, "rank %d" % rank)
+            own = run.query(profile, "SELECT s.number, c.bytes FROM collectives c JOIN steps s ON s.rank = c.rank AND "
+                            "c.start_ns >= s.start_ns AND c.start_ns < s.start_ns + s.duration_ns JOIN enums e ON "
+                            "e.type = 'collective_type' AND e.value = c.type WHERE c.rank = ? AND e.label = 'all_reduce'", rank)
+            for n in range(STEPS):
+                self.assertEqual(len([b for m, b in own if m == n]), 2, "rank %d step %d: %s" % (rank, n, own))
+                self.assertIn((n, 4), own)
+        # The replay: the training step (steps 1 and 3; step 0 is the warm-up), its FSDP collectives,
+        # and the loop's all-reduces as measured, not taken for HSDP's.
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        measured = report["measured_breakdown"]
+        self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (2, 1))
+        self.assertEqual(measured["other_collectives"], 2 * 2)
+        self.assertGreater(measured["other_comm_ms"], 0)
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"], report["all_reduces"]),
+                         (len(train) - len(units), len(units), 0))
+        self.assertEqual(report["replicate"], 1)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,12 @@
 (LayerNorm, biased Linears), every block and the model sharded with fully_shard (so the root holds
 parameters of its own: the input and output projections), AdamW with its defaults, zero_grad()
 with its default set_to_none, and gradient accumulation over --micro-batches (with --no-sync the
-gradients are reduced on the last one only). Recording this loop lost its optimizer state
-(docs/importers.md) and replayed its accumulation as one pass (docs/simulator.md)."""
+gradients are reduced on the last one only). With --extras, what such loops do around the pass:
+clip_grad_norm_ (an all-reduce of the gradients' norms), the loss all-reduced for logging, and
+after every second step an evaluation forward under no_grad; a cosine learning-rate schedule
+always. Recording this loop lost its optimizer state (docs/importers.md), replayed its
+accumulation as one pass, dropped its two all-reduces from the replay and took the evaluation
+for the units' forward (docs/simulator.md)."""
 import argparse
 import gc
 import json
@@ -48,6 +52,7 @@ def main():
     ap.add_argument("--micro-batches", type=int, default=1)
     ap.add_argument("--no-sync", action="store_true")
     ap.add_argument("--summary", default="")
+    ap.add_argument("--extras", action="store_true")
     a = ap.parse_args()
     from torch.distributed.fsdp import fully_shard
 
@@ -62,15 +67,27 @@ def main():
         fully_shard(b)
     fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    for _ in range(a.steps):
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, a.steps)
+    for step in range(a.steps):
         for micro in range(a.micro_batches):
             if a.no_sync:
                 model.set_requires_gradient_sync(micro == a.micro_batches - 1)
             x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
             loss = F.cross_entropy(model(x), y) / a.micro_batches
             loss.backward()
+        if a.extras:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            logged = loss.detach().clone()
+            dist.all_reduce(logged)
+            logged.item()
         opt.step()
+        schedule.step()
         opt.zero_grad()
+        if a.extras and step % 2 == 1:
+            model.eval()
+            with torch.no_grad():
+                model(torch.randn(BATCH, IN))
+            model.train()
     if a.summary and dist.get_rank() == 0:
         with open(a.summary, "w") as f:
             json.dump(summary, f)

@@ -71,6 +71,16 @@ TEST_CASE("fit with one message size: bandwidth-bound samples set the bandwidth,
   CHECK(fitted_small.coll[1].intra.busbw_GBps == preset.coll[1].intra.busbw_GBps);
   CHECK(std::abs(double(fitted_small.collective_ns(Coll::ReduceScatter, 4096, 4)) - 30000.0) < 50.0);
   CHECK(rs.samples[1] == 2);
+  // Tiny messages far over the latency (a CPU loop's clip_grad_norm_ and loss all-reduces, 112 B
+  // and 4 B in about a millisecond): still latency, not a bandwidth of 1e-5 GB/s that a shard's
+  // all-reduce would take seconds at.
+  std::vector<CollSample> loop{{Coll::AllReduce, 112, 2, 1'200'000}, {Coll::AllReduce, 4, 2, 800'000},
+                               {Coll::AllReduce, 112, 2, 1'000'000}, {Coll::AllReduce, 4, 2, 1'000'000}};
+  ClusterModel fitted_loop = preset;
+  const FitReport ar = fit_cluster(fitted_loop, loop);
+  CHECK(fitted_loop.coll[2].intra.busbw_GBps == preset.coll[2].intra.busbw_GBps);
+  CHECK(ar.alpha_us[2] == Approx(1000).epsilon(0.001));
+  CHECK(fitted_loop.collective_ns(Coll::AllReduce, 264 << 10, 2) < 1'100'000);
 }
 
 TEST_CASE("cluster and plan JSON: round trip and clear errors", "[sim][json]") {

@@ -237,6 +237,9 @@ struct GroupProfile {
   // Per unit, a second all-gather and reduce-scatter of this size after its own: a group on a
   // mesh of its own that has more than one rank (torchtitan's experts at dp_shard / ep > 1).
   std::array<std::int64_t, 2> apart{0, 0};
+  // Per step, after the backward: clip_grad_norm_'s all-reduce of this many bytes (0: none), over
+  // as many ranks as the replicas' all-reduces: not FSDP's (its bytes are no shard's).
+  std::int64_t norm_all_reduce = 0;
 };
 
 void write_group_profile(const std::string& path, const GroupProfile& g) {
@@ -283,6 +286,7 @@ void write_group_profile(const std::string& path, const GroupProfile& g) {
       }
       coll(u, t0 + (b + 600) * us, CollectiveType::AllReduce, g.after_reduce);
     }
+    if (g.norm_all_reduce > 0) coll(kNoRow, t0 + 6000 * us, CollectiveType::AllReduce, g.norm_all_reduce);
   }
   w.finish();
 }
@@ -293,6 +297,7 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
   ss::test::TempDir dir;
   GroupProfile hsdp_run, tp_run;
   hsdp_run.after_reduce = 2000;
+  hsdp_run.norm_all_reduce = 112;
   tp_run.after_reduce = 3000;
   write_group_profile(dir.file("hsdp.ssdb"), hsdp_run);
   write_group_profile(dir.file("tp.ssdb"), tp_run);
@@ -307,6 +312,9 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
   CHECK(r.all_gathers == 4);
   CHECK(r.reduce_scatters == 2);
   CHECK(r.all_reduces == 2);
+  // The gradient norm's all-reduce is the loop's, replayed as measured.
+  CHECK(in.other_collectives == 1);
+  CHECK(extract_profile(load_profile(dir.file("tp.ssdb"))).other_collectives == 2);  // the TP all-reduces
   {
     std::ofstream(dir.file("plain.json")) << R"({"hsdp_replicate": 1})";
   }
@@ -314,7 +322,7 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
   CHECK(load_sim_inputs(req).plan.hsdp_replicate == 1);
   // Each fit sample is timed over the group it ran on (2 ranks here), not the world (4).
   const ProfileInput hsdp = extract_profile(load_profile(dir.file("hsdp.ssdb")));
-  REQUIRE(hsdp.collectives.size() == 8);  // the second step's (the first is warm-up)
+  REQUIRE(hsdp.collectives.size() == 9);  // the second step's (the first is warm-up), the norm's all-reduce too
   for (const auto& c : hsdp.collectives) CHECK(c.group_size == 2);
 }
 

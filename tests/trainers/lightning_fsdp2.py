@@ -5,8 +5,10 @@
 
 The fast record tests' small model (tests/python/trainer_patterns.py) whose blocks and root are
 sharded with fully_shard in `configure_model` (Lightning's way), trained by `lightning.Trainer` on
-random tokens. --summary writes, from rank 0, the FSDP units
-and the collectives each training step issues, as the job counts them (job_counts.py).
+random tokens, as Lightning is used: the loss logged with sync_dist (an all-reduce a step) and a
+validation batch after every second training batch (`val_check_interval=2`, a forward under
+no_grad between optimizer steps). --summary writes, from rank 0, the FSDP units, the collectives
+each training batch issues and those of each validation, as the job counts them (job_counts.py).
 """
 import argparse
 import json
@@ -33,7 +35,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--summary", default="")
     a = ap.parse_args()
-    collectives, units = [], {}
+    collectives, validations, units = [], [], {}
     job_counts.count_fsdp_collectives(collectives)
 
     class LM(L.LightningModule):
@@ -64,7 +66,20 @@ def main():
 
         def training_step(self, batch, batch_idx):
             (ids,) = batch
-            return F.cross_entropy(self(ids).flatten(0, 1), ids.flatten())
+            loss = F.cross_entropy(self(ids).flatten(0, 1), ids.flatten())
+            self.log("loss", loss, sync_dist=True)
+            return loss
+
+        # A validation's collectives are counted apart from the training batch before it.
+        def on_validation_start(self):
+            collectives.append([])
+
+        def on_validation_end(self):
+            validations.append(collectives.pop())
+
+        def validation_step(self, batch, batch_idx):
+            (ids,) = batch
+            self.log("val_loss", F.cross_entropy(self(ids).flatten(0, 1), ids.flatten()), sync_dist=True)
 
         def configure_optimizers(self):
             return torch.optim.AdamW(self.parameters(), lr=1e-3)
@@ -74,11 +89,13 @@ def main():
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
     strategy = ModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=1, process_group_backend="gloo")
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy=strategy, max_steps=a.steps, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-    trainer.fit(LM(), loader)
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        val_check_interval=2, check_val_every_n_epoch=None, limit_val_batches=1, num_sanity_val_steps=0)
+    trainer.fit(LM(), loader, loader)
     if a.summary and trainer.global_rank == 0:
         with open(a.summary, "w") as f:
-            json.dump({"units": units, "collectives": [sorted(c) for c in collectives]}, f)
+            json.dump({"units": units, "collectives": [sorted(c) for c in collectives],
+                       "validations": [sorted(c) for c in validations]}, f)
 
 
 if __name__ == "__main__":

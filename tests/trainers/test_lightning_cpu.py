@@ -1,6 +1,9 @@
 """PyTorch Lightning's FSDP2 path (ModelParallelStrategy, fully_shard in configure_model) under
 `shardscope record` on CPU/gloo, 2 ranks (lightning_fsdp2.py): record -> info -> simulate --fit
-with the units and every all-gather / reduce-scatter per step exactly as the job counted them."""
+with the units and every all-gather / reduce-scatter per step exactly as the job counted them.
+The job logs its loss with sync_dist and validates after every second batch: the validation runs
+in the next step, which the replay leaves out, and the logging all-reduces are replayed as the
+loop's, not FSDP's."""
 import _trainers_or_skip  # noqa: F401
 
 import json
@@ -12,7 +15,7 @@ import unittest
 import trainer_run as tr
 from test_torchtitan_cpu import fsdp_collectives_per_step, query
 
-STEPS = 3
+STEPS = 4
 
 
 class Lightning(unittest.TestCase):
@@ -40,11 +43,19 @@ class Lightning(unittest.TestCase):
         self.assertEqual(info["steps"], STEPS)
         self.assertEqual(info["fsdp_units"], len(self.job["units"]))
         # Every all-gather and reduce-scatter of every step, as the job issued them.
+        # A validation after batches 1 and 3 (the second's after the last step): the first in step 2.
         per_step = fsdp_collectives_per_step(self.profile)
-        self.assertEqual([[tuple(c) for c in s] for s in per_step], self.job["collectives"])
+        self.assertEqual(len(self.job["validations"]), 2)
+        job = [sorted(map(tuple, c + (self.job["validations"][0] if n == 2 else []))) for n, c in enumerate(self.job["collectives"])]
+        self.assertEqual([[tuple(c) for c in s] for s in per_step], job)
         report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", self.profile, "--fit", "--format", "json"])[1])
         self.assertEqual(report["all_gathers"], sum(1 for t, _ in per_step[1] if t == "all_gather"))
         self.assertEqual(report["reduce_scatters"], sum(1 for t, _ in per_step[1] if t == "reduce_scatter"))
+        self.assertEqual(report["all_reduces"], 0)
+        measured = report["measured_breakdown"]
+        self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (2, 1))
+        # The loss's all-reduce in every training step (Lightning adds its own broadcasts, barriers).
+        self.assertGreaterEqual(measured["other_collectives"], measured["steps_used"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+// What a user's own loop does around the forward-backward pass (tests/python/user_loop.py
+// --extras): clip_grad_norm_ all-reduces its norms and a logged loss is all-reduced, both
+// collectives FSDP does not issue, which the replay keeps as measured (they had been taken for
+// HSDP's all-reduces as soon as the run reduce-scattered, and dropped: a real loop replayed -8 %);
+// and an evaluation forward under no_grad between optimizer steps, whose step is not averaged
+// (its forward was taken for the units' own). Hand-made CPU-style profiles, counted exactly.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "profiler/sim/profile_extract.h"
+#include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
+#include "profiler/sim/step_simulator.h"
+#include "storage/profile_reader.h"
+#include "storage/profile_writer.h"
+#include "tests/support/test_paths.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+constexpr TimeNs us = 1000;
+constexpr TimeNs kStepUs = 5000;
+
+struct Loop {
+  bool extras = true;           // the norm's and the loss's all-reduces after the backward
+  std::set<int> eval_in_steps;  // steps that also run an evaluation forward (no backward)
+};
+
+// Rank 0 of two on a CPU: a root unit holding blocks.0 and blocks.1 (1000 parameters each), four
+// steps (the first is the warm-up the replay skips). A step: the root's forward range over the
+// blocks' (400 us of compute each, gathered at their start), the root's backward range over the
+// blocks' (800 us each, gathered at their start, reduce-scattered before their end), then with
+// `extras` an all-reduce of 112 B (28 norms) and one of 4 B (the loss), 300 us each with nothing
+// else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block).
+void write_profile(const std::string& path, const Loop& loop) {
+  ProfileWriter w(path, Origin{});
+  RankInfo ri;
+  ri.world_size = 2;
+  ri.gpu_name = "CPU";
+  w.add_rank(ri);
+  const RowId thread = w.add_thread({0, 1, "main"});
+  const RowId gloo_lane = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
+  const RowId compute = w.add_stream({0, 0, 2, StreamKind::Compute, "main"});
+  const RowId root = w.add_module({kNoRow, "", "Model", 2000, 8000, true, kNoRow, "false"});
+  const std::vector<RowId> blocks{w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"}),
+                                  w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"})};
+  const std::uint32_t gloo = w.intern("gloo"), name = w.intern("m"), op = w.intern("aten::mm");
+  auto range = [&](RowId m, TimeNs s, TimeNs e, RangePhase ph) {  // a block's range is busy computing
+    w.add_range({0, thread, kNoRow, s, e, name, RangeKind::Module, ph, m, kNoRow, 0});
+    if (m != root) w.add_kernel({0, compute, s, e, op, 0, kNoRow, KernelCategory::Compute, m, 0});
+  };
+  auto coll = [&](RowId m, TimeNs at, TimeNs len, CollectiveType type, std::int64_t bytes) {
+    const RowId k = w.add_kernel({0, gloo_lane, at, at + len, gloo, 0, kNoRow, KernelCategory::Collective, m, 0});
+    w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, at, at + len});
+  };
+  for (int step = 0; step < 4; ++step) {
+    const TimeNs t0 = step * kStepUs * us;
+    w.add_step({0, step, t0, t0 + kStepUs * us});
+    range(root, t0 + 100 * us, t0 + 1000 * us, RangePhase::Forward);
+    for (int i = 0; i < 2; ++i) {
+      const TimeNs f = t0 + (150 + 420 * i) * us;
+      range(blocks[static_cast<std::size_t>(i)], f, f + 400 * us, RangePhase::Forward);
+      coll(blocks[static_cast<std::size_t>(i)], f + 5 * us, 10 * us, CollectiveType::AllGather, 4000);
+    }
+    range(root, t0 + 1100 * us, t0 + 2900 * us, RangePhase::Backward);
+    for (int i = 0; i < 2; ++i) {
+      const TimeNs b = t0 + (1150 + 850 * i) * us;
+      const RowId m = blocks[static_cast<std::size_t>(1 - i)];
+      range(m, b, b + 800 * us, RangePhase::Backward);
+      coll(m, b + 5 * us, 10 * us, CollectiveType::AllGather, 4000);
+      coll(m, b + 700 * us, 10 * us, CollectiveType::ReduceScatter, 4000);
+    }
+    if (loop.extras) {
+      coll(kNoRow, t0 + 3000 * us, 300 * us, CollectiveType::AllReduce, 112);
+      coll(kNoRow, t0 + 3400 * us, 300 * us, CollectiveType::AllReduce, 4);
+    }
+    w.add_range({0, thread, kNoRow, t0 + 3800 * us, t0 + 4300 * us, w.intern("ss:opt:" + std::to_string(step)),
+                 RangeKind::Annotation, RangePhase::Optimizer, kNoRow, kNoRow, 0});
+    if (loop.eval_in_steps.count(step)) {
+      range(root, t0 + 4400 * us, t0 + 4900 * us, RangePhase::Forward);
+      for (int i = 0; i < 2; ++i) {
+        const TimeNs f = t0 + (4450 + 220 * i) * us;
+        range(blocks[static_cast<std::size_t>(i)], f, f + 200 * us, RangePhase::Forward);
+        coll(blocks[static_cast<std::size_t>(i)], f + 5 * us, 10 * us, CollectiveType::AllGather, 4000);
+      }
+    }
+  }
+  w.finish();
+}
+
+SimInputs inputs(const std::string& path) {
+  SimInputRequest req;
+  req.profile_path = path;
+  return load_sim_inputs(req);
+}
+
+}  // namespace
+
+TEST_CASE("the loop's own all-reduces (gradient norm, logged loss) are replayed as measured, not taken for FSDP's",
+          "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("extras.ssdb"), Loop{true, {}});
+  write_profile(dir.file("plain.ssdb"), Loop{false, {}});
+  const ProfileInput pi = extract_profile(load_profile(dir.file("extras.ssdb")));
+  CHECK(pi.steps_used == 3);
+  CHECK(pi.other_collectives == 2 * 3);
+  CHECK(pi.measured_other_comm_ns == 600 * us);  // both, each with nothing else running
+  CHECK(pi.recorded_hsdp_replicate == 1);
+  const SimInputs with = inputs(dir.file("extras.ssdb")), without = inputs(dir.file("plain.ssdb"));
+  const SimResult a = simulate(compile_step(with.model, with.plan, with.cluster));
+  const SimResult b = simulate(compile_step(without.model, without.plan, without.cluster));
+  CHECK(a.all_gathers == 4);
+  CHECK(a.reduce_scatters == 2);
+  CHECK(a.all_reduces == 0);
+  CHECK(a.other_comm_ns == 600 * us);
+  // Both steps are 5 ms: the all-reduces' 600 us are replayed where the other loop idles (taken for
+  // FSDP's, they were neither: the replay came out 600 us short).
+  CHECK(with.measured_step_ns == without.measured_step_ns);
+  CHECK(b.idle_ns - a.idle_ns == 600 * us);
+  CHECK(a.step_ns == b.step_ns);
+}
+
+TEST_CASE("a step holding an evaluation forward is left out of the measured step while training steps remain",
+          "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("eval.ssdb"), Loop{true, {2}});
+  const ProfileInput pi = extract_profile(load_profile(dir.file("eval.ssdb")));
+  CHECK(pi.steps_used == 2);
+  CHECK(pi.forward_only_steps_left_out == 1);
+  CHECK(pi.step_windows.size() == 2);
+  CHECK(pi.micro_batches == 1);
+  // The blocks' forward is the training pass's alone (with step 2 averaged in, its evaluation after the
+  // backward was read as a second pass: 350 us).
+  for (const auto& seg : pi.model.segments)
+    if (!pi.model.units[static_cast<std::size_t>(seg.unit)].is_root) CHECK(seg.fwd_ns == 400 * us);
+  CHECK(pi.other_collectives == 2 * 2);
+
+  // An evaluation in every step leaves nothing to average instead: the steps are kept as they are.
+  write_profile(dir.file("eval_always.ssdb"), Loop{true, {0, 1, 2, 3}});
+  const ProfileInput always = extract_profile(load_profile(dir.file("eval_always.ssdb")));
+  CHECK(always.steps_used == 3);
+  CHECK(always.forward_only_steps_left_out == 0);
+
+  // The report says what was left out.
+  const SimInputs in = inputs(dir.file("eval.ssdb"));
+  CHECK(in.forward_only_steps_left_out == 1);
+  CHECK(in.steps_used == 2);
+  std::ostringstream text;
+  print_measured_text(text, in);
+  CHECK_THAT(text.str(), Catch::Contains("1 step holding a forward without backward (an evaluation under no_grad) left out: "
+                                         "the measured step is the mean of the other 2"));
+  CHECK_THAT(text.str(), Catch::Contains("non-FSDP collectives 0.600 ms (4 in 2 steps)"));
+}
