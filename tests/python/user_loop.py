@@ -4,8 +4,8 @@ parameters of its own: the input and output projections), AdamW with its default
 with its default set_to_none, and gradient accumulation over --micro-batches (with --no-sync the
 gradients are reduced on the last one only). With --extras, what such loops do around the pass:
 clip_grad_norm_ (an all-reduce of the gradients' norms), the loss all-reduced for logging, and
-after every second step an evaluation forward under no_grad; a cosine learning-rate schedule
-always. Recording this loop lost its optimizer state (docs/importers.md), replayed its
+after every second step (--eval-every) an evaluation forward under no_grad; a cosine
+learning-rate schedule always. Recording this loop lost its optimizer state (docs/importers.md), replayed its
 accumulation as one pass, dropped its two all-reduces from the replay and took the evaluation
 for the units' forward (docs/simulator.md)."""
 import argparse
@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--no-sync", action="store_true")
     ap.add_argument("--summary", default="")
     ap.add_argument("--extras", action="store_true")
+    ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     a = ap.parse_args()
     from torch.distributed.fsdp import fully_shard
 
@@ -83,7 +84,7 @@ def main():
         opt.step()
         schedule.step()
         opt.zero_grad()
-        if a.extras and step % 2 == 1:
+        if a.extras and step % a.eval_every == a.eval_every - 1:
             model.eval()
             with torch.no_grad():
                 model(torch.randn(BATCH, IN))

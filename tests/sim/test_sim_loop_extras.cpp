@@ -6,6 +6,7 @@
 // (its forward was taken for the units' own). Hand-made CPU-style profiles, counted exactly.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
@@ -30,6 +31,7 @@ constexpr TimeNs kStepUs = 5000;
 struct Loop {
   bool extras = true;           // the norm's and the loss's all-reduces after the backward
   std::set<int> eval_in_steps;  // steps that also run an evaluation forward (no backward)
+  bool gather_in_host_gap = false;  // an all-gather of 100 us while the thread is in Python, after the optimizer
 };
 
 // Rank 0 of two on a CPU: a root unit holding blocks.0 and blocks.1 (1000 parameters each), four
@@ -82,6 +84,7 @@ void write_profile(const std::string& path, const Loop& loop) {
     }
     w.add_range({0, thread, kNoRow, t0 + 3800 * us, t0 + 4300 * us, w.intern("ss:opt:" + std::to_string(step)),
                  RangeKind::Annotation, RangePhase::Optimizer, kNoRow, kNoRow, 0});
+    if (loop.gather_in_host_gap) coll(blocks[0], t0 + 3750 * us, 100 * us, CollectiveType::AllGather, 4000);
     if (loop.eval_in_steps.count(step)) {
       range(root, t0 + 4400 * us, t0 + 4900 * us, RangePhase::Forward);
       for (int i = 0; i < 2; ++i) {
@@ -156,4 +159,32 @@ TEST_CASE("a step holding an evaluation forward is left out of the measured step
   CHECK_THAT(text.str(), Catch::Contains("1 step holding a forward without backward (an evaluation under no_grad) left out: "
                                          "the measured step is the mean of the other 2"));
   CHECK_THAT(text.str(), Catch::Contains("non-FSDP collectives 0.600 ms (4 in 2 steps)"));
+}
+
+TEST_CASE("on a CPU, an FSDP collective's time inside the thread's idle is not fitted again", "[sim][replay]") {
+  // The thread idles from the all-reduces' end to the next step's first kernel (1.45 ms; the
+  // optimizer range has no kernel), an all-gather of 100 us inside that ends more than 1 ms before
+  // compute resumes (not waited for): the stretch is replayed as idle, so the gather's fit sample
+  // is what it held the thread beyond it -- nothing. Counted in both, the replay came out long
+  // (the CPU replays' +0.5 to +2.5 %).
+  ss::test::TempDir dir;
+  Loop loop;
+  loop.gather_in_host_gap = true;
+  write_profile(dir.file("gap.ssdb"), loop);
+  SimInputRequest req;
+  req.profile_path = dir.file("gap.ssdb");
+  req.fit = true;
+  const SimInputs in = load_sim_inputs(req);
+  const SimResult r = simulate(compile_step(in.model, in.plan, in.cluster));
+  CHECK(std::llabs(r.step_ns - in.measured_step_ns) < 1 * us);  // the gathers' bytes at the preset bandwidth
+  const ProfileInput pi = extract_profile(load_profile(dir.file("gap.ssdb")));
+  // Every all-gather's sample is 0: those of the passes run under the blocks' compute, the stray
+  // one (one a step used) wholly inside the idle.
+  int gathers = 0;
+  for (const auto& c : pi.collectives)
+    if (c.type == Coll::AllGather) {
+      ++gathers;
+      CHECK(c.duration == 0);
+    }
+  CHECK(gathers == 3 * 5);
 }
