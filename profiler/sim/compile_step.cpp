@@ -150,6 +150,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.forward_only = m.forward_only;
   s.grads_kept = m.grads_kept && plan.offload == "none";
   s.sync_every_microbatch = plan.sync_every_microbatch;
+  s.hold_params_until_last_backward = !plan.reshard_after_backward;
   s.separate_rs = plan.separate_reduce_scatter_group;
   s.param_bytes = m.param_dtype_bytes;
   s.master_bytes = m.master_dtype_bytes;

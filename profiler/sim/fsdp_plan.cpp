@@ -126,6 +126,7 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     p.gradient_accumulation = static_cast<int>(*v);
   }
   if (auto v = get_bool(root, "sync_every_microbatch", where, "")) p.sync_every_microbatch = *v;
+  if (auto v = get_bool(root, "reshard_after_backward", where, "")) p.reshard_after_backward = *v;
   if (auto v = get_int(root, "hsdp_replicate", where, "")) {
     if (*v < 1) json_fail(where, "hsdp_replicate", "an integer >= 1");
     p.hsdp_replicate = static_cast<int>(*v);
@@ -218,6 +219,7 @@ std::string plan_to_json(const FsdpPlan& p) {
       .kv("separate_reduce_scatter_group", p.separate_reduce_scatter_group);
   if (p.world_size > 0) j.kv("world_size", p.world_size);
   // New knobs only when set, so plans without them are written exactly as before.
+  if (!p.reshard_after_backward) j.kv("reshard_after_backward", false);
   if (!p.checkpoint.empty()) {
     j.key("activation_checkpointing").begin_object();
     for (const auto& [k, v] : p.checkpoint) j.kv(k, v);

@@ -46,6 +46,9 @@ struct FsdpPlan {
   int zero_stage = 3;               // 2: every unit keeps its parameters from forward to backward
   int gradient_accumulation = 1;    // micro-batches per optimizer step
   bool sync_every_microbatch = true;  // false: reduce-scatter only on the last micro-batch
+  // false: parameters stay unsharded from a micro-batch's backward to the next one's forward,
+  // which then gathers nothing (FSDP2's set_reshard_after_backward(False) on all but the last).
+  bool reshard_after_backward = true;
   int hsdp_replicate = 1;           // replicate degree; shard group = world / replicate
   bool separate_reduce_scatter_group = false;
   int world_size = 0;               // 0: take the cluster's

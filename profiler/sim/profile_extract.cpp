@@ -113,6 +113,24 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
   }
 }
 
+// Gradient accumulation with the parameters kept unsharded between passes (FSDP2's
+// set_reshard_after_backward(False) on all but the last; FSDP1's SHARD_GRAD_OP under no_sync()):
+// the passes after a step's first gather (almost) nothing in their forward. false when the later
+// passes' forward stretches hold on average under half the all-gathers of the first passes'
+// (a user's loop: 5 against 0; a unit kept unsharded or resharded differs by one or two).
+bool gathers_after_first_pass(const Profile& p, int rank, const std::vector<std::pair<TimeNs, TimeNs>>& first,
+                              const std::vector<std::pair<TimeNs, TimeNs>>& later) {
+  if (first.empty() || later.empty()) return true;
+  auto gathers_in = [&](const std::vector<std::pair<TimeNs, TimeNs>>& windows) {
+    long n = 0;
+    for (const auto& c : p.collectives)
+      if (c.rank == rank && c.type == CollectiveType::AllGather && interval_holding(windows, c.start) >= 0) ++n;
+    return double(n) / double(windows.size());
+  };
+  const double at_first = gathers_in(first);
+  return at_first == 0 || gathers_in(later) >= 0.5 * at_first;
+}
+
 // Gradient accumulation as recorded: whether the passes before a step's last one reduce-scatter
 // too, or only the last (FSDP2's set_requires_gradient_sync(False) on the others, FSDP1's
 // no_sync()). A GPU's collectives may run after their pass's host ranges end, so it is a count: the
@@ -467,6 +485,9 @@ ProfileInput extract_profile(const Profile& p) {
     if (is_root_unit(r.unit) && r.phase == RangePhase::Backward) root_bwd_ends.push_back(r.end);
   std::sort(root_bwd_ends.begin(), root_bwd_ends.end());
   int total_micro = 0;  // forward-backward passes over the steps used (gradient accumulation: several a step)
+  // Each pass's forward stretch (its start to its first backward range), the steps' first passes
+  // apart from the others: whether the later ones gather in forward (reshard_after_backward).
+  std::vector<Interval> first_pass_forward, later_pass_forward;
   for (const auto& st : steps) {
     step_total += double(st.end - st.start);
     whole += split(st.start, st.end);
@@ -527,6 +548,7 @@ ProfileInput extract_profile(const Profile& p) {
         else bwd_lo = std::min(bwd_lo, r.start), bwd_hi = std::max(bwd_hi, r.end);
       }
       if (bwd_lo == std::numeric_limits<TimeNs>::max()) bwd_lo = bwd_hi = fwd_hi;
+      (m == 0 ? first_pass_forward : later_pass_forward).emplace_back(from, bwd_lo);
       TimeNs to = opt_start;
       if (m + 1 < micros) {
         const TimeNs next = in_step[micro_begin[m + 1]]->start;
@@ -651,7 +673,10 @@ ProfileInput extract_profile(const Profile& p) {
     in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
   in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
-  if (in.micro_batches > 1) in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
+  if (in.micro_batches > 1) {
+    in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
+    in.reshard_after_backward = gathers_after_first_pass(p, in.rank, first_pass_forward, later_pass_forward);
+  }
   // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
   // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
   // without it moves fp32 (4) both ways.

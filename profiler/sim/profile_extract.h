@@ -33,6 +33,7 @@ struct ProfileInput {
   std::vector<std::pair<TimeNs, TimeNs>> pass_windows;
   int micro_batches = 1;               // passes per step as recorded (FsdpPlan::gradient_accumulation)
   bool sync_every_microbatch = true;   // whether the passes before the last reduce-scatter too
+  bool reshard_after_backward = true;  // false: the passes after the first gather (almost) nothing in forward
   // No step markers (a window cut from a run): the one "step" is the span of the complete unit
   // ranges, so measured and simulated time cover the same modules.
   bool window_only = false;

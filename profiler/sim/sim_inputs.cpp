@@ -371,10 +371,12 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.recorded_plan.hsdp_replicate = pi.recorded_hsdp_replicate;
     in.recorded_plan.gradient_accumulation = pi.micro_batches;
     in.recorded_plan.sync_every_microbatch = pi.sync_every_microbatch;
+    in.recorded_plan.reshard_after_backward = pi.reshard_after_backward;
     const auto plan_keeps = [&](const char* key) { return req.plan_path.empty() || !plan_file_sets(req.plan_path, key); };
     if (plan_keeps("hsdp_replicate")) in.plan.hsdp_replicate = in.recorded_plan.hsdp_replicate;
     if (plan_keeps("gradient_accumulation")) in.plan.gradient_accumulation = in.recorded_plan.gradient_accumulation;
     if (plan_keeps("sync_every_microbatch")) in.plan.sync_every_microbatch = in.recorded_plan.sync_every_microbatch;
+    if (plan_keeps("reshard_after_backward")) in.plan.reshard_after_backward = in.recorded_plan.reshard_after_backward;
     in.steps_used = pi.steps_used;
     in.forward_only_steps_left_out = pi.forward_only_steps_left_out;
     in.profile_world = pi.world_size;

@@ -27,6 +27,15 @@ double rerun_share_of_forward(const CompiledStep& s) {
     if (sg.recompute_ns > 0) rerun += double(sg.recompute_ns), forward += double(sg.fwd_ns + sg.fwd_idle_ns);
   return forward > 0 ? rerun / forward : 0;
 }
+// How the micro-batches of a step differ from separate steps, when they do.
+std::string accumulation_note(const CompiledStep& s) {
+  if (s.micro_batches < 2) return "";
+  const bool reduced_last = !s.sync_every_microbatch;
+  const bool held = s.hold_params_until_last_backward && s.stages.empty();  // (a pipeline's stages hold on their own)
+  if (!reduced_last && !held) return "";
+  return std::string(" (") + (reduced_last ? "gradients reduced on the last only" : "") + (reduced_last && held ? "; " : "") +
+         (held ? "parameters kept unsharded between them" : "") + ")";
+}
 }  // namespace
 
 void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& r, bool per_unit) {
@@ -97,7 +106,7 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
   char line[256];
   o << "World        " << s.world << (cpu ? " CPU ranks, gloo" : " GPUs") << " (shard group " << s.shard << ", replicate "
     << s.replicate << "), " << s.micro_batches << (s.micro_batches == 1 ? " micro-batch" : " micro-batches")
-    << (s.micro_batches > 1 && !s.sync_every_microbatch ? " (gradients reduced on the last only)" : "") << "\n";
+    << accumulation_note(s) << "\n";
   std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, %s busy %.3f ms)\n",
                 to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), cpu ? "gloo" : "NCCL", to_ms(r.comm_busy_ns));
   o << line;

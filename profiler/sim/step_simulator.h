@@ -158,8 +158,9 @@ struct CompiledStep {
   int offload_prefetch_depth = 1;
   bool pipelined_optimizer = false;
   int root_exec = -1;  // the exec unit holding the root (split over the first and last pipeline stage)
-  // A pipeline stage under torch.distributed.pipelining: units gathered in backward stay
-  // unsharded until the last micro-batch's backward (set_reshard_after_backward(False)).
+  // Units gathered in backward stay unsharded until the last micro-batch's backward
+  // (set_reshard_after_backward(False)): a pipeline stage under torch.distributed.pipelining, or
+  // gradient accumulation with FsdpPlan::reshard_after_backward false.
   bool hold_params_until_last_backward = false;
   // Parallelism around FSDP (FsdpPlan::parallel): world = pp x dp x cp x tp.
   Parallelism par;

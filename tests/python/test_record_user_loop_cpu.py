@@ -37,7 +37,7 @@ class UserLoop(unittest.TestCase):
         with open(summary) as f:
             return profile, json.load(f)
 
-    def check(self, name, passes, reducing_passes, *args):
+    def check(self, name, passes, reducing_passes, *args, held=False):
         profile, job = self.recorded(name, *args)
         # AdamW's exp_avg and exp_avg_sq of the rank's half of every parameter (fp32), and one fp32
         # step count per parameter tensor, alive from the first optimizer step on.
@@ -50,18 +50,21 @@ class UserLoop(unittest.TestCase):
             self.assertEqual(live, {n: optimizer_state for n in range(STEPS)}, "rank %d" % rank)
         # Each pass gathers every block in forward and backward and the root once (it stays
         # unsharded from its forward to its backward); the reducing passes reduce-scatter each unit.
+        # With the parameters held between passes the later ones gather the blocks in backward only.
         units = job["units"]
         gathers = [("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+        later = [("all_gather", 4 * n) for u, n in units.items() if u != ""] if held else gathers
         reductions = [("reduce_scatter", 4 * n) for n in units.values()]
-        want = sorted(gathers * passes + reductions * reducing_passes)
+        want = sorted(gathers + later * (passes - 1) + reductions * reducing_passes)
         for rank in range(WORLD):
             for step, got in run.fsdp_collectives_per_step(profile, rank).items():
                 self.assertEqual(got, want, "rank %d step %d" % (rank, step))
         report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
         self.assertEqual(report["plan"]["gradient_accumulation"], passes)
         self.assertEqual(report["plan"]["sync_every_microbatch"], reducing_passes == passes)
+        self.assertEqual(report["plan"].get("reshard_after_backward", True), not held)
         self.assertEqual((report["all_gathers"], report["reduce_scatters"]),
-                         (len(gathers) * passes, len(reductions) * reducing_passes))
+                         (len(gathers) + len(later) * (passes - 1), len(reductions) * reducing_passes))
         measured = report["measured_breakdown"]["peak_memory_bytes"]
         self.assertGreater(measured, optimizer_state)
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
@@ -74,6 +77,9 @@ class UserLoop(unittest.TestCase):
 
     def test_gradient_accumulation_without_sync(self):
         self.check("no_sync", 2, 1, "--micro-batches", "2", "--no-sync")
+
+    def test_gradient_accumulation_with_parameters_held_between_passes(self):
+        self.check("held", 2, 1, "--micro-batches", "2", "--no-sync", "--no-reshard-after-backward", held=True)
 
     def test_clipping_a_logged_loss_and_an_evaluation(self):
         # --extras: clip_grad_norm_ and the logged loss all-reduce once each a step (the loss's

@@ -2,7 +2,8 @@
 (LayerNorm, biased Linears), every block and the model sharded with fully_shard (so the root holds
 parameters of its own: the input and output projections), AdamW with its defaults, zero_grad()
 with its default set_to_none, and gradient accumulation over --micro-batches (with --no-sync the
-gradients are reduced on the last one only). With --extras, what such loops do around the pass:
+gradients are reduced on the last one only; with --no-reshard-after-backward the parameters stay
+unsharded from one to the next). With --extras, what such loops do around the pass:
 clip_grad_norm_ (an all-reduce of the gradients' norms), the loss all-reduced for logging, and
 after every second step (--eval-every) an evaluation forward under no_grad; a cosine
 learning-rate schedule always. Recording this loop lost its optimizer state (docs/importers.md), replayed its
@@ -52,6 +53,9 @@ def main():
     ap.add_argument("--micro-batches", type=int, default=1)
     ap.add_argument("--no-sync", action="store_true")
     ap.add_argument("--summary", default="")
+    ap.add_argument("--no-reshard-after-backward", action="store_true",
+                    help="with --micro-batches: set_reshard_after_backward(False) on all but the last (FSDP2's recipe "
+                         "for accumulating without gathering again)")
     ap.add_argument("--extras", action="store_true")
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     a = ap.parse_args()
@@ -73,6 +77,8 @@ def main():
         for micro in range(a.micro_batches):
             if a.no_sync:
                 model.set_requires_gradient_sync(micro == a.micro_batches - 1)
+            if a.no_reshard_after_backward:
+                model.set_reshard_after_backward(micro == a.micro_batches - 1)
             x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
             loss = F.cross_entropy(model(x), y) / a.micro_batches
             loss.backward()
