@@ -5,7 +5,7 @@ against B recorded and against B as it runs without ShardScope.
     scripts/closed_loop.py --arch llama --out /tmp/loop            (CPU, gloo, 2 ranks; or --device cuda)
     scripts/closed_loop.py --arch llama --fsdp1 --out /tmp/loop1   (the job on FSDP1, plans through fsdp1_wrap_policy)
     scripts/closed_loop.py --arch llama --mixed-precision bf16      (bf16 parameters, fp32 reductions, on CPU too)
-    scripts/closed_loop.py --arch llama --micro-batches 2 [--no-sync]  (gradient accumulation: 2 passes a step)
+    scripts/closed_loop.py --arch llama --micro-batches 2 [--no-sync] [--no-reshard-after-backward]  (gradient accumulation: 2 passes a step)
 
 1. Record run A of scripts/fsdp_train_sample.py (every layer resharded) with `shardscope record
    --steps W` (a capture window: the steps outside it run unprofiled and are timed, so the profile
@@ -70,7 +70,8 @@ def job_argv(a, extra, steps=None):
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc, "--standalone",
             os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(steps or a.steps)] + MODELS[a.arch] + extra
     return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else []) + [
-        "--mixed-precision", a.mixed_precision, "--micro-batches", str(a.micro_batches)] + (["--no-sync"] if a.no_sync else [])
+        "--mixed-precision", a.mixed_precision, "--micro-batches", str(a.micro_batches)] + (["--no-sync"] if a.no_sync else []) + (
+        ["--no-reshard-after-backward"] if a.no_reshard_after_backward else [])
 
 
 def record(a, name, extra):
@@ -174,6 +175,8 @@ def main():
     ap.add_argument("--micro-batches", type=int, default=1,
                     help="gradient accumulation: forward-backward passes per optimizer step (fsdp_train_sample.py)")
     ap.add_argument("--no-sync", action="store_true", help="with --micro-batches: gradients reduced on the last pass only")
+    ap.add_argument("--no-reshard-after-backward", action="store_true",
+                    help="with --micro-batches: parameters held unsharded between passes (FSDP2's set_reshard_after_backward)")
     ap.add_argument("--alternate", action="store_true",
                     help="also time each unshard plan's effect in one unrecorded process that alternates A and B "
                     "(blocks A B B A): the drift between processes, which moves single runs here by up to 2x, cancels")
@@ -185,8 +188,10 @@ def main():
         ap.error("--plans: a comma list of manual, auto, checkpoint")
     if a.alternate and a.alternate_steps < a.warmup + 4 * a.alternate_every:
         ap.error("--alternate-steps: at least --warmup + 4 x --alternate-every (one A B B A round)")
-    if a.micro_batches < 1 or (a.no_sync and a.micro_batches < 2):
-        ap.error("--micro-batches: at least 1, and at least 2 with --no-sync")
+    if a.micro_batches < 1 or ((a.no_sync or a.no_reshard_after_backward) and a.micro_batches < 2):
+        ap.error("--micro-batches: at least 1, and at least 2 with --no-sync or --no-reshard-after-backward")
+    if a.no_reshard_after_backward and a.fsdp1:
+        ap.error("--no-reshard-after-backward: FSDP2 only (FSDP1 holds under no_sync() with SHARD_GRAD_OP)")
     if a.alternate and a.fsdp1:
         ap.error("--alternate: FSDP1 has no reshard switch at run time (FSDP2's set_reshard_after_forward)")
     if a.fsdp1 and "checkpoint" in wanted:
@@ -270,7 +275,7 @@ def main():
         runs.append(run_)
     mean = lambda xs: sum(xs) / len(xs)
     summary = {"arch": a.arch, "fsdp1": a.fsdp1, "mixed_precision": a.mixed_precision, "device": a.device, "nproc": a.nproc,
-               "micro_batches": a.micro_batches, "no_sync": a.no_sync,
+               "micro_batches": a.micro_batches, "no_sync": a.no_sync, "no_reshard_after_backward": a.no_reshard_after_backward,
                "steps": a.steps, "window": a.window, "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),

@@ -315,6 +315,9 @@ def main():
     ap.add_argument("--no-sync", action="store_true",
                     help="with --micro-batches: reduce the gradients on the last micro-batch only (FSDP2's "
                          "set_requires_gradient_sync(False) on the others; FSDP1's no_sync())")
+    ap.add_argument("--no-reshard-after-backward", action="store_true",
+                    help="with --micro-batches: parameters stay unsharded from one micro-batch's backward to the next "
+                         "forward (FSDP2's set_reshard_after_backward(False) on all but the last)")
     ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
     ap.add_argument("--pin-cores", action="store_true",
                     help="CPU runs: pin each rank (and its gloo threads) to core LOCAL_RANK mod cores; steadier step times")
@@ -346,6 +349,8 @@ def main():
         ap.error("--micro-batches must be at least 1")
     if args.no_sync and (args.micro_batches < 2 or args.no_fsdp):
         ap.error("--no-sync needs --micro-batches N > 1 and FSDP (FSDP2, or --fsdp1)")
+    if args.no_reshard_after_backward and (args.micro_batches < 2 or args.no_fsdp or args.fsdp1):
+        ap.error("--no-reshard-after-backward needs --micro-batches N > 1 and FSDP2")
 
     device = args.device
     if device == "auto":
@@ -441,6 +446,8 @@ def main():
             last = micro == args.micro_batches - 1
             if args.no_sync and fs is not None:
                 model.set_requires_gradient_sync(last)
+            if args.no_reshard_after_backward and fs is not None:
+                model.set_reshard_after_backward(last)
             if args.arch == "mlp":
                 tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
             else:
