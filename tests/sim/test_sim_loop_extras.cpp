@@ -18,6 +18,7 @@
 #include "profiler/sim/step_simulator.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
+#include "tests/support/cpu_rank.h"
 #include "tests/support/test_paths.h"
 
 using namespace ss;
@@ -42,13 +43,7 @@ struct Loop {
 // else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block).
 void write_profile(const std::string& path, const Loop& loop) {
   ProfileWriter w(path, Origin{});
-  RankInfo ri;
-  ri.world_size = 2;
-  ri.gpu_name = "CPU";
-  w.add_rank(ri);
-  const RowId thread = w.add_thread({0, 1, "main"});
-  const RowId gloo_lane = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
-  const RowId compute = w.add_stream({0, 0, 2, StreamKind::Compute, "main"});
+  const auto [thread, gloo_lane, compute] = ss::test::add_cpu_rank(w, 2);
   const RowId root = w.add_module({kNoRow, "", "Model", 2000, 8000, true, kNoRow, "false"});
   const std::vector<RowId> blocks{w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"}),
                                   w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"})};

@@ -16,6 +16,7 @@
 #include "profiler/sim/step_simulator.h"
 #include "storage/profile_reader.h"
 #include "storage/profile_writer.h"
+#include "tests/support/cpu_rank.h"
 #include "tests/support/test_paths.h"
 
 using namespace ss;
@@ -39,13 +40,7 @@ struct Accumulation {
 // syncs) inside the root's backward range. The optimizer follows the last pass.
 void write_profile(const std::string& path, const Accumulation& a) {
   ProfileWriter w(path, Origin{});
-  RankInfo ri;
-  ri.world_size = 2;
-  ri.gpu_name = "CPU";
-  w.add_rank(ri);
-  const RowId thread = w.add_thread({0, 1, "main"});
-  const RowId stream = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
-  const RowId compute = w.add_stream({0, 0, 2, StreamKind::Compute, "main"});
+  const auto [thread, stream, compute] = ss::test::add_cpu_rank(w, 2);
   const RowId root = w.add_module({kNoRow, "", "Model", 3000, 12000, true, kNoRow, "false"});
   std::vector<RowId> blocks;
   for (int i = 0; i < 3; ++i)
