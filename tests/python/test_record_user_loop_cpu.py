@@ -31,9 +31,9 @@ class UserLoop(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def recorded(self, name, *args):
+    def recorded(self, name, *args, steps=STEPS, record_args=()):
         profile, summary = os.path.join(self.dir, name + ".ssdb"), os.path.join(self.dir, name + ".json")
-        run.record(profile, "--steps", str(STEPS), "--summary", summary, *args, script=SCRIPT)
+        run.record(profile, "--steps", str(steps), "--summary", summary, *args, script=SCRIPT, record_args=record_args)
         with open(summary) as f:
             return profile, json.load(f)
 
@@ -80,6 +80,30 @@ class UserLoop(unittest.TestCase):
 
     def test_gradient_accumulation_with_parameters_held_between_passes(self):
         self.check("held", 2, 1, "--micro-batches", "2", "--no-sync", "--no-reshard-after-backward", held=True)
+
+    def test_a_model_compiled_whole(self):
+        # torch.compile(model): the wrapper stands for the model (no "_orig_mod." names), and the
+        # units' ranges are recorded although Dynamo traces through them.
+        self.check("compiled", 1, 1, "--compile")
+        profile = os.path.join(self.dir, "compiled.ssdb")
+        names = [n for (n,) in run.query(profile, "SELECT fqn FROM modules")]
+        self.assertFalse([n for n in names if "_orig_mod" in n], names)
+        for rank in range(WORLD):
+            ranges = run.query(profile, "SELECT m.fqn, e.label, count(*) FROM ranges r JOIN modules m ON m.id = r.module_id "
+                               "JOIN enums e ON e.type = 'range_phase' AND e.value = r.phase JOIN enums k ON k.type = 'range_kind' "
+                               "AND k.value = r.kind WHERE r.rank = ? AND k.label = 'module' AND m.is_fsdp_unit = 1 "
+                               "GROUP BY 1, 2", rank)
+            units = sorted(json.load(open(os.path.join(self.dir, "compiled.json")))["units"])
+            self.assertEqual(sorted(ranges), sorted((u, phase, STEPS) for u in units for phase in ("forward", "backward")))
+
+    def test_a_model_compiled_whole_with_a_capture_window(self):
+        # Before, the hooks' name lookup ran inside Dynamo's trace before the window and failed the
+        # job's compile ("FSDPManagedNNModuleVariable ... already tracked for mutation").
+        profile, job = self.recorded("compiled_window", "--compile", steps=6, record_args=["--steps", "2:4"])
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        units = job["units"]
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]), (2 * len(units) - 1, len(units)))
+        self.assertEqual(report["unobserved"]["steps"], 3)  # steps 1, 4, 5 (step 0 has no start to time from)
 
     def test_clipping_a_logged_loss_and_an_evaluation(self):
         # --extras: clip_grad_norm_ and the logged loss all-reduce once each a step (the loss's

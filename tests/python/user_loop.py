@@ -6,7 +6,9 @@ gradients are reduced on the last one only; with --no-reshard-after-backward the
 unsharded from one to the next). With --extras, what such loops do around the pass:
 clip_grad_norm_ (an all-reduce of the gradients' norms), the loss all-reduced for logging, and
 after every second step (--eval-every) an evaluation forward under no_grad; a cosine
-learning-rate schedule always. Recording this loop lost its optimizer state (docs/importers.md), replayed its
+learning-rate schedule always. With --compile the model is compiled whole (torch.compile(model),
+the usual way), which record had named "_orig_mod.*", left without unit ranges and, with a capture
+window after step 0, crashed in Dynamo. Recording this loop lost its optimizer state (docs/importers.md), replayed its
 accumulation as one pass, dropped its two all-reduces from the replay and took the evaluation
 for the units' forward (docs/simulator.md)."""
 import argparse
@@ -57,6 +59,8 @@ def main():
                     help="with --micro-batches: set_reshard_after_backward(False) on all but the last (FSDP2's recipe "
                          "for accumulating without gathering again)")
     ap.add_argument("--extras", action="store_true")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile(model) after sharding: the model compiled whole (Dynamo through aot_eager)")
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     a = ap.parse_args()
     from torch.distributed.fsdp import fully_shard
@@ -72,13 +76,16 @@ def main():
         fully_shard(b)
     fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sharded = model
+    if a.compile:
+        model = torch.compile(model, backend="aot_eager")
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, a.steps)
     for step in range(a.steps):
         for micro in range(a.micro_batches):
             if a.no_sync:
-                model.set_requires_gradient_sync(micro == a.micro_batches - 1)
+                sharded.set_requires_gradient_sync(micro == a.micro_batches - 1)
             if a.no_reshard_after_backward:
-                model.set_reshard_after_backward(micro == a.micro_batches - 1)
+                sharded.set_reshard_after_backward(micro == a.micro_batches - 1)
             x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
             loss = F.cross_entropy(model(x), y) / a.micro_batches
             loss.backward()

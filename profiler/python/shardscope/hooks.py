@@ -125,17 +125,31 @@ def _fsdp1_info(module):
     return True, "true" if reshards else "false"
 
 
+# torch.compile(model) wraps the model in an OptimizedModule that calls it as `_orig_mod`: the
+# wrapper stands for the model (its name, its range: the model's own call runs inside the compiled
+# frame), and the model's modules keep their names ("_orig_mod.layers.0" -> "layers.0").
+COMPILED_WRAPPED = "_orig_mod"
+_WRAPPER_PARTS = (FSDP1_WRAPPED, COMPILED_WRAPPED)
+
+
 def clean_fqn(name):
-    """A module name without FSDP1's wrapper components ("layers.0._fsdp_wrapped_module.attn" ->
-    "layers.0.attn")."""
-    if FSDP1_WRAPPED not in name:
+    """A module name without FSDP1's or torch.compile's wrapper components
+    ("layers.0._fsdp_wrapped_module.attn" -> "layers.0.attn", "_orig_mod.layers.0" -> "layers.0")."""
+    if not any(w in name for w in _WRAPPER_PARTS):
         return name
-    return ".".join(part for part in name.split(".") if part != FSDP1_WRAPPED)
+    return ".".join(part for part in name.split(".") if part not in _WRAPPER_PARTS)
+
+
+def _compiled_inner(module):
+    """The model a torch.compile wrapper (OptimizedModule) stands for; the module itself otherwise."""
+    inner = getattr(module, COMPILED_WRAPPED, None) if type(module).__name__ == "OptimizedModule" else None
+    return inner if inner is not None else module
 
 
 def fsdp_info(module):
     """(is_fsdp_unit, reshard_policy) for an FSDP2 (fully_shard), FSDP1 (FullyShardedDataParallel)
-    or SimpleFSDP module; (False, "") otherwise."""
+    or SimpleFSDP module, or a torch.compile wrapper of one; (False, "") otherwise."""
+    module = _compiled_inner(module)
     cls = _fsdp_module_class()
     if cls is None or not isinstance(module, cls):
         if _is_simple_fsdp(module):
@@ -192,6 +206,7 @@ def fsdp_group_owner(module, names):
     FSDP unit, one all-gather): the fully-qualified name of the group's first member, which stands
     for the unit, when `module` is another member; "" otherwise. First = earliest in the model's
     named_modules() order (the order FSDP2 names the group in its ranges: "norm, output")."""
+    module = _compiled_inner(module)
     cls = _fsdp_module_class()
     if cls is None or not isinstance(module, cls):
         return ""
@@ -380,6 +395,18 @@ class Tracker:
         self._graph_task_id = getattr(self._torch._C, "_current_graph_task_id", None)
         compiler = getattr(self._torch, "compiler", None)
         self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        # A model compiled whole (torch.compile(model)) is traced through its FSDP2 units, whose
+        # hooks then run nowhere; FSDP2's own hooks break the graph at each unit (Dynamo's
+        # skip_fsdp_hooks), so a unit's range is recorded there at run time, by the hooks with
+        # Dynamo off, at no extra graph break. Other modules stay inside the graph, without ranges.
+        # (The class is looked up here: an import while Dynamo traces breaks the graph.)
+        self._fsdp2_class = _fsdp_module_class()
+        disable = getattr(compiler, "disable", None)
+        self._eager_pre = disable(self.forward_pre) if disable else None
+        self._eager_post = disable(self.forward_post) if disable else None
+
+    def _traced_unit(self, module):
+        return self._eager_pre is not None and self._fsdp2_class is not None and isinstance(module, self._fsdp2_class)
 
     # -- names ---------------------------------------------------------------------------
     def register_root(self, root, name=None):
@@ -397,6 +424,9 @@ class Tracker:
                     self._names[m] = None
                     self._wrapped[m] = clean_fqn(full)
                     fsdp1 = True
+                elif full.split(".")[-1] == COMPILED_WRAPPED:  # torch.compile's: likewise
+                    self._names[m] = None
+                    self._wrapped[m] = clean_fqn(full)
                 else:
                     self._names[m] = clean_fqn(full)
                 self._order[m] = i
@@ -422,13 +452,14 @@ class Tracker:
         count, nbytes = module_params(m, fsdp1)
         unit, policy = fsdp_info(m)
         owner = fsdp_group_owner(m, self)
-        # An FSDP1 wrapper stands for the module it wraps: that module's class is the one to show.
-        cls = type(getattr(m, FSDP1_WRAPPED, None) or m).__name__
+        # A wrapper (FSDP1's, torch.compile's) stands for the module it wraps: that module's class
+        # is the one to show.
+        cls = type(getattr(m, FSDP1_WRAPPED, None) or _compiled_inner(m)).__name__
         # A grouped unit's other members are not units of their own: their parameters are the
         # owner's unit's (one all-gather for the group).
         self.sidecar.module(fqn, cls, count, nbytes, unit and not owner, policy, owner)
         if unit and not owner:
-            groups = fsdp2_group_sizes(m)
+            groups = fsdp2_group_sizes(_compiled_inner(m))
             if len(groups) > 1:
                 self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
 
@@ -461,7 +492,10 @@ class Tracker:
         """Outside a capture window: the first model called is named (its whole tree, once), so
         that the tensors alive when the window starts can be given their modules. Modules without
         parameters (parametrizations, losses) are left for the window's own hooks."""
-        if not self.enabled or module in self._names or self._compiling():
+        # Compiling first: Dynamo tracing the lookup in the names (a WeakKeyDictionary keyed by the
+        # module it traces) failed the job's compile ("FSDPManagedNNModuleVariable ... already
+        # tracked for mutation") under record --steps A:B with A > 0.
+        if self._compiling() or not self.enabled or module in self._names:
             return
         try:
             if any(True for _ in module.parameters()):
@@ -489,7 +523,11 @@ class Tracker:
         if not self.recording:
             self._name_outside_window(module)
             return
-        if not self.enabled or self._compiling():
+        if not self.enabled:
+            return
+        if self._compiling():
+            if self._traced_unit(module):
+                self._eager_pre(module, inputs)
             return
         try:
             phase = _names.RECOMPUTE if self.in_backward() else _names.FORWARD
@@ -502,7 +540,11 @@ class Tracker:
             self._fail("forward_pre")
 
     def forward_post(self, module, inputs, output):
-        if not self.recording or not self.enabled or self._compiling():
+        if not self.recording or not self.enabled:
+            return
+        if self._compiling():
+            if self._traced_unit(module):
+                self._eager_post(module, inputs, output)
             return
         try:
             stack = self._stack()
