@@ -118,10 +118,10 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
 // the passes after a step's first gather (almost) nothing in their forward. false when the later
 // passes' forward stretches hold on average under half the all-gathers of the first passes'
 // (a user's loop: 5 against 0; a unit kept unsharded or resharded differs by one or two).
-bool gathers_after_first_pass(const Profile& p, int rank, const std::vector<std::pair<TimeNs, TimeNs>>& first,
-                              const std::vector<std::pair<TimeNs, TimeNs>>& later) {
+bool gathers_after_first_pass(const Profile& p, int rank, const std::vector<TimeInterval>& first,
+                              const std::vector<TimeInterval>& later) {
   if (first.empty() || later.empty()) return true;
-  auto gathers_in = [&](const std::vector<std::pair<TimeNs, TimeNs>>& windows) {
+  auto gathers_in = [&](const std::vector<TimeInterval>& windows) {
     long n = 0;
     for (const auto& c : p.collectives)
       if (c.rank == rank && c.type == CollectiveType::AllGather && interval_holding(windows, c.start) >= 0) ++n;

@@ -396,9 +396,9 @@ class Tracker:
         compiler = getattr(self._torch, "compiler", None)
         self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
         # A model compiled whole (torch.compile(model)) is traced through its FSDP2 units, whose
-        # hooks then run nowhere; FSDP2's own hooks break the graph at each unit (Dynamo's
-        # skip_fsdp_hooks), so a unit's range is recorded there at run time, by the hooks with
-        # Dynamo off, at no extra graph break. Other modules stay inside the graph, without ranges.
+        # hooks then run nowhere: at a unit they call themselves with Dynamo off, so its range is
+        # recorded at run time, at the cost of a graph break at the unit's entry and exit while
+        # they record (the capture window). Other modules stay inside the graph, without ranges.
         # (The class is looked up here: an import while Dynamo traces breaks the graph.)
         self._fsdp2_class = _fsdp_module_class()
         disable = getattr(compiler, "disable", None)
