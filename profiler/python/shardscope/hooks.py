@@ -129,6 +129,7 @@ def _fsdp1_info(module):
 # wrapper stands for the model (its name, its range: the model's own call runs inside the compiled
 # frame), and the model's modules keep their names ("_orig_mod.layers.0" -> "layers.0").
 COMPILED_WRAPPED = "_orig_mod"
+EAGER_RANGE = "_shardscope_eager_range"  # on an FSDP2 unit of a model compiled whole (Tracker._traced_unit)
 _WRAPPER_PARTS = (FSDP1_WRAPPED, COMPILED_WRAPPED)
 
 
@@ -399,14 +400,26 @@ class Tracker:
         # hooks then run nowhere: at a unit they call themselves with Dynamo off, so its range is
         # recorded at run time, at the cost of a graph break at the unit's entry and exit while
         # they record (the capture window). Other modules stay inside the graph, without ranges.
-        # (The class is looked up here: an import while Dynamo traces breaks the graph.)
-        self._fsdp2_class = _fsdp_module_class()
+        # Only units that register_root marked (EAGER_RANGE): under a compile that allows graph
+        # breaks, not fullgraph=True, and not compiled in place (those have their own wrapper).
         disable = getattr(compiler, "disable", None)
         self._eager_pre = disable(self.forward_pre) if disable else None
         self._eager_post = disable(self.forward_post) if disable else None
 
     def _traced_unit(self, module):
-        return self._eager_pre is not None and self._fsdp2_class is not None and isinstance(module, self._fsdp2_class)
+        # An attribute read: Dynamo traces it as a constant (a lookup in a weak dict of modules
+        # it fails on).
+        return self._eager_pre is not None and getattr(module, EAGER_RANGE, False)
+
+    def _mark_traced_units(self, root):
+        """Under a model compiled whole without fullgraph (the wrapper's dynamo_ctx says so),
+        marks its FSDP2 units for ranges at a graph break of their own (_traced_unit)."""
+        if type(root).__name__ != "OptimizedModule" or getattr(getattr(root, "dynamo_ctx", None), "fullgraph", True) is not False:
+            return
+        cls = _fsdp_module_class()
+        for m in root.modules():
+            if cls is not None and isinstance(m, cls) and getattr(m, "_compiled_call_impl", None) is None:
+                setattr(m, EAGER_RANGE, True)
 
     # -- names ---------------------------------------------------------------------------
     def register_root(self, root, name=None):
@@ -432,6 +445,7 @@ class Tracker:
                 self._order[m] = i
             if fsdp1 and not self.restorers:
                 self.restorers += _name_fsdp1_units(self)
+            self._mark_traced_units(root)
             if self._units_only:
                 modules = list(root.modules())
                 units = [fsdp_info(m)[0] for m in modules]
