@@ -224,6 +224,17 @@ TEST_CASE("a job busy with CUDA calls while the detach is armed: finalized once,
   });
 }
 
+TEST_CASE("a process started by a recording rank (a spawned DataLoader worker) records nothing", "[collector][lifecycle]") {
+  scenario([&](const std::string& dir, Expect& expect) {
+    setenv_for_record(dir, "0:4", nullptr);
+    setenv("SHARDSCOPE_RANK_PID", std::to_string(getppid()).c_str(), 1);
+    expect(!col::start_collector(), "the collector stays off");
+    expect(fake_cupti::snapshot().kinds.empty(), "no activity kind enabled");
+    col::stop_collector();
+    expect(std::filesystem::is_empty(dir), "no rank file");
+  });
+}
+
 TEST_CASE("a window from step 0 takes the launch records per API, from the start", "[collector][lifecycle]") {
   scenario([&](const std::string& dir, Expect& expect) {
     setenv_for_record(dir, "0:4", nullptr);

@@ -115,15 +115,21 @@ TEST_CASE("two hosts with skewed clocks, modules from sidecars, a CPU-only rank 
     RankFileWriter empty(dir.file("shardscope_rank0_lrank0_pid999.ssdb"), info, kT0, "");
     empty.finish();
   }
+  // torchrun's agent (no rank in its environment), whose NVTX started the collector: no warning.
+  {
+    RankInfo info;
+    RankFileWriter empty(dir.file("shardscope_rankx_lrankx_pid98.ssdb"), info, kT0, "");
+    empty.finish();
+  }
 
   auto inputs = find_rank_inputs(dir.path());
-  REQUIRE(inputs.size() == 4);
+  REQUIRE(inputs.size() == 5);
   MergeOptions mo;
   mo.output = dir.file("run.ssdb");
   mo.command = "torchrun train.py";
   MergeResult r = merge_rank_files(inputs, mo);
   CHECK(r.ranks == 3);
-  CHECK(r.warnings.size() == 1);  // the empty subprocess file
+  CHECK(r.warnings.size() == 1);  // the empty subprocess file (of rank 0)
 
   auto db = open_profile_readonly(mo.output);
   CHECK(q(db, "SELECT count(*) FROM ranks") == 3);

@@ -26,6 +26,13 @@ TEST_CASE("torchrun variables name the rank file") {
   CHECK(rank_file_stem(id) == "shardscope_rank3_lrank1_pid4242");
 }
 
+TEST_CASE("a process started by a recording rank is told apart by the rank's pid it inherited") {
+  CHECK_FALSE(started_by_a_rank(env_of({{"RANK", "0"}}), 77));                        // torchrun's worker, unmarked yet
+  CHECK_FALSE(started_by_a_rank(env_of({{"SHARDSCOPE_RANK_PID", "77"}}), 77));          // the rank itself
+  CHECK(started_by_a_rank(env_of({{"SHARDSCOPE_RANK_PID", "77"}, {"RANK", "0"}}), 78));  // its DataLoader worker
+  CHECK_FALSE(started_by_a_rank(env_of({{"SHARDSCOPE_RANK_PID", ""}}), 78));
+}
+
 TEST_CASE("srun variables are used when torchrun's are absent; restarts are part of the name") {
   auto id = rank_identity_from_env(
       env_of({{"SLURM_PROCID", "12"}, {"SLURM_LOCALID", "4"}, {"TORCHELASTIC_RESTART_COUNT", "2"}}), 7);

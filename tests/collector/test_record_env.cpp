@@ -40,6 +40,14 @@ TEST_CASE("no collector library: no injection variables; --no-modules; segments 
   CHECK(r.env.at("PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True");
 }
 
+TEST_CASE("a record run from inside a recorded rank does not pass on that rank's mark") {
+  RecordSettings s;
+  s.output_dir = "/o";
+  auto r = build_record_env({{"SHARDSCOPE_RANK_PID", "4242"}, {"RANK", "0"}}, s);
+  CHECK_FALSE(r.env.count("SHARDSCOPE_RANK_PID"));
+  CHECK(r.env.at("RANK") == "0");
+}
+
 TEST_CASE("--memory per-tensor switches the job to the cudaMallocAsync backend") {
   RecordSettings s;
   s.output_dir = "/o";

@@ -18,12 +18,14 @@ def torchrun(nproc, script, *train_args):
             "--standalone", script, "--device", "cpu"] + list(train_args)
 
 
-def record(out, *train_args, nproc=2, script=TRAIN, record_args=()):
+def record(out, *train_args, nproc=2, script=TRAIN, record_args=(), launcher=True):
     """Runs a trainer (default: the sample trainer) under `shardscope record` (with `record_args`,
-    e.g. ["--steps", "3:6"]) with torchrun on CPU; returns its output."""
+    e.g. ["--steps", "3:6"]) with torchrun on CPU, or with `launcher=False` as a plain script that
+    starts its ranks itself; returns its output."""
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
-    cmd = [SHARDSCOPE, "record", "-o", out] + list(record_args) + ["--"] + torchrun(nproc, script, *train_args)
+    job = torchrun(nproc, script, *train_args) if launcher else [sys.executable, script, "--device", "cpu"] + list(train_args)
+    cmd = [SHARDSCOPE, "record", "-o", out] + list(record_args) + ["--"] + job
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("record failed (%d):\n%s" % (p.returncode, p.stdout[-4000:]))

@@ -31,14 +31,15 @@ class UserLoop(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def recorded(self, name, *args, steps=STEPS, record_args=()):
+    def recorded(self, name, *args, steps=STEPS, record_args=(), launcher=True):
         profile, summary = os.path.join(self.dir, name + ".ssdb"), os.path.join(self.dir, name + ".json")
-        run.record(profile, "--steps", str(steps), "--summary", summary, *args, script=SCRIPT, record_args=record_args)
+        run.record(profile, "--steps", str(steps), "--summary", summary, *args, script=SCRIPT, record_args=record_args,
+                   launcher=launcher)
         with open(summary) as f:
             return profile, json.load(f)
 
-    def check(self, name, passes, reducing_passes, *args, held=False):
-        profile, job = self.recorded(name, *args)
+    def check(self, name, passes, reducing_passes, *args, held=False, launcher=True):
+        profile, job = self.recorded(name, *args, launcher=launcher)
         # AdamW's exp_avg and exp_avg_sq of the rank's half of every parameter (fp32), and one fp32
         # step count per parameter tensor, alive from the first optimizer step on.
         optimizer_state = 2 * 4 * job["params"] // WORLD + 4 * job["param_tensors"]
@@ -68,6 +69,15 @@ class UserLoop(unittest.TestCase):
         measured = report["measured_breakdown"]["peak_memory_bytes"]
         self.assertGreater(measured, optimizer_state)
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+        return profile, job
+
+    def check_loader_workers_are_no_ranks(self, profile, job):
+        # The ranks are the job's two training processes; the loader workers (two a rank, each of
+        # which made batches the rank trained on) are none: before, each spawned worker imported
+        # torch with its rank's RANK and was merged as one more rank ("rank 0 appears twice").
+        self.assertEqual([len(p["loader"]) for p in job["pids"]], [2] * WORLD, job["pids"])
+        self.assertEqual(run.query(profile, "SELECT rank, pid FROM ranks ORDER BY rank"),
+                         [(rank, p["rank"]) for rank, p in enumerate(job["pids"])])
 
     def test_plain_loop(self):
         self.check("plain", 1, 1)
@@ -80,6 +90,14 @@ class UserLoop(unittest.TestCase):
 
     def test_gradient_accumulation_with_parameters_held_between_passes(self):
         self.check("held", 2, 1, "--micro-batches", "2", "--no-sync", "--no-reshard-after-backward", held=True)
+
+    def test_a_dataloader_with_spawned_workers(self):
+        self.check_loader_workers_are_no_ranks(*self.check("loader", 1, 1, "--loader-workers", "2"))
+
+    def test_ranks_started_by_multiprocessing_spawn_each_with_spawned_loader_workers(self):
+        # No torchrun: the ranks have no RANK in their environment until init_process_group.
+        self.check_loader_workers_are_no_ranks(
+            *self.check("spawned", 1, 1, "--spawn-ranks", "2", "--loader-workers", "2", launcher=False))
 
     def test_a_model_compiled_whole(self):
         # torch.compile(model): the wrapper stands for the model (no "_orig_mod." names), and the

@@ -8,12 +8,17 @@ clip_grad_norm_ (an all-reduce of the gradients' norms), the loss all-reduced fo
 after every second step (--eval-every) an evaluation forward under no_grad; a cosine
 learning-rate schedule always. With --compile the model is compiled whole (torch.compile(model),
 the usual way), which record had named "_orig_mod.*", left without unit ranges and, with a capture
-window after step 0, crashed in Dynamo. Recording this loop lost its optimizer state (docs/importers.md), replayed its
+window after step 0, crashed in Dynamo. With --loader-workers the batches come from a DataLoader
+with worker processes (--loader-start spawn: each imports torch with its rank's RANK, and record
+had merged each as one more rank); with --spawn-ranks N the script starts its ranks itself with
+torch.multiprocessing.spawn instead of being run by torchrun. Recording this loop lost its optimizer state (docs/importers.md), replayed its
 accumulation as one pass, dropped its two all-reduces from the replay and took the evaluation
 for the units' forward (docs/simulator.md)."""
 import argparse
 import gc
 import json
+import os
+import socket
 
 import torch
 import torch.distributed as dist
@@ -48,7 +53,29 @@ class Net(nn.Module):
         return self.head(x)
 
 
-def main():
+class Batches(torch.utils.data.Dataset):
+    """Random samples, each with the pid of the process that made it (a loader worker's)."""
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(IN, generator=g), torch.randint(0, OUT, (), generator=g), os.getpid()
+
+
+def batches(a):
+    """What the loop trains on: fresh random tensors, or a DataLoader's batches with --loader-workers."""
+    if not a.loader_workers:
+        while True:
+            yield torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,)), os.getpid()
+    loader = torch.utils.data.DataLoader(Batches(), batch_size=BATCH, num_workers=a.loader_workers,
+                                         multiprocessing_context=a.loader_start, persistent_workers=True)
+    for x, y, pids in loader:
+        yield x, y, int(pids[0])
+
+
+def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", choices=["cpu"])  # fsdp2_run.torchrun passes it
     ap.add_argument("--steps", type=int, default=4)
@@ -62,10 +89,27 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile(model) after sharding: the model compiled whole (Dynamo through aot_eager)")
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
-    a = ap.parse_args()
+    ap.add_argument("--loader-workers", type=int, default=0, help="a DataLoader with this many worker processes")
+    ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
+    ap.add_argument("--spawn-ranks", type=int, default=0,
+                    help="start this many ranks with torch.multiprocessing.spawn (run without torchrun)")
+    return ap.parse_args()
+
+
+def main(rank=None, a=None):
+    a = a or parse()
+    if a.spawn_ranks and rank is None:
+        with socket.socket() as s:  # a free port for the ranks' rendezvous
+            s.bind(("127.0.0.1", 0))
+            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(s.getsockname()[1]))
+        torch.multiprocessing.spawn(main, args=(a,), nprocs=a.spawn_ranks)
+        return
     from torch.distributed.fsdp import fully_shard
 
-    dist.init_process_group("gloo")
+    if rank is None:
+        dist.init_process_group("gloo")
+    else:
+        dist.init_process_group("gloo", rank=rank, world_size=a.spawn_ranks)
     torch.manual_seed(0)
     model = Net()
     params = list(model.parameters())
@@ -80,13 +124,15 @@ def main():
     if a.compile:
         model = torch.compile(model, backend="aot_eager")
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, a.steps)
+    data, loader_pids = batches(a), set()
     for step in range(a.steps):
         for micro in range(a.micro_batches):
             if a.no_sync:
                 sharded.set_requires_gradient_sync(micro == a.micro_batches - 1)
             if a.no_reshard_after_backward:
                 sharded.set_reshard_after_backward(micro == a.micro_batches - 1)
-            x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
+            x, y, pid = next(data)
+            loader_pids.add(pid)
             loss = F.cross_entropy(model(x), y) / a.micro_batches
             loss.backward()
         if a.extras:
@@ -102,6 +148,10 @@ def main():
             with torch.no_grad():
                 model(torch.randn(BATCH, IN))
             model.train()
+    if a.loader_workers or a.spawn_ranks:  # which processes were the ranks and which their loaders
+        pids = [None] * dist.get_world_size()
+        dist.all_gather_object(pids, {"rank": os.getpid(), "loader": sorted(loader_pids - {os.getpid()})})
+        summary["pids"] = pids
     if a.summary and dist.get_rank() == 0:
         with open(a.summary, "w") as f:
             json.dump(summary, f)

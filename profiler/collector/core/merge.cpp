@@ -217,7 +217,9 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     sql::Db db = open_profile_readonly(s.file);
     const std::int64_t events = count_rows(db, "kernels") + count_rows(db, "ranges") + count_rows(db, "memory_events");
     if (events == 0 && s.sidecar.modules.empty()) {
-      result.warnings.push_back(s.file + ": no events (a subprocess that initialised CUDA?); skipped");
+      // Without a rank in its environment it is torchrun's agent or the parent that spawned the
+      // ranks (their NVTX start the collector too): said on every run, that warning was noise.
+      if (in.id.rank >= 0) result.warnings.push_back(s.file + ": no events (a subprocess that initialised CUDA?); skipped");
       continue;
     }
     {

@@ -40,6 +40,11 @@ RankIdentity rank_identity_from_env(const EnvLookup& env, std::int64_t pid) {
   return id;
 }
 
+bool started_by_a_rank(const EnvLookup& env, std::int64_t pid) {
+  const auto mark = env(kEnvRankPid);
+  return mark && !mark->empty() && *mark != std::to_string(pid);
+}
+
 std::string rank_file_stem(const RankIdentity& id) {
   auto num = [](int v) { return v < 0 ? std::string("x") : std::to_string(v); };
   std::string s = "shardscope_rank" + num(id.rank) + "_lrank" + num(id.local_rank) + "_pid" + std::to_string(id.pid);

@@ -52,5 +52,14 @@ inline constexpr const char* kEnvCuptiDetach = "SHARDSCOPE_CUPTI_DETACH";
 // "kinds": a window from A > 0 takes launch records through the whole RUNTIME / DRIVER kinds (a
 // measurement switch: the per-API records are the default).
 inline constexpr const char* kEnvLaunchRecords = "SHARDSCOPE_LAUNCH_RECORDS";
+// The pid of a rank, set by the Python package in the rank itself (a torchrun worker when it
+// imports torch; any process when it calls init_process_group) and inherited by every process it
+// starts: a DataLoader worker under the "spawn" start method, a helper. Such a process imports
+// torch, inherits RANK and may initialise CUDA, but is no rank of the job: it records nothing
+// (before, each was merged as one more rank, "rank 0 appears twice; renumbered").
+inline constexpr const char* kEnvRankPid = "SHARDSCOPE_RANK_PID";
+
+// True when kEnvRankPid names another process than `pid`: this one was started by a recording rank.
+bool started_by_a_rank(const EnvLookup& env, std::int64_t pid);
 
 }  // namespace ss::collector

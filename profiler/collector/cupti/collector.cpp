@@ -471,6 +471,11 @@ bool setup(State& s) {
     return false;
   }
   set_log_verbose(std::getenv(kEnvVerbose) && std::string(std::getenv(kEnvVerbose)) == "1");
+  if (started_by_a_rank(process_env(), getpid())) {
+    log_verbose(std::string("started by the rank with pid ") + std::getenv(kEnvRankPid) +
+                " (a DataLoader worker, a helper); not a rank, nothing recorded here");
+    return false;
+  }
   const std::string memory = std::getenv(kEnvMemoryMode) ? std::getenv(kEnvMemoryMode) : "per-tensor";
 
   CUpti_SubscriberParams params{};

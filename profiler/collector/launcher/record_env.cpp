@@ -1,5 +1,7 @@
 #include "profiler/collector/launcher/record_env.h"
 
+#include "profiler/collector/core/rank_identity.h"
+
 #include <sstream>
 
 extern char** environ;
@@ -64,6 +66,7 @@ RecordEnvironment build_record_env(const std::map<std::string, std::string>& cur
   e["SHARDSCOPE_BACKWARD_RANGES"] = s.unit_backward_ranges ? "units" : "modules";
   if (s.steps) e["SHARDSCOPE_STEPS"] = s.steps->text();
   else e.erase("SHARDSCOPE_STEPS");
+  e.erase(ss::collector::kEnvRankPid);  // a record run from inside a recorded rank records its own ranks
   if (!s.collector_library.empty()) {
     for (const char* var : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"}) {
       auto it = current.find(var);

@@ -27,12 +27,13 @@ def _start():
         from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
         out_dir = os.environ.get("SHARDSCOPE_OUTPUT_DIR")
-        if not out_dir:
+        if not out_dir or _rank.started_by_a_rank():  # a DataLoader worker or helper of a rank: not a rank
             return
         modules = os.environ.get("SHARDSCOPE_MODULES", "1") != "0"
         backward_ranges = os.environ.get("SHARDSCOPE_BACKWARD_RANGES") or "modules"
         import torch
 
+        _mark_ranks(torch)
         # On a machine without CUDA the CPU is the device: torch.profiler records its operators,
         # gloo collectives and allocations, with or without the module hooks (--no-modules).
         cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
@@ -127,6 +128,30 @@ def _start():
         atexit.register(at_exit)
     except Exception as e:  # never break the job
         sys.stderr.write("[shardscope] module hooks not installed: %r\n" % (e,))
+
+
+def _mark_ranks(torch):
+    """Marks this process as a rank (_rank.mark_as_rank) where that is known: a torchrun worker at
+    once (its DataLoader may start workers before the process group exists), any other process when
+    it joins a process group (ranks started by torch.multiprocessing.spawn or srun). A process that
+    starts ranks itself (torchrun's agent, mp.spawn's parent) is never marked: it joins no group."""
+    from . import _rank
+
+    if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ.get("RANK") is not None and not _is_launcher():
+        _rank.mark_as_rank()
+    dist = getattr(torch, "distributed", None)
+    init = getattr(dist, "init_process_group", None)
+    if init is None or getattr(init, "_shardscope_marks", False):
+        return
+    import functools
+
+    @functools.wraps(init)
+    def init_process_group(*args, **kwargs):
+        _rank.mark_as_rank()
+        return init(*args, **kwargs)
+
+    init_process_group._shardscope_marks = True
+    dist.init_process_group = init_process_group
 
 
 def _is_launcher():

@@ -40,3 +40,18 @@ def stem(ident):
 
 
 SIDECAR_SUFFIX = ".modules.tsv"
+
+# The pid of a recording rank, inherited by every process it starts (profiler/collector/core/
+# rank_identity.h, kEnvRankPid): a DataLoader worker under the "spawn" start method imports torch
+# with the rank's RANK and would otherwise record as one more rank of the job.
+RANK_PID_VAR = "SHARDSCOPE_RANK_PID"
+
+
+def started_by_a_rank(env=None, pid=None):
+    mark = (os.environ if env is None else env).get(RANK_PID_VAR)
+    return bool(mark) and mark != str(os.getpid() if pid is None else pid)
+
+
+def mark_as_rank():
+    """Called in a process known to be a rank: what it starts from now on records nothing."""
+    os.environ[RANK_PID_VAR] = str(os.getpid())
