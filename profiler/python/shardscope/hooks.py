@@ -1025,9 +1025,21 @@ def install(backend, sidecar=None, modules=True, backward_ranges="modules"):
         tracker.module_hooks = GlobalModuleHooks(tracker)
         tracker.module_hooks.switch(True)
         removers.append(lambda: tracker.module_hooks.switch(False))
+        _quiet_compile_wrapper_warning()
     removers += _hook_optimizers(tracker)
     _global = _Handle(tracker, removers)
     return _global
+
+
+def _quiet_compile_wrapper_warning():
+    """torch.compile(model)'s wrapper warns at each call site of every rank while any global module
+    hook exists (ours are): "the hooks fire an extra time for the OptimizedModule". Ours take the
+    wrapper for the model it wraps (one range, not two), so the warning says nothing of the job and
+    was the only trace of record in its output. (A job with global hooks of its own loses it too.)"""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                            category=UserWarning)
 
 
 def uninstall():
