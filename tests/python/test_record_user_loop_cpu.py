@@ -39,8 +39,8 @@ class UserLoop(unittest.TestCase):
         with open(summary) as f:
             return profile, json.load(f)
 
-    def check(self, name, passes, reducing_passes, *args, held=False, launcher=True):
-        profile, job = self.recorded(name, *args, launcher=launcher)
+    def check(self, name, passes, reducing_passes, *args, held=False, launcher=True, record_args=()):
+        profile, job = self.recorded(name, *args, launcher=launcher, record_args=record_args)
         # AdamW's exp_avg and exp_avg_sq of the rank's half of every parameter (fp32), and one fp32
         # step count per parameter tensor, alive from the first optimizer step on.
         optimizer_state = 2 * 4 * job["params"] // WORLD + 4 * job["param_tensors"]
@@ -81,7 +81,12 @@ class UserLoop(unittest.TestCase):
                          [(rank, p["rank"]) for rank, p in enumerate(job["pids"])])
 
     def test_plain_loop(self):
-        self.check("plain", 1, 1)
+        profile, _ = self.check("plain", 1, 1, record_args=["--keep-parts"])
+        # Files of the two ranks only: torchrun's agent (`python -m torch.distributed.run`, which
+        # imports torch while sys.argv[0] is "-m") had run the hooks and a torch.profiler trace of
+        # its own for the whole job.
+        parts = sorted(os.listdir(profile + ".parts"))
+        self.assertTrue(parts and all(p.startswith(("shardscope_rank0_", "shardscope_rank1_")) for p in parts), parts)
 
     def test_gradient_accumulation(self):
         self.check("accumulate", 2, 2, "--micro-batches", "2")

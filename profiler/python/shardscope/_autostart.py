@@ -27,7 +27,8 @@ def _start():
         from .backends import FileBackend, NvtxBackend, ProfilerBackend, TeeBackend
 
         out_dir = os.environ.get("SHARDSCOPE_OUTPUT_DIR")
-        if not out_dir or _rank.started_by_a_rank():  # a DataLoader worker or helper of a rank: not a rank
+        # torchrun's agent, or a DataLoader worker / helper a rank started: no rank, nothing recorded.
+        if not out_dir or _is_launcher() or _rank.started_by_a_rank():
             return
         modules = os.environ.get("SHARDSCOPE_MODULES", "1") != "0"
         backward_ranges = os.environ.get("SHARDSCOPE_BACKWARD_RANGES") or "modules"
@@ -36,16 +37,15 @@ def _start():
         _mark_ranks(torch)
         # On a machine without CUDA the CPU is the device: torch.profiler records its operators,
         # gloo collectives and allocations, with or without the module hooks (--no-modules).
-        cpu_trace = (not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
-                     and not _is_launcher())
+        cpu_trace = not torch.cuda.is_available() and os.environ.get("SHARDSCOPE_CPU_TRACE", "1") != "0"
         gpu_collector = os.environ.get("SHARDSCOPE_COLLECTOR") == "1" and torch.cuda.is_available()
-        window = None if _is_launcher() else _window.from_env()
+        window = _window.from_env()
         # Without --steps a traced rank profiles a bounded number of steps (_window.py: on CPU the
         # trace lives in the job's memory until it stops; on a GPU a traced step costs a
         # launch-bound job ~40 %, and the steps after the window run as without record).
         default_window = window is None and not os.environ.get("SHARDSCOPE_STEPS")
         if default_window:
-            window = _window.default_window(cpu_trace or (gpu_collector and not _is_launcher()))
+            window = _window.default_window(cpu_trace or gpu_collector)
             default_window = window is not None
         if not modules and not cpu_trace and window is None:
             return
@@ -94,7 +94,7 @@ def _start():
         else:
             backend = FileBackend(sidecar)
             sidecar.meta("ranges", "sidecar")
-        if torch.cuda.is_available() and not _is_launcher():  # record --memory history (_cuda_memory.py)
+        if torch.cuda.is_available():  # record --memory history (_cuda_memory.py)
             from . import _cuda_memory
 
             backend = _cuda_memory.start_if_asked(out_dir, backend, torch)
@@ -137,7 +137,7 @@ def _mark_ranks(torch):
     starts ranks itself (torchrun's agent, mp.spawn's parent) is never marked: it joins no group."""
     from . import _rank
 
-    if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ.get("RANK") is not None and not _is_launcher():
+    if os.environ.get("TORCHELASTIC_RUN_ID") and os.environ.get("RANK") is not None:
         _rank.mark_as_rank()
     dist = getattr(torch, "distributed", None)
     init = getattr(dist, "init_process_group", None)
@@ -154,12 +154,21 @@ def _mark_ranks(torch):
     dist.init_process_group = init_process_group
 
 
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
 def _is_launcher():
-    """torchrun's agent imports torch too, but trains nothing: no trace for it."""
+    """torchrun's agent imports torch too, but trains nothing: no trace for it. Started as
+    `python -m torch.distributed.run`, it imports torch while Python looks the module up, when
+    sys.argv[0] is still "-m": the command line as given (sys.orig_argv) says it (before, that
+    agent ran a torch.profiler trace and the module hooks for the whole job)."""
     script = (sys.argv[0] if sys.argv else "") or ""
     if os.path.basename(script) == "torchrun":
         return True
-    return script.replace(os.sep, "/").endswith(("torch/distributed/run.py", "torch/distributed/launch.py"))
+    if script.replace(os.sep, "/").endswith(("torch/distributed/run.py", "torch/distributed/launch.py")):
+        return True
+    argv = list(getattr(sys, "orig_argv", ()))
+    return any(a == "-m" and b in _LAUNCHER_MODULES for a, b in zip(argv, argv[1:]))
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
