@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "profiler/sim/device_table.h"
+#include "profiler/sim/sim_inputs.h"
 #include "storage/cpu_device.h"
 #include "storage/errors.h"
 #include "storage/interval_union.h"
@@ -20,6 +21,30 @@
 
 namespace ss::sim {
 namespace {
+
+// A step far longer than the others is not the training step the replay stands for: a checkpoint
+// save between two optimizer steps (DCP's planning collectives and file writes: 361 and 157 ms
+// steps among 57-77 ms ones on the user loop, which made the measured step 120 ms and the replay
+// of a 62 ms job twice its length), a long pause of the host. With three steps or more, those over
+// kLongStepFactor x the median (the lower one) are left out; the unobserved reference is a median
+// too. Two steps have no median that tells one of them apart; a wall-time drift of the machine
+// moves the whole window, not single steps.
+void leave_out_long_steps(std::vector<StepRow>& steps, ProfileInput& in) {
+  if (in.window_only || steps.size() < 3) return;
+  std::vector<TimeNs> d;
+  for (const auto& st : steps) d.push_back(st.end - st.start);
+  std::sort(d.begin(), d.end());
+  const double limit = kLongStepFactor * double(d[(d.size() - 1) / 2]);
+  std::vector<StepRow> kept;
+  double long_total = 0;
+  for (const auto& st : steps)
+    if (double(st.end - st.start) <= limit) kept.push_back(st);
+    else long_total += double(st.end - st.start);
+  if (kept.size() == steps.size()) return;
+  in.long_steps_left_out = static_cast<int>(steps.size() - kept.size());
+  in.long_steps_ns = static_cast<TimeNs>(long_total / in.long_steps_left_out);
+  steps = std::move(kept);
+}
 
 // HSDP in the recorded collectives: every reduce-scatter over g < world ranks is followed by an
 // all-reduce of its 1/g output over the other world / g ranks (the replicas of that shard). A
@@ -466,6 +491,7 @@ ProfileInput extract_profile(const Profile& p) {
       steps = std::move(training);
     }
   }
+  leave_out_long_steps(steps, in);
   in.steps_used = static_cast<int>(steps.size());
 
   const int nu = static_cast<int>(sm.units.size());

@@ -379,6 +379,8 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     if (plan_keeps("reshard_after_backward")) in.plan.reshard_after_backward = in.recorded_plan.reshard_after_backward;
     in.steps_used = pi.steps_used;
     in.forward_only_steps_left_out = pi.forward_only_steps_left_out;
+    in.long_steps_left_out = pi.long_steps_left_out;
+    in.long_steps_ns = pi.long_steps_ns;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

@@ -18,6 +18,11 @@ struct Profile;
 
 namespace ss::sim {
 
+// A profiled step longer than this many times the median of the steps (three or more) is not the
+// training step the replay stands for (a checkpoint save, a pause of the host): left out of the
+// measured step (profile_extract.cpp, leave_out_long_steps).
+inline constexpr double kLongStepFactor = 2.0;
+
 struct SimInputRequest {
   std::string profile_path;  // IN (a .ssdb), or
   std::string model_path;    // --model M.json
@@ -60,6 +65,8 @@ struct SimInputs {
   int other_collectives = 0;
   int steps_used = 0;        // steps the measured step time averages (profile_extract.h)
   int forward_only_steps_left_out = 0;  // steps holding an evaluation forward, not averaged (profile_extract.h)
+  int long_steps_left_out = 0;          // steps over kLongStepFactor x the median (a checkpoint save), not averaged
+  TimeNs long_steps_ns = 0;             // their mean duration
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

@@ -182,6 +182,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("other_collectives", in.other_collectives)
       .kv("steps_used", in.steps_used)
       .kv("forward_only_steps_left_out", in.forward_only_steps_left_out)
+      .kv("long_steps_left_out", in.long_steps_left_out)
+      .kv("long_steps_ms", to_ms(in.long_steps_ns))
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
@@ -215,6 +217,14 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                   "  %d step%s holding a forward without backward (an evaluation under no_grad) left out: the measured step "
                   "is the mean of the other %d\n",
                   in.forward_only_steps_left_out, in.forward_only_steps_left_out == 1 ? "" : "s", in.steps_used);
+    o << line;
+  }
+  if (in.long_steps_left_out > 0) {
+    std::snprintf(line, sizeof line,
+                  "  %d step%s over %gx the median step (%.3f ms on average: a checkpoint save, a pause of the job) left "
+                  "out: the measured step is the mean of the other %d\n",
+                  in.long_steps_left_out, in.long_steps_left_out == 1 ? "" : "s", kLongStepFactor, to_ms(in.long_steps_ns),
+                  in.steps_used);
     o << line;
   }
   if (in.measured_peak_bytes > 0) {

@@ -11,9 +11,11 @@ the usual way), which record had named "_orig_mod.*", left without unit ranges a
 window after step 0, crashed in Dynamo. With --loader-workers the batches come from a DataLoader
 with worker processes (--loader-start spawn: each imports torch with its rank's RANK, and record
 had merged each as one more rank); with --spawn-ranks N the script starts its ranks itself with
-torch.multiprocessing.spawn instead of being run by torchrun. Recording this loop lost its optimizer state (docs/importers.md), replayed its
-accumulation as one pass, dropped its two all-reduces from the replay and took the evaluation
-for the units' forward (docs/simulator.md)."""
+torch.multiprocessing.spawn instead of being run by torchrun. With --checkpoint-after N the model
+and optimizer are saved with torch.distributed.checkpoint after step N. Recording this loop lost
+its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
+all-reduces from the replay, took the evaluation for the units' forward and averaged the
+checkpoint's step in (docs/simulator.md)."""
 import argparse
 import gc
 import json
@@ -75,6 +77,15 @@ def batches(a):
         yield x, y, int(pids[0])
 
 
+def save_checkpoint(model, opt, folder):
+    """What FSDP2 loops do to checkpoint: sharded state dicts written by every rank with DCP."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model_state, optim_state = get_state_dict(model, opt)
+    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=folder)
+
+
 def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", choices=["cpu"])  # fsdp2_run.torchrun passes it
@@ -91,6 +102,9 @@ def parse():
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     ap.add_argument("--loader-workers", type=int, default=0, help="a DataLoader with this many worker processes")
     ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
+    ap.add_argument("--checkpoint-after", type=int, default=-1,
+                    help="save model and optimizer with torch.distributed.checkpoint after this step (into --checkpoint-dir)")
+    ap.add_argument("--checkpoint-dir", default="")
     ap.add_argument("--spawn-ranks", type=int, default=0,
                     help="start this many ranks with torch.multiprocessing.spawn (run without torchrun)")
     return ap.parse_args()
@@ -143,6 +157,8 @@ def main(rank=None, a=None):
         opt.step()
         schedule.step()
         opt.zero_grad()
+        if step == a.checkpoint_after:
+            save_checkpoint(sharded, opt, a.checkpoint_dir)
         if a.extras and step % a.eval_every == a.eval_every - 1:
             model.eval()
             with torch.no_grad():

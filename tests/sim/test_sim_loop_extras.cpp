@@ -3,7 +3,8 @@
 // collectives FSDP does not issue, which the replay keeps as measured (they had been taken for
 // HSDP's all-reduces as soon as the run reduce-scattered, and dropped: a real loop replayed -8 %);
 // and an evaluation forward under no_grad between optimizer steps, whose step is not averaged
-// (its forward was taken for the units' own). Hand-made CPU-style profiles, counted exactly.
+// (its forward was taken for the units' own); and a checkpoint save between two steps, whose step,
+// far longer than the others, is not averaged either. Hand-made CPU-style profiles, counted exactly.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -33,14 +34,19 @@ struct Loop {
   bool extras = true;           // the norm's and the loss's all-reduces after the backward
   std::set<int> eval_in_steps;  // steps that also run an evaluation forward (no backward)
   bool gather_in_host_gap = false;  // an all-gather of 100 us while the thread is in Python, after the optimizer
+  std::set<int> checkpoint_in_steps;  // steps that end with a checkpoint save (DCP: a gather, a scatter, writes)
+  TimeNs checkpoint_us = 6000;        // the save's length: those steps last 5 ms + this
+  int steps = 4;
 };
 
-// Rank 0 of two on a CPU: a root unit holding blocks.0 and blocks.1 (1000 parameters each), four
-// steps (the first is the warm-up the replay skips). A step: the root's forward range over the
+// Rank 0 of two on a CPU: a root unit holding blocks.0 and blocks.1 (1000 parameters each), `steps`
+// steps, 4 (the first is the warm-up the replay skips). A step: the root's forward range over the
 // blocks' (400 us of compute each, gathered at their start), the root's backward range over the
 // blocks' (800 us each, gathered at their start, reduce-scattered before their end), then with
 // `extras` an all-reduce of 112 B (28 norms) and one of 4 B (the loss), 300 us each with nothing
-// else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block).
+// else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block); in
+// `checkpoint_in_steps` a save after the optimizer: a gather and a scatter of 200 B (the planners'
+// objects) and the file writes, the thread busy in Python.
 void write_profile(const std::string& path, const Loop& loop) {
   ProfileWriter w(path, Origin{});
   const auto [thread, gloo_lane, compute] = ss::test::add_cpu_rank(w, 2);
@@ -56,9 +62,10 @@ void write_profile(const std::string& path, const Loop& loop) {
     const RowId k = w.add_kernel({0, gloo_lane, at, at + len, gloo, 0, kNoRow, KernelCategory::Collective, m, 0});
     w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, at, at + len});
   };
-  for (int step = 0; step < 4; ++step) {
-    const TimeNs t0 = step * kStepUs * us;
-    w.add_step({0, step, t0, t0 + kStepUs * us});
+  TimeNs t0 = 0;
+  for (int step = 0; step < loop.steps; ++step) {
+    const TimeNs len = (kStepUs + (loop.checkpoint_in_steps.count(step) ? loop.checkpoint_us : 0)) * us;
+    w.add_step({0, step, t0, t0 + len});
     range(root, t0 + 100 * us, t0 + 1000 * us, RangePhase::Forward);
     for (int i = 0; i < 2; ++i) {
       const TimeNs f = t0 + (150 + 420 * i) * us;
@@ -88,6 +95,11 @@ void write_profile(const std::string& path, const Loop& loop) {
         coll(blocks[static_cast<std::size_t>(i)], f + 5 * us, 10 * us, CollectiveType::AllGather, 4000);
       }
     }
+    if (loop.checkpoint_in_steps.count(step)) {
+      coll(kNoRow, t0 + 4400 * us, 50 * us, CollectiveType::Gather, 200);
+      coll(kNoRow, t0 + 4500 * us, 50 * us, CollectiveType::Scatter, 200);
+    }
+    t0 += len;
   }
   w.finish();
 }
@@ -154,6 +166,49 @@ TEST_CASE("a step holding an evaluation forward is left out of the measured step
   CHECK_THAT(text.str(), Catch::Contains("1 step holding a forward without backward (an evaluation under no_grad) left out: "
                                          "the measured step is the mean of the other 2"));
   CHECK_THAT(text.str(), Catch::Contains("non-FSDP collectives 0.600 ms (4 in 2 steps)"));
+}
+
+TEST_CASE("a step lengthened by a checkpoint save is left out of the measured step; two steps are kept as they are",
+          "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("plain.ssdb"), Loop{true, {}});
+  write_profile(dir.file("save.ssdb"), Loop{true, {}, false, {2}});
+  const ProfileInput plain = extract_profile(load_profile(dir.file("plain.ssdb")));
+  const ProfileInput pi = extract_profile(load_profile(dir.file("save.ssdb")));
+  CHECK(pi.steps_used == 2);
+  CHECK(pi.long_steps_left_out == 1);
+  CHECK(pi.long_steps_ns == (kStepUs + 6000) * us);
+  CHECK(pi.step_windows.size() == 2);
+  // The replay stands for the training step: the same as without the save (averaged in, the step
+  // was 7 ms, the save's 6 ms a third of it as idle, and its gather and scatter the loop's collectives).
+  CHECK(pi.measured_step_ns == kStepUs * us);
+  CHECK(pi.measured_step_ns == plain.measured_step_ns);
+  CHECK(pi.measured_idle_ns == plain.measured_idle_ns);
+  CHECK(pi.other_collectives == 2 * 2);
+
+  // A save twice the training step or less is within what a step may take: kept.
+  Loop short_save{true, {}, false, {2}, kStepUs};
+  write_profile(dir.file("short_save.ssdb"), short_save);
+  const ProfileInput kept = extract_profile(load_profile(dir.file("short_save.ssdb")));
+  CHECK(kept.steps_used == 3);
+  CHECK(kept.long_steps_left_out == 0);
+
+  // Two steps (three recorded, the first the warm-up): nothing tells which of them is the long one.
+  Loop two{true, {}, false, {2}};
+  two.steps = 3;
+  write_profile(dir.file("two.ssdb"), two);
+  const ProfileInput both = extract_profile(load_profile(dir.file("two.ssdb")));
+  CHECK(both.steps_used == 2);
+  CHECK(both.long_steps_left_out == 0);
+
+  const SimInputs in = inputs(dir.file("save.ssdb"));
+  CHECK(in.long_steps_left_out == 1);
+  const SimResult r = simulate(compile_step(in.model, in.plan, in.cluster));
+  CHECK(r.other_comm_ns == 600 * us);  // the loop's all-reduces, not the save's gather and scatter
+  std::ostringstream text;
+  print_measured_text(text, in);
+  CHECK_THAT(text.str(), Catch::Contains("1 step over 2x the median step (11.000 ms on average: a checkpoint save, a pause "
+                                         "of the job) left out: the measured step is the mean of the other 2"));
 }
 
 TEST_CASE("on a CPU, an FSDP collective's time inside the thread's idle is not fitted again", "[sim][replay]") {
