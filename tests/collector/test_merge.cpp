@@ -217,6 +217,29 @@ TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is i
   CHECK(grouped.modules[0].unit_owner == "norm");
 }
 
+TEST_CASE("a loop with two optimizers: one step an iteration, to the second optimizer's end") {
+  // The hooks number both optimizer ranges of an iteration with its step (_step_cycle.py); the
+  // collector (here: a rank built from its sidecar, through the attributor) writes a step row for
+  // each, the second from the first's end: merged into one.
+  test::TempDir dir;
+  auto range = [](TimeNs a, TimeNs b, const char* name) {
+    return "range\t9\t" + std::to_string(kT0 + a) + "\t" + std::to_string(kT0 + b) + "\t" + name + "\n";
+  };
+  test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
+                   "# shardscope-sidecar 1\nmodule\t\tModel\t40\t160\t1\t\n" + range(1'000, 2'000, "ss:fwd:") +
+                       range(2'100, 2'300, "ss:opt:0") + range(2'400, 2'500, "ss:opt:0") + range(3'000, 4'000, "ss:fwd:") +
+                       range(4'100, 4'300, "ss:opt:1") + range(4'400, 4'600, "ss:opt:1"));
+  MergeOptions mo;
+  mo.output = dir.file("run.ssdb");
+  merge_rank_files(find_rank_inputs(dir.path()), mo);
+  auto db = open_profile_readonly(mo.output);
+  CHECK(q(db, "SELECT count(*) FROM steps") == 2);
+  CHECK(q(db, "SELECT duration_ns FROM steps WHERE number = 0") == 1'500);  // the first module range to 2500
+  CHECK(q(db, "SELECT duration_ns FROM steps WHERE number = 1") == 2'100);  // 2500 to 4600
+  CHECK(q(db, "SELECT s1.start_ns - s0.start_ns - s0.duration_ns FROM steps s0 JOIN steps s1 ON s1.number = 1 "
+              "WHERE s0.number = 0") == 0);
+}
+
 TEST_CASE("a grouped unit (fully_shard([norm, head])): one unit, its other member points to it") {
   test::TempDir dir;
   // "head" sorts before "norm" at the same depth, but refers to it: the owner's row comes first.

@@ -413,3 +413,18 @@ TEST_CASE("a unit's parameter group on its own mesh: FSDP's '[pg=N]' ranges stil
   CHECK(strip_fsdp_group_suffix("FSDP::all_gather (layers.0) [pg=x2]") == "FSDP::all_gather (layers.0) [pg=x2]");
   CHECK(strip_fsdp_group_suffix("[pg=2]") == "[pg=2]");  // no " [pg=" with its space: not the suffix
 }
+
+// A loop with two optimizers: the hooks number both optimizer ranges of an iteration with its step
+// (shardscope/_step_cycle.py); the step ends with the second. The first range alone had ended it,
+// and the second began the next step's time.
+TEST_CASE("a step with two optimizer ranges ends with the second", "[kineto]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("two_optimizers_cpu.json"));
+  CHECK(query_int(db, "SELECT count(*) FROM steps") == 2);
+  CHECK(query_int(db, "SELECT duration_ns FROM steps WHERE number = 0") == 58'000);  // 1000 to 1058 us
+  CHECK(query_int(db, "SELECT start_ns - (SELECT start_ns + duration_ns FROM steps WHERE number = 0) FROM steps "
+                      "WHERE number = 1") == 0);
+  CHECK(query_int(db, "SELECT duration_ns FROM steps WHERE number = 1") == 70'000);  // 1058 to 1128 us
+  CHECK(query_int(db, "SELECT count(*) FROM ranges WHERE phase = (SELECT value FROM enums WHERE type = 'range_phase' "
+                      "AND label = 'optimizer') AND name_id = (SELECT id FROM strings WHERE value = 'optimizer.step')") == 4);
+}

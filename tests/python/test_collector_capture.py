@@ -55,7 +55,7 @@ class FakeTracker:
     def has_named_modules(self):
         return True
 
-    def live_facts(self, optimizer):
+    def live_facts(self, optimizers):
         self.facts += 1
 
     def close_open_backward(self):
@@ -84,7 +84,7 @@ class WindowSwitchesTheTrace(unittest.TestCase):
         window = _window.CaptureWindow(first, end, tracker, switch, None)
         for n in range(steps):
             switch.step = n
-            window.on_step_end(n, 0, optimizer=None)
+            window.on_step_end(n, 0, optimizers=[])
         return tracker, switch
 
     def test_on_after_step_a_minus_1_and_off_after_step_b_minus_1(self):

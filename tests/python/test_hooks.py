@@ -308,6 +308,83 @@ class ModuleHooksFollowTheCaptureWindow(unittest.TestCase):
         self.assertFalse(getattr(torch.nn.Module.__call__, "_shardscope", False))
 
 
+class StepsOfLoopsWithSeveralOptimizers(unittest.TestCase):
+    """A training step ends with the optimizer that steps last in the job's iteration
+    (shardscope/_step_cycle.py): each optimizer step had ended one, so a loop with two optimizers
+    counted two steps an iteration (one an optimizer call alone), and `simulate` refused its profile
+    ("no forward module range of an FSDP unit lies inside a step")."""
+
+    def run_loop(self, make_optimizers, iterations=4, skip=lambda it, opt_index: False):
+        b = RecordingBackend()
+        handle = hooks.install(b)
+        ends = []
+        handle.tracker.step_end_callbacks.append(lambda n, end_ns, opts: ends.append((n, [id(o) for o in opts])))
+        model = Model()
+        optimizers = make_optimizers(model)
+        try:
+            for it in range(iterations):
+                model(torch.randint(0, 16, (2, 5))).backward()
+                for k, opt in enumerate(optimizers):
+                    if not skip(it, k):
+                        opt.step()
+                for opt in optimizers:
+                    opt.zero_grad()
+        finally:
+            hooks.uninstall()
+        return [m for m in b.messages() if m.startswith("ss:opt:")], ends, optimizers
+
+    @staticmethod
+    def two(model):  # the matrices and the rest, as Muon + AdamW loops split them
+        matrices = [p for p in model.parameters() if p.ndim == 2]
+        rest = [p for p in model.parameters() if p.ndim != 2]
+        return [torch.optim.SGD(matrices, lr=0.01), torch.optim.AdamW(rest, lr=0.01)]
+
+    def test_one_optimizer_ends_every_step(self):
+        ranges, ends, (opt,) = self.run_loop(lambda m: [torch.optim.SGD(m.parameters(), lr=0.01)])
+        self.assertEqual(ranges, ["ss:opt:%d" % n for n in range(4)])
+        self.assertEqual(ends, [(n, [id(opt)]) for n in range(4)])
+
+    def test_two_optimizers_one_step_an_iteration(self):
+        ranges, ends, (first, second) = self.run_loop(self.two)
+        # The second optimizer of the first iteration, seen after step 0 ended, belongs to it; from
+        # then on a step ends with the second one.
+        self.assertEqual(ranges, ["ss:opt:%d" % n for n in range(4) for _ in range(2)])
+        self.assertEqual(ends, [(0, [id(first)]), (1, [id(second), id(first)]), (2, [id(first), id(second)]),
+                                (3, [id(first), id(second)])])
+
+    def test_the_last_optimizer_replaced(self):
+        # The second optimizer steps no more from iteration 2 on (a new one, or none, in its place):
+        # steps end late twice, then with the first one at once.
+        ranges, ends, _ = self.run_loop(self.two, iterations=6, skip=lambda it, k: it >= 2 and k == 1)
+        self.assertEqual([n for n, _ in ends], [0, 1, 2, 3, 4, 5])
+        self.assertEqual(ranges, ["ss:opt:0", "ss:opt:0", "ss:opt:1", "ss:opt:1"] + ["ss:opt:%d" % n for n in range(2, 6)])
+
+    def test_a_container_stepping_its_optimizers_counts_once(self):
+        # torchtitan's OptimizersContainer: an Optimizer whose step() steps each of its own.
+        class Container(torch.optim.Optimizer):
+            def __init__(self, optimizers):
+                self.optimizers = optimizers
+                torch.optim.Optimizer.__init__(self, [p for o in optimizers for g in o.param_groups for p in g["params"]], {})
+
+            def step(self, closure=None):
+                for o in self.optimizers:
+                    o.step()
+
+        ranges, ends, (container,) = self.run_loop(lambda m: [Container(self.two(m))])
+        self.assertEqual(ranges, ["ss:opt:%d" % n for n in range(4)])
+        inner = container.optimizers
+        self.assertEqual(ends, [(n, [id(container)] + [id(o) for o in inner]) for n in range(4)])
+
+    def test_the_last_optimizer_skipped_once(self):
+        # (GradScaler skips a step with inf gradients.) Iteration 2 has no second step: the first
+        # optimizer stepping again in iteration 3 tells that step 2 had ended with it; the steps
+        # after it end with the second again.
+        ranges, ends, _ = self.run_loop(self.two, iterations=5, skip=lambda it, k: it == 2 and k == 1)
+        self.assertEqual([n for n, _ in ends], [0, 1, 2, 3, 4])
+        self.assertEqual(ranges, ["ss:opt:0", "ss:opt:0", "ss:opt:1", "ss:opt:1", "ss:opt:2", "ss:opt:3",
+                                  "ss:opt:3", "ss:opt:4", "ss:opt:4"])
+
+
 class SidecarAndAutostartTests(unittest.TestCase):
     def test_sitecustomize_installs_global_hooks_and_writes_sidecar(self):
         script = textwrap.dedent("""

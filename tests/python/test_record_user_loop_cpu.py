@@ -105,6 +105,31 @@ class UserLoop(unittest.TestCase):
         self.check_loader_workers_are_no_ranks(
             *self.check("spawned", 1, 1, "--spawn-ranks", "2", "--loader-workers", "2", launcher=False))
 
+    def test_two_optimizers(self, window=()):
+        # One step an iteration, each with every unit's collectives; each optimizer step had counted
+        # as a step (8 steps for 4 iterations, every second one an optimizer call alone), and
+        # `simulate` refused the profile: "no forward module range of an FSDP unit lies inside a step".
+        steps = 6 if window else STEPS
+        name = "two_optimizers" + ("_window" if window else "")
+        profile, job = self.recorded(name, "--two-optimizers", steps=steps, record_args=window)
+        units = job["units"]
+        want = sorted([("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+                      + [("reduce_scatter", 4 * n) for n in units.values()])
+        profiled = range(2, 4) if window else range(steps)
+        for rank in range(WORLD):
+            self.assertEqual(run.fsdp_collectives_per_step(profile, rank), {n: want for n in profiled}, "rank %d" % rank)
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]), (2 * len(units) - 1, len(units)))
+        self.assertEqual(report["measured_breakdown"]["steps_used"] + report["measured_breakdown"]["long_steps_left_out"],
+                         len(profiled) - 1)
+        if window:  # the window and the unobserved steps are iterations too: steps 1, 4 and 5
+            self.assertEqual(report["unobserved"]["steps"], 3)
+            self.assertEqual(sorted(n for (n,) in run.query(profile, "SELECT number FROM unobserved_steps WHERE rank = 0")),
+                             [1, 4, 5])
+
+    def test_two_optimizers_with_a_capture_window(self):
+        self.test_two_optimizers(window=["--steps", "2:4"])
+
     def test_a_checkpoint_save_between_steps(self):
         # DCP's save after step 2 (sharded state dicts, its planners' gather / scatter / broadcast,
         # the files) makes one step four to six times the others, on an idle machine or beside a

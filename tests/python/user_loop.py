@@ -12,7 +12,9 @@ window after step 0, crashed in Dynamo. With --loader-workers the batches come f
 with worker processes (--loader-start spawn: each imports torch with its rank's RANK, and record
 had merged each as one more rank); with --spawn-ranks N the script starts its ranks itself with
 torch.multiprocessing.spawn instead of being run by torchrun. With --checkpoint-after N the model
-and optimizer are saved with torch.distributed.checkpoint after step N. Recording this loop lost
+and optimizer are saved with torch.distributed.checkpoint after step N. With --two-optimizers the
+blocks' matrices step with one optimizer and the rest with another, as Muon + AdamW loops split
+them (each optimizer step had counted as a step of its own). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -102,6 +104,8 @@ def parse():
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     ap.add_argument("--loader-workers", type=int, default=0, help="a DataLoader with this many worker processes")
     ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
+    ap.add_argument("--two-optimizers", action="store_true",
+                    help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
                     help="save model and optimizer with torch.distributed.checkpoint after this step (into --checkpoint-dir)")
     ap.add_argument("--checkpoint-dir", default="")
@@ -133,7 +137,13 @@ def main(rank=None, a=None):
     for b in model.layers:
         fully_shard(b)
     fully_shard(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if a.two_optimizers:
+        matrices = [p for n, p in model.named_parameters() if p.ndim == 2 and n.startswith("layers.")]
+        opt = torch.optim.AdamW([p for p in model.parameters() if all(p is not q for q in matrices)], lr=1e-3)
+        optimizers = [torch.optim.SGD(matrices, lr=1e-2, momentum=0.9), opt]
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        optimizers = [opt]
     sharded = model
     if a.compile:
         model = torch.compile(model, backend="aot_eager")
@@ -154,9 +164,11 @@ def main(rank=None, a=None):
             logged = loss.detach().clone()
             dist.all_reduce(logged)
             logged.item()
-        opt.step()
+        for o in optimizers:
+            o.step()
         schedule.step()
-        opt.zero_grad()
+        for o in optimizers:
+            o.zero_grad()
         if step == a.checkpoint_after:
             save_checkpoint(sharded, opt, a.checkpoint_dir)
         if a.extras and step % a.eval_every == a.eval_every - 1:

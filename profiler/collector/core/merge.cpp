@@ -161,9 +161,12 @@ void add_steps_after_trace(ProfileWriter& out, MergeResult& result, const RankSo
   result.warnings.push_back("rank " + std::to_string(rank) + ": the job started its own torch.profiler at step " + stopped_at +
                             "; operators, collectives and memory are recorded up to there, the later steps from the "
                             "module hooks only");
-  std::map<std::int64_t, std::pair<TimeNs, TimeNs>> opt;  // step -> optimizer range (wall clock)
+  std::map<std::int64_t, std::pair<TimeNs, TimeNs>> opt;  // step -> its optimizer ranges' span (wall clock)
   for (const auto& r : s.sidecar.ranges)
-    if (auto n = parse_module_range_name(r.message); n && n->optimizer) opt[n->step] = {r.start, r.end};
+    if (auto n = parse_module_range_name(r.message); n && n->optimizer) {
+      auto [it, fresh] = opt.try_emplace(n->step, r.start, r.end);
+      if (!fresh) it->second = {std::min(it->second.first, r.start), std::max(it->second.second, r.end)};
+    }
   const TimeNs to_profile = s.shift - s.origin;
   for (const auto& [n, range] : opt) {
     if (n <= last_step) continue;
@@ -530,9 +533,12 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     std::int64_t last_step = -1;
     std::set<std::int64_t> profiled_steps;
     {
-      sql::Stmt st(db.get(), "SELECT number, start_ns, duration_ns FROM steps ORDER BY number");
+      // The collector writes a step for each optimizer range "ss:opt:<n>"; a loop with several
+      // optimizers has several of step n, the first from the end of step n-1: one step to the last.
+      sql::Stmt st(db.get(), "SELECT number, min(start_ns), max(start_ns + duration_ns) FROM steps GROUP BY number "
+                             "ORDER BY number");
       while (st.step()) {
-        out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(1) + shift + st.col_int(2)});
+        out.add_step({rank, st.col_int(0), st.col_int(1) + shift, st.col_int(2) + shift});
         last_step = std::max(last_step, st.col_int(0));
         profiled_steps.insert(st.col_int(0));
       }

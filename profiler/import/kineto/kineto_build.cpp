@@ -459,8 +459,9 @@ class Builder {
 
   // Steps: the profiler's ProfilerStep#<n> ranges, else the hooks' optimizer ranges (iteration n
   // runs from the end of optimizer step n-1, or the first module range, to the end of step n; the
-  // collector's rule). Each step's forward / backward / optimizer boundaries feed the memory
-  // categories.
+  // collector's rule). A loop with several optimizers has a range "ss:opt:<n>" for each of them:
+  // the step ends with the last (hooks.py, _step_cycle.py). Each step's forward / backward /
+  // optimizer boundaries feed the memory categories.
   void build_steps() {
     if (steps_.empty() && !hook_steps_.empty()) {
       std::sort(hook_steps_.begin(), hook_steps_.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -472,7 +473,11 @@ class Builder {
       std::optional<TimeNs> prev_end;
       std::set<std::int64_t> seen;
       for (const auto& h : hook_steps_) {
-        if (!seen.insert(h.number).second) continue;
+        if (!seen.insert(h.number).second) {  // another optimizer of the same step: the step ends with it
+          if (!steps_.empty() && steps_.back().number == h.number && h.end > steps_.back().end)
+            steps_.back().end = h.end, prev_end = h.end;
+          continue;
+        }
         const TimeNs start = prev_end ? *prev_end : first_module ? std::min(*first_module, h.start) : h.start;
         steps_.push_back({rank_, h.number, start, h.end});
         prev_end = h.end;

@@ -1,15 +1,16 @@
 """`record --steps A:B`: profile only steps A to B-1 (a capture range, as in Nsight Systems), and
 time every other step with the wall clock alone.
 
-Steps are the optimizer's (hooks.py: step n ends with optimizer step n). Outside the window the job
-runs unprofiled: no torch.profiler on a CPU rank, no kernel, copy or launch tracing by the CUPTI
-collector on a GPU rank (_collector.py), no module ranges, no backward hooks, no collective sizes; the
-module hooks are removed once the model is named (in step 0; they are back for the window), the
-optimizer's hooks count the steps, and each step outside the window is written to the sidecar as
-"step <n> <start> <end>" (py_sidecar.h): from when the job had control back after step n-1 (after
-ShardScope started or stopped its trace there, so that cost is not the job's) to the end of its
-optimizer step. `record` stores them in the profile's `unobserved_steps`, and `simulate` / `plan`
-calibrate their predictions to them (the job as it runs without the profiler).
+Steps are the optimizers' (hooks.py: step n ends with the optimizer that steps last in iteration n,
+_step_cycle.py). Outside the window the job runs unprofiled: no torch.profiler on a CPU rank, no
+kernel, copy or launch tracing by the CUPTI collector on a GPU rank (_collector.py), no module
+ranges, no backward hooks, no collective sizes; the module hooks are removed once the model is named
+(in step 0; they are back for the window), the optimizer's hooks count the steps, and each step
+outside the window is written to the sidecar as "step <n> <start> <end>" (py_sidecar.h): from when
+the job had control back after step n-1 (after ShardScope started or stopped its trace there, so
+that cost is not the job's) to the end of its optimizer step. `record` stores them in the profile's
+`unobserved_steps`, and `simulate` / `plan` calibrate their predictions to them (the job as it runs
+without the profiler).
 
 At the window's start (A > 0) the trace begins after step A-1, and the tensors alive then
 (parameters, gradients, optimizer state) are told to it with their sizes (Tracker.live_facts),
@@ -91,12 +92,12 @@ class CaptureWindow:
     def inside(self, step):
         return step >= self.first and (self.end is None or step < self.end)
 
-    def on_step_end(self, step, end_ns, optimizer):
+    def on_step_end(self, step, end_ns, optimizers):
         if not self.inside(step) and self._step_start is not None and self.sidecar is not None:
             self.sidecar.step(step, self._step_start, end_ns)
         following = step + 1
         if following == self.first:
-            self._open(optimizer)
+            self._open(optimizers)
         elif self.end is not None and following == self.end:
             self._close()
         elif not self.inside(following) and self.tracker.has_named_modules():
@@ -109,7 +110,7 @@ class CaptureWindow:
         if self.tracker.module_hooks is not None:
             self.tracker.module_hooks.switch(on)
 
-    def _open(self, optimizer):
+    def _open(self, optimizers):
         self.reached = True
         # The hooks record even when the trace cannot start (the job's own profiler runs): their
         # ranges then go to the sidecar only, as after the trace stands aside.
@@ -118,7 +119,7 @@ class CaptureWindow:
         if self.trace is not None and not self.trace.start():
             return
         try:
-            self.tracker.live_facts(optimizer)
+            self.tracker.live_facts(optimizers)
         except Exception as e:  # never break the job
             sys.stderr.write("[shardscope] tensors alive at the window's start not named: %r\n" % (e,))
 

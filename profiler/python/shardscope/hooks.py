@@ -24,6 +24,7 @@ import weakref
 from collections import OrderedDict
 
 from . import _names
+from ._step_cycle import StepCycle
 from .backends import RecordingBackend  # noqa: F401  (re-exported for tests)
 
 
@@ -380,6 +381,10 @@ class Tracker:
         self._open_backward = set()
         self.step = 0
         self._step_token = None
+        self._cycle = StepCycle()  # which optimizer call ends a training step (_step_cycle.py)
+        self._open_optimizers = []  # ids of the optimizer steps running (nested: torchtitan's container)
+        self._step_optimizers = []  # every optimizer that stepped in the current training step
+        self._previous_end_ns = None  # the end of the latest optimizer call that did not end a step
         self._facts_sent = set()
         self._state_facts_sent = set()
         self._units_refreshed = False
@@ -387,8 +392,8 @@ class Tracker:
         # False outside `record --steps A:B`'s capture window (_window.py): the hooks then only count
         # optimizer steps (and name the model once); no range, fact or backward hook is made.
         self.recording = True
-        # Called after every optimizer step with (the step that ended, its end in ns since the
-        # epoch, the optimizer): the capture window's step clock.
+        # Called after every training step with (the step that ended, its end in ns since the
+        # epoch, the optimizers that stepped in it): the capture window's step clock.
         self.step_end_callbacks = []
         self.module_hooks = None  # install()'s GlobalModuleHooks (None for annotate()'s per-model hooks)
         self._torch = _torch()
@@ -683,7 +688,7 @@ class Tracker:
                 if isinstance(value, self._torch.Tensor) and value.numel() > 0:
                     self._fact("optimizer_state", value, owners.get(id(p)), seen)
 
-    def live_facts(self, optimizer):
+    def live_facts(self, optimizers):
         """A capture window starts (record --steps A:B, A > 0): the parameters, their gradients and
         the optimizer's state were allocated before the trace began, so it has no allocation
         event for them. Each storage alive now is told with its size ("ss:live:..."): the importer
@@ -691,10 +696,11 @@ class Tracker:
         by category. torch.profiler reports no free of such a block on a CPU: a weakref finalizer
         on each storage (storages keep their Python object while alive, as FSDPMemTracker relies
         on) tells its death ("ss:freed:<address>"). Nothing holds the tensors."""
-        if getattr(self.backend, "fact", None) is None or optimizer is None:
+        if getattr(self.backend, "fact", None) is None or not optimizers:
             return
-        self._facts_sent.add(id(optimizer))
-        self._state_facts_sent.add(id(optimizer))
+        for optimizer in optimizers:
+            self._facts_sent.add(id(optimizer))
+            self._state_facts_sent.add(id(optimizer))
         owners = self._param_owners()
         sharded = self._sharded_ids()
         seen = set()
@@ -715,16 +721,17 @@ class Tracker:
                 except TypeError:  # a storage type without weak references: its free stays unknown
                     pass
 
-        for group in getattr(optimizer, "param_groups", []):
-            for p in group.get("params", []):
-                owner = owners.get(id(p))
-                tell(self._parameter_kind(p, sharded), p, owner)
-                if p.grad is not None:
-                    tell("gradient", p.grad, owner)
-        for p, state in getattr(optimizer, "state", {}).items():
-            for value in state.values() if isinstance(state, dict) else []:
-                if isinstance(value, torch.Tensor) and value.numel() > 0:
-                    tell("optimizer_state", value, owners.get(id(p)))
+        for optimizer in optimizers:  # several (a loop with two optimizers; a container and its own): told once
+            for group in getattr(optimizer, "param_groups", []):
+                for p in group.get("params", []):
+                    owner = owners.get(id(p))
+                    tell(self._parameter_kind(p, sharded), p, owner)
+                    if p.grad is not None:
+                        tell("gradient", p.grad, owner)
+            for p, state in getattr(optimizer, "state", {}).items():
+                for value in state.values() if isinstance(state, dict) else []:
+                    if isinstance(value, torch.Tensor) and value.numel() > 0:
+                        tell("optimizer_state", value, owners.get(id(p)))
 
     def _live_freed(self, address):
         try:
@@ -746,32 +753,58 @@ class Tracker:
     def optimizer_pre(self, *args, **kwargs):
         if not self.enabled:
             return
+        optimizer = args[0] if args else None
+        key = None if optimizer is None else id(optimizer)
+        if key in self._open_optimizers:  # a step of it that raised never ended: forget what was open
+            self._open_optimizers.clear()
+        self._open_optimizers.append(key)
+        outer = len(self._open_optimizers) == 1
+        if outer and self._cycle.begin(key):
+            self._end_step(self._previous_end_ns)
         try:
-            self.tensor_facts(args[0] if args else None)
+            self.tensor_facts(optimizer)
+            if optimizer is not None and all(o is not optimizer for o in self._step_optimizers):
+                self._step_optimizers.append(optimizer)
             if not self._units_refreshed:
                 for cb in self.step_callbacks:
                     cb()
             self.refresh_fsdp_units()
         except Exception:
             self._fail("tensor_facts")
+        if not outer:
+            return
         self.close_open_backward()
-        self._step_token = self.backend.start(_names.optimizer_message(self.step))
+        number = self.step - 1 if self._cycle.continues_previous else self.step
+        self._step_token = self.backend.start(_names.optimizer_message(number))
 
     def optimizer_post(self, *args, **kwargs):
-        if not self.enabled or self._step_token is None:
+        if not self.enabled:
             return
         end_ns = time.time_ns()
+        optimizer = args[0] if args else None
+        key = None if optimizer is None else id(optimizer)
         try:
-            self.optimizer_state_facts(args[0] if args else None)
+            self.optimizer_state_facts(optimizer)
         except Exception:
             self._fail("optimizer_state_facts")
+        if key in self._open_optimizers:
+            del self._open_optimizers[self._open_optimizers.index(key):]
+        if self._open_optimizers or self._step_token is None:
+            return  # a step inside another optimizer's (torchtitan's container): the outer one counts
         self.backend.end(self._step_token)
         self._step_token = None
+        if self._cycle.end(key):
+            self._end_step(end_ns)
+        else:
+            self._previous_end_ns = end_ns
+
+    def _end_step(self, end_ns):
+        optimizers, self._step_optimizers = self._step_optimizers, []
         self.step += 1
         if self.sidecar is not None:
             self.sidecar.flush()
         for cb in self.step_end_callbacks:
-            cb(self.step - 1, end_ns, args[0] if args else None)
+            cb(self.step - 1, end_ns, optimizers)
 
     def _fail(self, where):
         # Never break the job: switch ourselves off after the first error.
