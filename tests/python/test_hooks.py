@@ -35,17 +35,18 @@ class Block(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(self, layers=2, ckpt=False):
+    def __init__(self, layers=2, ckpt=False, keyword_calls=False):
         super().__init__()
         self.embed = nn.Embedding(16, 8)
         self.layers = nn.ModuleList([Block() for _ in range(layers)])
         self.head = nn.Linear(8, 16, bias=False)
         self.ckpt = ckpt
+        self.keyword_calls = keyword_calls  # layer(x=x), as diffusers calls its blocks
 
     def forward(self, tokens):
         x = self.embed(tokens)
         for layer in self.layers:
-            x = checkpoint.checkpoint(layer, x) if self.ckpt else layer(x)
+            x = checkpoint.checkpoint(layer, x) if self.ckpt else layer(x=x) if self.keyword_calls else layer(x)
         return self.head(x).float().pow(2).mean()
 
 
@@ -88,6 +89,16 @@ class HookTests(unittest.TestCase):
         self.assertTrue(contains(r["ss:fwd:"], r["ss:fwd:layers.1"]))
         self.assertTrue(contains(r["ss:fwd:layers.1"], r["ss:fwd:layers.1.mlp.2"]))
         self.assertFalse(contains(r["ss:fwd:layers.0"], r["ss:fwd:layers.1"]))
+
+    def test_a_block_called_with_its_input_as_a_keyword(self):
+        # Its input's gradient ends its backward range, as for a positional input: before the
+        # block below it begins (it had run to the end of the backward pass, over layers.0's).
+        for keyword_calls in (False, True):
+            b = RecordingBackend()
+            run_step(Model(keyword_calls=keyword_calls), b)
+            r = {x[0]: x for x in b.ranges}
+            self.assertLessEqual(r["ss:bwd:layers.1"][3], r["ss:bwd:layers.0"][2], keyword_calls)
+            self.assertFalse(contains(r["ss:bwd:layers.1"], r["ss:bwd:layers.0.attn"]), keyword_calls)
 
     def test_backward_phase_reverse_order(self):
         b = RecordingBackend()

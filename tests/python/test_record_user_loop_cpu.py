@@ -105,6 +105,22 @@ class UserLoop(unittest.TestCase):
         self.check_loader_workers_are_no_ranks(
             *self.check("spawned", 1, 1, "--spawn-ranks", "2", "--loader-workers", "2", launcher=False))
 
+    def test_blocks_called_with_their_input_as_a_keyword(self):
+        # block(x=h): each block's backward range ends with its input's gradient, before the block
+        # below it begins, as with block(h) (it had run to the end of the backward pass, and the
+        # replay gave the first block's segment the whole backward).
+        profile, job = self.check("keyword_calls", 1, 1, "--keyword-calls")
+        for rank in range(WORLD):
+            for n, t0, t1 in run.query(profile, "SELECT number, start_ns, start_ns + duration_ns FROM steps WHERE rank = ?", rank):
+                ranges = run.query(profile, "SELECT m.fqn, r.start_ns, r.start_ns + r.duration_ns FROM ranges r JOIN modules m "
+                                   "ON m.id = r.module_id JOIN enums e ON e.type = 'range_phase' AND e.value = r.phase JOIN "
+                                   "enums k ON k.type = 'range_kind' AND k.value = r.kind WHERE r.rank = ? AND e.label = "
+                                   "'backward' AND k.label = 'module' AND m.is_fsdp_unit = 1 AND m.fqn != '' AND "
+                                   "r.start_ns >= ? AND r.start_ns < ? ORDER BY r.start_ns", rank, t0, t1)
+                self.assertEqual([u for u, _, _ in ranges], ["layers.%d" % i for i in reversed(range(4))], (rank, n))
+                for (_, _, end), (_, start, _) in zip(ranges, ranges[1:]):
+                    self.assertLessEqual(end, start, (rank, n, ranges))
+
     def test_two_optimizers(self, window=()):
         # One step an iteration, each with every unit's collectives; each optimizer step had counted
         # as a step (8 steps for 4 iterations, every second one an optimizer call alone), and

@@ -14,7 +14,9 @@ had merged each as one more rank); with --spawn-ranks N the script starts its ra
 torch.multiprocessing.spawn instead of being run by torchrun. With --checkpoint-after N the model
 and optimizer are saved with torch.distributed.checkpoint after step N. With --two-optimizers the
 blocks' matrices step with one optimizer and the rest with another, as Muon + AdamW loops split
-them (each optimizer step had counted as a step of its own). Recording this loop lost
+them (each optimizer step had counted as a step of its own). With --keyword-calls the blocks are
+called with their input as a keyword, block(x=h), as diffusers calls its blocks (their backward
+ranges had run to the end of the backward pass). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -44,8 +46,9 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self):
+    def __init__(self, keyword_calls=False):
         super().__init__()
+        self.keyword_calls = keyword_calls
         self.inp = nn.Linear(IN, DIM)
         self.layers = nn.ModuleList(Block() for _ in range(BLOCKS))
         self.head = nn.Linear(DIM, OUT)
@@ -53,7 +56,7 @@ class Net(nn.Module):
     def forward(self, x):
         x = self.inp(x)
         for b in self.layers:
-            x = b(x)
+            x = b(x=x) if self.keyword_calls else b(x)
         return self.head(x)
 
 
@@ -104,6 +107,7 @@ def parse():
     ap.add_argument("--eval-every", type=int, default=2, help="with --extras: an evaluation after every N-th step")
     ap.add_argument("--loader-workers", type=int, default=0, help="a DataLoader with this many worker processes")
     ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
+    ap.add_argument("--keyword-calls", action="store_true", help="the blocks called as block(x=h)")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
@@ -129,7 +133,7 @@ def main(rank=None, a=None):
     else:
         dist.init_process_group("gloo", rank=rank, world_size=a.spawn_ranks)
     torch.manual_seed(0)
-    model = Net()
+    model = Net(keyword_calls=a.keyword_calls)
     params = list(model.parameters())
     summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
                "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}

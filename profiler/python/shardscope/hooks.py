@@ -558,12 +558,16 @@ class Tracker:
         except Exception:
             self._fail("forward_pre")
 
-    def forward_post(self, module, inputs, output):
+    def forward_post_kw(self, module, inputs, kwargs, output):
+        """forward_post as torch calls a hook registered with_kwargs=True."""
+        self.forward_post(module, inputs, output, kwargs)
+
+    def forward_post(self, module, inputs, output, kwargs=None):
         if not self.recording or not self.enabled:
             return
         if self._compiling():
             if self._traced_unit(module):
-                self._eager_post(module, inputs, output)
+                self._eager_post(module, inputs, output, kwargs)
             return
         try:
             stack = self._stack()
@@ -577,12 +581,16 @@ class Tracker:
                     break
             # Recomputed forwards build the graph backward runs through.
             if self._torch.is_grad_enabled() and not (self._units_only and module in self._no_backward_range):
-                self._arm_backward(fqn, saved_inputs, output)
+                self._arm_backward(fqn, (saved_inputs, kwargs), output)
         except Exception:
             self._fail("forward_post")
 
     # -- backward ------------------------------------------------------------------------
     def _arm_backward(self, fqn, inputs, output):
+        # `inputs`: the call's positional and keyword arguments. A module called with its input
+        # as a keyword (diffusers' blocks: block(hidden_states=h, temb=t)) had no input that
+        # needed a gradient: its backward range ran to the end of the backward pass, over every
+        # unit after it (a block's segment took the whole backward in the replay).
         outs = [t for t in _flatten_tensors(output, []) if t.requires_grad]
         if not outs:
             return
@@ -986,7 +994,7 @@ def _hook_compiled_modules(tracker):
             return original(self, *args, **kwargs)
         tracker.forward_pre(self, args)
         out = original(self, *args, **kwargs)
-        tracker.forward_post(self, args, out)
+        tracker.forward_post(self, args, out, kwargs)
         return out
 
     __call__._shardscope = True
@@ -1002,15 +1010,20 @@ def _hook_compiled_modules(tracker):
     return [restore]
 
 
-def _always_called(register, hook):
-    """Registers a forward hook that runs even when the forward raises. Activation checkpointing
-    stops a recomputation early by raising inside the module (_StopRecomputationError): without
-    this the module's range would stay open and its stack entry would keep the recomputed inputs,
-    and with them each step's graph, alive for the rest of the run."""
-    try:
-        return register(hook, always_call=True)
-    except TypeError:  # torch < 2.1 has no always_call
-        return register(hook)
+def _register_forward_post(register, tracker):
+    """Registers the tracker's forward hook with the call's keyword arguments (the inputs whose
+    gradients end a module's backward range, _arm_backward), to run even when the forward raises.
+    Activation checkpointing stops a recomputation early by raising inside the module
+    (_StopRecomputationError): without always_call the module's range would stay open and its stack
+    entry would keep the recomputed inputs, and with them each step's graph, alive for the rest of
+    the run. Older torch has neither option (always_call: 2.1)."""
+    for options in ({"with_kwargs": True, "always_call": True}, {"always_call": True}, {}):
+        hook = tracker.forward_post_kw if options.get("with_kwargs") else tracker.forward_post
+        try:
+            return register(hook, **options)
+        except TypeError:
+            continue
+    raise RuntimeError("cannot register a forward hook")
 
 
 class GlobalModuleHooks:
@@ -1039,7 +1052,7 @@ class GlobalModuleHooks:
         mm = _torch().nn.modules.module
         self._removers = [
             mm.register_module_forward_pre_hook(self.tracker.forward_pre).remove,
-            _always_called(mm.register_module_forward_hook, self.tracker.forward_post).remove,
+            _register_forward_post(mm.register_module_forward_hook, self.tracker).remove,
         ]
         self._removers += _patch_backward_entry(self.tracker)
         self._removers += _hook_compiled_modules(self.tracker)
@@ -1094,7 +1107,7 @@ def annotate(model, backend=None, optimizer=None, sidecar=None, backward_ranges=
     removers = []
     for m in model.modules():
         removers.append(m.register_forward_pre_hook(tracker.forward_pre).remove)
-        removers.append(_always_called(m.register_forward_hook, tracker.forward_post).remove)
+        removers.append(_register_forward_post(m.register_forward_hook, tracker).remove)
     removers += _patch_backward_entry(tracker)
     if optimizer is not None:
         removers += _hook_optimizers(tracker, optimizer)
