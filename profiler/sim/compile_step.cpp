@@ -204,6 +204,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.gathered += gathered_params(s, m.units[static_cast<std::size_t>(u)]);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
+      e.frozen = (e.members.size() == 1 || e.frozen) && m.units[static_cast<std::size_t>(u)].frozen;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
       e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();
       const ApartGathered apart = apart_gathered(s, m.units[static_cast<std::size_t>(u)]);
@@ -304,6 +305,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   std::vector<char> seen(s.units.size(), 0);
   for (std::size_t i = s.segments.size(); i-- > 0;) {
     const int e = s.segments[i].exec;
+    if (s.units[static_cast<std::size_t>(e)].frozen) continue;  // no backward through it: nothing to prefetch
     if (!seen[static_cast<std::size_t>(e)]) {
       seen[static_cast<std::size_t>(e)] = 1;
       s.bwd_order.push_back(e);

@@ -596,6 +596,28 @@ ProfileInput extract_profile(const Profile& p) {
   // group, which is one gather of the unit (counted together, a 4-rank MoE replayed every block's
   // forward gather twice).
   {
+    // FSDP names a unit by its path in its own root: with two models (a student and its teacher,
+    // the second root named "<Class>.") "layers.0" is either. A gather inside the forward range
+    // of a unit whose name ends in ".<that name>", and not inside the named unit's own, is that
+    // unit's (its gather had counted as the teacher block's second).
+    std::vector<std::vector<Interval>> fwd_ranges(sm.units.size());
+    for (const auto& r : ranges)
+      if (r.phase == RangePhase::Forward) fwd_ranges[static_cast<std::size_t>(r.unit)].emplace_back(r.start, r.end);
+    auto inside = [&](int u, TimeNs t) {
+      for (const auto& iv : fwd_ranges[static_cast<std::size_t>(u)])
+        if (t >= iv.first && t < iv.second) return true;
+      return false;
+    };
+    auto owner = [&](int u, TimeNs t) {
+      if (inside(u, t)) return u;
+      const std::string suffix = "." + sm.units[static_cast<std::size_t>(u)].name;
+      for (int v = 0; v < static_cast<int>(sm.units.size()); ++v) {
+        const std::string& n = sm.units[static_cast<std::size_t>(v)].name;
+        if (v != u && n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 && inside(v, t))
+          return v;
+      }
+      return u;
+    };
     std::vector<std::map<std::string, int>> gathers(sm.units.size());
     for (std::int32_t ti : rk.range_tracks)
       for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
@@ -608,7 +630,7 @@ ProfileInput extract_profile(const Profile& p) {
         const std::size_t close = name.rfind(')');
         const std::string group(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1));
         for (const auto& st : steps)
-          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(it->second)][group];
+          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(owner(it->second, r.start))][group];
       }
     for (std::size_t u = 0; u < sm.units.size(); ++u) {
       int most = 0;
@@ -671,6 +693,44 @@ ProfileInput extract_profile(const Profile& p) {
   bool any_backward = false;
   for (const auto& r : ranges) any_backward |= r.phase == RangePhase::Backward;
   sm.forward_only = in.window_only && !any_backward;
+  // Units no backward goes through in the steps used, where others have one: a frozen model run
+  // under no_grad beside the trained one (a teacher, RLHF's reference model; its root may be the
+  // profile's root, named first when the teacher runs first). Replayed as trained they were
+  // gathered again in backward and reduce-scattered, with gradients and optimizer state (a
+  // student beside its teacher: 21 all-gathers and 9 reduce-scatters for the job's 13 and 5,
+  // +24 %). The module ranges tell, not FSDP's own: those name a unit by its path in its own root
+  // ("layers.0"), which two models share.
+  if (any_backward && !in.window_only) {
+    std::vector<char> fwd_seen(sm.units.size(), 0), bwd_seen(sm.units.size(), 0);
+    for (const auto& r : ranges)
+      for (const auto& st : steps)
+        if (r.start >= st.start && r.end <= st.end) {
+          (r.phase == RangePhase::Backward ? bwd_seen : fwd_seen)[static_cast<std::size_t>(r.unit)] = 1;
+          break;
+        }
+    for (std::size_t u = 0; u < sm.units.size(); ++u)
+      if (fwd_seen[u] && !bwd_seen[u]) {
+        sm.units[u].frozen = true;
+        ++in.frozen_units;
+      }
+    // FSDP's backward unshard ranges name the trained model's units by their path in their root,
+    // which the frozen model's units have as ours ("layers.0" for "FSDPNet.layers.0", "" for
+    // "FSDPNet"): their host work is the trained unit's.
+    for (std::size_t f = 0; f < sm.units.size(); ++f) {
+      if (!sm.units[f].frozen || unshard_host_ns[f] <= 0) continue;
+      const std::string& name = sm.units[f].name;
+      for (std::size_t v = 0; v < sm.units.size(); ++v) {
+        const std::string& n = sm.units[v].name;
+        const bool same = name.empty() ? !n.empty() && n.find('.') == std::string::npos
+                                       : n.size() > name.size() + 1 && n.compare(n.size() - name.size() - 1, std::string::npos, "." + name) == 0;
+        if (v != f && !sm.units[v].frozen && same) {
+          unshard_host_ns[v] += unshard_host_ns[f];
+          unshard_host_ns[f] = 0;
+          break;
+        }
+      }
+    }
+  }
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
   for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u)
     sm.units[u].bwd_unshard_host_ns = per_pass(unshard_host_ns[u]);

@@ -66,6 +66,7 @@ struct SimInputs {
   int steps_used = 0;        // steps the measured step time averages (profile_extract.h)
   int forward_only_steps_left_out = 0;  // steps holding an evaluation forward, not averaged (profile_extract.h)
   int long_steps_left_out = 0;          // steps over kLongStepFactor x the median (a checkpoint save), not averaged
+  int frozen_units = 0;                 // units no backward goes through (SimUnit::frozen)
   TimeNs long_steps_ns = 0;             // their mean duration
   int profile_world = 0;
   std::string gpu_name;

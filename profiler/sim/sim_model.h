@@ -27,6 +27,12 @@ struct SimUnit {
   // explicitly and sets its reshard policy itself; a grouped unit re-gathers for each member's
   // forward; SimpleFSDP gathers at every use). Replayed as measured, whatever the plan.
   int extra_fwd_gathers = 0;
+  // A unit no backward goes through, of a model run under no_grad every step beside the trained
+  // one (a distillation's teacher, RLHF's reference model), as a recording's ranges show it
+  // (profile_extract.cpp): gathered in forward only, never reduced, no gradient or optimizer
+  // state; kept unsharded after forward (its root, or a plan's "unsharded"), it stays so from step
+  // to step (FSDP2 reshards at the post-backward it never reaches) and gathers no more.
+  bool frozen = false;
   // Host work of the unit's backward unshard (copy-in, copy-out, hooks) measured on a CPU run;
   // spent on the compute lane only when the unit is gathered in backward.
   TimeNs bwd_unshard_host_ns = 0;

@@ -184,6 +184,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("forward_only_steps_left_out", in.forward_only_steps_left_out)
       .kv("long_steps_left_out", in.long_steps_left_out)
       .kv("long_steps_ms", to_ms(in.long_steps_ns))
+      .kv("frozen_units", in.frozen_units)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
@@ -217,6 +218,13 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                   "  %d step%s holding a forward without backward (an evaluation under no_grad) left out: the measured step "
                   "is the mean of the other %d\n",
                   in.forward_only_steps_left_out, in.forward_only_steps_left_out == 1 ? "" : "s", in.steps_used);
+    o << line;
+  }
+  if (in.frozen_units > 0) {
+    std::snprintf(line, sizeof line,
+                  "  %d FSDP unit%s no backward goes through (a frozen model under no_grad: a teacher, a reference model): "
+                  "gathered in forward only, nothing reduced\n",
+                  in.frozen_units, in.frozen_units == 1 ? "" : "s");
     o << line;
   }
   if (in.long_steps_left_out > 0) {

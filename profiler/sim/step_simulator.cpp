@@ -162,8 +162,13 @@ class StepRun {
       const UnitStateBytes b = unit_state_bytes(s_, s_.units[e]);
       if (s_.offload != Offload::Cpu) mem(0, b.sharded_params, static_cast<int>(e), MemCat::ShardedParam);
       if (s_.offload == Offload::None) mem(0, b.optimizer_states, static_cast<int>(e), MemCat::OptimizerState);
+      // A frozen unit kept unsharded was gathered in an earlier step and never resharded since.
+      if (s_.units[e].frozen && s_.units[e].reshard == kKeepUnsharded) {
+        mem(0, s_.units[e].ag_bytes, static_cast<int>(e), MemCat::UnshardedParam);
+        unit_[e].resident = s_.units[e].ag_bytes;
+      }
       // Kept from the previous step (zero_grad(set_to_none=False)): no reduce-scatter makes them.
-      if (s_.grads_kept && s_.units[e].gathered > 0) {
+      if (s_.grads_kept && s_.units[e].gathered > 0 && !s_.units[e].frozen) {
         mem(0, grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
         unit_[e].sharded_grad = true;
       }
@@ -432,7 +437,9 @@ class StepRun {
       // The loss's backward runs first, outside every module, and frees what the loss saved.
       const std::int64_t loss_saved = std::min(sg.loss_saved_bytes, sg.saved_bytes);
       mem(lane_[0], -loss_saved, e, MemCat::Activation);
-      if (static_cast<int>(i) == u.last_seg) {  // pre_backward(u): unshard, wait (copy-out), then prefetch
+      // A frozen unit has no pre- or post-backward (its segments' backward compute, the root's
+      // loss and head, still runs).
+      if (static_cast<int>(i) == u.last_seg && !u.frozen) {  // pre_backward(u): unshard, wait (copy-out), then prefetch
         const bool gathered = needs_gather(e);
         if (gathered && !st.issued) all_gather(e, issue, Phase::Backward);
         if (gathered) {
@@ -472,13 +479,13 @@ class StepRun {
       // every activation and temporary of the unit: mlp's checkpointed layer peaks mid-backward
       // with half of them, docs/accuracy.md.) Written when freed, so that gradients copied into the
       // reduce-scatter input at the very instant they were made never count.
-      if (static_cast<int>(i) == u.last_seg && !st.grads_held) {
+      if (static_cast<int>(i) == u.last_seg && !st.grads_held && !u.frozen) {
         st.grads_held = true;
         st.grads_at = lane_[0];
         st.grads_written = false;
       }
       mem(lane_[0], -sg.recompute_bytes - (sg.saved_bytes - loss_saved), e, MemCat::Activation);
-      if (static_cast<int>(i) == u.first_seg) {  // post_backward(u)
+      if (static_cast<int>(i) == u.first_seg && !u.frozen) {  // post_backward(u)
         if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
           mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
           st.resident = 0;

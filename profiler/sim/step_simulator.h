@@ -70,6 +70,7 @@ struct ExecUnit {
   TimeNs ag_ns = 0, ag_bwd_ns = 0, rs_ns = 0, ar_ns = 0, copyout_ns = 0, rs_copyin_ns = 0;
   TimeNs bwd_host_ns = 0;  // SimUnit::bwd_unshard_host_ns of the members
   int extra_fwd_gathers = 0;  // SimUnit::extra_fwd_gathers of the members
+  bool frozen = false;        // every member is SimUnit::frozen: forward only
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;
@@ -268,7 +269,7 @@ struct UnitStateBytes {
 inline UnitStateBytes unit_state_bytes(const CompiledStep& s, const ExecUnit& u) {
   UnitStateBytes b;
   if (s.offload != Offload::Cpu) b.sharded_params = u.params * s.master_bytes / u.shard;
-  if (s.offload == Offload::None) b.optimizer_states = u.params * s.optimizer_bytes / u.shard;
+  if (s.offload == Offload::None && !u.frozen) b.optimizer_states = u.params * s.optimizer_bytes / u.shard;
   return b;
 }
 // Ring attention's time on the compute stream beyond the score work it hides behind.

@@ -121,6 +121,28 @@ class UserLoop(unittest.TestCase):
                 for (_, _, end), (_, start, _) in zip(ranges, ranges[1:]):
                     self.assertLessEqual(end, start, (rank, n, ranges))
 
+    def test_a_frozen_teacher(self):
+        # The teacher (sharded the same way, under no_grad, called first, so it is the profile's
+        # root "" and the trained model "FSDPNet") gathers its blocks in forward and nothing else
+        # (its root, never resharded, not even that); the replay does the same, and reduces the
+        # trained model's units only. Replayed as trained: 21 all-gathers and 9 reduce-scatters
+        # for the job's 13 and 5, and a peak it could not calibrate.
+        profile, job = self.recorded("teacher", "--teacher")
+        units = job["units"]
+        trained = sorted([("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+                         + [("reduce_scatter", 4 * n) for n in units.values()])
+        teacher = [("all_gather", 4 * n) for u, n in units.items() if u != ""]
+        for rank in range(WORLD):
+            got = run.fsdp_collectives_per_step(profile, rank)
+            for n in range(1, STEPS):  # step 0 also gathers the teacher's root, once
+                self.assertEqual(got[n], sorted(trained + teacher), "rank %d step %d" % (rank, n))
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual(report["measured_breakdown"]["frozen_units"], len(units))
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]),
+                         (2 * len(units) - 1 + len(units) - 1, len(units)))
+        measured = report["measured_breakdown"]["peak_memory_bytes"]
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+
     def test_two_optimizers(self, window=()):
         # One step an iteration, each with every unit's collectives; each optimizer step had counted
         # as a step (8 steps for 4 iterations, every second one an optimizer call alone), and

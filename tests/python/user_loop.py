@@ -16,7 +16,10 @@ and optimizer are saved with torch.distributed.checkpoint after step N. With --t
 blocks' matrices step with one optimizer and the rest with another, as Muon + AdamW loops split
 them (each optimizer step had counted as a step of its own). With --keyword-calls the blocks are
 called with their input as a keyword, block(x=h), as diffusers calls its blocks (their backward
-ranges had run to the end of the backward pass). Recording this loop lost
+ranges had run to the end of the backward pass). With --teacher a frozen copy of the model, sharded
+the same way, runs under no_grad before each step's forward and the loop learns its outputs (a
+distillation; RLHF's reference model): replayed as trained, its units had been gathered again in
+backward and reduce-scattered. Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -108,6 +111,7 @@ def parse():
     ap.add_argument("--loader-workers", type=int, default=0, help="a DataLoader with this many worker processes")
     ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
     ap.add_argument("--keyword-calls", action="store_true", help="the blocks called as block(x=h)")
+    ap.add_argument("--teacher", action="store_true", help="learn a frozen teacher's outputs (run under no_grad)")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
@@ -138,9 +142,13 @@ def main(rank=None, a=None):
     summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
                "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}
     summary["units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(model.layers)})
-    for b in model.layers:
-        fully_shard(b)
-    fully_shard(model)
+    teacher = Net() if a.teacher else None
+    for m in (teacher, model) if teacher is not None else (model,):
+        for b in m.layers:
+            fully_shard(b)
+        fully_shard(m)
+    if teacher is not None:
+        teacher.requires_grad_(False)
     if a.two_optimizers:
         matrices = [p for n, p in model.named_parameters() if p.ndim == 2 and n.startswith("layers.")]
         opt = torch.optim.AdamW([p for p in model.parameters() if all(p is not q for q in matrices)], lr=1e-3)
@@ -161,6 +169,9 @@ def main(rank=None, a=None):
                 sharded.set_reshard_after_backward(micro == a.micro_batches - 1)
             x, y, pid = next(data)
             loader_pids.add(pid)
+            if teacher is not None:
+                with torch.no_grad():
+                    y = teacher(x).softmax(-1)
             loss = F.cross_entropy(model(x), y) / a.micro_batches
             loss.backward()
         if a.extras:
