@@ -34,26 +34,26 @@ void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& 
   const int tp = s.par.tp;
   const int fsdp_per_node = std::max(1, s.gpus_per_node / tp);
   e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, e.shard, fsdp_per_node);
-  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes, e.shard, fsdp_per_node);
+  e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.reduced * s.reduce_bytes, e.shard, fsdp_per_node);
   if (e.later_ag_bytes > 0 && e.later_shard > 1) {
     // Two collectives each way: the unit's own over its group, then its apart groups' over theirs.
     const int later_per_node = std::min(fsdp_per_node, e.later_shard);
     e.later_ag_ns = c.collective_ns(Coll::AllGather, e.later_ag_bytes, e.later_shard, later_per_node);
     e.later_rs_ns = c.collective_ns(Coll::ReduceScatter, e.later_rs_bytes, e.later_shard, later_per_node);
     e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes - e.later_ag_bytes, e.shard, fsdp_per_node) + e.later_ag_ns;
-    e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.gathered * s.reduce_bytes - e.later_rs_bytes, e.shard, fsdp_per_node) +
+    e.rs_ns = c.collective_ns(Coll::ReduceScatter, std::max<std::int64_t>(0, e.reduced * s.reduce_bytes - e.later_rs_bytes), e.shard, fsdp_per_node) +
               e.later_rs_ns;
   }
   // HSDP replicate groups take one rank from each shard group: ranks `tp x shard` apart.
   const int stride = tp * s.shard;
   const int per_node = stride >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / stride);
-  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.gathered * s.reduce_bytes / e.shard, s.replicate, per_node) : 0;
+  e.ar_ns = s.replicate > 1 ? c.collective_ns(Coll::AllReduce, e.reduced * s.reduce_bytes / e.shard, s.replicate, per_node) : 0;
   if (hbm_bytes_per_ns > 0) {
     // Copy-out reads the gathered buffer and writes the unsharded parameters; the RS copy-in reads
     // the unsharded gradients and writes the (wider) reduce buffer.
     e.copyout_ns = static_cast<TimeNs>(std::llround(2.0 * double(e.ag_bytes) / hbm_bytes_per_ns));
     e.rs_copyin_ns = static_cast<TimeNs>(
-        std::llround(double(e.gathered) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
+        std::llround(double(e.reduced) * (s.param_bytes + s.reduce_bytes) / hbm_bytes_per_ns));
   }
 }
 
@@ -202,6 +202,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.members.push_back(u);
       e.params += parallel_params(s, m.units[static_cast<std::size_t>(u)]);
       e.gathered += gathered_params(s, m.units[static_cast<std::size_t>(u)]);
+      const double trainable = m.units[static_cast<std::size_t>(u)].trainable_fraction();
+      e.trainable += std::llround(double(parallel_params(s, m.units[static_cast<std::size_t>(u)])) * trainable);
+      e.reduced += std::llround(double(gathered_params(s, m.units[static_cast<std::size_t>(u)])) * trainable);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
       e.frozen = (e.members.size() == 1 || e.frozen) && m.units[static_cast<std::size_t>(u)].frozen;
@@ -408,7 +411,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   for (auto& eu : s.units) {
     const double shard_bytes = double(eu.params) * s.master_bytes / eu.shard;
     eu.h2d_ns = eu.d2h_ns = static_cast<TimeNs>(std::llround(shard_bytes / c.host_link_GBps));  // GB/s = bytes/ns
-    eu.cpu_opt_ns = static_cast<TimeNs>(std::llround(double(eu.params) / eu.shard / c.host_optimizer_params_per_s * 1e9));
+    eu.cpu_opt_ns = static_cast<TimeNs>(std::llround(double(eu.trainable) / eu.shard / c.host_optimizer_params_per_s * 1e9));
   }
   if (par.pp > 1 || par.pp_virtual > 1) split_pipeline(s, m, c);
   return s;

@@ -137,6 +137,8 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
         st.root_part = r;
         st.root_part.params = static_cast<std::int64_t>(std::llround(double(r.params) * st.root_share));
         st.root_part.gathered = static_cast<std::int64_t>(std::llround(double(r.gathered) * st.root_share));
+        st.root_part.trainable = static_cast<std::int64_t>(std::llround(double(r.trainable) * st.root_share));
+        st.root_part.reduced = static_cast<std::int64_t>(std::llround(double(r.reduced) * st.root_share));
         st.root_part.ag_bytes = st.root_part.gathered * s.param_bytes;
         compute_unit_costs(s, st.root_part, c, m.hbm_bytes_per_ns);
       }

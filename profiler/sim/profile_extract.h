@@ -89,5 +89,8 @@ bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path);
 // step from the collectives issued inside its modules; the step's gathers beyond what the model
 // makes set SimUnit::extra_fwd_gathers (a prefetch under another unit's range is not one).
 void add_gathers_from_profile(ProfileInput& in, const std::string& path);
+// Each unit's parameters with gradients (SimUnit::trainable_params) from the reduce-scatters its
+// modules issued in the steps used, where every one of them has its unit (LoRA).
+void add_trainable_from_profile(ProfileInput& in, const std::string& path);
 
 }  // namespace ss::sim

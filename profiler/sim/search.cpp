@@ -184,7 +184,7 @@ std::int64_t static_memory_bytes(const CompiledStep& s) {
   auto unit_bytes = [&](const ExecUnit& u) {
     const UnitStateBytes state = unit_state_bytes(s, u);
     std::int64_t b = state.sharded_params + state.optimizer_states;
-    if (grads && !u.frozen && s.offload != Offload::Cpu && u.params > 0) b += u.params * s.master_bytes / u.shard;
+    if (grads && s.offload != Offload::Cpu && u.trainable > 0) b += u.trainable * s.master_bytes / u.shard;
     return b;
   };
   std::int64_t most = 0;

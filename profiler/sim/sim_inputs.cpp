@@ -351,6 +351,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     }
     ProfileInput pi = extract_profile(req.loaded ? *req.loaded : *read);
     add_activations_from_profile(pi, req.profile_path);
+    add_trainable_from_profile(pi, req.profile_path);
     add_kept_grads_from_profile(pi, req.profile_path);
     add_temporaries_from_profile(pi, req.profile_path);
     add_gathers_from_profile(pi, req.profile_path);

@@ -33,6 +33,15 @@ struct SimUnit {
   // state; kept unsharded after forward (its root, or a plan's "unsharded"), it stays so from step
   // to step (FSDP2 reshards at the post-backward it never reaches) and gathers no more.
   bool frozen = false;
+  // Parameters that get a gradient (-1: all): LoRA trains an adapter beside frozen base weights
+  // that the unit still gathers in forward and backward. Its reduce-scatter, gradients and
+  // optimizer state are of these only (profile_extract.cpp: from the measured reduce-scatters).
+  std::int64_t trainable_params = -1;
+  double trainable_fraction() const {
+    if (frozen) return 0.0;
+    if (trainable_params < 0 || param_count <= 0) return 1.0;
+    return std::min(1.0, double(trainable_params) / double(param_count));
+  }
   // Host work of the unit's backward unshard (copy-in, copy-out, hooks) measured on a CPU run;
   // spent on the compute lane only when the unit is gathered in backward.
   TimeNs bwd_unshard_host_ns = 0;

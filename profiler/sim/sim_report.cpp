@@ -86,6 +86,7 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
     j.begin_object()
         .kv("name", u.name)
         .kv("params", u.params)
+        .kv("trainable_params", u.trainable)  // with gradients: fewer under LoRA, none in a frozen model
         .kv("reshard_after_forward", policy(u.reshard))
         .kv("all_gather_ms", to_ms(u.ag_ns))
         .kv("backward_all_gather_ms", to_ms(u.ag_bwd_ns))

@@ -143,7 +143,7 @@ class StepRun {
   }
 
   const ExecUnit& eu(int e) const { return s_.units[static_cast<std::size_t>(e)]; }
-  std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].params * s_.master_bytes / s_.units[e].shard; }
+  std::int64_t grad_bytes(std::size_t e) const { return s_.units[e].trainable * s_.master_bytes / s_.units[e].shard; }
 
   void mem(TimeNs t, std::int64_t delta, int exec, MemCat c) {
     if (delta != 0) r_.memory.push_back({t, delta, exec, c});
@@ -168,7 +168,7 @@ class StepRun {
         unit_[e].resident = s_.units[e].ag_bytes;
       }
       // Kept from the previous step (zero_grad(set_to_none=False)): no reduce-scatter makes them.
-      if (s_.grads_kept && s_.units[e].gathered > 0 && !s_.units[e].frozen) {
+      if (s_.grads_kept && s_.units[e].reduced > 0) {
         mem(0, grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
         unit_[e].sharded_grad = true;
       }
@@ -490,17 +490,19 @@ class StepRun {
           mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
           st.resident = 0;
         }
-        if (sync && u.gathered > 0) {  // a unit without parameters (or none on its mesh) has nothing to reduce
+        // The unit's unsharded gradients: of its trainable parameters (a LoRA unit's adapter).
+        const std::int64_t unsharded_grads = u.reduced * s_.param_bytes;
+        if (sync && u.reduced > 0) {  // a unit without parameters (or none trained, or none on its mesh) has nothing to reduce
           // The compute stream waits for the previous reduce-scatter, then copies the grads in.
-          const std::int64_t rs_in = u.gathered * s_.reduce_bytes;
+          const std::int64_t rs_in = u.reduced * s_.reduce_bytes;
           const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
           if (held_rs > 0) mem(c0, -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
           mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
           if (st.grads_written) {
-            mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+            mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
           } else if (lane_[0] > st.grads_at) {
-            mem(st.grads_at, u.ag_bytes, e, MemCat::UnshardedGrad);
-            mem(lane_[0], -u.ag_bytes, e, MemCat::UnshardedGrad);
+            mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
+            mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
           }
           st.grads_held = false;
           const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
@@ -529,7 +531,7 @@ class StepRun {
           host_after_reduce(e, reduced, last_micro);
         }
         if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync)
-          mem(st.grads_at, u.ag_bytes, e, MemCat::UnshardedGrad);
+          mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
           st.grads_written = true;
         }
       }

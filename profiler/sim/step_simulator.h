@@ -71,6 +71,9 @@ struct ExecUnit {
   TimeNs bwd_host_ns = 0;  // SimUnit::bwd_unshard_host_ns of the members
   int extra_fwd_gathers = 0;  // SimUnit::extra_fwd_gathers of the members
   bool frozen = false;        // every member is SimUnit::frozen: forward only
+  // Of params and gathered, those with gradients (SimUnit::trainable_params): what is reduced and
+  // what has gradients and optimizer state.
+  std::int64_t trainable = 0, reduced = 0;
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;
@@ -269,7 +272,7 @@ struct UnitStateBytes {
 inline UnitStateBytes unit_state_bytes(const CompiledStep& s, const ExecUnit& u) {
   UnitStateBytes b;
   if (s.offload != Offload::Cpu) b.sharded_params = u.params * s.master_bytes / u.shard;
-  if (s.offload == Offload::None && !u.frozen) b.optimizer_states = u.params * s.optimizer_bytes / u.shard;
+  if (s.offload == Offload::None) b.optimizer_states = u.trainable * s.optimizer_bytes / u.shard;
   return b;
 }
 // Ring attention's time on the compute stream beyond the score work it hides behind.

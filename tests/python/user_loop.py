@@ -19,7 +19,9 @@ called with their input as a keyword, block(x=h), as diffusers calls its blocks 
 ranges had run to the end of the backward pass). With --teacher a frozen copy of the model, sharded
 the same way, runs under no_grad before each step's forward and the loop learns its outputs (a
 distillation; RLHF's reference model): replayed as trained, its units had been gathered again in
-backward and reduce-scattered. Recording this loop lost
+backward and reduce-scattered. With --lora the weights are frozen and each block's two Linears get
+a rank-8 adapter, the only parameters trained (the blocks still gather every weight; they had been
+replayed as reducing, and holding gradients and optimizer state for, all of them). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -46,6 +48,20 @@ class Block(nn.Module):
 
     def forward(self, x):
         return x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+
+
+class LoRA(nn.Module):
+    """A frozen Linear plus a trained low-rank update (its second factor starts at zero)."""
+
+    def __init__(self, base, rank=8):
+        super().__init__()
+        self.base = base
+        self.a = nn.Linear(base.in_features, rank, bias=False)
+        self.b = nn.Linear(rank, base.out_features, bias=False)
+        nn.init.zeros_(self.b.weight)
+
+    def forward(self, x):
+        return self.base(x) + self.b(self.a(x))
 
 
 class Net(nn.Module):
@@ -112,6 +128,7 @@ def parse():
     ap.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
     ap.add_argument("--keyword-calls", action="store_true", help="the blocks called as block(x=h)")
     ap.add_argument("--teacher", action="store_true", help="learn a frozen teacher's outputs (run under no_grad)")
+    ap.add_argument("--lora", action="store_true", help="frozen weights, a rank-8 adapter on each block's Linears")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
@@ -138,10 +155,17 @@ def main(rank=None, a=None):
         dist.init_process_group("gloo", rank=rank, world_size=a.spawn_ranks)
     torch.manual_seed(0)
     model = Net(keyword_calls=a.keyword_calls)
+    if a.lora:
+        model.requires_grad_(False)
+        for b in model.layers:
+            b.fc1, b.fc2 = LoRA(b.fc1), LoRA(b.fc2)
     params = list(model.parameters())
     summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
                "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}
     summary["units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(model.layers)})
+    summary["trainable"] = {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters() if p.requires_grad)}
+    summary["trainable"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters() if p.requires_grad)
+                                 for i, b in enumerate(model.layers)})
     teacher = Net() if a.teacher else None
     for m in (teacher, model) if teacher is not None else (model,):
         for b in m.layers:
@@ -154,7 +178,7 @@ def main(rank=None, a=None):
         opt = torch.optim.AdamW([p for p in model.parameters() if all(p is not q for q in matrices)], lr=1e-3)
         optimizers = [torch.optim.SGD(matrices, lr=1e-2, momentum=0.9), opt]
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
         optimizers = [opt]
     sharded = model
     if a.compile:
