@@ -149,12 +149,17 @@ class HookTests(unittest.TestCase):
         # Non-reentrant checkpointing stops a recomputation by raising inside the module once the
         # tensors backward needs exist; the hooks must close that range and drop the inputs they
         # held, or every step's graph stays alive (found on an H200: 29.6 GB recorded vs 5.9 GB).
+        # Both ways of hooking: per model (annotate) and global (record's install), whose
+        # always_call hook torch calls without the keyword arguments after the forward raised.
         def live_elements_per_step(with_hooks):
             torch.manual_seed(0)
             model = Model(layers=3)
             opt = torch.optim.SGD(model.parameters(), lr=0.01)
             b = RecordingBackend()
-            handle = shardscope.annotate(model, backend=b, optimizer=opt) if with_hooks else None
+            handle = (None if not with_hooks else shardscope.annotate(model, backend=b, optimizer=opt)
+                      if with_hooks == "annotate" else hooks.install(b))
+            if with_hooks == "install":  # the loop never calls the model itself: name it as a root
+                handle.tracker.register_root(model, name="")
             counts = []
             try:
                 for _ in range(4):
@@ -169,14 +174,15 @@ class HookTests(unittest.TestCase):
                     counts.append(sum(o.numel() for o in gc.get_objects() if isinstance(o, torch.Tensor)))
             finally:
                 if handle is not None:
-                    handle.remove()
+                    handle.remove() if with_hooks == "annotate" else hooks.uninstall()
             return counts, b
 
         without, _ = live_elements_per_step(False)
-        with_hooks, b = live_elements_per_step(True)
-        self.assertEqual(with_hooks, without)
-        self.assertEqual(b.open, {})  # every recompute range was closed
-        self.assertEqual(by_phase(b, "rcp").count("layers.2"), 4)
+        for way in ("annotate", "install"):
+            with_hooks, b = live_elements_per_step(way)
+            self.assertEqual(with_hooks, without, way)
+            self.assertEqual(b.open, {}, way)  # every recompute range was closed
+            self.assertEqual(by_phase(b, "rcp").count("layers.2"), 4, way)
 
     def test_optimizer_steps_are_numbered(self):
         b = RecordingBackend()
