@@ -207,6 +207,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.reduced += std::llround(double(gathered_params(s, m.units[static_cast<std::size_t>(u)])) * trainable);
       e.bwd_host_ns += m.units[static_cast<std::size_t>(u)].bwd_unshard_host_ns;
       e.extra_fwd_gathers += m.units[static_cast<std::size_t>(u)].extra_fwd_gathers;
+      // A bucket is gathered at each call of a member that is called again.
+      e.repeat_fwd_calls = std::max(e.repeat_fwd_calls, m.units[static_cast<std::size_t>(u)].repeat_fwd_calls);
+      e.extra_bwd_gathers = std::max(e.extra_bwd_gathers, m.units[static_cast<std::size_t>(u)].extra_bwd_gathers);
       e.frozen = (e.members.size() == 1 || e.frozen) && m.units[static_cast<std::size_t>(u)].frozen;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
       e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "profiler/sim/device_table.h"
+#include "profiler/sim/repeated_calls.h"
 #include "profiler/sim/sim_inputs.h"
 #include "storage/cpu_device.h"
 #include "storage/errors.h"
@@ -397,7 +398,6 @@ ProfileInput extract_profile(const Profile& p) {
   };
 
   // Module ranges of this rank whose module is a unit.
-  struct UnitRange { TimeNs start, end; int unit; RangePhase phase; };
   std::vector<UnitRange> ranges;
   for (std::int32_t ti : rk.range_tracks) {
     for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
@@ -406,7 +406,7 @@ ProfileInput extract_profile(const Profile& p) {
       auto it = unit_index.find(member ? unit_of[static_cast<std::size_t>(r.module)] : r.module);
       if (it == unit_index.end()) continue;
       if (r.phase != RangePhase::Forward && r.phase != RangePhase::Backward) continue;
-      ranges.push_back({r.start, r.end, it->second, r.phase});
+      ranges.push_back({r.start, r.end, it->second, r.phase, !member});
     }
   }
   std::sort(ranges.begin(), ranges.end(), [](const UnitRange& a, const UnitRange& b) { return a.start < b.start; });
@@ -589,6 +589,7 @@ ProfileInput extract_profile(const Profile& p) {
     }
     opt += split(opt_start, st.end);
   }
+  std::vector<long> fwd_gathers_per_pass(sm.units.size(), 0);
   // Forward all-gathers per unit and forward pass, from FSDP's own ranges (CPU traces have them; NVTX
   // does not): more than one on a unit is the trainer gathering it again (SimUnit::extra_fwd_gathers).
   // Counted per parameter group (FSDP2 names a unit's groups "FSDP::all_gather (layers.0) [pg=4]",
@@ -635,8 +636,7 @@ ProfileInput extract_profile(const Profile& p) {
     for (std::size_t u = 0; u < sm.units.size(); ++u) {
       int most = 0;
       for (const auto& [group, n] : gathers[u]) most = std::max(most, n);
-      const long per_pass = std::lround(double(most) / double(std::max(1, total_micro)));
-      if (per_pass > 1) sm.units[u].extra_fwd_gathers = static_cast<int>(per_pass - 1);
+      fwd_gathers_per_pass[u] = std::lround(double(most) / double(std::max(1, total_micro)));
     }
   }
 
@@ -718,18 +718,38 @@ ProfileInput extract_profile(const Profile& p) {
     // "FSDPNet"): their host work is the trained unit's.
     for (std::size_t f = 0; f < sm.units.size(); ++f) {
       if (!sm.units[f].frozen || unshard_host_ns[f] <= 0) continue;
-      const std::string& name = sm.units[f].name;
-      for (std::size_t v = 0; v < sm.units.size(); ++v) {
-        const std::string& n = sm.units[v].name;
-        const bool same = name.empty() ? !n.empty() && n.find('.') == std::string::npos
-                                       : n.size() > name.size() + 1 && n.compare(n.size() - name.size() - 1, std::string::npos, "." + name) == 0;
-        if (v != f && !sm.units[v].frozen && same) {
-          unshard_host_ns[v] += unshard_host_ns[f];
-          unshard_host_ns[f] = 0;
-          break;
-        }
-      }
+      const int v = trained_namesake(sm, f);
+      if (v < 0) continue;
+      unshard_host_ns[static_cast<std::size_t>(v)] += unshard_host_ns[f];
+      unshard_host_ns[f] = 0;
     }
+  }
+  {
+    // Backward all-gathers per unit and pass, from FSDP's ranges like the forward ones (a frozen
+    // unit's namesake is the trained one they name): more than the modelled one on a unit is its
+    // second backward (it was called twice).
+    std::vector<long> bwd_gathers_per_pass(sm.units.size(), 0);
+    if (in.fsdp_gather_ranges) {
+      std::vector<double> n(sm.units.size(), 0);
+      for (std::int32_t ti : rk.range_tracks)
+        for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+          if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Backward || r.module < 0) continue;
+          if (p.strings[r.name].rfind("FSDP::all_gather (", 0) != 0) continue;
+          auto it = unit_index.find(r.module);
+          if (it == unit_index.end() || !std::any_of(steps.begin(), steps.end(), [&](const StepRow& st) { return r.start >= st.start && r.start < st.end; }))
+            continue;
+          int u = it->second;
+          if (sm.units[static_cast<std::size_t>(u)].frozen) {
+            const int trained = trained_namesake(sm, static_cast<std::size_t>(u));
+            if (trained >= 0) u = trained;
+          }
+          n[static_cast<std::size_t>(u)] += 1;
+        }
+      for (std::size_t u = 0; u < n.size(); ++u) bwd_gathers_per_pass[u] = std::lround(n[u] / double(std::max(1, total_micro)));
+    }
+    fwd_gathers_per_pass.resize(sm.units.size(), 0);
+    in.repeat_call_units = add_repeated_calls(sm, ranges, in.step_windows, total_micro, in.fsdp_gather_ranges,
+                                              fwd_gathers_per_pass, bwd_gathers_per_pass);
   }
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
   for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u)
@@ -821,6 +841,28 @@ std::vector<TimeNs> backward_starts(sql::Db& db, const ProfileInput& in) {
   }
   return bwd_start;
 }
+
+// For each pass, the start of the last forward call of every unit called more than once a pass
+// (SimUnit::repeat_fwd_calls; its own module's ranges before the pass's backward), 0 for others.
+std::vector<std::vector<TimeNs>> last_forward_calls(sql::Db& db, const ProfileInput& in, const std::vector<TimeNs>& bwd_start) {
+  std::vector<std::vector<TimeNs>> last(in.pass_windows.size(), std::vector<TimeNs>(in.model.units.size(), 0));
+  std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
+  sql::Stmt st(db.get(), "SELECT r.start_ns, r.module_id FROM ranges r JOIN modules m ON m.id = r.module_id "
+                         "WHERE r.rank = ?1 AND r.phase = ?2 AND r.kind = ?3 AND m.is_fsdp_unit = 1");
+  st.bind(1, in.rank);
+  st.bind(2, static_cast<int>(RangePhase::Forward));
+  st.bind(3, static_cast<int>(RangeKind::Module));
+  while (st.step()) {
+    const TimeNs t = st.col_int(0);
+    const auto k = interval_holding(in.pass_windows, t);
+    auto it = unit_of.find(st.col_int(1));
+    if (k < 0 || it == unit_of.end() || t >= bwd_start[static_cast<std::size_t>(k)]) continue;
+    if (in.model.units[static_cast<std::size_t>(it->second)].repeat_fwd_calls == 0) continue;
+    TimeNs& l = last[static_cast<std::size_t>(k)][static_cast<std::size_t>(it->second)];
+    l = std::max(l, t);
+  }
+  return last;
+}
 }  // namespace
 
 void add_trainable_from_profile(ProfileInput& in, const std::string& path) {
@@ -890,7 +932,8 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   long beyond = 0;
   for (std::size_t u = 0; u < gathers.size(); ++u) {
     const SimUnit& unit = in.model.units[u];
-    const long modelled = unit.param_count == 0 ? 0 : unit.is_root || unit.recorded_reshard == 0 ? 1 : 2;
+    // A unit that reshards gathers at each of its forward calls (SimUnit::repeat_fwd_calls).
+    const long modelled = unit.param_count == 0 ? 0 : unit.is_root || unit.recorded_reshard == 0 ? 1 : 2 + unit.repeat_fwd_calls;
     const long per_step = std::lround(gathers[u] / n);
     excess[u] = per_step - modelled;
     beyond += excess[u];
@@ -910,6 +953,10 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
   sql::Db db = open_profile_readonly(path);
   // Each step's backward starts at its first backward module range.
   const std::vector<TimeNs> bwd_start = backward_starts(db, in);
+  // A unit called more than once a pass: the forward temporaries of its last call, the training
+  // one. No_grad rollouts before it free as they go what a training call saves: counted, their
+  // largest (a block's fc1 and gelu outputs, 256 KiB) stacked on the training call's activations.
+  const std::vector<std::vector<TimeNs>> last_call = last_forward_calls(db, in, bwd_start);
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   const std::size_t nu = in.model.units.size();
   const int root = root_unit(in.model);
@@ -941,6 +988,7 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
       auto it = st.col_null(3) ? unit_of.end() : unit_of.find(st.col_int(3));
       if (it == unit_of.end() && !(st.col_null(3) && root >= 0)) continue;  // outside modules: the root's caller
       const int unit = it == unit_of.end() ? root : it->second;
+      if (t < last_call[k][static_cast<std::size_t>(unit)]) continue;  // an earlier call's (only before the backward)
       const std::size_t slot = static_cast<std::size_t>(unit) * 2 + (t >= bwd_start[k] ? 1 : 0);
       open[addr] = {slot, bytes};
       add_memory_bytes(live[slot], bytes, path);

@@ -23,6 +23,7 @@ struct ProfileInput {
   int steps_used = 0;     // steps averaged (the first is skipped as warm-up when there are more)
   int forward_only_steps_left_out = 0;  // steps holding a forward without backward (an evaluation), not averaged
   int frozen_units = 0;                 // units no backward goes through (SimUnit::frozen)
+  int repeat_call_units = 0;            // units called more than once a pass (SimUnit::repeat_fwd_calls)
   int long_steps_left_out = 0;          // steps over kLongStepFactor x the median (a checkpoint save), not averaged
   TimeNs long_steps_ns = 0;             // their mean duration
   TimeNs measured_step_ns = 0;

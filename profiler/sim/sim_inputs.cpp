@@ -382,6 +382,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.forward_only_steps_left_out = pi.forward_only_steps_left_out;
     in.long_steps_left_out = pi.long_steps_left_out;
     in.frozen_units = pi.frozen_units;
+    in.repeat_call_units = pi.repeat_call_units;
     in.long_steps_ns = pi.long_steps_ns;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;

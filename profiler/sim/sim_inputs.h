@@ -67,6 +67,7 @@ struct SimInputs {
   int forward_only_steps_left_out = 0;  // steps holding an evaluation forward, not averaged (profile_extract.h)
   int long_steps_left_out = 0;          // steps over kLongStepFactor x the median (a checkpoint save), not averaged
   int frozen_units = 0;                 // units no backward goes through (SimUnit::frozen)
+  int repeat_call_units = 0;            // units called more than once a pass (SimUnit::repeat_fwd_calls)
   TimeNs long_steps_ns = 0;             // their mean duration
   int profile_world = 0;
   std::string gpu_name;

@@ -27,6 +27,16 @@ struct SimUnit {
   // explicitly and sets its reshard policy itself; a grouped unit re-gathers for each member's
   // forward; SimpleFSDP gathers at every use). Replayed as measured, whatever the plan.
   int extra_fwd_gathers = 0;
+  // Forward calls of the unit per pass beyond the first (the model called on two inputs before one
+  // backward: a siamese loss, DPO's chosen and rejected; the trained model's no_grad forwards
+  // before its training forward: RLHF's rollouts, PPO's old log-probabilities), from its module
+  // ranges. FSDP2 gathers again at each while the unit reshards after forward and at none while
+  // it is kept unsharded, so these follow the plan (extra_fwd_gathers do not).
+  int repeat_fwd_calls = 0;
+  // Backward all-gathers per pass beyond the modelled one (none for a unit kept unsharded): a unit
+  // called twice is gone through by two backwards, and FSDP2's post-backward after the first
+  // reshards it, so the second gathers it again whatever the forward policy. As measured.
+  int extra_bwd_gathers = 0;
   // A unit no backward goes through, of a model run under no_grad every step beside the trained
   // one (a distillation's teacher, RLHF's reference model), as a recording's ranges show it
   // (profile_extract.cpp): gathered in forward only, never reduced, no gradient or optimizer

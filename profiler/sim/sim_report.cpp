@@ -186,6 +186,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("long_steps_left_out", in.long_steps_left_out)
       .kv("long_steps_ms", to_ms(in.long_steps_ns))
       .kv("frozen_units", in.frozen_units)
+      .kv("repeat_call_units", in.repeat_call_units)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
@@ -226,6 +227,13 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                   "  %d FSDP unit%s no backward goes through (a frozen model under no_grad: a teacher, a reference model): "
                   "gathered in forward only, nothing reduced\n",
                   in.frozen_units, in.frozen_units == 1 ? "" : "s");
+    o << line;
+  }
+  if (in.repeat_call_units > 0) {
+    std::snprintf(line, sizeof line,
+                  "  %d FSDP unit%s called more than once a pass (a model run on two inputs, no_grad rollouts before the "
+                  "training forward): gathered at each call while resharded after forward, and again for each backward\n",
+                  in.repeat_call_units, in.repeat_call_units == 1 ? "" : "s");
     o << line;
   }
   if (in.long_steps_left_out > 0) {

@@ -385,10 +385,24 @@ class StepRun {
           lane_[0] = std::max(lane_[0], a + u.ag_ns);
           mem(lane_[0], -u.ag_bytes, e, MemCat::AllGatherBuffer);
         }
+        // Its later calls (SimUnit::repeat_fwd_calls) gather it again while it reshards after
+        // forward. FSDP2 issues each ahead of the call's compute, which does not wait here: the
+        // segment's compute is every call's, and the gathers take their turn on the stream.
+        if (u.reshard != kKeepUnsharded) regather(e, u.repeat_fwd_calls, Phase::Forward);
       }
     }
     if (prev_unit >= 0) free_ag_buffer(prev_unit, lane_[0]);
     free_unused_shards();
+  }
+
+  // n more all-gathers of unit e from now, in the background: each one's buffer lives while it runs.
+  void regather(int e, int n, Phase ph) {
+    const ExecUnit& u = eu(e);
+    for (int k = 0; k < n && u.ag_bytes > 0; ++k) {
+      const TimeNs a = op(Lane::Nccl, OpKind::AllGather, ph, e, lane_[0], u.ag_ns, u.ag_bytes);
+      mem(a, u.ag_bytes, e, MemCat::AllGatherBuffer);
+      mem(a + u.ag_ns, -u.ag_bytes, e, MemCat::AllGatherBuffer);
+    }
   }
 
   // What unit e's hook prefetches in this pass (its explicit list, or the next unit in the pass's
@@ -455,6 +469,9 @@ class StepRun {
         // MoE trace of docs/accuracy.md; issued first, the model held two gathered blocks at every
         // turn).
         prefetch(e, std::max(issue, lane_[0]), Phase::Backward);
+        // The backwards of its later calls (SimUnit::extra_bwd_gathers): the post-backward of each
+        // reshards it, unless the parameters are held to the last micro-batch.
+        if (!s_.hold_params_until_last_backward || last_micro) regather(e, u.extra_bwd_gathers, Phase::Backward);
       }
       // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
       if (sg.recompute_ns > 0) {

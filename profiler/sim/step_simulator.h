@@ -70,6 +70,8 @@ struct ExecUnit {
   TimeNs ag_ns = 0, ag_bwd_ns = 0, rs_ns = 0, ar_ns = 0, copyout_ns = 0, rs_copyin_ns = 0;
   TimeNs bwd_host_ns = 0;  // SimUnit::bwd_unshard_host_ns of the members
   int extra_fwd_gathers = 0;  // SimUnit::extra_fwd_gathers of the members
+  int repeat_fwd_calls = 0;   // SimUnit::repeat_fwd_calls, the most of a member's
+  int extra_bwd_gathers = 0;  // SimUnit::extra_bwd_gathers, the most of a member's
   bool frozen = false;        // every member is SimUnit::frozen: forward only
   // Of params and gathered, those with gradients (SimUnit::trainable_params): what is reduced and
   // what has gradients and optimizer state.

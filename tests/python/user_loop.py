@@ -21,7 +21,11 @@ the same way, runs under no_grad before each step's forward and the loop learns 
 distillation; RLHF's reference model): replayed as trained, its units had been gathered again in
 backward and reduce-scattered. With --lora the weights are frozen and each block's two Linears get
 a rank-8 adapter, the only parameters trained (the blocks still gather every weight; they had been
-replayed as reducing, and holding gradients and optimizer state for, all of them). Recording this loop lost
+replayed as reducing, and holding gradients and optimizer state for, all of them). With --two-forwards the
+model is called on two inputs before one backward (a siamese loss; DPO's chosen and rejected) and with
+--rollouts N it runs N forwards under no_grad before each training forward (RLHF's generation): FSDP2
+gathers its blocks at every call and again for the second backward, which the replay had missed or kept
+whatever the plan; --unsharded keeps blocks unsharded after forward, as a plan does. Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -129,8 +133,15 @@ def parse():
     ap.add_argument("--keyword-calls", action="store_true", help="the blocks called as block(x=h)")
     ap.add_argument("--teacher", action="store_true", help="learn a frozen teacher's outputs (run under no_grad)")
     ap.add_argument("--lora", action="store_true", help="frozen weights, a rank-8 adapter on each block's Linears")
+    ap.add_argument("--two-forwards", action="store_true",
+                    help="the model called on two inputs before one backward (a siamese loss; DPO's chosen and rejected)")
+    ap.add_argument("--rollouts", type=int, default=0,
+                    help="this many forwards of the trained model under no_grad before each step's training forward "
+                         "(RLHF's generation, PPO's old log-probabilities)")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
+    ap.add_argument("--unsharded", default="",
+                    help="comma-separated blocks (layers.N) sharded with reshard_after_forward=False, as a plan keeps them")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
                     help="save model and optimizer with torch.distributed.checkpoint after this step (into --checkpoint-dir)")
     ap.add_argument("--checkpoint-dir", default="")
@@ -168,8 +179,8 @@ def main(rank=None, a=None):
                                  for i, b in enumerate(model.layers)})
     teacher = Net() if a.teacher else None
     for m in (teacher, model) if teacher is not None else (model,):
-        for b in m.layers:
-            fully_shard(b)
+        for i, b in enumerate(m.layers):
+            fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
     if teacher is not None:
         teacher.requires_grad_(False)
@@ -196,7 +207,13 @@ def main(rank=None, a=None):
             if teacher is not None:
                 with torch.no_grad():
                     y = teacher(x).softmax(-1)
-            loss = F.cross_entropy(model(x), y) / a.micro_batches
+            with torch.no_grad():
+                for _ in range(a.rollouts):
+                    x = x + 0.01 * model(x).mean()
+            out = model(x)
+            if a.two_forwards:
+                out = out - model(x.flip(0)).flip(0)
+            loss = F.cross_entropy(out, y) / a.micro_batches
             loss.backward()
         if a.extras:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

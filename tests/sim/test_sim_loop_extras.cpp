@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/sim/profile_extract.h"
@@ -38,6 +39,15 @@ struct Loop {
   TimeNs checkpoint_us = 6000;        // the save's length: those steps last 5 ms + this
   int steps = 4;
 };
+
+// A loop with or without the extras, evaluating in `eval` steps and saving a checkpoint in `saves`.
+Loop loop_with(bool extras, std::set<int> eval = {}, std::set<int> saves = {}) {
+  Loop l;
+  l.extras = extras;
+  l.eval_in_steps = std::move(eval);
+  l.checkpoint_in_steps = std::move(saves);
+  return l;
+}
 
 // Rank 0 of two on a CPU: a root unit holding blocks.0 and blocks.1 (1000 parameters each), `steps`
 // steps, 4 (the first is the warm-up the replay skips). A step: the root's forward range over the
@@ -115,8 +125,8 @@ SimInputs inputs(const std::string& path) {
 TEST_CASE("the loop's own all-reduces (gradient norm, logged loss) are replayed as measured, not taken for FSDP's",
           "[sim][replay]") {
   ss::test::TempDir dir;
-  write_profile(dir.file("extras.ssdb"), Loop{true, {}});
-  write_profile(dir.file("plain.ssdb"), Loop{false, {}});
+  write_profile(dir.file("extras.ssdb"), loop_with(true));
+  write_profile(dir.file("plain.ssdb"), loop_with(false));
   const ProfileInput pi = extract_profile(load_profile(dir.file("extras.ssdb")));
   CHECK(pi.steps_used == 3);
   CHECK(pi.other_collectives == 2 * 3);
@@ -139,7 +149,7 @@ TEST_CASE("the loop's own all-reduces (gradient norm, logged loss) are replayed 
 TEST_CASE("a step holding an evaluation forward is left out of the measured step while training steps remain",
           "[sim][replay]") {
   ss::test::TempDir dir;
-  write_profile(dir.file("eval.ssdb"), Loop{true, {2}});
+  write_profile(dir.file("eval.ssdb"), loop_with(true, {2}));
   const ProfileInput pi = extract_profile(load_profile(dir.file("eval.ssdb")));
   CHECK(pi.steps_used == 2);
   CHECK(pi.forward_only_steps_left_out == 1);
@@ -152,7 +162,7 @@ TEST_CASE("a step holding an evaluation forward is left out of the measured step
   CHECK(pi.other_collectives == 2 * 2);
 
   // An evaluation in every step leaves nothing to average instead: the steps are kept as they are.
-  write_profile(dir.file("eval_always.ssdb"), Loop{true, {0, 1, 2, 3}});
+  write_profile(dir.file("eval_always.ssdb"), loop_with(true, {0, 1, 2, 3}));
   const ProfileInput always = extract_profile(load_profile(dir.file("eval_always.ssdb")));
   CHECK(always.steps_used == 3);
   CHECK(always.forward_only_steps_left_out == 0);
@@ -171,8 +181,8 @@ TEST_CASE("a step holding an evaluation forward is left out of the measured step
 TEST_CASE("a step lengthened by a checkpoint save is left out of the measured step; two steps are kept as they are",
           "[sim][replay]") {
   ss::test::TempDir dir;
-  write_profile(dir.file("plain.ssdb"), Loop{true, {}});
-  write_profile(dir.file("save.ssdb"), Loop{true, {}, false, {2}});
+  write_profile(dir.file("plain.ssdb"), loop_with(true));
+  write_profile(dir.file("save.ssdb"), loop_with(true, {}, {2}));
   const ProfileInput plain = extract_profile(load_profile(dir.file("plain.ssdb")));
   const ProfileInput pi = extract_profile(load_profile(dir.file("save.ssdb")));
   CHECK(pi.steps_used == 2);
