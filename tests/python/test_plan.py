@@ -14,6 +14,9 @@ class FakeModule:
     def __init__(self, children=None):
         self.children = children or {}
 
+    def named_children(self):
+        return iter(self.children.items())
+
     def get_submodule(self, name):
         m = self
         for part in name.split("."):
@@ -72,6 +75,31 @@ class ApplyPlanTest(unittest.TestCase):
             ssplan.apply_plan(fake_model(), {"unsharded": ["layers.0", "layers.9"]}, fully_shard_fn=rec)
         self.assertEqual(rec.calls, [])
 
+    def test_a_plan_of_two_models_is_applied_to_one_with_root(self):
+        # A profile of a student beside its teacher: the teacher, called first, is "" and the
+        # student "FSDPNet" (record names a second model by its class).
+        plan = {"unsharded": ["FSDPNet.layers.3", "FSDPNet.layers.2", "layers.0", "FSDPNet"],
+                "reshard_after_forward": {"FSDPNet.norm": 2, "norm": False},
+                "activation_checkpointing": {"FSDPNet.layers.1": "full", "*": "attention"}}
+        student = fake_model()
+        rec = Recorder()
+        with self.assertRaisesRegex(ValueError, r"'FSDPNet\.layers\.2'.*second model.*root='FSDPNet'"):
+            ssplan.apply_plan(student, plan, fully_shard_fn=rec)
+        self.assertEqual(rec.calls, [])
+        mine = ssplan.plan_for_root(plan, "FSDPNet", student)
+        self.assertEqual(mine["unsharded"], ["layers.3", "layers.2", ""])
+        self.assertEqual(mine["reshard_after_forward"], {"norm": 2})
+        self.assertEqual(mine["activation_checkpointing"], {"layers.1": "full"})
+        theirs = ssplan.plan_for_root(plan, "", student)
+        self.assertEqual(theirs["unsharded"], ["layers.0"])
+        self.assertEqual(theirs["reshard_after_forward"], {"norm": False})
+        self.assertEqual(theirs["activation_checkpointing"], {"*": "attention"})
+        applied = ssplan.apply_plan(student, {k: v for k, v in plan.items() if k != "activation_checkpointing"},
+                                    fully_shard_fn=rec, root="FSDPNet")
+        self.assertEqual([n for n, _ in applied], ["layers.2", "layers.3", "", "norm"])  # innermost first
+        self.assertEqual([kw["reshard_after_forward"] for _, kw in rec.calls], [False, False, False, 2])
+        self.assertIs(applied[2][1], student)
+
     def test_bad_json_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "bad.json")
@@ -110,6 +138,15 @@ class TorchModelTest(unittest.TestCase):
         ssplan.apply_plan(model, {"unsharded": ["1.0", "0"]}, fully_shard_fn=rec)
         self.assertIs(rec.calls[0][0], model[1][0])
         self.assertIs(rec.calls[1][0], model[0])
+
+    def test_an_unknown_unit_wraps_nothing_for_checkpointing_either(self):
+        # The checkpoint wrappers went in before the unsharded names were looked up: a stale plan
+        # left the model checkpointed and unsharded.
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+        with self.assertRaisesRegex(ValueError, "'9'"):
+            ssplan.apply_plan(model, {"unsharded": ["9"], "activation_checkpointing": {"1": "full"}}, fully_shard_fn=Recorder())
+        self.assertIs(type(model[1]), nn.Sequential)
 
 
 if __name__ == "__main__":

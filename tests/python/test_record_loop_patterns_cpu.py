@@ -70,6 +70,28 @@ class LoopPatterns(UserLoopRuns, unittest.TestCase):
                          (2 * len(units) - 1 + len(units) - 1, len(units)))
         measured = report["measured_breakdown"]["peak_memory_bytes"]
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+        # A plan of both models names the student's units under "FSDPNet": apply_plan takes them
+        # for the student with root="FSDPNet" and refuses them without, saying so (its generic
+        # "does not have" had left the user to guess; a plan of the teacher's units alone would
+        # have gone to the student's namesakes).
+        from shardscope.plan import apply_plan
+        from user_loop import Net
+
+        plan_path = os.path.join(self.dir, "teacher_plan.json")
+        out = run.shardscope("plan", profile, "--budget", "1GiB", "-o", plan_path)
+        self.assertIn('the profile holds 2 models: "" (frozen) "FSDPNet"', out)
+        with open(plan_path) as f:
+            planned = json.load(f)["unsharded"]
+        students = sorted("" if n == "FSDPNet" else n[len("FSDPNet."):] for n in planned
+                          if n == "FSDPNet" or n.startswith("FSDPNet."))
+        self.assertTrue(students, planned)
+        student, calls = Net(), []
+        with self.assertRaisesRegex(ValueError, "root='FSDPNet'"):
+            apply_plan(student, plan_path, fully_shard_fn=lambda m, **kw: calls.append(m))
+        self.assertEqual(calls, [])
+        applied = apply_plan(student, plan_path, fully_shard_fn=lambda m, **kw: calls.append(m), root="FSDPNet")
+        self.assertEqual(sorted(n for n, _ in applied), students)
+        self.assertEqual(calls, [student.get_submodule(n) for n, _ in applied])
 
     def test_lora(self):
         # Frozen weights and a trained adapter: every weight is gathered, only the adapters are

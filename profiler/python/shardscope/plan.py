@@ -26,6 +26,11 @@ import json
 import os
 import warnings
 
+try:
+    from ._plan_roots import other_model_hint, plan_for_root
+except ImportError:  # plan.py imported alone, outside the package (tests/python/test_plan.py)
+    from _plan_roots import other_model_hint, plan_for_root
+
 
 def load_plan(plan_path_or_dict):
     """Returns the plan as a dict from a path, a JSON string's file, or a dict."""
@@ -194,6 +199,14 @@ def _is_fsdp1_wrapped(model):
     return any(isinstance(m, FullyShardedDataParallel) for m in model.modules())
 
 
+def _named(model, name):
+    """The module the plan names ("" = the model), or ValueError saying why it is missing."""
+    try:
+        return model.get_submodule(name) if name else model
+    except AttributeError:
+        raise ValueError("plan names module %r, which the model does not have%s" % (name, other_model_hint(model, name)))
+
+
 def _apply_to_sharded(model, plan, policies):
     """The plan on a model that is already sharded (torchtitan after its parallelize step, Lightning
     after its strategy's setup): FSDP2 refuses a second fully_shard on a module ("Each distinct
@@ -203,10 +216,7 @@ def _apply_to_sharded(model, plan, policies):
     units = [n for n, m in model.named_modules() if isinstance(m, cls)]
     targets = []
     for name, policy in policies:
-        try:
-            module = model.get_submodule(name) if name else model
-        except AttributeError:
-            raise ValueError("plan names module %r, which the model does not have" % name)
+        module = _named(model, name)
         if not isinstance(module, cls):
             raise ValueError("plan names module %r, which is not an FSDP unit of the sharded model (units: %s); "
                              "apply the plan before sharding, or plan from a profile of this model"
@@ -267,15 +277,18 @@ def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
     return CustomPolicy(decide)
 
 
-def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwargs):
+def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, root=None, **fully_shard_kwargs):
     """Applies ``fully_shard(module, reshard_after_forward=...)`` to every module the plan names.
 
     On a model that is already sharded (a trainer sharded it), sets each named unit's
     ``reshard_after_forward`` in place instead (``FSDPModule.set_reshard_after_forward``).
     Returns the list of (name, module) that were sharded or changed. Unknown names raise
-    ValueError before anything is applied, so a stale plan never half-applies.
+    ValueError before anything is applied, so a stale plan never half-applies. ``root``: for a
+    plan from a process that ran two FSDP models (a teacher and its student), which one `model`
+    is: "" the first called, or the other's name in the profile (its class: "FSDPNet");
+    only that model's units are applied (shardscope/_plan_roots.py).
     """
-    plan = load_plan(plan_path_or_dict)
+    plan = plan_for_root(load_plan(plan_path_or_dict), root, model)
     warn_unapplied_parallelism(plan)
     policies = planned_policies(plan)
     if fully_shard_fn is None and _is_fsdp1_wrapped(model):
@@ -284,17 +297,14 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, **fully_shard_kwar
                          "when wrapping the unwrapped model instead (Lightning: FSDPStrategy(auto_wrap_policy=...))")
     if fully_shard_fn is None and is_sharded(model):
         return _apply_to_sharded(model, plan, policies)
+    for name, _ in policies:  # every name before anything is wrapped
+        _named(model, name)
     # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
     if planned_checkpointing(plan):
         apply_checkpointing(model, plan)
     for k, v in plan_fully_shard_kwargs(plan).items():
         fully_shard_kwargs.setdefault(k, v)
-    modules = []
-    for name, _ in policies:
-        try:
-            modules.append(model.get_submodule(name) if name else model)
-        except AttributeError:
-            raise ValueError("plan names module %r, which the model does not have" % name)
+    modules = [_named(model, name) for name, _ in policies]
     shard = fully_shard_fn or _default_fully_shard()
     applied = []
     for (name, policy), module in zip(policies, modules):
