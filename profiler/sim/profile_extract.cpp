@@ -264,6 +264,13 @@ ProfileInput extract_profile(const Profile& p) {
     std::vector<std::int32_t> walk(m.children.begin(), m.children.end());
     // A grouped unit's other member is another unit's, like a nested unit.
     const auto elsewhere = [&](std::int32_t c) { return p.modules[static_cast<std::size_t>(c)].is_fsdp_unit || group_root[static_cast<std::size_t>(c)]; };
+    // A second model's root (record names it by its class, "FSDPNet", under the first model's ""):
+    // its parameters are not in the first model's count (a teacher's root had come out with none
+    // of its own: its embeddings and head lost from memory).
+    const auto second_root = [&](std::int32_t c) {
+      const auto& cm = p.modules[static_cast<std::size_t>(c)];
+      return m.parent < 0 && m.fqn.empty() && cm.is_fsdp_unit && cm.fqn == cm.class_name && cm.fqn.find('.') == std::string::npos;
+    };
     for (std::int32_t c : m.children) {
       const auto& cm = p.modules[static_cast<std::size_t>(c)];
       if (!elsewhere(c)) children += params_of(cm);
@@ -272,6 +279,7 @@ ProfileInput extract_profile(const Profile& p) {
       const std::int32_t c = walk.back();
       const auto& cm = p.modules[static_cast<std::size_t>(c)];
       walk.pop_back();
+      if (second_root(c)) continue;
       if (elsewhere(c)) {
         nested += params_of(cm);
         continue;

@@ -66,6 +66,10 @@ class LoopPatterns(UserLoopRuns, unittest.TestCase):
                 self.assertEqual(got[n], sorted(trained + teacher), "rank %d step %d" % (rank, n))
         report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
         self.assertEqual(report["measured_breakdown"]["frozen_units"], len(units))
+        # Each model's units with their own parameters: the teacher's root had come out with none
+        # (the student's root, named "FSDPNet" under it, taken for a unit nested in it).
+        self.assertEqual({u["name"]: u["params"] for u in report["units"]},
+                         dict(units, **{("FSDPNet." + u if u else "FSDPNet"): n for u, n in units.items()}))
         self.assertEqual((report["all_gathers"], report["reduce_scatters"]),
                          (2 * len(units) - 1 + len(units) - 1, len(units)))
         measured = report["measured_breakdown"]["peak_memory_bytes"]
