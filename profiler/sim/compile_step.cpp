@@ -149,6 +149,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.micro_batches = plan.gradient_accumulation;
   s.forward_only = m.forward_only;
   s.grads_kept = m.grads_kept && plan.offload == "none";
+  s.grads_freed_before_backward = s.grads_kept && m.grads_freed_before_backward;
   s.sync_every_microbatch = plan.sync_every_microbatch;
   s.hold_params_until_last_backward = !plan.reshard_after_backward;
   s.separate_rs = plan.separate_reduce_scatter_group;

@@ -1030,35 +1030,51 @@ bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path) {
   if (sharded_grads <= 0) return false;
   sql::Db db = open_profile_readonly(path);
   // Where each step's forward starts: after the trainer's zero_grad, wherever in the step it is
-  // (torchtitan calls it first thing in train_step, inside the step's window).
-  std::vector<TimeNs> forwards, starts;
-  {
+  // (torchtitan calls it first thing in train_step, inside the step's window); and where its
+  // backward starts.
+  std::vector<TimeNs> starts, backwards;
+  for (const RangePhase phase : {RangePhase::Forward, RangePhase::Backward}) {
+    std::vector<TimeNs> ranges;
     sql::Stmt r(db.get(), "SELECT start_ns FROM ranges WHERE rank = ?1 AND kind = ?2 AND phase = ?3");
     r.bind(1, in.rank);
     r.bind(2, static_cast<int>(RangeKind::Module));
-    r.bind(3, static_cast<int>(RangePhase::Forward));
-    while (r.step()) forwards.push_back(r.col_int(0));
-    std::sort(forwards.begin(), forwards.end());
+    r.bind(3, static_cast<int>(phase));
+    while (r.step()) ranges.push_back(r.col_int(0));
+    std::sort(ranges.begin(), ranges.end());
+    for (const auto& [a, b] : in.step_windows) {
+      const auto it = std::lower_bound(ranges.begin(), ranges.end(), a);
+      if (it == ranges.end() || *it > b) return false;  // a step without a forward or a backward: nothing to say
+      (phase == RangePhase::Forward ? starts : backwards).push_back(*it);
+    }
   }
-  for (const auto& [a, b] : in.step_windows) {
-    const auto it = std::lower_bound(forwards.begin(), forwards.end(), a);
-    if (it == forwards.end() || *it > b) return false;  // a step without a forward: nothing to say
-    starts.push_back(*it);
-  }
-  std::sort(starts.begin(), starts.end());
-  sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns");
-  st.bind(1, in.rank);
-  st.bind(2, static_cast<int>(MemoryCategory::Gradient));
-  double live = 0, least = std::numeric_limits<double>::infinity();
-  std::size_t next = 0;
-  while (st.step()) {
-    for (; next < starts.size() && starts[next] <= st.col_int(0); ++next) least = std::min(least, live);
-    live += double(st.col_int(1));
-  }
-  for (; next < starts.size(); ++next) least = std::min(least, live);
+  // The gradient memory live at each of those instants.
+  auto least_live = [&](std::vector<TimeNs> at) {
+    std::sort(at.begin(), at.end());
+    sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns");
+    st.bind(1, in.rank);
+    st.bind(2, static_cast<int>(MemoryCategory::Gradient));
+    double live = 0, least = std::numeric_limits<double>::infinity();
+    std::size_t next = 0;
+    while (st.step()) {
+      for (; next < at.size() && at[next] <= st.col_int(0); ++next) least = std::min(least, live);
+      live += double(st.col_int(1));
+    }
+    for (; next < at.size(); ++next) least = std::min(least, live);
+    return least;
+  };
   // 90 %: with set_to_none=True a CPU trace still shows some gradient bytes live at a forward (up to
   // half the model's, from frees it files under another category: the MoE runs of docs/accuracy.md).
-  in.model.grads_kept = least >= 0.9 * sharded_grads;
+  in.model.grads_kept = least_live(starts) >= 0.9 * sharded_grads;
+  // Kept at the forward but gone by the backward (at most half of them live at any step's first
+  // backward range): zero_grad() between the two, right before loss.backward(). Held the whole
+  // step, a user loop's backward came out with every sharded gradient twice over its reductions,
+  // the replay's peak moved there and the calibrated forward peak of a plan was 4.6 % low.
+  in.model.grads_freed_before_backward = false;
+  if (in.model.grads_kept) {
+    double most = 0;
+    for (TimeNs b : backwards) most = std::max(most, least_live({b}));
+    in.model.grads_freed_before_backward = most <= 0.5 * sharded_grads;
+  }
   return in.model.grads_kept;
 }
 

@@ -175,6 +175,10 @@ struct SimModel {
   // them; with set_to_none=True (PyTorch's default) they are made at each unit's reduce-scatter
   // and freed after the optimizer. A profile says which (add_kept_grads_from_profile).
   bool grads_kept = false;
+  // With grads_kept: the loop's zero_grad() (set_to_none=True) runs after its forward, right before
+  // loss.backward(): the sharded gradients live from the optimizer step through the next forward,
+  // are freed there and made again at each reduce-scatter (add_kept_grads_from_profile).
+  bool grads_freed_before_backward = false;
   int other_comm_world = 0;  // world size the non-FSDP collectives were measured at; 0 = keep them as measured
   // Model descriptions know their shapes (ParallelShape); profiles do not, so tensor, context and
   // expert parallelism are refused on them (pipeline parallelism works on either).

@@ -193,6 +193,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("optimizer_peak_memory_bytes", in.measured_optimizer_peak_bytes)
       .kv("optimizer_temp_bytes", in.model.optimizer_temp_bytes)
       .kv("sharded_grads_kept", in.model.grads_kept)  // zero_grad(set_to_none=False), as the profile shows
+      .kv("sharded_grads_freed_before_backward", in.model.grads_freed_before_backward)  // zero_grad() after the forward
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
       .end_object();
   if (in.window_only) {
@@ -258,7 +259,10 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
         << " more (memory events that miss the parameters?): not calibrated\n";
     }
   }
-  if (in.model.grads_kept)
+  if (in.model.grads_freed_before_backward)
+    o << "  sharded gradients live through the forward (zero_grad() after it, before the backward): freed there and made "
+         "again by the reduce-scatters in every what-if\n";
+  else if (in.model.grads_kept)
     o << "  sharded gradients kept from step to step (zero_grad(set_to_none=False)): held the whole step in every what-if\n";
   if (in.measured_optimizer_peak_bytes > 0) {
     o << "  measured optimizer step memory " << format_bytes(in.measured_optimizer_peak_bytes) << ": "

@@ -443,6 +443,14 @@ class StepRun {
     // further ahead; this keeps the model from holding a unit's parameters twice at the
     // forward/backward turn, and makes the last unit's re-gather exposed, as observed in practice.)
     const TimeNs issue = lane_[0];
+    // zero_grad() right before the first backward: the step's sharded gradients are made again by
+    // the reduce-scatters (SimModel::grads_freed_before_backward).
+    if (s_.grads_freed_before_backward && micro_ == 0)
+      for (std::size_t e = 0; e < unit_.size(); ++e)
+        if (unit_[e].sharded_grad) {
+          mem(issue, -grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
+          unit_[e].sharded_grad = false;
+        }
     for (std::size_t i = s_.segments.size(); i-- > 0;) {
       const ExecSegment& sg = s_.segments[i];
       const int e = sg.exec;

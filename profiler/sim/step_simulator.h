@@ -150,6 +150,7 @@ struct CompiledStep {
   int micro_batches = 1;
   bool forward_only = false;  // SimModel::forward_only: simulate the forward passes only
   bool grads_kept = false;    // SimModel::grads_kept (no offload): sharded grads live all step
+  bool grads_freed_before_backward = false;  // SimModel::grads_freed_before_backward, with grads_kept
   bool sync_every_microbatch = true;
   bool separate_rs = false;
   int param_bytes = 2, master_bytes = 4, reduce_bytes = 4, optimizer_bytes = 8;

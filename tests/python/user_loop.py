@@ -25,7 +25,9 @@ replayed as reducing, and holding gradients and optimizer state for, all of them
 model is called on two inputs before one backward (a siamese loss; DPO's chosen and rejected) and with
 --rollouts N it runs N forwards under no_grad before each training forward (RLHF's generation): FSDP2
 gathers its blocks at every call and again for the second backward, which the replay had missed or kept
-whatever the plan; --unsharded keeps blocks unsharded after forward, as a plan does. Recording this loop lost
+whatever the plan; --unsharded keeps blocks unsharded after forward, as a plan does. --zero-grad moves the
+zero_grad() call to the iteration's start or right before loss.backward() (the gradients then live through
+the forward, which had been replayed as set_to_none=False). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -140,6 +142,9 @@ def parse():
                          "(RLHF's generation, PPO's old log-probabilities)")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
+    ap.add_argument("--zero-grad", default="after-step", choices=["after-step", "before-forward", "before-backward"],
+                    help="where the loop calls zero_grad(): after the optimizer step, or at the next iteration's "
+                         "start or right before its backward (the gradients then live through its forward)")
     ap.add_argument("--unsharded", default="",
                     help="comma-separated blocks (layers.N) sharded with reshard_after_forward=False, as a plan keeps them")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
@@ -204,6 +209,9 @@ def main(rank=None, a=None):
                 sharded.set_reshard_after_backward(micro == a.micro_batches - 1)
             x, y, pid = next(data)
             loader_pids.add(pid)
+            if a.zero_grad == "before-forward" and micro == 0:
+                for o in optimizers:
+                    o.zero_grad()
             if teacher is not None:
                 with torch.no_grad():
                     y = teacher(x).softmax(-1)
@@ -214,6 +222,9 @@ def main(rank=None, a=None):
             if a.two_forwards:
                 out = out - model(x.flip(0)).flip(0)
             loss = F.cross_entropy(out, y) / a.micro_batches
+            if a.zero_grad == "before-backward" and micro == 0:
+                for o in optimizers:
+                    o.zero_grad()
             loss.backward()
         if a.extras:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -223,8 +234,9 @@ def main(rank=None, a=None):
         for o in optimizers:
             o.step()
         schedule.step()
-        for o in optimizers:
-            o.zero_grad()
+        if a.zero_grad == "after-step":
+            for o in optimizers:
+                o.zero_grad()
         if step == a.checkpoint_after:
             save_checkpoint(sharded, opt, a.checkpoint_dir)
         if a.extras and step % a.eval_every == a.eval_every - 1:

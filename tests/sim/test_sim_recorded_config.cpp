@@ -44,6 +44,7 @@ enum class Events {
   CheckpointedChunkedLoss,
   GradsKept,   // the sharded gradients (6200 B) made in the first step's backward, never freed
   GradsFreed,  // made in each step's backward and freed after its optimizer step
+  GradsFreedBeforeBackward,  // made in each step's backward, freed in the next step after its forward
 };
 
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
@@ -92,6 +93,10 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
     if ((events == Events::GradsKept && step == 0) || events == Events::GradsFreed)
       memory(5000, 0x5000, 6200, MemoryCategory::Gradient, kNoRow);
     if (events == Events::GradsFreed) memory(9900, 0x5000, -6200, MemoryCategory::Gradient, kNoRow);
+    if (events == Events::GradsFreedBeforeBackward) {
+      if (step > 0) memory(2900, 0x5000, -6200, MemoryCategory::Gradient, kNoRow);
+      memory(5000, 0x5000, 6200, MemoryCategory::Gradient, kNoRow);
+    }
   }
   w.finish();
 }
@@ -423,6 +428,45 @@ TEST_CASE("sharded gradients kept from step to step (zero_grad without set_to_no
   CHECK(grad_events(r, false) == 6200);
   CHECK(grad_events(r, true) == -6200);
   CHECK_FALSE(kept(Events::None, &r));
+}
+
+TEST_CASE("sharded gradients freed by a zero_grad between forward and backward live through the forward only",
+          "[sim][replay]") {
+  // `out = model(x); opt.zero_grad(); loss.backward()`: the previous step's gradients are live at
+  // the forward (kept, as with set_to_none=False), gone at the backward. The replay holds them
+  // from the step's start, frees them where its backward starts and makes them again at the
+  // reduce-scatters; held the whole step, they had stood beside the new ones in backward.
+  ss::test::TempDir dir;
+  write_profile(dir.file("g.ssdb"), "true", 0, Events::GradsFreedBeforeBackward);
+  ProfileInput in = extract_profile(load_profile(dir.file("g.ssdb")));
+  CHECK(add_kept_grads_from_profile(in, dir.file("g.ssdb")));
+  CHECK(in.model.grads_freed_before_backward);
+  ClusterModel c;
+  c.world_size = 2;
+  const SimResult r = simulate(compile_step(in.model, FsdpPlan{}, c));
+  std::int64_t made = 0, freed = 0, live = 0, most_in_backward = 0;
+  TimeNs freed_at = -1;
+  std::vector<MemEvent> events;
+  for (const auto& e : r.memory)
+    if (e.cat == MemCat::ShardedGrad) events.push_back(e);
+  std::stable_sort(events.begin(), events.end(), [](const MemEvent& a, const MemEvent& b) { return a.time < b.time; });
+  for (const auto& e : events) {
+    (e.delta > 0 ? made : freed) += e.delta;
+    if (e.delta < 0) freed_at = e.time;
+    live += e.delta;
+    if (e.time >= r.forward_end_ns) most_in_backward = std::max(most_in_backward, live);
+  }
+  CHECK(made == 2 * 6200);
+  CHECK(freed == -6200);
+  CHECK(freed_at >= r.forward_end_ns);
+  CHECK(most_in_backward == 6200);  // never the old and the new together
+  // The other patterns keep their own: all step, or freed after the optimizer.
+  for (const Events ev : {Events::GradsKept, Events::GradsFreed}) {
+    write_profile(dir.file("o.ssdb"), "true", 0, ev);
+    ProfileInput other = extract_profile(load_profile(dir.file("o.ssdb")));
+    add_kept_grads_from_profile(other, dir.file("o.ssdb"));
+    CHECK_FALSE(other.model.grads_freed_before_backward);
+  }
 }
 
 // blocks.0 of 2 ranks holds 800 parameters on the unit's mesh (2 ranks) and 200 experts split 2
