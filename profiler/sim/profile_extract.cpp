@@ -760,8 +760,14 @@ ProfileInput extract_profile(const Profile& p) {
                                               fwd_gathers_per_pass, bwd_gathers_per_pass);
   }
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
-  for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u)
-    sm.units[u].bwd_unshard_host_ns = per_pass(unshard_host_ns[u]);
+  for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u) {
+    SimUnit& unit = sm.units[u];
+    // Per backward gather: a unit gone through by several backwards gathers in each after the
+    // first, and in the first too unless kept unsharded (charged per pass, the replay's chains
+    // had paid the host work of both gathers twice: a two-forward loop +8 %).
+    const int gathers = unit.extra_bwd_gathers + (!unit.is_root && unit.recorded_reshard != 0 ? 1 : 0);
+    unit.bwd_unshard_host_ns = per_pass(unshard_host_ns[u]) / std::max(1, gathers);
+  }
 
   // Fit samples from the steps compared only: the warm-up step's collectives (first connection,
   // allocator growth) are slower than the steady state the replay stands for. On a CPU profile a

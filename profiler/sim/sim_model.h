@@ -35,7 +35,8 @@ struct SimUnit {
   int repeat_fwd_calls = 0;
   // Backward all-gathers per pass beyond the modelled one (none for a unit kept unsharded): a unit
   // called twice is gone through by two backwards, and FSDP2's post-backward after the first
-  // reshards it, so the second gathers it again whatever the forward policy. As measured.
+  // reshards it, so the second gathers it again whatever the forward policy. As measured; the
+  // replay runs 1 + this many backward chains through the unit (step_simulator.cpp).
   int extra_bwd_gathers = 0;
   // A unit no backward goes through, of a model run under no_grad every step beside the trained
   // one (a distillation's teacher, RLHF's reference model), as a recording's ranges show it

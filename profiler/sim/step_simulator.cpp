@@ -415,9 +415,14 @@ class StepRun {
         if (!unit_[static_cast<std::size_t>(v)].issued && needs_gather(v)) all_gather(v, ready, ph);
       return;
     }
-    const int next = next_in(fwd ? s_.fwd_order : s_.bwd_order, e);
+    int next = next_in(fwd ? s_.fwd_order : s_.bwd_order, e);
+    while (!fwd && next >= 0 && chain_ >= backward_calls(next)) next = next_in(s_.bwd_order, next);  // not in this chain
     if (next >= 0 && !unit_[static_cast<std::size_t>(next)].issued && needs_gather(next)) all_gather(next, ready, ph);
   }
+
+  // Backward passes through unit e in a pass: 1 + SimUnit::extra_bwd_gathers (a frozen unit: none
+  // of its own, its segments' compute once).
+  int backward_calls(int e) const { return eu(e).frozen ? 1 : 1 + eu(e).extra_bwd_gathers; }
 
   // The forward all-gather buffer a unit still holds, freed at time t.
   void free_ag_buffer(int e, TimeNs t) {
@@ -451,116 +456,132 @@ class StepRun {
           mem(issue, -grad_bytes(e), static_cast<int>(e), MemCat::ShardedGrad);
           unit_[e].sharded_grad = false;
         }
-    for (std::size_t i = s_.segments.size(); i-- > 0;) {
-      const ExecSegment& sg = s_.segments[i];
-      const int e = sg.exec;
-      UnitState& st = unit_[static_cast<std::size_t>(e)];
-      const ExecUnit& u = eu(e);
-      // The loss's backward runs first, outside every module, and frees what the loss saved.
-      const std::int64_t loss_saved = std::min(sg.loss_saved_bytes, sg.saved_bytes);
-      mem(lane_[0], -loss_saved, e, MemCat::Activation);
-      // A frozen unit has no pre- or post-backward (its segments' backward compute, the root's
-      // loss and head, still runs).
-      if (static_cast<int>(i) == u.last_seg && !u.frozen) {  // pre_backward(u): unshard, wait (copy-out), then prefetch
-        const bool gathered = needs_gather(e);
-        if (gathered && !st.issued) all_gather(e, issue, Phase::Backward);
-        if (gathered) {
-          const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns + u.bwd_host_ns, u.ag_bytes);
-          mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
-          const std::int64_t buf = u.reshard == kReshard ? u.ag_bytes : u.ag_bytes - st.resident;
-          mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out
-          st.resident = u.ag_bytes;
+    // A model called on two inputs before one backward is gone through twice, last call first:
+    // every unit's backward for the second call, then every unit's for the first (autograd's
+    // order). Chain c runs the units with more than c backwards (1 + SimUnit::extra_bwd_gathers),
+    // each with its share of the unit's compute and activations; the post-backward after each
+    // chain reshards the unit, so a later chain gathers it again (kept unsharded or not), and
+    // only the last reduces: its gradients from the earlier chains wait in autograd till then.
+    int chains = 1;
+    for (const auto& u : s_.units) chains = std::max(chains, 1 + u.extra_bwd_gathers);
+    for (chain_ = 0; chain_ < chains; ++chain_) {
+      if (chain_ > 0)
+        for (auto& st : unit_) st.issued = st.h2d = false;
+      const TimeNs chain_issue = chain_ == 0 ? issue : lane_[0];
+      for (std::size_t i = s_.segments.size(); i-- > 0;) {
+        const ExecSegment& sg = s_.segments[i];
+        const int e = sg.exec;
+        UnitState& st = unit_[static_cast<std::size_t>(e)];
+        const ExecUnit& u = eu(e);
+        const int calls = backward_calls(e);
+        if (chain_ >= calls) continue;
+        const bool last_chain = chain_ == calls - 1;
+        // This chain's share of what the segment does in backward (the remainder in the last).
+        auto share = [&](auto whole) { return whole / calls + (last_chain ? whole % calls : 0); };
+        // The loss's backward runs first, outside every module, and frees what the loss saved.
+        const std::int64_t loss_saved = chain_ == 0 ? std::min(sg.loss_saved_bytes, sg.saved_bytes) : 0;
+        mem(lane_[0], -loss_saved, e, MemCat::Activation);
+        // A frozen unit has no pre- or post-backward (its segments' backward compute, the root's
+        // loss and head, still runs).
+        if (static_cast<int>(i) == u.last_seg && !u.frozen) {  // pre_backward(u): unshard, wait (copy-out), then prefetch
+          const bool gathered = needs_gather(e);
+          if (gathered && !st.issued) all_gather(e, chain_issue, Phase::Backward);
+          if (gathered) {
+            const TimeNs t = op(Lane::Compute, OpKind::CopyOut, Phase::Backward, e, st.ag_end, u.copyout_ns + u.bwd_host_ns, u.ag_bytes);
+            mem(t, u.ag_bytes - st.resident, e, MemCat::UnshardedParam);
+            const std::int64_t buf = u.reshard == kReshard ? u.ag_bytes : u.ag_bytes - st.resident;
+            mem(lane_[0], -buf, e, MemCat::AllGatherBuffer);  // backward frees the buffer after copy-out
+            st.resident = u.ag_bytes;
+          }
+          // FSDPParamGroup.pre_backward prefetches after its wait_for_unshard, which in backward
+          // frees this unit's buffer and orders both all-gather streams after its copy-out event:
+          // the next unit's buffer is made once this copy-out is done, never beside it (the 4-rank
+          // MoE trace of docs/accuracy.md; issued first, the model held two gathered blocks at every
+          // turn).
+          prefetch(e, std::max(chain_issue, lane_[0]), Phase::Backward);
         }
-        // FSDPParamGroup.pre_backward prefetches after its wait_for_unshard, which in backward
-        // frees this unit's buffer and orders both all-gather streams after its copy-out event:
-        // the next unit's buffer is made once this copy-out is done, never beside it (the 4-rank
-        // MoE trace of docs/accuracy.md; issued first, the model held two gathered blocks at every
-        // turn).
-        prefetch(e, std::max(issue, lane_[0]), Phase::Backward);
-        // The backwards of its later calls (SimUnit::extra_bwd_gathers): the post-backward of each
-        // reshards it, unless the parameters are held to the last micro-batch.
-        if (!s_.hold_params_until_last_backward || last_micro) regather(e, u.extra_bwd_gathers, Phase::Backward);
-      }
-      // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
-      if (sg.recompute_ns > 0) {
-        const TimeNs r = op(Lane::Compute, OpKind::Recompute, Phase::Backward, e, 0, sg.recompute_ns, 0);
-        mem(r, sg.recompute_bytes, e, MemCat::Activation);
-        // A full rerun of the forward issues its model-parallel collectives again (Megatron);
-        // selective checkpointing reruns part of the unit, whose share is not known here.
-        if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Backward, r, /*rerun=*/true);
-      } else if (sg.recompute_bytes > 0) {
-        // A description checkpointed in its own file ("activation_checkpointing": "full") folds
-        // the rerun into bwd_ns; the rerun still issues the forward's collectives, as above.
-        model_parallel(sg, e, Phase::Backward, lane_[0], /*rerun=*/true);
-      }
-      const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, sg.bwd_ns, 0);
-      model_parallel(sg, e, Phase::Backward, t);
-      if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
-      transient(t, sg.bwd_temp_bytes, e);
-      measured(Phase::Backward, e, sg.bwd_other_ns, sg.bwd_idle_ns);
-      // The unit's unsharded gradients (param dtype, its size) exist once its first backward
-      // compute is done: autograd makes them while it frees the activations, and they go into the
-      // reduce-scatter input at the post-backward. (Allocated at the pre-backward, they stacked on
-      // every activation and temporary of the unit: mlp's checkpointed layer peaks mid-backward
-      // with half of them, docs/accuracy.md.) Written when freed, so that gradients copied into the
-      // reduce-scatter input at the very instant they were made never count.
-      if (static_cast<int>(i) == u.last_seg && !st.grads_held && !u.frozen) {
-        st.grads_held = true;
-        st.grads_at = lane_[0];
-        st.grads_written = false;
-      }
-      mem(lane_[0], -sg.recompute_bytes - (sg.saved_bytes - loss_saved), e, MemCat::Activation);
-      if (static_cast<int>(i) == u.first_seg && !u.frozen) {  // post_backward(u)
-        if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
-          mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
-          st.resident = 0;
+        // Activation checkpointing: the forward reruns first and rebuilds what was not saved.
+        if (sg.recompute_ns > 0) {
+          const TimeNs r = op(Lane::Compute, OpKind::Recompute, Phase::Backward, e, 0, share(sg.recompute_ns), 0);
+          mem(r, sg.recompute_bytes, e, MemCat::Activation);
+          // A full rerun of the forward issues its model-parallel collectives again (Megatron);
+          // selective checkpointing reruns part of the unit, whose share is not known here.
+          if (eu(e).checkpoint == Checkpoint::Full) model_parallel(sg, e, Phase::Backward, r, /*rerun=*/true);
+        } else if (sg.recompute_bytes > 0) {
+          // A description checkpointed in its own file ("activation_checkpointing": "full") folds
+          // the rerun into bwd_ns; the rerun still issues the forward's collectives, as above.
+          model_parallel(sg, e, Phase::Backward, lane_[0], /*rerun=*/true);
         }
-        // The unit's unsharded gradients: of its trainable parameters (a LoRA unit's adapter).
-        const std::int64_t unsharded_grads = u.reduced * s_.param_bytes;
-        if (sync && u.reduced > 0) {  // a unit without parameters (or none trained, or none on its mesh) has nothing to reduce
-          // The compute stream waits for the previous reduce-scatter, then copies the grads in.
-          const std::int64_t rs_in = u.reduced * s_.reduce_bytes;
-          const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
-          if (held_rs > 0) mem(c0, -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
-          mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
-          if (st.grads_written) {
-            mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
-          } else if (lane_[0] > st.grads_at) {
+        const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, share(sg.bwd_ns), 0);
+        model_parallel(sg, e, Phase::Backward, t);
+        if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
+        transient(t, sg.bwd_temp_bytes, e);
+        measured(Phase::Backward, e, share(sg.bwd_other_ns), share(sg.bwd_idle_ns));
+        // The unit's unsharded gradients (param dtype, its size) exist once its first backward
+        // compute is done: autograd makes them while it frees the activations, and they go into the
+        // reduce-scatter input at the post-backward. (Allocated at the pre-backward, they stacked on
+        // every activation and temporary of the unit: mlp's checkpointed layer peaks mid-backward
+        // with half of them, docs/accuracy.md.) Written when freed, so that gradients copied into the
+        // reduce-scatter input at the very instant they were made never count.
+        if (static_cast<int>(i) == u.last_seg && !st.grads_held && !u.frozen) {
+          st.grads_held = true;
+          st.grads_at = lane_[0];
+          st.grads_written = false;
+        }
+        mem(lane_[0], -sg.recompute_bytes - share(sg.saved_bytes - std::min(sg.loss_saved_bytes, sg.saved_bytes)), e, MemCat::Activation);
+        if (static_cast<int>(i) == u.first_seg && !u.frozen) {  // post_backward(u)
+          if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
+            mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
+            st.resident = 0;
+          }
+          // The unit's unsharded gradients: of its trainable parameters (a LoRA unit's adapter).
+          const std::int64_t unsharded_grads = u.reduced * s_.param_bytes;
+          if (sync && u.reduced > 0 && last_chain) {  // a unit without parameters (or none trained, or none on its mesh) has nothing to reduce
+            // The compute stream waits for the previous reduce-scatter, then copies the grads in.
+            const std::int64_t rs_in = u.reduced * s_.reduce_bytes;
+            const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
+            if (held_rs > 0) mem(c0, -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
+            mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
+            if (st.grads_written) {
+              mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
+            } else if (lane_[0] > st.grads_at) {
+              mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
+              mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
+            }
+            st.grads_held = false;
+            const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
+            const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs);
+            last_rs_end = r0 + u.rs_ns - u.later_rs_ns;
+            if (u.later_rs_ns > 0) {  // the groups on a mesh of their own, right after
+              last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, last_rs_end, u.later_rs_ns, later_rs) + u.later_rs_ns;
+              r_.ops.back().apart = true;
+            }
+            // FSDP2 keeps the input until the next unit's post-backward (or the backward's end)
+            // waits for this reduce-scatter: one buffer in flight, freed before the next is made.
+            held_rs = rs_in;
+            held_rs_unit = e;
+            const std::int64_t g = grad_bytes(static_cast<std::size_t>(e));
+            if (!st.sharded_grad) {
+              mem(last_rs_end, g, e, MemCat::ShardedGrad);
+              st.sharded_grad = s_.offload != Offload::Cpu;  // Cpu: the device copy goes once it is down
+            }
+            TimeNs reduced = last_rs_end;
+            if (s_.replicate > 1) {
+              const TimeNs a0 = op(Lane::AllReduce, OpKind::AllReduce, Phase::Backward, e, last_rs_end, u.ar_ns,
+                                   rs_in / u.shard);
+              last_ar_end = std::max(last_ar_end, a0 + u.ar_ns);
+              reduced = a0 + u.ar_ns;
+            }
+            host_after_reduce(e, reduced, last_micro);
+          }
+          if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync) or chain
             mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
-            mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
+            st.grads_written = true;
           }
-          st.grads_held = false;
-          const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
-          const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs);
-          last_rs_end = r0 + u.rs_ns - u.later_rs_ns;
-          if (u.later_rs_ns > 0) {  // the groups on a mesh of their own, right after
-            last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, last_rs_end, u.later_rs_ns, later_rs) + u.later_rs_ns;
-            r_.ops.back().apart = true;
-          }
-          // FSDP2 keeps the input until the next unit's post-backward (or the backward's end)
-          // waits for this reduce-scatter: one buffer in flight, freed before the next is made.
-          held_rs = rs_in;
-          held_rs_unit = e;
-          const std::int64_t g = grad_bytes(static_cast<std::size_t>(e));
-          if (!st.sharded_grad) {
-            mem(last_rs_end, g, e, MemCat::ShardedGrad);
-            st.sharded_grad = s_.offload != Offload::Cpu;  // Cpu: the device copy goes once it is down
-          }
-          TimeNs reduced = last_rs_end;
-          if (s_.replicate > 1) {
-            const TimeNs a0 = op(Lane::AllReduce, OpKind::AllReduce, Phase::Backward, e, last_rs_end, u.ar_ns,
-                                 rs_in / u.shard);
-            last_ar_end = std::max(last_ar_end, a0 + u.ar_ns);
-            reduced = a0 + u.ar_ns;
-          }
-          host_after_reduce(e, reduced, last_micro);
-        }
-        if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync)
-          mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
-          st.grads_written = true;
         }
       }
     }
+    chain_ = 0;
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
     if (held_rs > 0) mem(lane_[0], -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
@@ -593,6 +614,7 @@ class StepRun {
   std::vector<std::pair<TimeNs, TimeNs>> comm_[kNcclLaneCount];
   std::size_t ptr_[kNcclLaneCount] = {};
   int micro_ = 0;
+  int chain_ = 0;  // the backward's chain (backward): 0 unless a unit is called more than once
 };
 
 }  // namespace

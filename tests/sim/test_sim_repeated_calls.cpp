@@ -159,6 +159,45 @@ TEST_CASE("a model called twice before its backward: each block gathered at both
   CHECK(replay(dir.file("two.ssdb"), keep({"blocks.0", "blocks.1"})).all_gathers == 1 + 2 + 2);
 }
 
+TEST_CASE("the backward of a model called twice runs as two chains, reducing in the last", "[sim][replay]") {
+  // Autograd goes through every block for the second call, then for the first; FSDP2 reshards each
+  // block after each and reduces in the second, where the first chain's gradients have waited.
+  // Kept unsharded, a block is gathered in the second chain only, and the peak there is the same.
+  ss::test::TempDir dir;
+  write_profile(dir.file("two.ssdb"), Loop{2, 0, false, true});
+  for (const FsdpPlan& plan : {FsdpPlan{}, keep({"blocks.0", "blocks.1"})}) {
+    ProfileInput in = extract_profile(load_profile(dir.file("two.ssdb")));
+    ClusterModel c;
+    c.world_size = 2;
+    const CompiledStep step = compile_step(in.model, plan, c);
+    const SimResult r = simulate(step);
+    const int b0 = step.exec_of_unit[static_cast<std::size_t>(in.model.find_unit("blocks.0"))];
+    const int b1 = step.exec_of_unit[static_cast<std::size_t>(in.model.find_unit("blocks.1"))];
+    std::vector<const SimOp*> computes;  // the blocks' backward compute, in order
+    const SimOp* rs0 = nullptr;
+    int gathers = 0;
+    for (const auto& op : r.ops) {
+      if (op.phase != Phase::Backward || (op.exec != b0 && op.exec != b1)) continue;
+      if (op.kind == OpKind::Compute) computes.push_back(&op);
+      if (op.kind == OpKind::ReduceScatter && op.exec == b0) rs0 = &op;
+      gathers += op.kind == OpKind::AllGather;
+    }
+    REQUIRE(computes.size() == 4);
+    CHECK(computes[0]->exec == b1);  // chain 1: blocks.1, blocks.0; chain 2: the same again
+    CHECK(computes[1]->exec == b0);
+    CHECK(computes[2]->exec == b1);
+    CHECK(computes[3]->exec == b0);
+    REQUIRE(rs0 != nullptr);
+    CHECK(rs0->start >= computes[3]->end);  // reduced after its second backward only
+    CHECK(gathers == (plan.unsharded.empty() ? 4 : 2));
+    // At the second chain's start both blocks' unsharded gradients of the first are alive.
+    std::int64_t live = 0;
+    for (const auto& m : r.memory)
+      if (m.cat == MemCat::UnshardedGrad && m.time <= computes[2]->start) live += m.delta;
+    CHECK(live == 2 * 1000 * in.model.param_dtype_bytes);
+  }
+}
+
 TEST_CASE("recorded kept unsharded, a block called twice is gathered at every call once a plan reshards it", "[sim][replay]") {
   ss::test::TempDir dir;
   write_profile(dir.file("kept.ssdb"), Loop{2, 0, true, true});
