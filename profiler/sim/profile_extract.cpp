@@ -1049,38 +1049,40 @@ bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path) {
     std::sort(ranges.begin(), ranges.end());
     for (const auto& [a, b] : in.step_windows) {
       const auto it = std::lower_bound(ranges.begin(), ranges.end(), a);
-      if (it == ranges.end() || *it > b) return false;  // a step without a forward or a backward: nothing to say
-      (phase == RangePhase::Forward ? starts : backwards).push_back(*it);
+      if (it != ranges.end() && *it <= b) (phase == RangePhase::Forward ? starts : backwards).push_back(*it);
+      else if (phase == RangePhase::Forward) return false;  // a step without a forward: nothing to say
     }
   }
-  // The gradient memory live at each of those instants.
-  auto least_live = [&](std::vector<TimeNs> at) {
-    std::sort(at.begin(), at.end());
-    sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns");
-    st.bind(1, in.rank);
-    st.bind(2, static_cast<int>(MemoryCategory::Gradient));
-    double live = 0, least = std::numeric_limits<double>::infinity();
-    std::size_t next = 0;
-    while (st.step()) {
-      for (; next < at.size() && at[next] <= st.col_int(0); ++next) least = std::min(least, live);
-      live += double(st.col_int(1));
+  // The gradient memory live at each of those instants (one pass over the events).
+  std::vector<std::pair<TimeNs, bool>> at;  // (instant, a backward's)
+  for (TimeNs t : starts) at.emplace_back(t, false);
+  for (TimeNs t : backwards) at.emplace_back(t, true);
+  std::sort(at.begin(), at.end());
+  sql::Stmt st(db.get(), "SELECT time_ns, bytes FROM memory_events WHERE rank = ?1 AND category = ?2 ORDER BY time_ns");
+  st.bind(1, in.rank);
+  st.bind(2, static_cast<int>(MemoryCategory::Gradient));
+  double live = 0, least = std::numeric_limits<double>::infinity(), most_at_backward = 0;
+  std::size_t next = 0;
+  auto reach = [&](TimeNs t) {
+    for (; next < at.size() && at[next].first <= t; ++next) {
+      if (at[next].second) most_at_backward = std::max(most_at_backward, live);
+      else least = std::min(least, live);
     }
-    for (; next < at.size(); ++next) least = std::min(least, live);
-    return least;
   };
+  while (st.step()) {
+    reach(st.col_int(0));
+    live += double(st.col_int(1));
+  }
+  reach(std::numeric_limits<TimeNs>::max());
   // 90 %: with set_to_none=True a CPU trace still shows some gradient bytes live at a forward (up to
   // half the model's, from frees it files under another category: the MoE runs of docs/accuracy.md).
-  in.model.grads_kept = least_live(starts) >= 0.9 * sharded_grads;
+  in.model.grads_kept = least >= 0.9 * sharded_grads;
   // Kept at the forward but gone by the backward (at most half of them live at any step's first
   // backward range): zero_grad() between the two, right before loss.backward(). Held the whole
   // step, a user loop's backward came out with every sharded gradient twice over its reductions,
   // the replay's peak moved there and the calibrated forward peak of a plan was 4.6 % low.
-  in.model.grads_freed_before_backward = false;
-  if (in.model.grads_kept) {
-    double most = 0;
-    for (TimeNs b : backwards) most = std::max(most, least_live({b}));
-    in.model.grads_freed_before_backward = most <= 0.5 * sharded_grads;
-  }
+  in.model.grads_freed_before_backward =
+      in.model.grads_kept && backwards.size() == in.step_windows.size() && most_at_backward <= 0.5 * sharded_grads;
   return in.model.grads_kept;
 }
 
