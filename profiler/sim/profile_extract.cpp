@@ -733,16 +733,19 @@ ProfileInput extract_profile(const Profile& p) {
     }
   }
   {
-    // Backward all-gathers per unit and pass, from FSDP's ranges like the forward ones (a frozen
-    // unit's namesake is the trained one they name): more than the modelled one on a unit is its
-    // second backward (it was called twice).
+    // Backward all-gathers per unit and pass, from FSDP's ranges like the forward ones, per
+    // parameter group (a unit whose experts sit on a mesh of their own gathers once per group:
+    // counted together, torchtitan's MoE replayed a second backward of every block), a frozen
+    // unit's namesake being the trained one they name: more than the modelled one on a unit is
+    // its second backward (it was called twice).
     std::vector<long> bwd_gathers_per_pass(sm.units.size(), 0);
     if (in.fsdp_gather_ranges) {
-      std::vector<double> n(sm.units.size(), 0);
+      std::vector<std::map<std::string, int>> n(sm.units.size());
       for (std::int32_t ti : rk.range_tracks)
         for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
           if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Backward || r.module < 0) continue;
-          if (p.strings[r.name].rfind("FSDP::all_gather (", 0) != 0) continue;
+          const std::string_view name = p.strings[r.name];
+          if (name.rfind("FSDP::all_gather (", 0) != 0) continue;
           auto it = unit_index.find(r.module);
           if (it == unit_index.end() || !std::any_of(steps.begin(), steps.end(), [&](const StepRow& st) { return r.start >= st.start && r.start < st.end; }))
             continue;
@@ -751,9 +754,14 @@ ProfileInput extract_profile(const Profile& p) {
             const int trained = trained_namesake(sm, static_cast<std::size_t>(u));
             if (trained >= 0) u = trained;
           }
-          n[static_cast<std::size_t>(u)] += 1;
+          const std::size_t close = name.rfind(')');
+          ++n[static_cast<std::size_t>(u)][std::string(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1))];
         }
-      for (std::size_t u = 0; u < n.size(); ++u) bwd_gathers_per_pass[u] = std::lround(n[u] / double(std::max(1, total_micro)));
+      for (std::size_t u = 0; u < n.size(); ++u) {
+        int most = 0;
+        for (const auto& [group, count] : n[u]) most = std::max(most, count);
+        bwd_gathers_per_pass[u] = std::lround(double(most) / double(std::max(1, total_micro)));
+      }
     }
     fwd_gathers_per_pass.resize(sm.units.size(), 0);
     in.repeat_call_units = add_repeated_calls(sm, ranges, in.step_windows, total_micro, in.fsdp_gather_ranges,

@@ -32,6 +32,7 @@ struct Loop {
   int no_grad_calls = 0;  // forwards under no_grad before them (rollouts)
   bool keep_block1 = false;  // blocks.1 recorded with reshard_after_forward=False
   bool fsdp_ranges = true;   // FSDP2's own ranges (a CPU trace); without, the collectives alone (NVTX on a GPU)
+  bool two_groups = false;   // each block gathered as two parameter groups (experts on a mesh of their own)
 };
 
 // Rank 0 of two on a CPU: a root holding 100 parameters of its own and blocks.0, blocks.1 (1000
@@ -59,9 +60,12 @@ void write_profile(const std::string& path, const Loop& loop) {
   };
   auto gather = [&](int i, TimeNs at, RangePhase ph) {
     const RowId m = blocks[static_cast<std::size_t>(i)];
-    if (loop.fsdp_ranges)
-      w.add_range({0, thread, kNoRow, at, at + 15 * us, w.intern("FSDP::all_gather (blocks." + std::to_string(i) + ")"),
-                   RangeKind::Fsdp, ph, m, kNoRow, 1});
+    const std::string fsdp_range = "FSDP::all_gather (blocks." + std::to_string(i) + ")";
+    if (loop.fsdp_ranges && !loop.two_groups)
+      w.add_range({0, thread, kNoRow, at, at + 15 * us, w.intern(fsdp_range), RangeKind::Fsdp, ph, m, kNoRow, 1});
+    for (const char* group : {" [pg=2]", " [pg=1]"})
+      if (loop.fsdp_ranges && loop.two_groups)
+        w.add_range({0, thread, kNoRow, at, at + 15 * us, w.intern(fsdp_range + group), RangeKind::Fsdp, ph, m, kNoRow, 1});
     coll(m, at + 2 * us, CollectiveType::AllGather, 4000);
   };
   const int calls = loop.no_grad_calls + loop.grad_calls;
@@ -234,6 +238,29 @@ TEST_CASE("no_grad rollouts of the trained model: gathered at each call while re
       ++blocks;
     }
   CHECK(blocks == 2);
+}
+
+TEST_CASE("a block gathered as two parameter groups is gathered once, forward and backward", "[sim][replay]") {
+  // torchtitan's MoE blocks with experts on a mesh of their own: "FSDP::all_gather (layers.0)
+  // [pg=2]" and "... [pg=1]" at each gather. Counted together in backward, every block had
+  // replayed a second backward chain (8 all-gathers more a step on the 2-rank MoE run).
+  ss::test::TempDir dir;
+  Loop once{1, 0, false, true};
+  once.two_groups = true;
+  write_profile(dir.file("groups.ssdb"), once);
+  const Replayed r = replay(dir.file("groups.ssdb"));
+  CHECK(r.in.repeat_call_units == 0);
+  for (const auto& u : r.in.model.units) {
+    CHECK(u.extra_bwd_gathers == 0);
+    CHECK(u.extra_fwd_gathers == 0);
+  }
+  CHECK(r.all_gathers == 1 + 2 * 2);
+  Loop twice{2, 0, false, true};
+  twice.two_groups = true;
+  write_profile(dir.file("groups2.ssdb"), twice);
+  const Replayed t = replay(dir.file("groups2.ssdb"));
+  CHECK(unit_field(t.in, "blocks.0", &SimUnit::extra_bwd_gathers) == 1);
+  CHECK(t.all_gathers == 1 + 2 * 4);
 }
 
 TEST_CASE("a model called once has no repeated calls", "[sim][replay]") {
