@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -597,13 +598,37 @@ ProfileInput extract_profile(const Profile& p) {
     }
     opt += split(opt_start, st.end);
   }
-  std::vector<long> fwd_gathers_per_pass(sm.units.size(), 0);
-  // Forward all-gathers per unit and forward pass, from FSDP's own ranges (CPU traces have them; NVTX
-  // does not): more than one on a unit is the trainer gathering it again (SimUnit::extra_fwd_gathers).
-  // Counted per parameter group (FSDP2 names a unit's groups "FSDP::all_gather (layers.0) [pg=4]",
-  // "... [pg=2]"): a unit whose experts are gathered over a mesh of their own gathers once per
-  // group, which is one gather of the unit (counted together, a 4-rank MoE replayed every block's
-  // forward gather twice).
+  // FSDP's own all-gather ranges of a phase in the steps used (CPU traces have them; NVTX does
+  // not), per unit and pass, each given to the unit `owner` says. Counted per parameter group
+  // (FSDP2 names a unit's groups "FSDP::all_gather (layers.0) [pg=4]", "... [pg=2]"): a unit whose
+  // experts are gathered over a mesh of their own gathers once per group, which is one gather of
+  // the unit (counted together, a 4-rank MoE replayed every block's forward gather twice, and
+  // torchtitan's 2-rank MoE a second backward of every block).
+  auto gathers_per_pass = [&](RangePhase phase, const std::function<int(int, TimeNs)>& owner) {
+    std::vector<std::map<std::string, int>> n(sm.units.size());
+    for (std::int32_t ti : rk.range_tracks)
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+        if (r.kind != RangeKind::Fsdp || r.phase != phase || r.module < 0) continue;
+        const std::string_view name = p.strings[r.name];
+        if (name.rfind("FSDP::all_gather (", 0) != 0) continue;
+        if (phase == RangePhase::Forward) in.fsdp_gather_ranges = true;
+        auto it = unit_index.find(r.module);
+        if (it == unit_index.end() || !std::any_of(steps.begin(), steps.end(), [&](const StepRow& st) { return r.start >= st.start && r.start < st.end; }))
+          continue;
+        const std::size_t close = name.rfind(')');
+        ++n[static_cast<std::size_t>(owner(it->second, r.start))][std::string(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1))];
+      }
+    std::vector<long> out(sm.units.size(), 0);
+    for (std::size_t u = 0; u < n.size(); ++u) {
+      int most = 0;
+      for (const auto& [group, count] : n[u]) most = std::max(most, count);
+      out[u] = std::lround(double(most) / double(std::max(1, total_micro)));
+    }
+    return out;
+  };
+  // Forward all-gathers per unit and pass: more than one on a unit is the trainer gathering it
+  // again, or the unit called again (SimUnit::extra_fwd_gathers, repeat_fwd_calls).
+  std::vector<long> fwd_gathers_per_pass;
   {
     // FSDP names a unit by its path in its own root: with two models (a student and its teacher,
     // the second root named "<Class>.") "layers.0" is either. A gather inside the forward range
@@ -617,7 +642,7 @@ ProfileInput extract_profile(const Profile& p) {
         if (t >= iv.first && t < iv.second) return true;
       return false;
     };
-    auto owner = [&](int u, TimeNs t) {
+    fwd_gathers_per_pass = gathers_per_pass(RangePhase::Forward, [&](int u, TimeNs t) {
       if (inside(u, t)) return u;
       const std::string suffix = "." + sm.units[static_cast<std::size_t>(u)].name;
       for (int v = 0; v < static_cast<int>(sm.units.size()); ++v) {
@@ -626,26 +651,7 @@ ProfileInput extract_profile(const Profile& p) {
           return v;
       }
       return u;
-    };
-    std::vector<std::map<std::string, int>> gathers(sm.units.size());
-    for (std::int32_t ti : rk.range_tracks)
-      for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
-        if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Forward || r.module < 0) continue;
-        const std::string_view name = p.strings[r.name];
-        if (name.rfind("FSDP::all_gather (", 0) != 0) continue;
-        in.fsdp_gather_ranges = true;
-        auto it = unit_index.find(r.module);
-        if (it == unit_index.end()) continue;
-        const std::size_t close = name.rfind(')');
-        const std::string group(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1));
-        for (const auto& st : steps)
-          if (r.start >= st.start && r.start < st.end) ++gathers[static_cast<std::size_t>(owner(it->second, r.start))][group];
-      }
-    for (std::size_t u = 0; u < sm.units.size(); ++u) {
-      int most = 0;
-      for (const auto& [group, n] : gathers[u]) most = std::max(most, n);
-      fwd_gathers_per_pass[u] = std::lround(double(most) / double(std::max(1, total_micro)));
-    }
+    });
   }
 
   const double ns_steps = double(std::max<std::size_t>(1, steps.size()));
@@ -733,36 +739,12 @@ ProfileInput extract_profile(const Profile& p) {
     }
   }
   {
-    // Backward all-gathers per unit and pass, from FSDP's ranges like the forward ones, per
-    // parameter group (a unit whose experts sit on a mesh of their own gathers once per group:
-    // counted together, torchtitan's MoE replayed a second backward of every block), a frozen
-    // unit's namesake being the trained one they name: more than the modelled one on a unit is
-    // its second backward (it was called twice).
-    std::vector<long> bwd_gathers_per_pass(sm.units.size(), 0);
-    if (in.fsdp_gather_ranges) {
-      std::vector<std::map<std::string, int>> n(sm.units.size());
-      for (std::int32_t ti : rk.range_tracks)
-        for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
-          if (r.kind != RangeKind::Fsdp || r.phase != RangePhase::Backward || r.module < 0) continue;
-          const std::string_view name = p.strings[r.name];
-          if (name.rfind("FSDP::all_gather (", 0) != 0) continue;
-          auto it = unit_index.find(r.module);
-          if (it == unit_index.end() || !std::any_of(steps.begin(), steps.end(), [&](const StepRow& st) { return r.start >= st.start && r.start < st.end; }))
-            continue;
-          int u = it->second;
-          if (sm.units[static_cast<std::size_t>(u)].frozen) {
-            const int trained = trained_namesake(sm, static_cast<std::size_t>(u));
-            if (trained >= 0) u = trained;
-          }
-          const std::size_t close = name.rfind(')');
-          ++n[static_cast<std::size_t>(u)][std::string(close == std::string_view::npos ? std::string_view{} : name.substr(close + 1))];
-        }
-      for (std::size_t u = 0; u < n.size(); ++u) {
-        int most = 0;
-        for (const auto& [group, count] : n[u]) most = std::max(most, count);
-        bwd_gathers_per_pass[u] = std::lround(double(most) / double(std::max(1, total_micro)));
-      }
-    }
+    // Backward all-gathers per unit and pass, those named for a frozen unit its trained
+    // namesake's: more than the modelled one on a unit is its second backward (it was called twice).
+    const std::vector<long> bwd_gathers_per_pass = gathers_per_pass(RangePhase::Backward, [&](int u, TimeNs) {
+      const int trained = sm.units[static_cast<std::size_t>(u)].frozen ? trained_namesake(sm, static_cast<std::size_t>(u)) : -1;
+      return trained >= 0 ? trained : u;
+    });
     fwd_gathers_per_pass.resize(sm.units.size(), 0);
     in.repeat_call_units = add_repeated_calls(sm, ranges, in.step_windows, total_micro, in.fsdp_gather_ranges,
                                               fwd_gathers_per_pass, bwd_gathers_per_pass);
