@@ -142,6 +142,14 @@ int cmd_plan(const std::vector<std::string>& args) {
   // A parallel layout only means something at its world size: the plan file carries it.
   if (!plan.parallel.is_1d() && plan.world_size == 0) plan.world_size = base.world;
   sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
+  // Whether the replay of the profile issues the job's collectives: a plan of a loop the replay
+  // does not model (a GAN) is not to be trusted, and is said not to be.
+  sim::CollectiveCheck replay_collectives;
+  if (in.from_profile) {
+    sim::ClusterModel c = in.cluster;
+    if (in.profile_world > 0) c.world_size = in.profile_world;
+    replay_collectives = sim::check_replay(in, sim::simulate(sim::compile_step(in.model, in.recorded_plan, c)), in.fitted).collectives;
+  }
 
   if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes));
   if (p.get("format") == "json") {
@@ -166,6 +174,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     sim::write_result_fields(j, chosen, o.result, false);
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
     sim::write_calibration_fields(j, in);
+    sim::write_collective_check(j, replay_collectives);
     j.kv("fsdp2_python", sim::plan_to_python(plan));
     j.kv("torchtitan", sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     if (!p.get("output").empty()) j.kv("output", p.get("output"));
@@ -192,6 +201,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     if (plan.offload != "none") std::cout << "Offload      " << plan.offload << (o.offload != base.offload ? " (chosen: nothing else fits)" : "") << "\n";
     std::cout << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
+    if (!replay_collectives.match) std::cout << "WARNING: " << replay_collectives.warning << "\n";
     sim::print_result_text(std::cout, chosen, o.result, false, is_cpu_device(in.cluster.device));
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
     const std::string file = p.get("output").empty() ? "plan.json" : p.get("output");

@@ -114,14 +114,14 @@ int cmd_simulate(const std::vector<std::string>& args) {
   // unless --plan or --world changed it), judged against the measured step.
   sim::ReplayCheck replay;
   if (comparable) {
-    TimeNs replay_ns = r.step_ns;
     const bool own_world = in.profile_world <= 0 || in.cluster.world_size == in.profile_world;
     if (!req.plan_path.empty() || knobs || !own_world) {
       sim::ClusterModel c = in.cluster;
       if (in.profile_world > 0) c.world_size = in.profile_world;
-      replay_ns = sim::simulate(sim::compile_step(in.model, in.recorded_plan, c)).step_ns;
+      replay = sim::check_replay(in, sim::simulate(sim::compile_step(in.model, in.recorded_plan, c)), in.fitted);
+    } else {
+      replay = sim::check_replay(in, r, in.fitted);
     }
-    replay = sim::check_replay(in, replay_ns, in.fitted);
   }
   const std::string used = cluster_used(in, req, no_fit);
 
@@ -145,6 +145,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
         for (const auto& why : replay.reasons) j.value(why);
         j.end_array();
       }
+      sim::write_collective_check(j, replay.collectives);
     }
     if (in.fitted) write_fit(j, in.fit);
     j.kv("cluster_used", used).kv("cluster_fitted", in.fitted);
@@ -167,6 +168,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       sim::print_measured_text(std::cout, in);
       sim::print_calibration_text(std::cout, in);
       if (replay.far) std::cout << "WARNING      " << replay.warning << "\n";
+      if (!replay.collectives.match) std::cout << "WARNING      " << replay.collectives.warning << "\n";
     }
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
   }

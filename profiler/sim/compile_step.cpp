@@ -44,6 +44,15 @@ void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& 
     e.rs_ns = c.collective_ns(Coll::ReduceScatter, std::max<std::int64_t>(0, e.reduced * s.reduce_bytes - e.later_rs_bytes), e.shard, fsdp_per_node) +
               e.later_rs_ns;
   }
+  e.rs_split_ns.clear();
+  if (e.rs_split.size() > 1 && e.later_rs_ns == 0) {
+    e.rs_ns = 0;
+    for (double share : e.rs_split) {
+      const auto bytes = static_cast<std::int64_t>(std::llround(share * double(e.reduced * s.reduce_bytes)));
+      e.rs_split_ns.push_back(c.collective_ns(Coll::ReduceScatter, bytes, e.shard, fsdp_per_node));
+      e.rs_ns += e.rs_split_ns.back();
+    }
+  }
   // HSDP replicate groups take one rank from each shard group: ranks `tp x shard` apart.
   const int stride = tp * s.shard;
   const int per_node = stride >= s.gpus_per_node ? 1 : std::max(1, s.gpus_per_node / stride);
@@ -212,12 +221,14 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.repeat_fwd_calls = std::max(e.repeat_fwd_calls, m.units[static_cast<std::size_t>(u)].repeat_fwd_calls);
       e.extra_bwd_gathers = std::max(e.extra_bwd_gathers, m.units[static_cast<std::size_t>(u)].extra_bwd_gathers);
       e.frozen = (e.members.size() == 1 || e.frozen) && m.units[static_cast<std::size_t>(u)].frozen;
+      e.frozen_in_trained_model = (e.members.size() == 1 || e.frozen_in_trained_model) && m.units[static_cast<std::size_t>(u)].frozen_in_trained_model;
       e.is_root = e.is_root || m.units[static_cast<std::size_t>(u)].is_root;
       e.later_groups = e.later_groups || !m.units[static_cast<std::size_t>(u)].apart_groups.empty();
       const ApartGathered apart = apart_gathered(s, m.units[static_cast<std::size_t>(u)]);
       e.later_ag_bytes += apart.params;  // parameters until scaled below
       e.later_shard = std::max(e.later_shard, apart.mesh);
     }
+    if (e.members.size() == 1) e.rs_split = m.units[static_cast<std::size_t>(e.members.front())].reduce_split;
     e.ag_bytes = e.gathered * s.param_bytes;
     e.later_rs_bytes = e.later_ag_bytes * s.reduce_bytes;
     e.later_ag_bytes *= s.param_bytes;
@@ -312,7 +323,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   std::vector<char> seen(s.units.size(), 0);
   for (std::size_t i = s.segments.size(); i-- > 0;) {
     const int e = s.segments[i].exec;
-    if (s.units[static_cast<std::size_t>(e)].frozen) continue;  // no backward through it: nothing to prefetch
+    // No backward through a frozen unit: nothing to prefetch, unless it is the trained model's
+    // own (FSDP2 prefetches by the forward's order, which it is in).
+    if (s.units[static_cast<std::size_t>(e)].frozen && !s.units[static_cast<std::size_t>(e)].frozen_in_trained_model) continue;
     if (!seen[static_cast<std::size_t>(e)]) {
       seen[static_cast<std::size_t>(e)] = 1;
       s.bwd_order.push_back(e);

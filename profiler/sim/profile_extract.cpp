@@ -178,6 +178,73 @@ bool reduces_every_pass(const Profile& p, int rank, const std::vector<TimeInterv
   return in_others / n_others >= 0.5 * in_last / n_last;
 }
 
+// SimUnit::reduce_split from each unit's reductions per pass (bytes, in order), keyed by (unit,
+// pass): where every pass that reduces the unit makes the same number k > 1 of them, and they are
+// parts of one reduction (of different sizes: the same bytes again are the unit reduced again, a
+// GAN's discriminator after each of its two backward passes, check_replay's case).
+void set_reduce_splits(std::map<std::pair<int, std::ptrdiff_t>, std::vector<double>>& reductions, SimModel& sm) {
+  std::map<int, std::vector<std::vector<double>>> by_unit;
+  for (auto& [key, list] : reductions) by_unit[key.first].push_back(std::move(list));
+  for (auto& [u, passes] : by_unit) {
+    const std::size_t k = passes.front().size();
+    if (k < 2 || std::any_of(passes.begin(), passes.end(), [&](const auto& l) { return l.size() != k; })) continue;
+    std::vector<double> share(k, 0.0);
+    double total = 0;
+    for (const auto& l : passes)
+      for (std::size_t j = 0; j < k; ++j) share[j] += l[j], total += l[j];
+    if (std::all_of(share.begin(), share.end(), [&](double v) { return v == share.front(); })) continue;
+    for (auto& v : share) v = total > 0 ? v / total : 1.0 / double(k);
+    sm.units[static_cast<std::size_t>(u)].reduce_split = std::move(share);
+  }
+}
+
+// A unit whose gradients FSDP2 reduces in more than one collective a pass (SimUnit::reduce_split):
+// each of FSDP's "FSDP::post_backward_reduce (<unit>)" ranges (CPU traces) that holds a
+// reduce-scatter is one reduction. torchtitan's chunked loss computes the output head's gradients
+// in its own backward, before the norm's: the (norm, lm_head) unit reduces twice a pass, 2,097,152
+// B then 1,024 B, which the replay had made one (16 reduce-scatters a step for the job's 18). Set
+// where every pass of the steps used that reduces the unit makes the same number of reductions.
+void add_split_reductions(const Profile& p, const RankModel& rk, const std::map<int, int>& unit_index, ProfileInput& in) {
+  if (in.pass_windows.empty()) return;
+  std::vector<TimeInterval> scatters;  // the rank's reduce-scatters: start, bytes
+  for (const auto& c : p.collectives)
+    if (c.rank == in.rank && c.type == CollectiveType::ReduceScatter) scatters.emplace_back(c.start, c.bytes);
+  std::sort(scatters.begin(), scatters.end());
+  // Per unit and pass: the bytes of each reduction, in order.
+  std::map<std::pair<int, std::ptrdiff_t>, std::vector<double>> reductions;
+  for (std::int32_t ti : rk.range_tracks)
+    for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+      if (r.kind != RangeKind::Fsdp || r.module < 0 || p.strings[r.name].rfind("FSDP::post_backward_reduce (", 0) != 0) continue;
+      const auto unit = unit_index.find(r.module);
+      const auto pass = interval_holding(in.pass_windows, r.start);
+      if (unit == unit_index.end() || pass < 0) continue;
+      double bytes = 0;
+      bool any = false;
+      for (auto c = std::lower_bound(scatters.begin(), scatters.end(), TimeInterval{r.start, 0}); c != scatters.end() && c->first <= r.end; ++c)
+        bytes += double(c->second), any = true;
+      // The name is FSDP's, relative to its model: a frozen teacher's unit is the trained namesake's.
+      int u = unit->second;
+      if (in.model.units[static_cast<std::size_t>(u)].frozen)
+        if (const int trained = trained_namesake(in.model, static_cast<std::size_t>(u)); trained >= 0) u = trained;
+      if (any) reductions[{u, pass}].push_back(bytes);
+    }
+  set_reduce_splits(reductions, in.model);
+}
+
+// The root unit of the model a unit is in: a second model's ("FSDPNet", which record names by its
+// class) for the units under it ("FSDPNet.layers.0"), else the first model's (""); -1 if none.
+int model_root_of(const SimModel& sm, int unit) {
+  const std::string& name = sm.units[static_cast<std::size_t>(unit)].name;
+  const std::string top = name.substr(0, name.find('.'));
+  int first = -1;
+  for (std::size_t v = 0; v < sm.units.size(); ++v) {
+    const SimUnit& r = sm.units[v];
+    if (!top.empty() && r.name == top && r.class_name == top) return static_cast<int>(v);
+    if (r.is_root) first = static_cast<int>(v);
+  }
+  return first;
+}
+
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
   throw ProfileError(ProfileErrorKind::MalformedTable, p.path + ": cannot simulate this profile: " + why);
 }
@@ -328,7 +395,24 @@ ProfileInput extract_profile(const Profile& p) {
   for (const auto& c : p.collectives)
     if (hsdp_replicate > 1 && c.rank == in.rank && c.type == CollectiveType::ReduceScatter && c.group_size > 0)
       hsdp_reduced.insert(c.bytes / c.group_size);
+  // The optimizer's own collectives are not FSDP's: Muon gathers each matrix whole for its
+  // Newton-Schulz iteration (torch.optim.Muon on DTensor parameters: 60 all-gathers a step in a
+  // 3-block model beside FSDP's 9), replayed as measured with the optimizer step. Told on a CPU
+  // trace, where a collective starts when the training thread issues it (a GPU's may run after
+  // the host entered the optimizer's range: the last reduce-scatters), and only outside FSDP's
+  // own ranges and the modules' (an optimizer range may run on over the next forward: a user
+  // loop's, 49 ms, held that forward's gathers).
+  std::vector<Interval> optimizer_ranges, fsdp_or_module_ranges;
+  if (is_cpu_device(rk.info.gpu_name))
+    for (const auto& tr : rk.range_tracks)
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events) {
+        if (r.phase == RangePhase::Optimizer) optimizer_ranges.emplace_back(r.start, r.end);
+        else if (r.kind == RangeKind::Fsdp || r.kind == RangeKind::Module) fsdp_or_module_ranges.emplace_back(r.start, r.end);
+      }
+  optimizer_ranges = interval_union(std::move(optimizer_ranges));
+  fsdp_or_module_ranges = interval_union(std::move(fsdp_or_module_ranges));
   auto is_fsdp = [&](const CollectiveEvent& c) {
+    if (interval_holding(optimizer_ranges, c.start) >= 0 && interval_holding(fsdp_or_module_ranges, c.start) < 0) return false;
     if (c.type == CollectiveType::AllGather || c.type == CollectiveType::ReduceScatter) return true;
     return c.type == CollectiveType::AllReduce && c.group_size == hsdp_replicate && hsdp_reduced.count(c.bytes) > 0;
   };
@@ -568,9 +652,19 @@ ProfileInput extract_profile(const Profile& p) {
     for (const auto* r : in_step)
       if (r->phase == RangePhase::Backward) last_bwd_hi = std::max(last_bwd_hi, r->end);
     TimeNs opt_start = last_bwd_hi;
+    bool optimizer_between_backwards = false;
     for (const auto& tr : rk.range_tracks)
-      for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events)
-        if (r.phase == RangePhase::Optimizer && r.start >= st.start && r.start < st.end) opt_start = std::max(last_bwd_hi, r.start);
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(tr)].events) {
+        if (r.phase != RangePhase::Optimizer || r.start < st.start || r.start >= st.end) continue;
+        opt_start = std::max(last_bwd_hi, r.start);
+        // An optimizer step (not a zero_grad) after one backward range and before another: two
+        // backward passes with a step between them (check_replay names it).
+        if (r.end <= last_bwd_hi && p.strings[r.name].find("zero_grad") == std::string_view::npos)
+          optimizer_between_backwards |= std::any_of(in_step.begin(), in_step.end(), [&](const UnitRange* b) {
+            return b->phase == RangePhase::Backward && b->end <= r.start;
+          });
+      }
+    in.steps_with_optimizer_between_backwards += optimizer_between_backwards;
     // Per micro-batch: the root's head (from the previous backward's end, or the step's start, to
     // the first unit's forward), its tail (forward to backward: output head, loss) and its
     // backward after the units' (to the root's backward end, or to the optimizer on the last).
@@ -727,6 +821,11 @@ ProfileInput extract_profile(const Profile& p) {
         sm.units[u].frozen = true;
         ++in.frozen_units;
       }
+    for (std::size_t u = 0; u < sm.units.size(); ++u)
+      if (sm.units[u].frozen) {
+        const int r = model_root_of(sm, static_cast<int>(u));
+        sm.units[u].frozen_in_trained_model = r >= 0 && !sm.units[static_cast<std::size_t>(r)].frozen;
+      }
     // FSDP's backward unshard ranges name the trained model's units by their path in their root,
     // which the frozen model's units have as ours ("layers.0" for "FSDPNet.layers.0", "" for
     // "FSDPNet"): their host work is the trained unit's.
@@ -749,6 +848,7 @@ ProfileInput extract_profile(const Profile& p) {
     in.repeat_call_units = add_repeated_calls(sm, ranges, in.step_windows, total_micro, in.fsdp_gather_ranges,
                                               fwd_gathers_per_pass, bwd_gathers_per_pass);
   }
+  add_split_reductions(p, rk, unit_index, in);
   sm.hbm_bytes_per_ns = 0;  // measured compute already contains FSDP's copy-in / copy-out kernels
   for (std::size_t u = 0; u < unshard_host_ns.size() && u < sm.units.size(); ++u) {
     SimUnit& unit = sm.units[u];
@@ -783,6 +883,18 @@ ProfileInput extract_profile(const Profile& p) {
     in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
   in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
+  // FSDP's all-gathers and reduce-scatters of each step used, as the rank issued them: what the
+  // replay at the recorded plan makes when it models the loop (check_replay compares).
+  if (!in.window_only)
+    for (const auto& st : steps) {
+      StepCollectives n;
+      for (const auto& c : p.collectives) {
+        if (c.rank != in.rank || c.end <= c.start || c.start < st.start || c.start >= st.end || !is_fsdp(c)) continue;
+        n.all_gathers += c.type == CollectiveType::AllGather;
+        n.reduce_scatters += c.type == CollectiveType::ReduceScatter;
+      }
+      in.fsdp_collectives_per_step.push_back(n);
+    }
   if (in.micro_batches > 1) {
     in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
     in.reshard_after_backward = gathers_after_first_pass(p, in.rank, first_pass_forward, later_pass_forward);
@@ -879,6 +991,30 @@ void add_trainable_from_profile(ProfileInput& in, const std::string& path) {
   if (in.step_windows.empty()) return;
   sql::Db db = open_profile_readonly(path);
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
+  // On a CPU trace FSDP's reduce range names the unit it reduces, better than the module open
+  // around it: the root's ("FSDP::post_backward_reduce", no name) runs in its post-backward
+  // callback, inside the last module range still open (layers.1.norm's, with the model's bottom
+  // frozen), whose unit it had been counted for; the model's root trained nothing then.
+  struct Reduce { TimeNs start, end; int unit; };
+  std::vector<Reduce> reduces;
+  {
+    sql::Stmt r(db.get(), "SELECT r.start_ns, r.start_ns + r.duration_ns, s.value, r.module_id FROM ranges r JOIN strings s "
+                          "ON s.id = r.name_id WHERE r.rank = ?1 AND r.kind = ?2 AND s.value LIKE 'FSDP::post_backward_reduce%' "
+                          "AND r.module_id IS NOT NULL ORDER BY r.start_ns");
+    r.bind(1, in.rank);
+    r.bind(2, static_cast<int>(RangeKind::Fsdp));
+    while (r.step()) {
+      const auto it = unit_of.find(r.col_int(3));
+      if (it == unit_of.end()) continue;
+      const bool named = r.col_text(2).find('(') != std::string::npos;
+      const int u = named ? it->second : model_root_of(in.model, it->second);
+      if (u >= 0) reduces.push_back({r.col_int(0), r.col_int(1), u});
+    }
+  }
+  auto reducing_unit = [&](TimeNs t) {
+    auto it = std::upper_bound(reduces.begin(), reduces.end(), t, [](TimeNs v, const Reduce& x) { return v < x.start; });
+    return it != reduces.begin() && t <= std::prev(it)->end ? std::prev(it)->unit : -1;
+  };
   std::vector<double> bytes(in.model.units.size(), 0);
   int seen = 0;
   sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns, c.bytes FROM collectives c LEFT JOIN kernels k ON k.id = c.kernel_id "
@@ -888,13 +1024,22 @@ void add_trainable_from_profile(ProfileInput& in, const std::string& path) {
   while (st.step()) {
     if (interval_holding(in.step_windows, st.col_int(1)) < 0) continue;
     ++seen;
-    auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
-    if (it == unit_of.end()) return;
-    bytes[static_cast<std::size_t>(it->second)] += double(st.col_int(2));
+    int u = reducing_unit(st.col_int(1));
+    if (u < 0) {
+      auto it = st.col_null(0) ? unit_of.end() : unit_of.find(st.col_int(0));
+      if (it == unit_of.end()) return;
+      u = it->second;
+    }
+    // FSDP names a unit by its path in its own model, and the trace's module is found by that
+    // name: a frozen teacher's "layers.0" is the student's FSDPNet.layers.0 (LoRA beside a
+    // teacher had reduced every unit whole, its root too: 5 reduce-scatters for the job's 4).
+    if (in.model.units[static_cast<std::size_t>(u)].frozen)
+      if (const int trained = trained_namesake(in.model, static_cast<std::size_t>(u)); trained >= 0) u = trained;
+    bytes[static_cast<std::size_t>(u)] += double(st.col_int(2));
   }
   if (seen == 0) return;
-  // A frozen unit reduces nothing: reduce-scatters filed under one are another model's, whose
-  // units FSDP names as that one (a teacher's "layers.0" and the student's): nothing is known.
+  // A frozen unit reduces nothing: reduce-scatters still filed under one (no trained unit has its
+  // name) are of a unit nothing tells: nothing is known.
   for (std::size_t u = 0; u < bytes.size(); ++u)
     if (bytes[u] > 0 && in.model.units[u].frozen) return;
   const double passes = double(in.step_windows.size()) * (in.sync_every_microbatch ? std::max(1, in.micro_batches) : 1);

@@ -16,6 +16,12 @@
 
 namespace ss::sim {
 
+// One step's FSDP collectives as a rank issued them.
+struct StepCollectives {
+  int all_gathers = 0, reduce_scatters = 0;
+  bool operator==(const StepCollectives&) const = default;
+};
+
 struct ProfileInput {
   SimModel model;
   int rank = 0;           // the representative rank
@@ -52,6 +58,12 @@ struct ProfileInput {
   // HSDP as recorded: the replicate degree (1: plain FSDP over the world). Each reduce-scatter over
   // a shard group of g ranks followed by an all-reduce of its 1/g output over world / g ranks.
   int recorded_hsdp_replicate = 1;
+  // The representative rank's all-gathers and reduce-scatters in each step used (none for a
+  // window): the replay at the recorded plan makes as many when it models the loop.
+  std::vector<StepCollectives> fsdp_collectives_per_step;
+  // Steps used where an optimizer steps between two backward ranges (a GAN: the discriminator
+  // stepped before the generator's backward through it), which the replay does not model.
+  int steps_with_optimizer_between_backwards = 0;
 };
 
 // A profile with no module marked as an FSDP unit (modules.is_fsdp_unit): nothing to simulate.

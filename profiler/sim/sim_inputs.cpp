@@ -384,6 +384,8 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.frozen_units = pi.frozen_units;
     in.repeat_call_units = pi.repeat_call_units;
     in.long_steps_ns = pi.long_steps_ns;
+    in.fsdp_collectives_per_step = pi.fsdp_collectives_per_step;
+    in.steps_with_optimizer_between_backwards = pi.steps_with_optimizer_between_backwards;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

@@ -9,6 +9,7 @@
 #include "profiler/sim/cluster_model.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/model_description.h"
+#include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_model.h"
 #include "storage/types.h"
 
@@ -69,6 +70,10 @@ struct SimInputs {
   int frozen_units = 0;                 // units no backward goes through (SimUnit::frozen)
   int repeat_call_units = 0;            // units called more than once a pass (SimUnit::repeat_fwd_calls)
   TimeNs long_steps_ns = 0;             // their mean duration
+  // FSDP's collectives of each step used and the steps with an optimizer step between two
+  // backward passes (ProfileInput): check_replay compares the replay's with them.
+  std::vector<StepCollectives> fsdp_collectives_per_step;
+  int steps_with_optimizer_between_backwards = 0;
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

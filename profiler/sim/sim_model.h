@@ -38,12 +38,24 @@ struct SimUnit {
   // reshards it, so the second gathers it again whatever the forward policy. As measured; the
   // replay runs 1 + this many backward chains through the unit (step_simulator.cpp).
   int extra_bwd_gathers = 0;
+  // The unit's reduction a pass made in several reduce-scatters, each this share of its bytes, in
+  // order (empty: one). torchtitan's chunked loss reduces the output head's gradients apart from
+  // the norm's, right before them (profile_extract.cpp). Replayed as measured on the unit alone;
+  // a bucket of several units reduces in one.
+  std::vector<double> reduce_split{};
   // A unit no backward goes through, of a model run under no_grad every step beside the trained
   // one (a distillation's teacher, RLHF's reference model), as a recording's ranges show it
   // (profile_extract.cpp): gathered in forward only, never reduced, no gradient or optimizer
   // state; kept unsharded after forward (its root, or a plan's "unsharded"), it stays so from step
   // to step (FSDP2 reshards at the post-backward it never reaches) and gathers no more.
   bool frozen = false;
+  // A frozen unit of the trained model itself (its bottom frozen for fine-tuning: embeddings and
+  // the first blocks, whose backward autograd skips): FSDP2's backward prefetch still gathers the
+  // one below the lowest trained unit, for nothing, and the root's post-backward callback
+  // reshards every unit of the model at the backward's end, kept unsharded or not, so none stays
+  // unsharded from step to step (a user loop with inp and layers.0 frozen: 9 all-gathers a step,
+  // replayed 8).
+  bool frozen_in_trained_model = false;
   // Parameters that get a gradient (-1: all): LoRA trains an adapter beside frozen base weights
   // that the unit still gathers in forward and backward. Its reduce-scatter, gradients and
   // optimizer state are of these only (profile_extract.cpp: from the measured reduce-scatters).

@@ -320,8 +320,61 @@ void print_calibration_text(std::ostream& o, const SimInputs& in) {
   o << line;
 }
 
-ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fitted) {
+namespace {
+
+CollectiveCheck check_collectives(const SimInputs& in, const SimResult& replay) {
+  CollectiveCheck c;
+  c.checked = in.from_profile && (in.origin == OriginKind::Measured || in.origin == OriginKind::Imported) &&
+              !in.window_only && !in.fsdp_collectives_per_step.empty();
+  if (!c.checked) return c;
+  c.replay = {replay.all_gathers, replay.reduce_scatters};
+  c.fewest = c.most = in.fsdp_collectives_per_step.front();
+  for (const auto& n : in.fsdp_collectives_per_step) {
+    c.fewest = {std::min(c.fewest.all_gathers, n.all_gathers), std::min(c.fewest.reduce_scatters, n.reduce_scatters)};
+    c.most = {std::max(c.most.all_gathers, n.all_gathers), std::max(c.most.reduce_scatters, n.reduce_scatters)};
+  }
+  c.match = c.fewest == c.most && c.replay == c.most;
+  if (c.match) return c;
+  char buf[480];
+  if (c.fewest == c.most)
+    std::snprintf(buf, sizeof buf, "the replay issues %d all-gathers and %d reduce-scatters a step, the profile's steps %d and %d",
+                  c.replay.all_gathers, c.replay.reduce_scatters, c.most.all_gathers, c.most.reduce_scatters);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "the profile's steps differ among themselves (%d to %d all-gathers, %d to %d reduce-scatters; the replay "
+                  "%d and %d): the configuration changed during the recording, and the replay stands for one of them",
+                  c.fewest.all_gathers, c.most.all_gathers, c.fewest.reduce_scatters, c.most.reduce_scatters,
+                  c.replay.all_gathers, c.replay.reduce_scatters);
+  c.warning = buf;
+  if (in.steps_with_optimizer_between_backwards > 0)
+    c.warning += ": an optimizer steps between two backward passes of one iteration (a GAN: the discriminator stepped "
+                 "before the generator's backward through it), and the replay runs one backward pass of the units and "
+                 "then the optimizer, so its step time and what-ifs do not stand for this loop";
+  else if (c.fewest == c.most)
+    c.warning += ": the replay does not model this loop as it ran (docs/simulator.md lists what it models); its step time "
+                 "and what-ifs are to be read with that";
+  return c;
+}
+
+}  // namespace
+
+void write_collective_check(JsonWriter& j, const CollectiveCheck& c) {
+  if (!c.checked) return;
+  auto counts = [&](const char* key, const StepCollectives& n) {
+    j.key(key).begin_object().kv("all_gathers", n.all_gathers).kv("reduce_scatters", n.reduce_scatters).end_object();
+  };
+  j.key("replay_collectives").begin_object().kv("match", c.match);
+  counts("replay_per_step", c.replay);
+  counts("measured_fewest_per_step", c.fewest);
+  counts("measured_most_per_step", c.most);
+  if (!c.match) j.kv("warning", c.warning);
+  j.end_object();
+}
+
+ReplayCheck check_replay(const SimInputs& in, const SimResult& replay, bool cluster_fitted) {
   ReplayCheck c;
+  c.collectives = check_collectives(in, replay);
+  const TimeNs replay_ns = replay.step_ns;
   c.replay_ns = replay_ns;
   c.measured_ns = in.reference_step_ns();
   c.comparable = in.from_profile && c.measured_ns > 0 && replay_ns > 0;

@@ -33,6 +33,16 @@ void print_calibration_text(std::ostream& o, const SimInputs& in);
 // it to), much GPU idle or non-FSDP communication in the measured step (replayed as measured, not
 // modelled), few steps averaged, a window that is not a full step.
 inline constexpr double kReplayWarnPct = 10.0;
+// Whether the replay at the recorded plan issues the FSDP collectives each profiled step did. A
+// count that differs says the replay does not model the loop, whatever its step time: a GAN's two
+// backward passes with an optimizer step between them, steps that differ among themselves.
+struct CollectiveCheck {
+  bool checked = false;  // a measured or imported profile with step markers
+  bool match = true;
+  StepCollectives replay;           // the replay's per step
+  StepCollectives fewest, most;     // the profile's steps used (equal when they agree)
+  std::string warning;              // one sentence with the numbers and the likely cause; empty on a match
+};
 struct ReplayCheck {
   bool comparable = false;  // the input is a profile with a measured step
   TimeNs replay_ns = 0, measured_ns = 0;
@@ -40,7 +50,12 @@ struct ReplayCheck {
   bool far = false;         // |error_pct| > kReplayWarnPct
   std::vector<std::string> reasons;  // most telling first; empty unless far
   std::string warning;      // one sentence with the numbers and the reasons; empty unless far
+  CollectiveCheck collectives;
 };
-ReplayCheck check_replay(const SimInputs& in, TimeNs replay_ns, bool cluster_fitted);
+// `replay`: the simulation of the profile's own plan at its own world size.
+ReplayCheck check_replay(const SimInputs& in, const SimResult& replay, bool cluster_fitted);
+// "replay_collectives": the replay's and the profile's counts per step, whether they match, and the
+// warning when not. Nothing when the check did not apply.
+void write_collective_check(JsonWriter& j, const CollectiveCheck& c);
 
 }  // namespace ss::sim

@@ -162,8 +162,9 @@ class StepRun {
       const UnitStateBytes b = unit_state_bytes(s_, s_.units[e]);
       if (s_.offload != Offload::Cpu) mem(0, b.sharded_params, static_cast<int>(e), MemCat::ShardedParam);
       if (s_.offload == Offload::None) mem(0, b.optimizer_states, static_cast<int>(e), MemCat::OptimizerState);
-      // A frozen unit kept unsharded was gathered in an earlier step and never resharded since.
-      if (s_.units[e].frozen && s_.units[e].reshard == kKeepUnsharded) {
+      // A frozen unit kept unsharded was gathered in an earlier step and never resharded since
+      // (another model's: the trained model's own are resharded after every backward).
+      if (s_.units[e].frozen && !s_.units[e].frozen_in_trained_model && s_.units[e].reshard == kKeepUnsharded) {
         mem(0, s_.units[e].ag_bytes, static_cast<int>(e), MemCat::UnshardedParam);
         unit_[e].resident = s_.units[e].ag_bytes;
       }
@@ -464,9 +465,17 @@ class StepRun {
     // only the last reduces: its gradients from the earlier chains wait in autograd till then.
     int chains = 1;
     for (const auto& u : s_.units) chains = std::max(chains, 1 + u.extra_bwd_gathers);
+    // Unsharded gradients carried from earlier passes that did not reduce (no_sync accumulation):
+    // a unit gone through by several chains reduces them at its first post-backward of the
+    // reducing pass, and this pass's at its last (autograd accumulates a parameter used twice once
+    // both chains are done, so the first finds only the carried ones: a two-forward loop with
+    // no_sync, 9 reduce-scatters a step, replayed 5).
+    std::vector<char> carried(unit_.size(), 0);
+    for (std::size_t e = 0; e < unit_.size(); ++e) carried[e] = unit_[e].grads_held;
     for (chain_ = 0; chain_ < chains; ++chain_) {
-      if (chain_ > 0)
-        for (auto& st : unit_) st.issued = st.h2d = false;
+      if (chain_ > 0)  // a frozen unit's prefetch waits for the root's callback: gathered once
+        for (std::size_t e = 0; e < unit_.size(); ++e)
+          if (!s_.units[e].frozen_in_trained_model) unit_[e].issued = unit_[e].h2d = false;
       const TimeNs chain_issue = chain_ == 0 ? issue : lane_[0];
       for (std::size_t i = s_.segments.size(); i-- > 0;) {
         const ExecSegment& sg = s_.segments[i];
@@ -536,7 +545,8 @@ class StepRun {
           }
           // The unit's unsharded gradients: of its trainable parameters (a LoRA unit's adapter).
           const std::int64_t unsharded_grads = u.reduced * s_.param_bytes;
-          if (sync && u.reduced > 0 && last_chain) {  // a unit without parameters (or none trained, or none on its mesh) has nothing to reduce
+          const bool reduces = last_chain || (chain_ == 0 && carried[static_cast<std::size_t>(e)]);
+          if (sync && u.reduced > 0 && reduces) {  // a unit without parameters (or none trained, or none on its mesh) has nothing to reduce
             // The compute stream waits for the previous reduce-scatter, then copies the grads in.
             const std::int64_t rs_in = u.reduced * s_.reduce_bytes;
             const TimeNs c0 = op(Lane::Compute, OpKind::RsCopyIn, Phase::Backward, e, last_rs_end, u.rs_copyin_ns, rs_in);
@@ -550,8 +560,15 @@ class StepRun {
             }
             st.grads_held = false;
             const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
-            const TimeNs r0 = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs);
-            last_rs_end = r0 + u.rs_ns - u.later_rs_ns;
+            if (u.rs_split_ns.empty()) {
+              last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, lane_[0], u.rs_ns - u.later_rs_ns, rs_in - later_rs) +
+                            u.rs_ns - u.later_rs_ns;
+            } else {  // reduced in parts, one after another (SimUnit::reduce_split)
+              last_rs_end = lane_[0];
+              for (std::size_t k = 0; k < u.rs_split_ns.size(); ++k)
+                last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, last_rs_end, u.rs_split_ns[k],
+                                 static_cast<std::int64_t>(std::llround(u.rs_split[k] * double(rs_in)))) + u.rs_split_ns[k];
+            }
             if (u.later_rs_ns > 0) {  // the groups on a mesh of their own, right after
               last_rs_end = op(rs_lane, OpKind::ReduceScatter, Phase::Backward, e, last_rs_end, u.later_rs_ns, later_rs) + u.later_rs_ns;
               r_.ops.back().apart = true;
@@ -585,6 +602,17 @@ class StepRun {
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
     if (held_rs > 0) mem(lane_[0], -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
+    // The root's post-backward callback reshards the trained model's frozen units: the buffer of
+    // a prefetch no pre-backward waited for, the parameters of one kept unsharded after forward.
+    for (std::size_t e = 0; e < unit_.size(); ++e) {
+      const ExecUnit& u = s_.units[e];
+      UnitState& st = unit_[e];
+      if (!u.frozen_in_trained_model) continue;
+      if (st.issued) mem(lane_[0], -(u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard), static_cast<int>(e), MemCat::AllGatherBuffer);
+      if (st.resident > 0) mem(lane_[0], -st.resident, static_cast<int>(e), MemCat::UnshardedParam);
+      st.issued = false;
+      st.resident = 0;
+    }
     free_unused_shards();
   }
 

@@ -72,7 +72,12 @@ struct ExecUnit {
   int extra_fwd_gathers = 0;  // SimUnit::extra_fwd_gathers of the members
   int repeat_fwd_calls = 0;   // SimUnit::repeat_fwd_calls, the most of a member's
   int extra_bwd_gathers = 0;  // SimUnit::extra_bwd_gathers, the most of a member's
+  // SimUnit::reduce_split of a unit alone (its own mesh only): the reduction's shares, issued one
+  // after another, and their times (summing to rs_ns). Empty: one reduce-scatter.
+  std::vector<double> rs_split;
+  std::vector<TimeNs> rs_split_ns;
   bool frozen = false;        // every member is SimUnit::frozen: forward only
+  bool frozen_in_trained_model = false;  // ... and SimUnit::frozen_in_trained_model: prefetched, resharded after backward
   // Of params and gathered, those with gradients (SimUnit::trainable_params): what is reduced and
   // what has gradients and optimizer state.
   std::int64_t trainable = 0, reduced = 0;

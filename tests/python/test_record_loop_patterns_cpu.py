@@ -3,7 +3,7 @@ ways real loops are, each of which record or the replay got wrong: DataLoader wo
 spawn start method and ranks started by torch.multiprocessing.spawn (recorded as more ranks),
 blocks called with their input as a keyword (backward ranges to the end of the pass), a frozen
 teacher under no_grad and LoRA adapters (replayed as wholly trained), two optimizers (two steps an
-iteration), a checkpoint save (averaged into the measured step). What the program fixes is
+iteration), a checkpoint save (averaged into the measured step), a GAN (not modelled, and said so). What the program fixes is
 asserted: ranks and their pids, collectives per step, the replay's collectives, trainable
 parameters and peak."""
 import _torch_or_skip  # noqa: F401
@@ -13,6 +13,7 @@ import os
 import unittest
 
 import fsdp2_run as run
+from user_loop import DIM, IN
 from user_loop_runs import PEAK_TOLERANCE_PCT, STEPS, WORLD, UserLoopRuns
 
 
@@ -115,6 +116,42 @@ class LoopPatterns(UserLoopRuns, unittest.TestCase):
         measured = report["measured_breakdown"]["peak_memory_bytes"]
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
 
+    def test_a_frozen_bottom(self):
+        # A fine-tune freezing the model's bottom: the root's input layer and layers.0. The
+        # backward stops above them; FSDP2's backward prefetch still gathers layers.0 (from
+        # layers.1's pre-backward, for nothing), and the root's post-backward callback reduces the
+        # root's trained head (while layers.1.norm's range is still open) and reshards layers.0.
+        # The replay makes the job's collectives: it had made 8 all-gathers and 3 reduce-scatters
+        # for the job's 9 and 4 (no prefetch, the head's reduction counted for layers.1).
+        profile, job = self.recorded("frozen_bottom", "--freeze", "inp,layers.0")
+        units, trainable = job["units"], job["trainable"]
+        self.assertEqual(trainable["layers.0"], 0)
+        self.assertEqual(trainable[""], units[""] - (IN + 1) * DIM)  # the head alone
+        want = sorted([("all_gather", 4 * n) for u, n in units.items() for _ in range(1 if u == "" else 2)]
+                      + [("reduce_scatter", 4 * trainable[u]) for u in units if trainable[u]])
+        for rank in range(WORLD):
+            self.assertEqual(run.fsdp_collectives_per_step(profile, rank), {n: want for n in range(STEPS)}, "rank %d" % rank)
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]), (9, 4))
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        self.assertEqual({u["name"]: u["trainable_params"] for u in report["units"]}, trainable)
+        measured = report["measured_breakdown"]["peak_memory_bytes"]
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
+
+    def test_lora_beside_a_frozen_teacher(self):
+        # LoRA adapters trained against a frozen teacher's outputs: FSDP names the student's
+        # blocks as the teacher's ("layers.0"), so its reduce-scatters are found under the
+        # teacher's modules; they are the student's namesakes'. Only the adapters are reduced, the
+        # student's root nothing; the replay had reduced every unit whole, the root too (5
+        # reduce-scatters a step for the job's 4, +5.9 %).
+        profile, job = self.recorded("lora_teacher", "--lora", "--teacher")
+        units, trainable = job["units"], job["trainable"]
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual(report["reduce_scatters"], len([u for u in units if trainable[u]]))
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        student = {u["name"]: u["trainable_params"] for u in report["units"] if u["name"] == "FSDPNet" or u["name"].startswith("FSDPNet.")}
+        self.assertEqual(student, {("FSDPNet." + u if u else "FSDPNet"): n for u, n in trainable.items()})
+
     def test_two_optimizers(self, window=()):
         # One step an iteration, each with every unit's collectives; each optimizer step had counted
         # as a step (8 steps for 4 iterations, every second one an optimizer call alone), and
@@ -136,6 +173,39 @@ class LoopPatterns(UserLoopRuns, unittest.TestCase):
             self.assertEqual(report["unobserved"]["steps"], 3)
             self.assertEqual(sorted(n for (n,) in run.query(profile, "SELECT number FROM unobserved_steps WHERE rank = 0")),
                              [1, 4, 5])
+
+    def test_a_gan_is_said_to_be_unmodelled(self):
+        # DCGAN's loop: the discriminator stepped on real samples and the generator's output
+        # detached, then the generator through it. Each step: the generator's forward (its root and
+        # blocks), the discriminator's two forwards (its root kept unsharded between them) and its
+        # backward through both calls, its reduction, its optimizer step; its forward and backward
+        # again for the generator's loss, which reduces it a second time, then the generator's
+        # backward. Two backward passes with an optimizer step between them are no pass structure
+        # the replay has: its collectives differ from the job's (38 all-gathers and 14
+        # reduce-scatters for 35 and 15), and `simulate` says so, naming the cause, instead of a
+        # step time alone.
+        profile, job = self.recorded("gan", "--gan")
+        g, d = job["units"], job["disc_units"]
+        blocks = lambda units: [n for u, n in units.items() if u != ""]
+        want = sorted([("all_gather", 4 * n) for n in g.values()] + [("all_gather", 4 * n) for n in blocks(g)]
+                      + [("all_gather", 4 * n) for n in d.values()] * 2 + [("all_gather", 4 * n) for n in blocks(d)] * 4
+                      + [("reduce_scatter", 4 * n) for n in g.values()] + [("reduce_scatter", 4 * n) for n in d.values()] * 2)
+        self.assertEqual((sum(t == "all_gather" for t, _ in want), sum(t == "reduce_scatter" for t, _ in want)), (35, 15))
+        for rank in range(WORLD):
+            self.assertEqual(run.fsdp_collectives_per_step(profile, rank), {n: want for n in range(STEPS)}, "rank %d" % rank)
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        check = report["replay_collectives"]
+        self.assertFalse(check["match"])
+        self.assertEqual(check["measured_fewest_per_step"], {"all_gathers": 35, "reduce_scatters": 15})
+        self.assertEqual(check["measured_most_per_step"], check["measured_fewest_per_step"])
+        self.assertEqual(check["replay_per_step"], {"all_gathers": report["all_gathers"], "reduce_scatters": report["reduce_scatters"]})
+        self.assertIn("a GAN", check["warning"])
+        self.assertIn("a GAN", run.shardscope("simulate", profile))
+        self.assertIn("a GAN", json.loads(run.shardscope("plan", profile, "--budget", "1GiB", "--format", "json"))
+                      ["replay_collectives"]["warning"])
+        # The loops it does model say nothing: the plain loop's replay issues the job's collectives.
+        plain, _ = self.recorded("gan_plain")
+        self.assertTrue(json.loads(run.shardscope("simulate", plain, "--format", "json"))["replay_collectives"]["match"])
 
     def test_two_optimizers_with_a_capture_window(self):
         self.test_two_optimizers(window=["--steps", "2:4"])

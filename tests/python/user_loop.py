@@ -27,7 +27,14 @@ model is called on two inputs before one backward (a siamese loss; DPO's chosen 
 gathers its blocks at every call and again for the second backward, which the replay had missed or kept
 whatever the plan; --unsharded keeps blocks unsharded after forward, as a plan does. --zero-grad moves the
 zero_grad() call to the iteration's start or right before loss.backward() (the gradients then live through
-the forward, which had been replayed as set_to_none=False). Recording this loop lost
+the forward, which had been replayed as set_to_none=False). With --gan the model is a generator and a
+second Net, sharded the same way, its discriminator, stepped as PyTorch's DCGAN example does: on real
+samples and the generator's output detached, its optimizer step, then the generator through it (two
+backward passes with an optimizer step between them, which the replay does not model: `simulate` says
+so). With --freeze the named units' parameters are frozen, as fine-tunes freeze a model's bottom
+(--freeze inp,layers.0: the root's input layer and the first block; the backward then stops above them,
+yet FSDP2's backward prefetch gathers layers.0, and the root's head is reduced in the root's post-backward
+callback, which the replay had missed). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -71,10 +78,10 @@ class LoRA(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, keyword_calls=False):
+    def __init__(self, keyword_calls=False, inputs=IN):
         super().__init__()
         self.keyword_calls = keyword_calls
-        self.inp = nn.Linear(IN, DIM)
+        self.inp = nn.Linear(inputs, DIM)
         self.layers = nn.ModuleList(Block() for _ in range(BLOCKS))
         self.head = nn.Linear(DIM, OUT)
 
@@ -140,6 +147,8 @@ def parse():
     ap.add_argument("--rollouts", type=int, default=0,
                     help="this many forwards of the trained model under no_grad before each step's training forward "
                          "(RLHF's generation, PPO's old log-probabilities)")
+    ap.add_argument("--freeze", default="", help="comma-separated modules whose parameters are frozen (inp,layers.0)")
+    ap.add_argument("--gan", action="store_true", help="train the model as a GAN's generator against a discriminator")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
     ap.add_argument("--zero-grad", default="after-step", choices=["after-step", "before-forward", "before-backward"],
@@ -175,6 +184,8 @@ def main(rank=None, a=None):
         model.requires_grad_(False)
         for b in model.layers:
             b.fc1, b.fc2 = LoRA(b.fc1), LoRA(b.fc2)
+    for name in filter(None, a.freeze.split(",")):
+        model.get_submodule(name).requires_grad_(False)
     params = list(model.parameters())
     summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
                "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}
@@ -183,7 +194,11 @@ def main(rank=None, a=None):
     summary["trainable"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters() if p.requires_grad)
                                  for i, b in enumerate(model.layers)})
     teacher = Net() if a.teacher else None
-    for m in (teacher, model) if teacher is not None else (model,):
+    disc = Net(inputs=OUT) if a.gan else None  # scores the generator's OUT outputs (OUT logits, averaged)
+    if disc is not None:
+        summary["disc_units"] = {"": sum(p.numel() for m in (disc.inp, disc.head) for p in m.parameters())}
+        summary["disc_units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(disc.layers)})
+    for m in [n for n in (teacher, model, disc) if n is not None]:
         for i, b in enumerate(m.layers):
             fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
@@ -196,6 +211,7 @@ def main(rank=None, a=None):
     else:
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
         optimizers = [opt]
+    opt_d = torch.optim.AdamW(disc.parameters(), lr=1e-4) if disc is not None else None
     sharded = model
     if a.compile:
         model = torch.compile(model, backend="aot_eager")
@@ -222,6 +238,13 @@ def main(rank=None, a=None):
             if a.two_forwards:
                 out = out - model(x.flip(0)).flip(0)
             loss = F.cross_entropy(out, y) / a.micro_batches
+            if disc is not None:  # DCGAN's order: the discriminator's step, then the generator through it
+                opt_d.zero_grad()
+                real = F.one_hot(y, OUT).float()
+                d_loss = F.softplus(-disc(real)).mean() + F.softplus(disc(out.detach())).mean()
+                d_loss.backward()
+                opt_d.step()
+                loss = F.softplus(-disc(out)).mean()
             if a.zero_grad == "before-backward" and micro == 0:
                 for o in optimizers:
                     o.zero_grad()
@@ -251,7 +274,7 @@ def main(rank=None, a=None):
     if a.summary and dist.get_rank() == 0:
         with open(a.summary, "w") as f:
             json.dump(summary, f)
-    model = opt = loss = None
+    model = opt = loss = disc = opt_d = None
     gc.collect()
     dist.destroy_process_group()
 

@@ -306,6 +306,13 @@ sim::SimInputs measured_inputs() {
   in.fit_samples_available = 40;
   return in;
 }
+sim::SimResult replay_of(TimeNs step_ns, int all_gathers = 0, int reduce_scatters = 0) {
+  sim::SimResult r;
+  r.step_ns = step_ns;
+  r.all_gathers = all_gathers;
+  r.reduce_scatters = reduce_scatters;
+  return r;
+}
 bool says(const sim::ReplayCheck& c, const char* text) {
   for (const auto& r : c.reasons)
     if (r.find(text) != std::string::npos) return true;
@@ -315,13 +322,13 @@ bool says(const sim::ReplayCheck& c, const char* text) {
 
 TEST_CASE("check_replay: within 10% no warning; far, the reasons the inputs give", "[sim][warning]") {
   sim::SimInputs in = measured_inputs();
-  auto c = sim::check_replay(in, 109'000'000, true);
+  auto c = sim::check_replay(in, replay_of(109'000'000), true);
   CHECK(c.comparable);
   CHECK(c.error_pct == Approx(9.0));
   CHECK_FALSE(c.far);
   CHECK(c.reasons.empty());
   CHECK(c.warning.empty());
-  c = sim::check_replay(in, 89'000'000, true);
+  c = sim::check_replay(in, replay_of(89'000'000), true);
   CHECK(c.far);
   CHECK(c.error_pct == Approx(-11.0));
   // A fitted cluster on a clean measured profile of 5 steps: no known cause; said so.
@@ -330,48 +337,85 @@ TEST_CASE("check_replay: within 10% no warning; far, the reasons the inputs give
   CHECK(c.warning.find("-11.0%") != std::string::npos);
 
   // Each cause, alone.
-  c = sim::check_replay(in, 130'000'000, false);
+  c = sim::check_replay(in, replay_of(130'000'000), false);
   CHECK(says(c, "not fitted to this profile's 40 measured collectives"));
   CHECK_FALSE(says(c, "none of the usual"));
   in.fit_samples_available = 0;
-  c = sim::check_replay(in, 130'000'000, false);
+  c = sim::check_replay(in, replay_of(130'000'000), false);
   CHECK(says(c, "no all-gather / reduce-scatter to fit"));
   in = measured_inputs();
   in.measured_idle_ns = 25'000'000;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(says(c, "25% of the measured step is GPU idle"));
   in = measured_inputs();
   in.measured_other_comm_ns = 15'000'000;
   in.other_collectives = 7;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(says(c, "15% of the measured step is 7 collective(s) FSDP does not issue"));
   in = measured_inputs();
   in.steps_used = 1;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(says(c, "averages only 1 step "));
   in = measured_inputs();
   in.window_only = true;
   in.steps_used = 1;
   in.profile_span_ns = 400'000'000;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(says(c, "no step markers"));
   CHECK_FALSE(says(c, "averages only"));  // a window has no steps to count
   in = measured_inputs();
   in.origin = OriginKind::Synthetic;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(c.reasons.front().find("synthetic") != std::string::npos);
   in.origin = OriginKind::Simulated;
-  c = sim::check_replay(in, 130'000'000, true);
+  c = sim::check_replay(in, replay_of(130'000'000), true);
   CHECK(says(c, "itself a simulation"));
 
   // Nothing measured to compare with: no check.
   in = measured_inputs();
   in.measured_step_ns = 0;
-  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).comparable);
-  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).far);
+  CHECK_FALSE(sim::check_replay(in, replay_of(130'000'000), false).comparable);
+  CHECK_FALSE(sim::check_replay(in, replay_of(130'000'000), false).far);
   in = measured_inputs();
   in.from_profile = false;
-  CHECK_FALSE(sim::check_replay(in, 130'000'000, false).far);
+  CHECK_FALSE(sim::check_replay(in, replay_of(130'000'000), false).far);
+}
+
+TEST_CASE("check_replay: the replay's FSDP collectives against each profiled step's", "[sim][warning]") {
+  sim::SimInputs in = measured_inputs();
+  in.fsdp_collectives_per_step = {{27, 12}, {27, 12}, {27, 12}};
+  // As the job issued them: no warning, whatever the step time.
+  auto c = sim::check_replay(in, replay_of(80'000'000, 27, 12), true).collectives;
+  CHECK(c.checked);
+  CHECK(c.match);
+  CHECK(c.warning.empty());
+  // Fewer reduce-scatters: the loop is not modelled, said with the numbers, within 10 % or not.
+  c = sim::check_replay(in, replay_of(99'000'000, 27, 5), true).collectives;
+  CHECK_FALSE(c.match);
+  CHECK(c.warning.find("27 all-gathers and 5 reduce-scatters a step, the profile's steps 27 and 12") != std::string::npos);
+  CHECK(c.warning.find("does not model this loop") != std::string::npos);
+  // With an optimizer step between two backward passes: the GAN is named.
+  in.steps_with_optimizer_between_backwards = 3;
+  c = sim::check_replay(in, replay_of(99'000'000, 29, 5), true).collectives;
+  CHECK_FALSE(c.match);
+  CHECK(c.warning.find("a GAN") != std::string::npos);
+  // Steps that differ among themselves (a plan changed mid-run): no replay matches them all.
+  in = measured_inputs();
+  in.fsdp_collectives_per_step = {{9, 5}, {6, 5}, {9, 5}};
+  c = sim::check_replay(in, replay_of(99'000'000, 9, 5), true).collectives;
+  CHECK_FALSE(c.match);
+  CHECK(c.fewest.all_gathers == 6);
+  CHECK(c.most.all_gathers == 9);
+  CHECK(c.warning.find("differ among themselves (6 to 9 all-gathers, 5 to 5 reduce-scatters") != std::string::npos);
+  // Nothing to compare with: a window, a synthetic profile, no counts.
+  in.window_only = true;
+  CHECK_FALSE(sim::check_replay(in, replay_of(99'000'000, 1, 1), true).collectives.checked);
+  in.window_only = false;
+  in.origin = OriginKind::Synthetic;
+  CHECK_FALSE(sim::check_replay(in, replay_of(99'000'000, 1, 1), true).collectives.checked);
+  in = measured_inputs();
+  CHECK_FALSE(sim::check_replay(in, replay_of(99'000'000, 1, 1), true).collectives.checked);
+  CHECK(sim::check_replay(in, replay_of(99'000'000, 1, 1), true).collectives.match);
 }
 
 TEST_CASE("plan --checkpoint / --offload-if-needed write the knobs; simulate replays them; knob options", "[sim][cli][planner][checkpoint]") {

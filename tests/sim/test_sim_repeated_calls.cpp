@@ -202,6 +202,23 @@ TEST_CASE("the backward of a model called twice runs as two chains, reducing in 
   }
 }
 
+TEST_CASE("after passes without reduction, a block called twice reduces at both post-backwards", "[sim][replay]") {
+  // Accumulation with no_sync: the earlier pass leaves its unsharded gradients on the blocks, so
+  // in the reducing pass the first post-backward reduces those and the second this pass's (the
+  // user loop with --two-forwards --micro-batches 2 --no-sync: 9 reduce-scatters a step, replayed
+  // 5 before: each block once, and the root).
+  ss::test::TempDir dir;
+  write_profile(dir.file("two.ssdb"), Loop{2, 0, false, true});
+  FsdpPlan no_sync;
+  no_sync.gradient_accumulation = 2;
+  no_sync.sync_every_microbatch = false;
+  const Replayed r = replay(dir.file("two.ssdb"), no_sync);
+  CHECK(r.reduce_scatters == 2 * 2 + 1);
+  FsdpPlan every;  // reducing every pass: nothing carried, once a block a pass
+  every.gradient_accumulation = 2;
+  CHECK(replay(dir.file("two.ssdb"), every).reduce_scatters == 2 * 3);
+}
+
 TEST_CASE("recorded kept unsharded, a block called twice is gathered at every call once a plan reshards it", "[sim][replay]") {
   ss::test::TempDir dir;
   write_profile(dir.file("kept.ssdb"), Loop{2, 0, true, true});

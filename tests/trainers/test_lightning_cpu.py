@@ -52,6 +52,8 @@ class Lightning(unittest.TestCase):
         self.assertEqual(report["all_gathers"], sum(1 for t, _ in per_step[1] if t == "all_gather"))
         self.assertEqual(report["reduce_scatters"], sum(1 for t, _ in per_step[1] if t == "reduce_scatter"))
         self.assertEqual(report["all_reduces"], 0)
+        # `simulate`'s own check agrees: the steps it averages (the validation's left out) as replayed.
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
         measured = report["measured_breakdown"]
         self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (2, 1))
         # The loss's all-reduce in every training step (Lightning adds its own broadcasts, barriers).

@@ -90,12 +90,21 @@ class Torchtitan(unittest.TestCase):
                                "'memory_category' AND e.value = m.category WHERE e.label IN ('all_gather_buffer', "
                                "'reduce_scatter_buffer') GROUP BY 1, 2, 3 HAVING sum(m.bytes) != 0"), [])
 
-    def check_recording(self, profile, job):
+    def check_recording(self, profile, job, reductions_modelled=True):
         per_step = self.check_collectives(profile, job)
         self.check_buffers_freed_in_their_step(profile)
-        # The replay at the recorded configuration: its all-gathers exactly, its peak within 3 %.
+        # The replay at the recorded configuration: its all-gathers and reduce-scatters exactly (the
+        # check `simulate` makes itself agrees), its peak within 3 %.
         report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
         self.assertEqual(report["all_gathers"], sum(1 for t, _ in per_step[1] if t == "all_gather"))
+        scatters = sum(1 for t, _ in per_step[1] if t == "reduce_scatter")
+        self.assertEqual(report["replay_collectives"]["measured_most_per_step"]["reduce_scatters"], scatters)
+        if reductions_modelled:
+            self.assertEqual(report["reduce_scatters"], scatters)
+            self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        else:  # said so: `simulate` reports the difference
+            self.assertLess(report["reduce_scatters"], scatters)
+            self.assertFalse(report["replay_collectives"]["match"])
         measured = report["measured_breakdown"]["peak_memory_bytes"]
         self.assertGreater(measured, 0)
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT, report)
@@ -138,7 +147,9 @@ class Torchtitan(unittest.TestCase):
         self.assertEqual(len(layer0), 7)  # attention_norm, ffn_norm, wqkv, wo, w1, w2, w3
         self.assertEqual(sum(layer0.values()), LAYER_PARAMS)
         self.assertEqual(sum(units.values()), 6_163_712)
-        self.check_recording(profile, job)
+        # SimpleFSDP reduces the output head once a chunk of torchtitan's chunked loss (outside every
+        # module range), which the replay does not model (docs/simulator.md, Known limits).
+        self.check_recording(profile, job, reductions_modelled=False)
 
     def test_plan_applied_through_the_hook(self):
         a, _ = self.recorded("plain", "llama3_debug_cpu")
@@ -162,15 +173,14 @@ class Torchtitan(unittest.TestCase):
         self.assertGreater(len(ranged(b, "forward")), len(units) + 1)
         policies = dict(query(b, "SELECT fqn, reshard_policy FROM modules WHERE is_fsdp_unit = 1 AND fqn LIKE 'layers.%'"))
         self.assertEqual(policies, {"layers.%d" % i: "false" if i >= 4 else "true" for i in range(6)})
-        # The run makes exactly the all-gathers the prediction made from A (two fewer re-gathers)
-        # and reduce-scatters of the same bytes; torchtitan's chunked loss reduces the output
-        # head's gradients apart from the norm's (two reduce-scatters for that unit, one predicted).
+        # The run makes exactly the all-gathers and reduce-scatters the prediction made from A (two
+        # fewer re-gathers). torchtitan's chunked loss reduces the output head's gradients apart
+        # from the norm's, two reduce-scatters for that unit, as the prediction does (it made one).
         want = fsdp_collectives_per_step(predicted)[0]
         gathers = lambda step: [c for c in step if c[0] == "all_gather"]
-        scattered = lambda step: sum(b for t, b in step if t == "reduce_scatter")
         for step in fsdp_collectives_per_step(b)[1:]:
             self.assertEqual(gathers(step), gathers(want))
-            self.assertEqual(scattered(step), scattered(want))
+            self.assertEqual([c for c in step if c[0] == "reduce_scatter"], [c for c in want if c[0] == "reduce_scatter"])
         a_steady = fsdp_collectives_per_step(a)[1]
         self.assertEqual(len(gathers(a_steady)) - len(gathers(want)), 2)
         self.check_predicted_peak(a, plan, self.check_recording(b, job))
@@ -186,13 +196,13 @@ class Torchtitan(unittest.TestCase):
         report = self.check_recording(profile, job)
         self.assertEqual(report["plan"]["gradient_accumulation"], 2)
         self.assertTrue(report["plan"]["sync_every_microbatch"])
-        # Every pass reduces every unit: the same bytes as the job (its chunked loss reduces the
-        # output head apart from the norm, a reduce-scatter more per pass for that unit).
+        # Every pass reduces every unit as the job does: its chunked loss reduces the output head
+        # apart from the norm, 2,097,152 B then 1,024 B (the replay had made them one).
         replayed = os.path.join(self.dir, "accumulate_replay.ssdb")
         self.assertEqual(tr.run([tr.SHARDSCOPE, "simulate", profile, "-o", replayed])[0], 0)
-        scattered = lambda step: sum(b for t, b in step if t == "reduce_scatter")
+        scattered = lambda step: [tuple(c) for c in step if c[0] == "reduce_scatter"]
         self.assertEqual(scattered(fsdp_collectives_per_step(replayed)[0]), scattered(job["collectives"][1]))
-        self.assertEqual(report["reduce_scatters"], 2 * 8)  # 8 units: tok_embeddings, (norm, lm_head), 6 layers
+        self.assertEqual(report["reduce_scatters"], 2 * 9)  # 8 units: tok_embeddings, (norm, lm_head) twice, 6 layers
 
     def test_moe_with_expert_parallelism(self):
         # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with

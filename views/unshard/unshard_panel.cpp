@@ -257,6 +257,9 @@ void UnshardPanel::build() {
   // and Export right under them; every message that comes and goes (a refused change, the replay
   // warning) and every text that changes length goes below the last control.
   outer->addLayout(numbers);
+  // Right under the prediction it qualifies: at the column's foot it sat below the fold, unseen
+  // unless the user scrolled the settings down.
+  outer->addWidget(warning_);
   outer->addSpacing(6);
 
   auto* edit_buttons = new QHBoxLayout;
@@ -289,7 +292,6 @@ void UnshardPanel::build() {
   outer->addSpacing(6);
   outer->addLayout(details);
   outer->addWidget(error_line_);
-  outer->addWidget(warning_);
 
   tree_ = new QTreeView;
   tree_->setUniformRowHeights(true);
@@ -804,14 +806,23 @@ void UnshardPanel::show_state() {
   // The replay (the profile's own plan at its recorded configuration, on the chosen preset) against
   // the measured step: a number the user should not trust without knowing why it is off.
   const sim::ReplayCheck& replay = p.replay;
-  if (replay.far) {
-    QString text = QStringLiteral("\u26A0 The replay is far from the measurement: the profile as recorded simulates to %1 on \"%2\", measured %3 (%4%5%, more than %6%).")
-                       .arg(ms(replay.replay_ns), QString::fromStdString(session_->presets()[static_cast<std::size_t>(s.preset)].name),
-                            ms(replay.measured_ns), replay.error_pct >= 0 ? QStringLiteral("+") : QString())
-                       .arg(replay.error_pct, 0, 'f', 1)
-                       .arg(sim::kReplayWarnPct, 0, 'f', 0);
-    text += QStringLiteral(" Predictions here inherit that error. Why:");
-    for (const auto& why : replay.reasons) text += QStringLiteral("\n  \u2022 ") + QString::fromStdString(why);
+  if (replay.far || !replay.collectives.match) {
+    QString text;
+    if (replay.far) {
+      text = QStringLiteral("\u26A0 The replay is far from the measurement: the profile as recorded simulates to %1 on \"%2\", measured %3 (%4%5%, more than %6%).")
+                 .arg(ms(replay.replay_ns), QString::fromStdString(session_->presets()[static_cast<std::size_t>(s.preset)].name),
+                      ms(replay.measured_ns), replay.error_pct >= 0 ? QStringLiteral("+") : QString())
+                 .arg(replay.error_pct, 0, 'f', 1)
+                 .arg(sim::kReplayWarnPct, 0, 'f', 0);
+      text += QStringLiteral(" Predictions here inherit that error. Why:");
+      for (const auto& why : replay.reasons) text += QStringLiteral("\n  \u2022 ") + QString::fromStdString(why);
+    }
+    // Collectives the replay does not issue as the job did: the loop is not modelled, whatever the time says.
+    if (!replay.collectives.match) {
+      QString sentence = QString::fromStdString(replay.collectives.warning);
+      if (!sentence.isEmpty()) sentence[0] = sentence[0].toUpper();
+      text += (text.isEmpty() ? QStringLiteral("\u26A0 ") : QStringLiteral("\n\u26A0 ")) + sentence + QStringLiteral(".");
+    }
     if (warning_->text() != text) warning_->setText(text);
     warning_->show();
   } else {

@@ -233,7 +233,7 @@ Prediction UnshardSession::predict(const UnshardState& s) const {
   p.baseline_peak_bytes = p.baseline.peak_bytes;
   p.preset_fitted = presets_[static_cast<std::size_t>(preset)].fitted;
   if (in_.from_profile && in_.measured_step_ns > 0)  // a model description has nothing to replay against
-    p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_).step_ns, p.preset_fitted);
+    p.replay = sim::check_replay(in_, baseline_for(preset, profile_world_, profile_per_node_), p.preset_fitted);
   // Per-exec figures shown on each SimModel unit (a bucket's on each member: they move together).
   auto per_unit = [&](const std::vector<TimeNs>& per_exec) {
     std::vector<TimeNs> out(in_.model.units.size(), 0);
