@@ -41,6 +41,7 @@ struct CollectiveCheck {
   bool match = true;
   StepCollectives replay;           // the replay's per step
   StepCollectives fewest, most;     // the profile's steps used (equal when they agree)
+  StepCollectives mean;             // their mean, rounded: compared on a GPU profile (sim_report.cpp)
   std::string warning;              // one sentence with the numbers and the likely cause; empty on a match
 };
 struct ReplayCheck {

@@ -383,6 +383,7 @@ TEST_CASE("check_replay: within 10% no warning; far, the reasons the inputs give
 
 TEST_CASE("check_replay: the replay's FSDP collectives against each profiled step's", "[sim][warning]") {
   sim::SimInputs in = measured_inputs();
+  in.gpu_name = "CPU";  // a CPU rank runs each collective in its step: every step is compared
   in.fsdp_collectives_per_step = {{27, 12}, {27, 12}, {27, 12}};
   // As the job issued them: no warning, whatever the step time.
   auto c = sim::check_replay(in, replay_of(80'000'000, 27, 12), true).collectives;
@@ -401,12 +402,22 @@ TEST_CASE("check_replay: the replay's FSDP collectives against each profiled ste
   CHECK(c.warning.find("a GAN") != std::string::npos);
   // Steps that differ among themselves (a plan changed mid-run): no replay matches them all.
   in = measured_inputs();
+  in.gpu_name = "CPU";
   in.fsdp_collectives_per_step = {{9, 5}, {6, 5}, {9, 5}};
   c = sim::check_replay(in, replay_of(99'000'000, 9, 5), true).collectives;
   CHECK_FALSE(c.match);
   CHECK(c.fewest.all_gathers == 6);
   CHECK(c.most.all_gathers == 9);
   CHECK(c.warning.find("differ among themselves (6 to 9 all-gathers, 5 to 5 reduce-scatters") != std::string::npos);
+  // On a GPU a collective may run in the step after the host's: the steps' mean is compared.
+  in.gpu_name = "NVIDIA H100 80GB HBM3";
+  in.fsdp_collectives_per_step = {{10, 5}, {9, 5}, {8, 5}};
+  c = sim::check_replay(in, replay_of(99'000'000, 9, 5), true).collectives;
+  CHECK(c.match);
+  CHECK(c.mean == sim::StepCollectives{9, 5});
+  c = sim::check_replay(in, replay_of(99'000'000, 9, 4), true).collectives;
+  CHECK_FALSE(c.match);
+  CHECK(c.warning.find("9 all-gathers and 4 reduce-scatters a step, the profile's steps 9 and 5 on average") != std::string::npos);
   // Nothing to compare with: a window, a synthetic profile, no counts.
   in.window_only = true;
   CHECK_FALSE(sim::check_replay(in, replay_of(99'000'000, 1, 1), true).collectives.checked);
