@@ -885,16 +885,17 @@ ProfileInput extract_profile(const Profile& p) {
   in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
   // FSDP's all-gathers and reduce-scatters of each step used, as the rank issued them: what the
   // replay at the recorded plan makes when it models the loop (check_replay compares).
-  if (!in.window_only)
-    for (const auto& st : steps) {
-      StepCollectives n;
-      for (const auto& c : p.collectives) {
-        if (c.rank != in.rank || c.end <= c.start || c.start < st.start || c.start >= st.end || !is_fsdp(c)) continue;
-        n.all_gathers += c.type == CollectiveType::AllGather;
-        n.reduce_scatters += c.type == CollectiveType::ReduceScatter;
-      }
-      in.fsdp_collectives_per_step.push_back(n);
+  if (!in.window_only) {
+    in.fsdp_collectives_per_step.assign(in.step_windows.size(), StepCollectives{});
+    for (const auto& c : p.collectives) {  // one pass: a profile may hold many steps
+      if (c.rank != in.rank || c.end <= c.start || !is_fsdp(c)) continue;
+      const auto k = interval_holding(in.step_windows, c.start);
+      if (k < 0 || c.start >= in.step_windows[static_cast<std::size_t>(k)].second) continue;
+      StepCollectives& n = in.fsdp_collectives_per_step[static_cast<std::size_t>(k)];
+      n.all_gathers += c.type == CollectiveType::AllGather;
+      n.reduce_scatters += c.type == CollectiveType::ReduceScatter;
     }
+  }
   if (in.micro_batches > 1) {
     in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
     in.reshard_after_backward = gathers_after_first_pass(p, in.rank, first_pass_forward, later_pass_forward);
