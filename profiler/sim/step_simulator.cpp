@@ -285,7 +285,7 @@ class StepRun {
     UnitState& st = unit_[static_cast<std::size_t>(e)];
     const ExecUnit& u = eu(e);
     const TimeNs dur = ph == Phase::Forward ? u.ag_ns : u.ag_bwd_ns;
-    const std::int64_t bytes = ph == Phase::Forward || u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard;
+    const std::int64_t bytes = gather_buffer_bytes(u, ph);
     if (s_.offload == Offload::Cpu) {
       // The shard comes up from the host first; OOGC's multi-layer prefetch also sends the next
       // depth-1 shards of this pass's order, all issued now. The copies are issued by the hook
@@ -320,6 +320,11 @@ class StepRun {
   }
 
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
+  // An all-gather's buffer: the unit's parameters, less in backward the 1/k slice a unit resharded
+  // to 1/k after forward still holds.
+  static std::int64_t gather_buffer_bytes(const ExecUnit& u, Phase ph) {
+    return ph == Phase::Forward || u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard;
+  }
 
   void forward() {
     for (auto& st : unit_) st.issued = st.h2d = false;
@@ -608,7 +613,7 @@ class StepRun {
       const ExecUnit& u = s_.units[e];
       UnitState& st = unit_[e];
       if (!u.frozen_in_trained_model) continue;
-      if (st.issued) mem(lane_[0], -(u.reshard <= kReshard ? u.ag_bytes : u.ag_bytes - u.ag_bytes / u.reshard), static_cast<int>(e), MemCat::AllGatherBuffer);
+      if (st.issued) mem(lane_[0], -gather_buffer_bytes(u, Phase::Backward), static_cast<int>(e), MemCat::AllGatherBuffer);
       if (st.resident > 0) mem(lane_[0], -st.resident, static_cast<int>(e), MemCat::UnshardedParam);
       st.issued = false;
       st.resident = 0;
