@@ -71,7 +71,8 @@ def job_argv(a, extra, steps=None):
             os.path.join(HERE, "fsdp_train_sample.py"), "--device", a.device, "--steps", str(steps or a.steps)] + MODELS[a.arch] + extra
     return argv + (["--pin-cores"] if a.device == "cpu" else []) + (["--fsdp1"] if a.fsdp1 else []) + [
         "--mixed-precision", a.mixed_precision, "--micro-batches", str(a.micro_batches)] + (["--no-sync"] if a.no_sync else []) + (
-        ["--no-reshard-after-backward"] if a.no_reshard_after_backward else [])
+        ["--no-reshard-after-backward"] if a.no_reshard_after_backward else []) + (
+        ["--explicit-prefetch", str(a.explicit_prefetch)] if a.explicit_prefetch else [])
 
 
 def record(a, name, extra):
@@ -177,6 +178,9 @@ def main():
     ap.add_argument("--no-sync", action="store_true", help="with --micro-batches: gradients reduced on the last pass only")
     ap.add_argument("--no-reshard-after-backward", action="store_true",
                     help="with --micro-batches: parameters held unsharded between passes (FSDP2's set_reshard_after_backward)")
+    ap.add_argument("--explicit-prefetch", type=int, default=0, metavar="N",
+                    help="the job prefetches N layers ahead in forward and backward (PyTorch's FSDP2 example): "
+                    "A and every B, the plans applied on top")
     ap.add_argument("--alternate", action="store_true",
                     help="also time each unshard plan's effect in one unrecorded process that alternates A and B "
                     "(blocks A B B A): the drift between processes, which moves single runs here by up to 2x, cancels")
@@ -192,6 +196,8 @@ def main():
         ap.error("--micro-batches: at least 1, and at least 2 with --no-sync or --no-reshard-after-backward")
     if a.no_reshard_after_backward and a.fsdp1:
         ap.error("--no-reshard-after-backward: FSDP2 only (FSDP1 holds under no_sync() with SHARD_GRAD_OP)")
+    if a.explicit_prefetch and a.fsdp1:
+        ap.error("--explicit-prefetch: FSDP2 only (FSDP1's forward_prefetch / backward_prefetch are not lists)")
     if a.alternate and a.fsdp1:
         ap.error("--alternate: FSDP1 has no reshard switch at run time (FSDP2's set_reshard_after_forward)")
     if a.fsdp1 and "checkpoint" in wanted:
@@ -276,6 +282,7 @@ def main():
     mean = lambda xs: sum(xs) / len(xs)
     summary = {"arch": a.arch, "fsdp1": a.fsdp1, "mixed_precision": a.mixed_precision, "device": a.device, "nproc": a.nproc,
                "micro_batches": a.micro_batches, "no_sync": a.no_sync, "no_reshard_after_backward": a.no_reshard_after_backward,
+               "explicit_prefetch": a.explicit_prefetch,
                "steps": a.steps, "window": a.window, "repeats": a.repeat, "budget_bytes": budget, "runs": runs}
     As = [r["A"] for r in runs]
     summary["A"] = {"replay_as_profiled": pooled(As, "replayed_as_profiled_ms", "profiled_step_ms"),

@@ -318,6 +318,9 @@ def main():
     ap.add_argument("--no-reshard-after-backward", action="store_true",
                     help="with --micro-batches: parameters stay unsharded from one micro-batch's backward to the next "
                          "forward (FSDP2's set_reshard_after_backward(False) on all but the last)")
+    ap.add_argument("--explicit-prefetch", type=int, default=0, metavar="N",
+                    help="FSDP2: each layer prefetches the next N in forward and the N before it in backward, and the "
+                    "model is unsharded before each step's forward (PyTorch's FSDP2 example, --explicit-prefetching)")
     ap.add_argument("--small", action="store_true", help="dim 256, 4 layers, seq 128: CPU accuracy runs")
     ap.add_argument("--pin-cores", action="store_true",
                     help="CPU runs: pin each rank (and its gloo threads) to core LOCAL_RANK mod cores; steadier step times")
@@ -396,6 +399,11 @@ def main():
             if not isinstance(layer, fs.FSDPModule):
                 fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
         fs.fully_shard(model, **kwargs)
+        if args.explicit_prefetch:
+            n, layers = args.explicit_prefetch, list(model.layers)
+            for i, layer in enumerate(layers):
+                layer.set_modules_to_forward_prefetch(layers[i + 1:i + 1 + n])
+                layer.set_modules_to_backward_prefetch(layers[max(0, i - n):i][::-1])
     elif distributed and rank == 0 and not args.fsdp1:
         print("FSDP2 unavailable or disabled (torch %s): gradients all-reduced by hand" % torch.__version__)
 
@@ -448,6 +456,8 @@ def main():
                 model.set_requires_gradient_sync(last)
             if args.no_reshard_after_backward and fs is not None:
                 model.set_reshard_after_backward(last)
+            if args.explicit_prefetch and fs is not None and micro == 0:
+                model.unshard()  # the root's all-gather ahead of its forward, as the example does
             if args.arch == "mlp":
                 tokens = torch.randn(args.batch * args.seq, args.dim, generator=gen).to(device)
             else:

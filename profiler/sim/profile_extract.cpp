@@ -97,6 +97,27 @@ int recorded_dtype_bytes(const Profile& p, int rank, CollectiveType type, std::i
   return 0;
 }
 
+// meta rank<R>.<phase>_prefetch.<fqn> = "<unit> <unit> ..." (hooks.py, fsdp2_prefetch_lists): the
+// units a unit prefetches explicitly in that phase, in the order it issues them. A list naming
+// what is not a unit of this model is dropped whole (the replay would prefetch part of it).
+std::map<std::string, std::vector<std::string>> recorded_prefetch(const Profile& p, int rank, const std::string& phase,
+                                                                  const SimModel& sm) {
+  std::map<std::string, std::vector<std::string>> lists;
+  const std::string prefix = "rank" + std::to_string(rank) + "." + phase + "_prefetch.";
+  for (auto it = p.meta.lower_bound(prefix); it != p.meta.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string from = it->first.substr(prefix.size());
+    std::vector<std::string> targets;
+    std::istringstream words(it->second);
+    bool ok = sm.find_unit(from) >= 0;
+    for (std::string w; ok && words >> w;) {
+      ok = sm.find_unit(w) >= 0;
+      targets.push_back(w);
+    }
+    if (ok && !targets.empty()) lists[from] = std::move(targets);
+  }
+  return lists;
+}
+
 // meta rank<R>.param_groups.<fqn> = "<elements>@<mesh size> ..." (hooks.py, fsdp2_group_sizes):
 // an FSDP2 unit whose parameters sit on several meshes, each group's parameters unsharded on this
 // rank and the size of the mesh FSDP shards them over. The largest mesh is the unit's own (the
@@ -368,6 +389,8 @@ ProfileInput extract_profile(const Profile& p) {
     sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
   }
   add_apart_groups(p, in.rank, sm);
+  in.forward_prefetch = recorded_prefetch(p, in.rank, "forward", sm);
+  in.backward_prefetch = recorded_prefetch(p, in.rank, "backward", sm);
   if (sm.units.empty())
     throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
                            p.path + ": cannot simulate this profile: no module is marked as an FSDP unit (modules.is_fsdp_unit)");

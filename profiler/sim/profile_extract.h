@@ -6,6 +6,7 @@
 // (SimSegment::fwd_extra / bwd_extra); the unit ranges of a pass tile it, so nothing is dropped.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct ProfileInput {
   // HSDP as recorded: the replicate degree (1: plain FSDP over the world). Each reduce-scatter over
   // a shard group of g ranks followed by an all-reduce of its 1/g output over world / g ranks.
   int recorded_hsdp_replicate = 1;
+  // The job's own explicit prefetch lists (FSDPModule.set_modules_to_forward_prefetch /
+  // set_modules_to_backward_prefetch; FsdpPlan's forward_prefetch / backward_prefetch), by unit.
+  std::map<std::string, std::vector<std::string>> forward_prefetch, backward_prefetch;
   // The representative rank's all-gathers and reduce-scatters in each step used (none for a
   // window): the replay at the recorded plan makes as many when it models the loop.
   std::vector<StepCollectives> fsdp_collectives_per_step;

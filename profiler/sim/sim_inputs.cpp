@@ -368,16 +368,20 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.other_collectives = pi.other_collectives;
     // The replay's baseline is the run as recorded (as for each unit's reshard policy): HSDP's
     // replicate degree and the micro-batches per step (gradient accumulation, and whether every
-    // one reduce-scatters), each unless the plan sets it.
+    // one reduce-scatters) and the units' explicit prefetch lists, each unless the plan sets it.
     in.recorded_plan.hsdp_replicate = pi.recorded_hsdp_replicate;
     in.recorded_plan.gradient_accumulation = pi.micro_batches;
     in.recorded_plan.sync_every_microbatch = pi.sync_every_microbatch;
     in.recorded_plan.reshard_after_backward = pi.reshard_after_backward;
+    in.recorded_plan.forward_prefetch = pi.forward_prefetch;
+    in.recorded_plan.backward_prefetch = pi.backward_prefetch;
     const auto plan_keeps = [&](const char* key) { return req.plan_path.empty() || !plan_file_sets(req.plan_path, key); };
     if (plan_keeps("hsdp_replicate")) in.plan.hsdp_replicate = in.recorded_plan.hsdp_replicate;
     if (plan_keeps("gradient_accumulation")) in.plan.gradient_accumulation = in.recorded_plan.gradient_accumulation;
     if (plan_keeps("sync_every_microbatch")) in.plan.sync_every_microbatch = in.recorded_plan.sync_every_microbatch;
     if (plan_keeps("reshard_after_backward")) in.plan.reshard_after_backward = in.recorded_plan.reshard_after_backward;
+    if (plan_keeps("forward_prefetch")) in.plan.forward_prefetch = in.recorded_plan.forward_prefetch;
+    if (plan_keeps("backward_prefetch")) in.plan.backward_prefetch = in.recorded_plan.backward_prefetch;
     in.steps_used = pi.steps_used;
     in.forward_only_steps_left_out = pi.forward_only_steps_left_out;
     in.long_steps_left_out = pi.long_steps_left_out;

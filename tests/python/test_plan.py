@@ -94,11 +94,28 @@ class ApplyPlanTest(unittest.TestCase):
         self.assertEqual(theirs["unsharded"], ["layers.0"])
         self.assertEqual(theirs["reshard_after_forward"], {"norm": False})
         self.assertEqual(theirs["activation_checkpointing"], {"*": "attention"})
+        # Prefetch lists: each model's own, a list naming units of both dropped whole.
+        lists = {"forward_prefetch": {"FSDPNet.layers.0": ["FSDPNet.layers.1", "FSDPNet.layers.2"],
+                                      "layers.0": ["layers.1"], "FSDPNet.layers.3": ["layers.0"]}}
+        self.assertEqual(ssplan.plan_for_root(lists, "FSDPNet", student)["forward_prefetch"],
+                         {"layers.0": ["layers.1", "layers.2"]})
+        self.assertEqual(ssplan.plan_for_root(lists, "", student)["forward_prefetch"], {"layers.0": ["layers.1"]})
         applied = ssplan.apply_plan(student, {k: v for k, v in plan.items() if k != "activation_checkpointing"},
                                     fully_shard_fn=rec, root="FSDPNet")
         self.assertEqual([n for n, _ in applied], ["layers.2", "layers.3", "", "norm"])  # innermost first
         self.assertEqual([kw["reshard_after_forward"] for _, kw in rec.calls], [False, False, False, 2])
         self.assertIs(applied[2][1], student)
+
+    def test_prefetch_lists_on_a_model_it_shards_are_left_to_apply_prefetch(self):
+        # Lists name units that exist only once the rest of the model is sharded (by the job, after
+        # apply_plan): said, not dropped silently; the unshard part is applied.
+        rec = Recorder()
+        with self.assertWarnsRegex(UserWarning, "apply_prefetch"):
+            ssplan.apply_plan(fake_model(), {"unsharded": ["norm"], "forward_prefetch": {"layers.0": ["layers.1"]}},
+                              fully_shard_fn=rec)
+        self.assertEqual(len(rec.calls), 1)
+        with self.assertRaisesRegex(ValueError, "backward_prefetch: expected an object"):
+            ssplan.apply_plan(fake_model(), {"unsharded": ["norm"], "backward_prefetch": ["layers.1"]}, fully_shard_fn=rec)
 
     def test_bad_json_is_a_clear_error(self):
         with tempfile.TemporaryDirectory() as d:

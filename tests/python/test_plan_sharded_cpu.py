@@ -1,7 +1,8 @@
 """shardscope.plan.apply_plan on a model a trainer has already sharded (torchtitan after its
 parallelize step): FSDP2 refuses a second fully_shard ("Each distinct composable distributed API
 can only be applied to a module once"), so the plan sets each unit's reshard_after_forward in
-place. Real FSDP2 on one CPU rank (gloo)."""
+place, and its prefetch lists (a profile's recorded ones, or a what-if's). Real FSDP2 on one CPU
+rank (gloo)."""
 import _torch_or_skip  # noqa: F401
 
 import os
@@ -12,7 +13,13 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from shardscope.plan import apply_plan
+from shardscope.plan import apply_plan, apply_prefetch
+
+
+def prefetches(module):
+    """(forward, backward) lists of a unit as FSDP2 holds them: the states of the units it prefetches."""
+    state = module._get_fsdp_state()
+    return state._states_to_forward_prefetch, state._states_to_backward_prefetch
 
 
 def reshards(module):
@@ -61,6 +68,27 @@ class ApplyPlanToShardedModel(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "takes only true / false"):
             apply_plan(model, {"reshard_after_forward": {"0": 2}})
         self.assertTrue(reshards(model[0]))
+
+    def test_sets_the_plans_prefetch_lists(self):
+        model = self.sharded_model()
+        state = lambda m: m._get_fsdp_state()  # noqa: E731
+        apply_plan(model, {"unsharded": ["1"], "forward_prefetch": {"0": ["1", "2"]}, "backward_prefetch": {"2": ["1", "0"]}})
+        self.assertEqual(prefetches(model[0]), ([state(model[1]), state(model[2])], []))
+        self.assertEqual(prefetches(model[2]), ([], [state(model[1]), state(model[0])]))
+        self.assertFalse(reshards(model[1]))
+        model(torch.randn(2, 8)).sum().backward()
+        # A plan's empty list clears the unit's own.
+        self.assertEqual(apply_prefetch(model, {"forward_prefetch": {"0": []}}), 1)
+        self.assertEqual(prefetches(model[0]), ([], []))
+
+    def test_a_prefetch_list_naming_no_unit_applies_nothing(self):
+        model = self.sharded_model()
+        with self.assertRaisesRegex(ValueError, "forward_prefetch names '1.0', not an FSDP unit"):
+            apply_plan(model, {"unsharded": ["0"], "forward_prefetch": {"0": ["1.0"]}})
+        with self.assertRaisesRegex(ValueError, "expected an object"):
+            apply_plan(model, {"backward_prefetch": {"2": "1"}})
+        self.assertTrue(reshards(model[0]))
+        self.assertEqual(prefetches(model[0]), ([], []))
 
 
 if __name__ == "__main__":

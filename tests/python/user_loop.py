@@ -34,7 +34,10 @@ backward passes with an optimizer step between them, which the replay does not m
 so). With --freeze the named units' parameters are frozen, as fine-tunes freeze a model's bottom
 (--freeze inp,layers.0: the root's input layer and the first block; the backward then stops above them,
 yet FSDP2's backward prefetch gathers layers.0, and the root's head is reduced in the root's post-backward
-callback, which the replay had missed). Recording this loop lost
+callback, which the replay had missed). With --explicit-prefetch N each block prefetches the next N
+in forward and the N before it in backward and the model is unsharded before each forward, as
+PyTorch's FSDP2 example does (replayed in FSDP2's own order, the extra blocks' bytes had been taken
+for memory the model does not know). Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -159,6 +162,9 @@ def parse():
     ap.add_argument("--checkpoint-after", type=int, default=-1,
                     help="save model and optimizer with torch.distributed.checkpoint after this step (into --checkpoint-dir)")
     ap.add_argument("--checkpoint-dir", default="")
+    ap.add_argument("--explicit-prefetch", type=int, default=0,
+                    help="each block prefetches the next N in forward and the previous N in backward, and the "
+                         "root is unsharded before each forward (PyTorch's FSDP2 example)")
     ap.add_argument("--spawn-ranks", type=int, default=0,
                     help="start this many ranks with torch.multiprocessing.spawn (run without torchrun)")
     return ap.parse_args()
@@ -202,6 +208,11 @@ def main(rank=None, a=None):
         for i, b in enumerate(m.layers):
             fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
+    if a.explicit_prefetch:
+        n, blocks = a.explicit_prefetch, list(model.layers)
+        for i, b in enumerate(blocks):
+            b.set_modules_to_forward_prefetch(blocks[i + 1:i + 1 + n])
+            b.set_modules_to_backward_prefetch(blocks[max(0, i - n):i][::-1])
     if teacher is not None:
         teacher.requires_grad_(False)
     if a.two_optimizers:
@@ -228,6 +239,8 @@ def main(rank=None, a=None):
             if a.zero_grad == "before-forward" and micro == 0:
                 for o in optimizers:
                     o.zero_grad()
+            if a.explicit_prefetch:
+                sharded.unshard()
             if teacher is not None:
                 with torch.no_grad():
                     y = teacher(x).softmax(-1)

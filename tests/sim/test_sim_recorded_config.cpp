@@ -49,9 +49,12 @@ enum class Events {
 
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
 // of two modules, norm (10 parameters, the unit) and head (90, pointing to norm). Module ranges in
-// forward and backward for every unit; blocks.2 recorded with `policy2`.
-void write_profile(const std::string& path, const std::string& policy2, int extra_norm_gathers, Events events) {
+// forward and backward for every unit; blocks.2 recorded with `policy2`. `meta`: the profile's
+// meta rows besides (the hooks' per-unit entries).
+void write_profile(const std::string& path, const std::string& policy2, int extra_norm_gathers, Events events,
+                   const std::map<std::string, std::string>& meta = {}) {
   ProfileWriter w(path, Origin{});
+  for (const auto& [k, v] : meta) w.set_meta(k, v);
   const RowId thread = add_cpu_rank(w);
   const RowId root = w.add_module({kNoRow, "", "Model", 3100, 12400, true, kNoRow, "false"});
   std::vector<RowId> mods;
@@ -129,6 +132,57 @@ TEST_CASE("the recorded reshard_after_forward is the replay's baseline; a plan s
   ClusterModel c;
   c.world_size = 2;
   CHECK(simulate(compile_step(in.model, resharded, c)).all_gathers == 8);
+}
+
+TEST_CASE("the job's explicit prefetch lists are the replay's baseline; a plan still sets its own", "[sim][replay]") {
+  ss::test::TempDir dir;
+  // PyTorch's FSDP2 example's lists, two ahead (hooks.py, fsdp2_prefetch_lists): each block
+  // prefetches the next two in forward and the two before it in backward. blocks.2's forward list
+  // names a module that is not a unit of the model: dropped whole, as is a list of an unknown unit.
+  write_profile(dir.file("lists.ssdb"), "true", 0, Events::None,
+                {{"rank0.forward_prefetch.blocks.0", "blocks.1 blocks.2"},
+                 {"rank0.forward_prefetch.blocks.1", "blocks.2 norm"},
+                 {"rank0.forward_prefetch.blocks.2", "norm head"},
+                 {"rank0.forward_prefetch.blocks.9", "norm"},
+                 {"rank0.backward_prefetch.norm", "blocks.2 blocks.1"},
+                 {"rank0.backward_prefetch.blocks.2", "blocks.1 blocks.0"},
+                 {"rank1.backward_prefetch.blocks.1", "blocks.0"}});  // another rank's
+  using Lists = std::map<std::string, std::vector<std::string>>;
+  const Lists fwd{{"blocks.0", {"blocks.1", "blocks.2"}}, {"blocks.1", {"blocks.2", "norm"}}};
+  const Lists bwd{{"norm", {"blocks.2", "blocks.1"}}, {"blocks.2", {"blocks.1", "blocks.0"}}};
+  const ProfileInput pi = extract_profile(load_profile(dir.file("lists.ssdb")));
+  CHECK(pi.forward_prefetch == fwd);
+  CHECK(pi.backward_prefetch == bwd);
+  SimInputRequest req;
+  req.profile_path = dir.file("lists.ssdb");
+  const SimInputs in = load_sim_inputs(req);
+  CHECK(in.recorded_plan.forward_prefetch == fwd);
+  CHECK(in.plan.forward_prefetch == fwd);
+  CHECK(in.plan.backward_prefetch == bwd);
+  // The replay issues them so: blocks.0's pre-forward prefetches blocks.1 and blocks.2.
+  const CompiledStep step = compile_step(in.model, in.plan, in.cluster);
+  const auto exec_of = [&](const std::string& unit) {
+    return step.units[static_cast<std::size_t>(step.exec_of_unit[static_cast<std::size_t>(in.model.find_unit(unit))])];
+  };
+  std::vector<std::string> targets;
+  for (int e : exec_of("blocks.0").fwd_prefetch) targets.push_back(step.units[static_cast<std::size_t>(e)].name);
+  CHECK(targets == std::vector<std::string>{"blocks.1", "blocks.2"});
+  CHECK(exec_of("blocks.2").has_bwd_list);
+  CHECK(!exec_of("blocks.0").has_bwd_list);  // FSDP2's own: the next unit in backward order
+  // A plan that sets a phase's lists replaces the job's for that phase; the other stays the job's.
+  {
+    std::ofstream(dir.file("plan.json")) << R"({"forward_prefetch": {}})";
+  }
+  req.plan_path = dir.file("plan.json");
+  const SimInputs planned = load_sim_inputs(req);
+  CHECK(planned.plan.forward_prefetch.empty());
+  CHECK(planned.plan.backward_prefetch == bwd);
+  CHECK(planned.recorded_plan.forward_prefetch == fwd);
+  // Without the hooks' entries (an import, an older recording): FSDP2's own order.
+  write_profile(dir.file("none.ssdb"), "true", 0, Events::None);
+  const ProfileInput none = extract_profile(load_profile(dir.file("none.ssdb")));
+  CHECK(none.forward_prefetch.empty());
+  CHECK(none.backward_prefetch.empty());
 }
 
 TEST_CASE("a unit of two modules is one unit with both modules' parameters", "[sim][replay]") {

@@ -34,6 +34,13 @@ def plan_for_root(plan, root, model):
     for key in ("reshard_after_forward", "activation_checkpointing"):
         if isinstance(plan.get(key), dict):
             out[key] = {r: v for r, v in ((_relative(n, root, children), v) for n, v in plan[key].items()) if r is not None}
+    for key in ("forward_prefetch", "backward_prefetch"):  # a list stays whole or goes: one model's units only
+        if isinstance(plan.get(key), dict):
+            out[key] = {}
+            for n, targets in plan[key].items():
+                names = [_relative(t, root, children) if isinstance(t, str) else None for t in [n] + list(targets)]
+                if None not in names:
+                    out[key][names[0]] = names[1:]
     return out
 
 

@@ -203,6 +203,13 @@ def fsdp2_group_sizes(module):
         return []
 
 
+def _unit_name(state, names):
+    """The name an FSDP2 state's unit has in the profile: its module's, or for a grouped unit its
+    earliest-named member's (fsdp_group_owner); None for a state of modules never named."""
+    named = [(names.order(m), names.get(m)) for m in getattr(state, "_modules", ()) if names.get(m) is not None]
+    return min(named)[1] if named else None
+
+
 def fsdp_group_owner(module, names):
     """For a module sharded together with others (`fully_shard([model.norm, model.output])`: one
     FSDP unit, one all-gather): the fully-qualified name of the group's first member, which stands
@@ -213,16 +220,30 @@ def fsdp_group_owner(module, names):
     if cls is None or not isinstance(module, cls):
         return ""
     try:
-        members = list(module._get_fsdp_state()._modules)
+        state = module._get_fsdp_state()
     except Exception:
         return ""
-    if len(members) < 2:
+    if len(getattr(state, "_modules", ())) < 2:
         return ""
-    named = [(names.order(m), names.get(m)) for m in members if names.get(m) is not None]
-    if not named:
-        return ""
-    owner = min(named)[1]
-    return "" if owner == names.get(module) else owner
+    owner = _unit_name(state, names)
+    return "" if owner is None or owner == names.get(module) else owner
+
+
+def fsdp2_prefetch_lists(module, names):
+    """The units an FSDP2 unit prefetches explicitly (FSDPModule.set_modules_to_forward_prefetch /
+    set_modules_to_backward_prefetch, as PyTorch's FSDP2 example does two layers ahead), as
+    ([forward names], [backward names]), in the order FSDP2 issues them; empty lists when it has
+    none (FSDP2's own prefetch: none in forward, the next unit in backward) or is not a unit."""
+    module = _compiled_inner(module)
+    cls = _fsdp_module_class()
+    if cls is None or not isinstance(module, cls):
+        return [], []
+    try:
+        state = module._get_fsdp_state()
+        lists = (state._states_to_forward_prefetch, state._states_to_backward_prefetch)
+    except Exception:
+        return [], []
+    return tuple([n for n in (_unit_name(s, names) for s in lst) if n is not None] for lst in lists)
 
 
 def _fsdp1_parameter_ids(flat):
@@ -481,6 +502,11 @@ class Tracker:
             groups = fsdp2_group_sizes(_compiled_inner(m))
             if len(groups) > 1:
                 self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
+            # The job's own prefetch lists: the replay at the recorded plan issues its all-gathers
+            # as they did (a unit two ahead holds its parameters that much earlier).
+            for phase, targets in zip(("forward", "backward"), fsdp2_prefetch_lists(m, self)):
+                if targets:
+                    self.sidecar.meta(phase + "_prefetch." + fqn, " ".join(targets))
 
     def get(self, module):
         return self._names.get(module)

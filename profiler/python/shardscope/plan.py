@@ -207,6 +207,51 @@ def _named(model, name):
         raise ValueError("plan names module %r, which the model does not have%s" % (name, other_model_hint(model, name)))
 
 
+def planned_prefetch(plan):
+    """{"forward": {unit: [units]}, "backward": {...}} from the plan's forward_prefetch /
+    backward_prefetch (a profile's recorded lists, or a what-if's); ValueError when malformed."""
+    out = {}
+    for phase in ("forward", "backward"):
+        lists = plan.get(phase + "_prefetch", {})
+        if not isinstance(lists, dict) or not all(isinstance(v, list) and all(isinstance(t, str) for t in v)
+                                                  for v in lists.values()):
+            raise ValueError("%s_prefetch: expected an object {unit: [units it prefetches]}" % phase)
+        out[phase] = lists
+    return out
+
+
+def _prefetch_lists(model, plan):
+    """[(phase, unit, [units])] of the plan's prefetch lists on a sharded model; ValueError naming
+    what is not an FSDP unit of it."""
+    cls = _fsdp_module_class()
+    out = []
+    for phase, by_unit in planned_prefetch(plan).items():
+        for name, targets in sorted(by_unit.items()):
+            modules = [_named(model, n) for n in [name] + targets]
+            bad = [n for n, m in zip([name] + targets, modules) if cls is None or not isinstance(m, cls)]
+            if bad:
+                raise ValueError("%s_prefetch names %s, not an FSDP unit of the model: set the lists once the model "
+                                 "is sharded" % (phase, ", ".join(repr(n) for n in bad)))
+            out.append((phase, modules[0], modules[1:]))
+    return out
+
+
+def _set_prefetch(lists):
+    for phase, unit, targets in lists:
+        getattr(unit, "set_modules_to_%s_prefetch" % phase)(targets)
+
+
+def apply_prefetch(model, plan_path_or_dict, root=None):
+    """Sets the plan's explicit prefetch lists on a sharded model (FSDP2's
+    ``set_modules_to_forward_prefetch`` / ``set_modules_to_backward_prefetch``; a list replaces the
+    unit's own). Every name must be an FSDP unit of it, else ValueError before anything is set.
+    Returns the number of lists set. apply_plan calls it on a model already sharded; on a model it
+    shards, call it once every unit is. ``root``: as apply_plan's."""
+    lists = _prefetch_lists(model, plan_for_root(load_plan(plan_path_or_dict), root, model))
+    _set_prefetch(lists)
+    return len(lists)
+
+
 def _apply_to_sharded(model, plan, policies):
     """The plan on a model that is already sharded (torchtitan after its parallelize step, Lightning
     after its strategy's setup): FSDP2 refuses a second fully_shard on a module ("Each distinct
@@ -226,11 +271,13 @@ def _apply_to_sharded(model, plan, policies):
                              "(FSDPModule.set_reshard_after_forward); shard that module with fully_shard("
                              "reshard_after_forward=%r) instead" % (name, policy, policy))
         targets.append((name, module, policy))
+    prefetch = _prefetch_lists(model, plan)  # every name checked before anything is applied
     if plan.get("offload", "none") != "none":
         warnings.warn("the plan's offload (%r) is not applied to an already sharded model: pass the offload policy "
                       "to the trainer's own fully_shard calls" % plan.get("offload"), stacklevel=3)
     if planned_checkpointing(plan):
         apply_checkpointing(model, plan)
+    _set_prefetch(prefetch)
     for _, module, policy in targets:
         module.set_reshard_after_forward(policy, recurse=False)
     return [(name, module) for name, module, _ in targets]
@@ -305,6 +352,10 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, root=None, **fully
     for k, v in plan_fully_shard_kwargs(plan).items():
         fully_shard_kwargs.setdefault(k, v)
     modules = [_named(model, name) for name, _ in policies]
+    if any(planned_prefetch(plan).values()):
+        warnings.warn("the plan's forward_prefetch / backward_prefetch lists need their units sharded: call "
+                      "shardscope.plan.apply_prefetch(model, plan) once the model is (a plan from a profile of a job "
+                      "that sets them itself carries the job's lists: nothing to do)", stacklevel=2)
     shard = fully_shard_fn or _default_fully_shard()
     applied = []
     for (name, policy), module in zip(policies, modules):
