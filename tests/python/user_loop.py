@@ -94,6 +94,17 @@ class Net(nn.Module):
             x = b(x=x) if self.keyword_calls else b(x)
         return self.head(x)
 
+    def generate(self, x, tokens):
+        """A decode loop that calls the model's parts itself, as generation methods do (not
+        self(x)): FSDP2 gathers the root's own parameters for it only when it is registered
+        (register_fsdp_forward_method)."""
+        for _ in range(tokens):
+            h = self.inp(x)
+            for b in self.layers:
+                h = b(h)
+            x = x + 0.01 * self.head(h).mean()
+        return x
+
 
 class Batches(torch.utils.data.Dataset):
     """Random samples, each with the pid of the process that made it (a loader worker's)."""
@@ -150,6 +161,9 @@ def parse():
     ap.add_argument("--rollouts", type=int, default=0,
                     help="this many forwards of the trained model under no_grad before each step's training forward "
                          "(RLHF's generation, PPO's old log-probabilities)")
+    ap.add_argument("--generate", type=int, default=0,
+                    help="before each training forward, N decode steps under no_grad through model.generate, a method "
+                         "registered with register_fsdp_forward_method (RLHF's generation)")
     ap.add_argument("--freeze", default="", help="comma-separated modules whose parameters are frozen (inp,layers.0)")
     ap.add_argument("--gan", action="store_true", help="train the model as a GAN's generator against a discriminator")
     ap.add_argument("--two-optimizers", action="store_true",
@@ -208,6 +222,10 @@ def main(rank=None, a=None):
         for i, b in enumerate(m.layers):
             fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
+    if a.generate:
+        from torch.distributed.fsdp import register_fsdp_forward_method
+
+        register_fsdp_forward_method(model, "generate")
     if a.explicit_prefetch:
         n, blocks = a.explicit_prefetch, list(model.layers)
         for i, b in enumerate(blocks):
@@ -247,6 +265,8 @@ def main(rank=None, a=None):
             with torch.no_grad():
                 for _ in range(a.rollouts):
                     x = x + 0.01 * model(x).mean()
+                if a.generate:
+                    x = sharded.generate(x, a.generate)
             out = model(x)
             if a.two_forwards:
                 out = out - model(x.flip(0)).flip(0)

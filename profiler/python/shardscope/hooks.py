@@ -1102,6 +1102,9 @@ def install(backend, sidecar=None, modules=True, backward_ranges="modules"):
         tracker.module_hooks = GlobalModuleHooks(tracker)
         tracker.module_hooks.switch(True)
         removers.append(lambda: tracker.module_hooks.switch(False))
+        from ._fsdp_methods import hook_fsdp_forward_methods
+
+        removers += hook_fsdp_forward_methods(tracker)
         _quiet_compile_wrapper_warning()
     removers += _hook_optimizers(tracker)
     _global = _Handle(tracker, removers)
