@@ -72,6 +72,22 @@ class UserLoop(UserLoopRuns, unittest.TestCase):
         self.assertLessEqual(abs(predicted["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT,
                              (predicted["peak_memory_bytes"], measured))
 
+    def test_a_frozen_encoder_run_before_the_model(self):
+        # A diffusion loop's VAE and text encoder: frozen, not sharded, run under no_grad on each
+        # batch before the trained model. It is not the model: named by its class, it leaves ""
+        # to the sharded model. Before, called first, it was named as the model and the trained
+        # one by its class ("FSDPNet.layers.0"): its plans named units apply_plan refused without
+        # root="FSDPNet", though the job trains one FSDP model.
+        profile, job = self.check("encoder", 1, 1, "--encoder")
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertEqual({u["name"]: u["params"] for u in report["units"]}, job["units"])
+        self.assertEqual(run.query(profile, "SELECT fqn, is_fsdp_unit FROM modules WHERE fqn LIKE 'Sequential%' ORDER BY fqn"),
+                         [("Sequential", 0), ("Sequential.0", 0), ("Sequential.1", 0), ("Sequential.2", 0)])
+        plan = os.path.join(self.dir, "encoder_plan.json")
+        run.shardscope("plan", profile, "--modules", "layers.1", "-o", plan)
+        with open(plan) as f:
+            self.assertEqual(json.load(f)["unsharded"], ["layers.1"])
+
     def test_a_model_compiled_whole(self):
         # torch.compile(model): the wrapper stands for the model (no "_orig_mod." names), and the
         # units' ranges are recorded although Dynamo traces through them.

@@ -37,7 +37,10 @@ yet FSDP2's backward prefetch gathers layers.0, and the root's head is reduced i
 callback, which the replay had missed). With --explicit-prefetch N each block prefetches the next N
 in forward and the N before it in backward and the model is unsharded before each forward, as
 PyTorch's FSDP2 example does (replayed in FSDP2's own order, the extra blocks' bytes had been taken
-for memory the model does not know). Recording this loop lost
+for memory the model does not know). With --generate N a decode loop through a method registered
+with register_fsdp_forward_method runs before each training forward (record had named its first
+module call as the model); with --encoder a frozen, unsharded encoder runs on each batch first (it
+had taken the model's name); with --nested each block's fc1 and fc2 are units of their own. Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
 all-reduces from the replay, took the evaluation for the units' forward and averaged the
 checkpoint's step in (docs/simulator.md)."""
@@ -164,6 +167,11 @@ def parse():
     ap.add_argument("--generate", type=int, default=0,
                     help="before each training forward, N decode steps under no_grad through model.generate, a method "
                          "registered with register_fsdp_forward_method (RLHF's generation)")
+    ap.add_argument("--encoder", action="store_true",
+                    help="a frozen, unsharded encoder run under no_grad on each batch before the model (a diffusion "
+                         "loop's VAE and text encoder)")
+    ap.add_argument("--nested", action="store_true",
+                    help="each block's fc1 and fc2 sharded as units of their own inside the block's unit")
     ap.add_argument("--freeze", default="", help="comma-separated modules whose parameters are frozen (inp,layers.0)")
     ap.add_argument("--gan", action="store_true", help="train the model as a GAN's generator against a discriminator")
     ap.add_argument("--two-optimizers", action="store_true",
@@ -214,12 +222,16 @@ def main(rank=None, a=None):
     summary["trainable"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters() if p.requires_grad)
                                  for i, b in enumerate(model.layers)})
     teacher = Net() if a.teacher else None
+    encoder = nn.Sequential(nn.Linear(IN, 4 * IN), nn.GELU(), nn.Linear(4 * IN, IN)).requires_grad_(False) if a.encoder else None
     disc = Net(inputs=OUT) if a.gan else None  # scores the generator's OUT outputs (OUT logits, averaged)
     if disc is not None:
         summary["disc_units"] = {"": sum(p.numel() for m in (disc.inp, disc.head) for p in m.parameters())}
         summary["disc_units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(disc.layers)})
     for m in [n for n in (teacher, model, disc) if n is not None]:
         for i, b in enumerate(m.layers):
+            if a.nested:
+                fully_shard(b.fc1)
+                fully_shard(b.fc2)
             fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
     if a.generate:
@@ -259,6 +271,9 @@ def main(rank=None, a=None):
                     o.zero_grad()
             if a.explicit_prefetch:
                 sharded.unshard()
+            if encoder is not None:
+                with torch.no_grad():
+                    x = encoder(x)
             if teacher is not None:
                 with torch.no_grad():
                     y = teacher(x).softmax(-1)

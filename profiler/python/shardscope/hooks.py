@@ -18,6 +18,7 @@ can break modules with in-place ops or views. With backward_ranges="units" only 
 backward ranges (forward ranges stay per module): each range is a Python call from autograd, on
 its device thread for CUDA tensors.
 """
+import sys
 import threading
 import time
 import weakref
@@ -173,6 +174,18 @@ def fsdp_info(module):
     if post is group.mesh_info or post == group.mesh_info:
         return True, "true"
     return True, str(getattr(post, "shard_mesh_size", ""))
+
+
+def _beside_sharded_models(root):
+    """Whether `root` holds no FSDP unit while fully_shard has sharded some model of the process
+    (FSDP2 makes a class for each class it shards): a frozen encoder run before the trained model
+    (a diffusion loop's VAE and text encoder), which is not the model and is named by its class. It
+    had been named as the model (""), the trained one called after it by its class ("FSDPNet"), so
+    that its plans needed apply_plan(..., root="FSDPNet")."""
+    api = sys.modules.get("torch.distributed.fsdp._fully_shard._fully_shard")
+    if not getattr(api, "cls_to_fsdp_cls", None):
+        return False
+    return not any(fsdp_info(m)[0] for m in root.modules())
 
 
 def fsdp2_param_groups(module):
@@ -452,7 +465,7 @@ class Tracker:
         """Names every module under `root`; a later, larger tree renames what it contains."""
         with self._lock:
             if name is None:
-                has_params = any(True for _ in root.parameters())
+                has_params = any(True for _ in root.parameters()) and not _beside_sharded_models(root)
                 name = "" if (self._roots == 0 and has_params) else type(root).__name__
                 if has_params or self._roots > 0:
                     self._roots += 1
