@@ -169,6 +169,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.overlap_slowdown = c.overlap_slowdown;
   s.comm_serialized = c.comm_serialized;
   s.other_memory_bytes = m.other_memory_bytes;
+  s.other_backward_bytes = m.other_backward_bytes;
   s.gpus_per_node = c.gpus_per_node;
   // Optimizer work is proportional to the parameters each rank owns.
   double local_fraction = 1.0;  // of the model's parameters one TP / EP rank holds

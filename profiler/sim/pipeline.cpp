@@ -164,6 +164,7 @@ CompiledStep stage_step(const CompiledStep& p, const StageSpec& st, std::vector<
   t.comm_serialized = p.comm_serialized;
   t.gpus_per_node = p.gpus_per_node;
   t.other_memory_bytes = p.other_memory_bytes;
+  t.other_backward_bytes = p.other_backward_bytes;
   std::vector<int> local(p.units.size(), -1);
   parent_exec.clear();
   for (int i = st.first_seg; i <= st.last_seg; ++i) {

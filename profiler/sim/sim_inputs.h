@@ -91,6 +91,9 @@ struct SimInputs {
   // fitted to it (model.optimizer_temp_bytes).
   std::int64_t measured_optimizer_peak_bytes = 0;
   std::int64_t memory_calibration_bytes = 0;
+  // Where the profile tells the phases apart: what the model leaves out in forward (and the
+  // optimizer step) and in backward (SimModel::other_backward_bytes); -1: one constant.
+  std::int64_t memory_calibration_forward_bytes = -1, memory_calibration_backward_bytes = -1;
   double transient_memory_scale = 1.0;
   // The unobserved step (record --steps A:B): the median wall time of the representative rank's
   // steps outside the capture window (the job without the profiler; 0: the profile has none).

@@ -178,6 +178,10 @@ struct SimModel {
   int optimizer_reference_world = 1;  // optimizer work scales with params / shard size
   double hbm_bytes_per_ns = 0;        // for copy-in/copy-out cost; 0 = copies are free (already in compute)
   std::int64_t other_memory_bytes = 0;  // CUDA context, workspace, inputs: constant over the step
+  // What a profile holds beyond the model during each backward pass and not in forward (or, when
+  // negative, less): the unexplained memory of the two phases told apart (sim_inputs.cpp,
+  // calibrate_transients). Added at each backward's start, taken back at its end.
+  std::int64_t other_backward_bytes = 0;
   // Device memory held during the optimizer step beyond the model's state then (a profile's, fitted
   // to its measured optimizer phase: sim_inputs.cpp); at the reference world size, like optimizer_ns.
   std::int64_t optimizer_temp_bytes = 0;

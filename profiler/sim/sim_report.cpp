@@ -189,6 +189,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("repeat_call_units", in.repeat_call_units)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
+      .kv("memory_calibration_forward_bytes", in.memory_calibration_forward_bytes)
+      .kv("memory_calibration_backward_bytes", in.memory_calibration_backward_bytes)
       .kv("transient_memory_scale", in.transient_memory_scale)
       .kv("optimizer_peak_memory_bytes", in.measured_optimizer_peak_bytes)
       .kv("optimizer_temp_bytes", in.model.optimizer_temp_bytes)
@@ -248,7 +250,10 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
   if (in.measured_peak_bytes > 0) {
     o << "  measured peak memory " << format_bytes(in.measured_peak_bytes)
       << (is_cpu_device(in.gpu_name) ? " (the job's tensors: gloo's transport buffers left out)" : "");
-    if (in.memory_calibration_bytes >= 0) {
+    if (in.memory_calibration_bytes >= 0 && in.memory_calibration_forward_bytes >= 0) {
+      o << "; not modelled (inputs, allocator) " << format_bytes(in.memory_calibration_forward_bytes) << " in forward, "
+        << format_bytes(in.memory_calibration_backward_bytes) << " in backward, kept as 'other' in every what-if\n";
+    } else if (in.memory_calibration_bytes >= 0) {
       o << "; not modelled (inputs, allocator) " << format_bytes(in.memory_calibration_bytes) << ", kept as 'other' in every what-if\n";
     } else if (in.transient_memory_scale < 1) {
       std::snprintf(line, sizeof line, "; the model's was %s more: its activations and temporaries scaled by %.4f in every what-if\n",

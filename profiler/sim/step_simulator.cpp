@@ -454,6 +454,7 @@ class StepRun {
     // further ahead; this keeps the model from holding a unit's parameters twice at the
     // forward/backward turn, and makes the last unit's re-gather exposed, as observed in practice.)
     const TimeNs issue = lane_[0];
+    if (s_.other_backward_bytes != 0) mem(issue, s_.other_backward_bytes, -1, MemCat::Other);
     // zero_grad() right before the first backward: the step's sharded gradients are made again by
     // the reduce-scatters (SimModel::grads_freed_before_backward).
     if (s_.grads_freed_before_backward && micro_ == 0)
@@ -607,6 +608,7 @@ class StepRun {
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
     if (held_rs > 0) mem(lane_[0], -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
+    if (s_.other_backward_bytes != 0) mem(lane_[0], -s_.other_backward_bytes, -1, MemCat::Other);
     // The root's post-backward callback reshards the trained model's frozen units: the buffer of
     // a prefetch no pre-backward waited for, the parameters of one kept unsharded after forward.
     for (std::size_t e = 0; e < unit_.size(); ++e) {

@@ -164,6 +164,7 @@ struct CompiledStep {
   double overlap_slowdown = 0;
   bool comm_serialized = false;  // ClusterModel::comm_serialized
   std::int64_t other_memory_bytes = 0;
+  std::int64_t other_backward_bytes = 0;  // SimModel::other_backward_bytes
   std::int64_t optimizer_temp_bytes = 0;  // SimModel::optimizer_temp_bytes at this shard (optimizer on the device only)
   int gpus_per_node = 8;
   Offload offload = Offload::None;

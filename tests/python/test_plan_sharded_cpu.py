@@ -6,6 +6,7 @@ rank (gloo)."""
 import _torch_or_skip  # noqa: F401
 
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -37,6 +38,7 @@ class ApplyPlanToShardedModel(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         dist.destroy_process_group()
+        shutil.rmtree(cls.store_dir, ignore_errors=True)
 
     def sharded_model(self):
         from torch.distributed.fsdp import fully_shard

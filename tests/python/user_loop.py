@@ -84,12 +84,14 @@ class LoRA(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, keyword_calls=False, inputs=IN):
+    def __init__(self, keyword_calls=False, inputs=IN, tied=False):
         super().__init__()
         self.keyword_calls = keyword_calls
-        self.inp = nn.Linear(inputs, DIM)
+        self.inp = nn.Embedding(OUT, DIM) if tied else nn.Linear(inputs, DIM)
         self.layers = nn.ModuleList(Block() for _ in range(BLOCKS))
-        self.head = nn.Linear(DIM, OUT)
+        self.head = nn.Linear(DIM, OUT, bias=not tied)
+        if tied:  # a language model's tied embeddings: the head's weight is the embedding's
+            self.head.weight = self.inp.weight
 
     def forward(self, x):
         x = self.inp(x)
@@ -170,6 +172,8 @@ def parse():
     ap.add_argument("--encoder", action="store_true",
                     help="a frozen, unsharded encoder run under no_grad on each batch before the model (a diffusion "
                          "loop's VAE and text encoder)")
+    ap.add_argument("--tied", action="store_true",
+                    help="token inputs through an embedding whose weight the output head shares (tied embeddings)")
     ap.add_argument("--nested", action="store_true",
                     help="each block's fc1 and fc2 sharded as units of their own inside the block's unit")
     ap.add_argument("--freeze", default="", help="comma-separated modules whose parameters are frozen (inp,layers.0)")
@@ -207,7 +211,7 @@ def main(rank=None, a=None):
     else:
         dist.init_process_group("gloo", rank=rank, world_size=a.spawn_ranks)
     torch.manual_seed(0)
-    model = Net(keyword_calls=a.keyword_calls)
+    model = Net(keyword_calls=a.keyword_calls, tied=a.tied)
     if a.lora:
         model.requires_grad_(False)
         for b in model.layers:
@@ -216,9 +220,9 @@ def main(rank=None, a=None):
         model.get_submodule(name).requires_grad_(False)
     params = list(model.parameters())
     summary = {"params": sum(p.numel() for p in params), "param_tensors": len(params),
-               "units": {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters())}}
+               "units": {"": sum(p.numel() for p in nn.ModuleList([model.inp, model.head]).parameters())}}  # tied: once
     summary["units"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters()) for i, b in enumerate(model.layers)})
-    summary["trainable"] = {"": sum(p.numel() for m in (model.inp, model.head) for p in m.parameters() if p.requires_grad)}
+    summary["trainable"] = {"": sum(p.numel() for p in nn.ModuleList([model.inp, model.head]).parameters() if p.requires_grad)}
     summary["trainable"].update({"layers.%d" % i: sum(p.numel() for p in b.parameters() if p.requires_grad)
                                  for i, b in enumerate(model.layers)})
     teacher = Net() if a.teacher else None
@@ -265,6 +269,8 @@ def main(rank=None, a=None):
             if a.no_reshard_after_backward:
                 sharded.set_reshard_after_backward(micro == a.micro_batches - 1)
             x, y, pid = next(data)
+            if a.tied:
+                x = y.roll(1)  # tokens: the next one is the label
             loader_pids.add(pid)
             if a.zero_grad == "before-forward" and micro == 0:
                 for o in optimizers:
