@@ -391,6 +391,7 @@ ProfileInput extract_profile(const Profile& p) {
   add_apart_groups(p, in.rank, sm);
   in.forward_prefetch = recorded_prefetch(p, in.rank, "forward", sm);
   in.backward_prefetch = recorded_prefetch(p, in.rank, "backward", sm);
+  if (auto mp = p.meta.find("rank" + std::to_string(in.rank) + ".model_parallel"); mp != p.meta.end()) in.model_parallel = mp->second;
   if (sm.units.empty())
     throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
                            p.path + ": cannot simulate this profile: no module is marked as an FSDP unit (modules.is_fsdp_unit)");

@@ -62,6 +62,9 @@ struct ProfileInput {
   // The job's own explicit prefetch lists (FSDPModule.set_modules_to_forward_prefetch /
   // set_modules_to_backward_prefetch; FsdpPlan's forward_prefetch / backward_prefetch), by unit.
   std::map<std::string, std::vector<std::string>> forward_prefetch, backward_prefetch;
+  // The mesh dimensions the parameters are sharded over besides FSDP's ("tp=2": tensor parallelism
+  // beside FSDP; hooks.py, model_parallel_dims), "" for none: the replay models FSDP alone.
+  std::string model_parallel;
   // The representative rank's all-gathers and reduce-scatters in each step used (none for a
   // window): the replay at the recorded plan makes as many when it models the loop.
   std::vector<StepCollectives> fsdp_collectives_per_step;

@@ -462,6 +462,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.long_steps_ns = pi.long_steps_ns;
     in.fsdp_collectives_per_step = pi.fsdp_collectives_per_step;
     in.steps_with_optimizer_between_backwards = pi.steps_with_optimizer_between_backwards;
+    in.model_parallel = pi.model_parallel;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

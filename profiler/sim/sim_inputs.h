@@ -74,6 +74,7 @@ struct SimInputs {
   // backward passes (ProfileInput): check_replay compares the replay's with them.
   std::vector<StepCollectives> fsdp_collectives_per_step;
   int steps_with_optimizer_between_backwards = 0;
+  std::string model_parallel;  // ProfileInput::model_parallel
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

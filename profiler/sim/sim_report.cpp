@@ -187,6 +187,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("long_steps_ms", to_ms(in.long_steps_ns))
       .kv("frozen_units", in.frozen_units)
       .kv("repeat_call_units", in.repeat_call_units)
+      .kv("model_parallel", in.model_parallel)
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("memory_calibration_forward_bytes", in.memory_calibration_forward_bytes)
@@ -361,7 +362,11 @@ CollectiveCheck check_collectives(const SimInputs& in, const SimResult& replay) 
                   c.fewest.all_gathers, c.most.all_gathers, c.fewest.reduce_scatters, c.most.reduce_scatters,
                   c.replay.all_gathers, c.replay.reduce_scatters);
   c.warning = buf;
-  if (in.steps_with_optimizer_between_backwards > 0)
+  if (!in.model_parallel.empty())
+    c.warning += ": the run shards its parameters over more than FSDP's mesh (" + in.model_parallel +
+                 ": tensor, context or expert parallelism beside FSDP), whose collectives the replay of a profile takes "
+                 "for FSDP's; `simulate --model M.json` with the plan's \"parallelism\" models such a run";
+  else if (in.steps_with_optimizer_between_backwards > 0)
     c.warning += ": an optimizer steps between two backward passes of one iteration (a GAN: the discriminator stepped "
                  "before the generator's backward through it), and the replay runs one backward pass of the units and "
                  "then the optimizer, so its step time and what-ifs do not stand for this loop";

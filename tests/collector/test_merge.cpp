@@ -339,15 +339,16 @@ TEST_CASE("steps outside the capture window are stored as unobserved steps") {
 }
 
 // An FSDP2 unit with parameters on several meshes (hooks.py, fsdp2_group_sizes) and the job's
-// prefetch lists (fsdp2_prefetch_lists): the sidecar's "param_groups.<fqn>" and
-// "<phase>_prefetch.<fqn>" meta reach the profile per rank, where the replay reads them; other
-// meta keys of the sidecar stay out.
-TEST_CASE("a unit's parameter groups and prefetch lists reach the profile's meta") {
+// prefetch lists (fsdp2_prefetch_lists), and the mesh dimensions beside FSDP's (model_parallel_dims):
+// the sidecar's "param_groups.<fqn>", "<phase>_prefetch.<fqn>" and "model_parallel" meta reach the
+// profile per rank, where the replay reads them; other meta keys of the sidecar stay out.
+TEST_CASE("a unit's parameter groups, prefetch lists and the model-parallel mesh reach the profile's meta") {
   test::TempDir dir;
   write_rank(dir.file("shardscope_rank0_lrank0_pid100.ssdb"), 0, "node-a", kT0, 0);
   test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
                    "# shardscope-sidecar 1\nmeta\tparam_groups.layers.0\t1575680@2 196608@1\n"
                    "meta\tforward_prefetch.layers.0\tlayers.1 layers.2\nmeta\tbackward_prefetch.layers.2\tlayers.1\n"
+                   "meta\tmodel_parallel\ttp=2\n"
                    "meta\tparam_groupsX\t1\nmeta\tsomething_else\t2\n");
   MergeOptions mo;
   mo.output = dir.file("run.ssdb");
@@ -358,5 +359,6 @@ TEST_CASE("a unit's parameter groups and prefetch lists reach the profile's meta
   while (st.step()) rows.emplace_back(st.col_text(0), st.col_text(1));
   CHECK(rows == std::vector<std::pair<std::string, std::string>>{{"rank0.backward_prefetch.layers.2", "layers.1"},
                                                                   {"rank0.forward_prefetch.layers.0", "layers.1 layers.2"},
+                                                                  {"rank0.model_parallel", "tp=2"},
                                                                   {"rank0.param_groups.layers.0", "1575680@2 196608@1"}});
 }

@@ -71,6 +71,15 @@ class TensorParallelRun(unittest.TestCase):
         self.assertEqual(groups, [("mesh_dp", "[0,2]", 2), ("mesh_dp", "[1,3]", 2), ("mesh_tp", "[0,1]", 2),
                                   ("mesh_tp", "[2,3]", 2)])
 
+    def test_the_parallelism_beside_fsdp_is_recorded(self):
+        # FSDP shards over "dp"; the parameters' mesh has "tp" too: a profile's replay models FSDP
+        # alone, and `simulate` says why where its collectives differ from the job's.
+        for rank in range(4):
+            self.assertEqual(run.query(self.profile, "SELECT value FROM meta WHERE key = ?", "rank%d.model_parallel" % rank),
+                             [("tp=2",)])
+        report = json.loads(run.shardscope("simulate", self.profile, "--format", "json"))
+        self.assertEqual(report["measured_breakdown"]["model_parallel"], "tp=2")
+
     def test_collectives_per_group_match_the_shapes(self):
         for rank in range(4):
             want = expect.tensor_parallel(M, rank, tp=2, sequence_parallel=False)

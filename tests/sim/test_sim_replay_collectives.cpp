@@ -33,6 +33,10 @@ struct Loop {
   // ("Optimizer.step#AdamW.step", a GAN's discriminator stepped) or a zero_grad.
   const char* between_backwards = nullptr;
   int optimizer_gathers = 0;  // all-gathers inside the optimizer's range (Muon's), outside FSDP's
+  // Tensor parallelism beside FSDP (the hooks' "model_parallel" meta, e.g. "tp=2"): each block's
+  // forward all-gathers and its backward reduce-scatters its sequence-parallel activations (2048 B)
+  // inside its module range, outside FSDP's.
+  const char* model_parallel = nullptr;
 };
 
 // Rank 0 of two on a CPU: a root (100 parameters, kept unsharded) over blocks.0 and blocks.1 (1000
@@ -41,6 +45,7 @@ struct Loop {
 void write_profile(const std::string& path, const Loop& loop) {
   ProfileWriter w(path, Origin{});
   ss::test::CpuTraceWriter t(w, 2);
+  if (loop.model_parallel != nullptr) w.set_meta("rank0.model_parallel", loop.model_parallel);
   const RowId root = w.add_module({kNoRow, "", "Model", 2100, 8400, true, kNoRow, "false"});
   const std::vector<RowId> blocks{w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"}),
                                   w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"})};
@@ -67,6 +72,7 @@ void write_profile(const std::string& path, const Loop& loop) {
       const TimeNs f = t0 + (150 + 420 * i) * us;
       range(blocks[static_cast<std::size_t>(i)], f, f + 400 * us, RangePhase::Forward);
       gather(i, f + 5 * us, RangePhase::Forward);
+      if (loop.model_parallel != nullptr) coll(blocks[static_cast<std::size_t>(i)], f + 200 * us, CollectiveType::AllGather, 2048);
     }
     const TimeNs b0 = t0 + 1200 * us;
     range(root, b0, b0 + 3000 * us, RangePhase::Backward);
@@ -75,6 +81,7 @@ void write_profile(const std::string& path, const Loop& loop) {
       const TimeNs b = b0 + (50 + 1400 * k) * us;
       range(blocks[static_cast<std::size_t>(i)], b, b + 800 * us, RangePhase::Backward);
       gather(i, b + 5 * us, RangePhase::Backward);
+      if (loop.model_parallel != nullptr) coll(blocks[static_cast<std::size_t>(i)], b + 300 * us, CollectiveType::ReduceScatter, 2048);
       if (i == 1 && (loop.split || loop.repeated)) {
         reduce(blocks[1], b + 700 * us, loop.split ? 3960 : 4000);
         reduce(blocks[1], b + 750 * us, loop.split ? 40 : 4000);
@@ -153,6 +160,25 @@ TEST_CASE("a unit reduced again with the same bytes is no split, and the check s
   CHECK(c.most == StepCollectives{5, 4});
   CHECK(c.replay == StepCollectives{5, 3});
   CHECK(c.warning.find("does not model this loop") != std::string::npos);
+}
+
+TEST_CASE("a run with tensor parallelism beside FSDP is said to be one", "[sim][replay]") {
+  // torchtitan with --parallelism.tensor-parallel-degree 2 on 2 ranks: its sequence-parallel
+  // all-gathers and reduce-scatters were counted as FSDP's (38 + 38 a step against a replay of 38 +
+  // 8) and the check said only that the loop was not modelled; now it names the parallelism.
+  ss::test::TempDir dir;
+  Loop tp;
+  tp.model_parallel = "tp=2";
+  write_profile(dir.file("tp.ssdb"), tp);
+  const Replayed r = replay(dir.file("tp.ssdb"));
+  CHECK(r.in.model_parallel == "tp=2");
+  const CollectiveCheck c = check_replay(r.in, r.result, true).collectives;
+  CHECK_FALSE(c.match);
+  CHECK(c.most == StepCollectives{7, 5});
+  CHECK(c.warning.find("(tp=2: tensor, context or expert parallelism beside FSDP)") != std::string::npos);
+  CHECK(c.warning.find("simulate --model") != std::string::npos);
+  write_profile(dir.file("plain.ssdb"), Loop{});
+  CHECK(replay(dir.file("plain.ssdb")).in.model_parallel.empty());
 }
 
 TEST_CASE("an optimizer step between two backward ranges is counted; a zero_grad there is not", "[sim][replay]") {

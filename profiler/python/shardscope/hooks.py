@@ -259,6 +259,28 @@ def fsdp2_prefetch_lists(module, names):
     return tuple([n for n in (_unit_name(s, names) for s in lst) if n is not None] for lst in lists)
 
 
+def model_parallel_dims(module):
+    """The mesh dimensions an FSDP2 unit's parameters are sharded over besides FSDP's own, as
+    "name=size ..." (torchtitan's tensor parallelism: "tp=2"); "" when none or not a unit. FSDP2
+    keeps each parameter's whole mesh (FSDPParam._spmd_mesh) beside its own (mesh_info.mesh)."""
+    cls = _fsdp_module_class()
+    module = _compiled_inner(module)
+    if cls is None or not isinstance(module, cls):
+        return ""
+    try:
+        for group in fsdp2_param_groups(module):
+            for fp in group.fsdp_params:
+                whole, own = fp._spmd_mesh, fp.mesh_info.mesh
+                if whole.ndim <= own.ndim:
+                    continue
+                names = whole.mesh_dim_names or tuple("dim%d" % i for i in range(whole.ndim))
+                mine = set(own.mesh_dim_names or ())
+                return " ".join("%s=%d" % (n, s) for n, s in zip(names, whole.shape) if n not in mine)
+    except Exception:
+        pass
+    return ""
+
+
 def _fsdp1_parameter_ids(flat):
     """id() of a FlatParameter and of the original parameters it stands for (use_orig_params: the
     modules keep them as views of its shard)."""
@@ -409,6 +431,7 @@ class Tracker:
         self.restorers = []  # undo what the tracker patched on seeing a model (FSDP1's runtime)
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
+        self._model_parallel_written = False
         self._local = threading.local()
         self._lock = threading.Lock()
         self._backward_depth = 0  # fallback "inside backward" when torch lacks _current_graph_task_id
@@ -515,6 +538,11 @@ class Tracker:
             groups = fsdp2_group_sizes(_compiled_inner(m))
             if len(groups) > 1:
                 self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
+            # Tensor (or context) parallelism beside FSDP, which a profile's replay does not model.
+            dims = "" if self._model_parallel_written else model_parallel_dims(m)
+            if dims:
+                self.sidecar.meta("model_parallel", dims)
+                self._model_parallel_written = True
             # The job's own prefetch lists: the replay at the recorded plan issues its all-gathers
             # as they did (a unit two ahead holds its parameters that much earlier).
             for phase, targets in zip(("forward", "backward"), fsdp2_prefetch_lists(m, self)):
