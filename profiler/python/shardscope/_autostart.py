@@ -9,7 +9,6 @@ _window.py), SHARDSCOPE_SIDECAR_RANGES ("1": on CPU runs the module ranges go to
 not only into the trace; see below), SHARDSCOPE_BACKWARD_RANGES ("modules" or "units", hooks.Tracker).
 """
 import atexit
-import importlib.abc
 import os
 import sys
 
@@ -171,33 +170,12 @@ def _is_launcher():
     return any(a == "-m" and b in _LAUNCHER_MODULES for a, b in zip(argv, argv[1:]))
 
 
-class _TorchWatcher(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps torch's loader so that _start runs after torch is imported."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "torch":
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        original_exec = loader.exec_module
-
-        def exec_module(module):
-            original_exec(module)
-            _start()
-
-        loader.exec_module = exec_module
-        return spec
-
-
 def activate():
     if os.environ.get("SHARDSCOPE_OUTPUT_DIR") is None:
         return
     if "torch" in sys.modules:
         _start()
     else:
-        sys.meta_path.insert(0, _TorchWatcher())
+        from ._after_import import AfterImport
+
+        AfterImport("torch", lambda torch: _start()).install()

@@ -13,9 +13,9 @@ torch imports the function with `torch.distributed.fsdp`, which a job imports af
 the hooks start): the function is wrapped when its module is loaded, or at once when it is already.
 """
 import functools
-import importlib.abc
-import importlib.util
 import sys
+
+from ._after_import import AfterImport
 
 _API = "torch.distributed.fsdp._fully_shard._fully_shard"
 _REEXPORTS = ("torch.distributed.fsdp._fully_shard", "torch.distributed.fsdp")
@@ -66,30 +66,6 @@ def _patch(tracker, api):
     return restore
 
 
-class _AfterLoad(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; runs `then(module)` right after the module `name` is executed."""
-
-    def __init__(self, name, then):
-        self.name, self.then = name, then
-
-    def find_spec(self, name, path, target=None):
-        if name != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        original_exec = loader.exec_module
-
-        def exec_module(module):
-            original_exec(module)
-            self.then(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
 def hook_fsdp_forward_methods(tracker):
     """Wraps register_fsdp_forward_method now or when torch loads it; returns [undo]."""
     undo = []
@@ -97,12 +73,10 @@ def hook_fsdp_forward_methods(tracker):
     if api is not None:
         undo.append(_patch(tracker, api))
         return undo
-    finder = _AfterLoad(_API, lambda m: undo.append(_patch(tracker, m)))
-    sys.meta_path.insert(0, finder)
+    finder = AfterImport(_API, lambda m: undo.append(_patch(tracker, m))).install()
 
     def remove():
-        if finder in sys.meta_path:
-            sys.meta_path.remove(finder)
+        finder.remove()
         for u in undo:
             u()
 
