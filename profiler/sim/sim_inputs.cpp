@@ -236,7 +236,7 @@ std::pair<std::int64_t, std::int64_t> phase_peaks(const SimResult& r) {
 // What the model does not explain is not the same in the two phases: on the user loop the job
 // held 166 KB more of it in backward (where its peak was) than in forward, so a plan that moved
 // the peak into the forward (blocks kept unsharded) came out 1.7-1.9 % high, every time; the
-// closed loop's llama plans +1.3 %. Each phase's unexplained bytes (its measured peak less the
+// closed loop of a llama prefetching two layers ahead, +1.3 %. Each phase's unexplained bytes (its measured peak less the
 // model's) are held in that phase (SimModel::other_backward_bytes), topped up to the measured
 // step peak. One pass a step, no pipeline: the phases are then one forward and one backward.
 void split_other_by_phase(SimInputs& in, const SimResult& replay, const MeasuredPeaks& measured) {
