@@ -62,6 +62,8 @@ def parse_args(argv=None):
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages (consecutive layers, embedding first, head last)")
     ap.add_argument("--pp-schedule", choices=["1f1b", "gpipe"], default="1f1b")
     ap.add_argument("--microbatches", type=int, default=2)
+    ap.add_argument("--keep-unsharded", default="",
+                    help="comma-separated layer indices with reshard_after_forward=False (a plan's \"unsharded\")")
     ap.add_argument("--counts-out", default="", help="per-step collective counts and bytes by group ({rank} is replaced)")
     args = ap.parse_args(argv)
     if args.tiny:
@@ -77,6 +79,12 @@ def parse_args(argv=None):
             ap.error("%s %d is not divisible by --tp %d" % (name, n, args.tp))
     if args.sequence_parallel and args.seq % args.tp:
         ap.error("--seq %d is not divisible by --tp %d" % (args.seq, args.tp))
+    try:
+        args.keep = {int(i) for i in args.keep_unsharded.split(",") if i.strip()}
+    except ValueError:
+        ap.error("--keep-unsharded takes layer indices, e.g. 0,1 (got %r)" % args.keep_unsharded)
+    if any(i < 0 or i >= args.layers for i in args.keep):
+        ap.error("--keep-unsharded %s: the model has layers 0..%d" % (args.keep_unsharded, args.layers - 1))
     if args.layers < args.pp:
         ap.error("--pp %d needs at least as many layers (%d)" % (args.pp, args.layers))
     if args.pp > 1 and args.batch % args.microbatches:
@@ -252,9 +260,9 @@ def main(argv=None):
         apply_tp(model, mesh["tp"], args.sequence_parallel, args.tp_root == "parallel", args.loss_parallel)
     from torch.distributed.fsdp import fully_shard
 
-    for layer in model.layers:
+    for i, layer in enumerate(model.layers):
         if any(True for _ in layer.parameters()):  # a PP stage's foreign layers are parameterless Identity
-            fully_shard(layer, mesh=mesh["dp"])
+            fully_shard(layer, mesh=mesh["dp"], reshard_after_forward=i not in args.keep)
     fully_shard(model, mesh=mesh["dp"])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 

@@ -31,7 +31,7 @@ int unit_index(const SimModel& m, const std::string& name, const char* field) {
 
 void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& c, double hbm_bytes_per_ns) {
   // TP is innermost: an FSDP group's ranks are tp apart, so fewer of them share a node.
-  const int tp = s.par.tp;
+  const int tp = s.inner_ranks();
   const int fsdp_per_node = std::max(1, s.gpus_per_node / tp);
   e.ag_ns = c.collective_ns(Coll::AllGather, e.ag_bytes, e.shard, fsdp_per_node);
   e.rs_ns = c.collective_ns(Coll::ReduceScatter, e.reduced * s.reduce_bytes, e.shard, fsdp_per_node);
@@ -141,8 +141,12 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
   s.world = plan.world_size > 0 ? plan.world_size : c.world_size;
   if (s.world < 1) plan_error("world size must be at least 1");
   s.par = plan.parallel;
+  s.recorded_model_parallel = std::max(1, m.recorded_model_parallel);
   const Parallelism& par = s.par;
-  const int model_ranks = par.tp * par.cp * par.pp;
+  const int model_ranks = s.inner_ranks() * par.cp * par.pp;
+  if (m.recorded_model_parallel > 1 && s.world % model_ranks != 0)
+    plan_error("the profile's model parallelism (" + std::to_string(m.recorded_model_parallel) +
+               " ranks beside FSDP's) does not divide the world size " + std::to_string(s.world));
   if (s.world % model_ranks != 0)
     plan_error("tp x cp x pp = " + std::to_string(model_ranks) + " does not divide the world size " + std::to_string(s.world));
   s.dp = s.world / model_ranks;

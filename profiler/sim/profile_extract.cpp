@@ -53,13 +53,13 @@ void leave_out_long_steps(std::vector<StepRow>& steps, ProfileInput& in) {
 // TP all-reduce of activations in a group of the same size does not match a reduce-scatter's
 // bytes; all of them must match, so a dp x tp run is not taken for HSDP.
 template <class InStep>
-int recorded_hsdp_replicate(const Profile& p, int rank, int world, InStep in_step) {
+int recorded_hsdp_replicate(const Profile& p, int rank, int world, const FsdpGroups& ours, InStep in_step) {
   std::map<std::int64_t, long> scattered;  // reduce-scatter output bytes -> count, per shard group size
   int shard = 0;
   long rs = 0;
   std::multiset<std::int64_t> reduced;  // all-reduce bytes over world / shard ranks
   for (const auto& c : p.collectives) {
-    if (c.rank != rank || !in_step(c.start)) continue;
+    if (c.rank != rank || !in_step(c.start) || !ours.holds(c)) continue;
     if (c.type == CollectiveType::ReduceScatter) {
       if (c.group_size <= 1 || c.group_size >= world || world % c.group_size != 0 || (shard && c.group_size != shard)) return 1;
       shard = c.group_size;
@@ -86,15 +86,30 @@ int recorded_hsdp_replicate(const Profile& p, int rank, int world, InStep in_ste
 // a weight gathered at initialisation (torchtitan's, a DTensor's full_tensor()) is in the master
 // dtype, and taking it made a bf16 run's replay gather fp32. 0: no such collective, or no dtype fits.
 template <class InStep>
-int recorded_dtype_bytes(const Profile& p, int rank, CollectiveType type, std::int64_t max_unit_params, InStep in_step) {
+int recorded_dtype_bytes(const Profile& p, int rank, CollectiveType type, std::int64_t max_unit_params, const FsdpGroups& ours,
+                         InStep in_step) {
   std::int64_t largest = 0;
   for (const auto& c : p.collectives)
-    if (c.rank == rank && c.type == type && in_step(c.start)) largest = std::max(largest, c.bytes);
+    if (c.rank == rank && c.type == type && in_step(c.start) && ours.holds(c)) largest = std::max(largest, c.bytes);
   if (largest <= 0 || max_unit_params <= 0) return 0;
   const double ratio = static_cast<double>(largest) / static_cast<double>(max_unit_params);
   for (int b : {1, 2, 4, 8})
     if (ratio > b * 0.9 && ratio < b * 1.1) return b;
   return 0;
+}
+
+// meta rank<R>.fsdp_dtype_bytes = "<gathered> <reduced>" (hooks.py, fsdp2_dtype_bytes): the bytes per
+// element FSDP2's policy gathers and reduces in; {0, 0} when absent or unreadable. Where no FSDP
+// collective shows them (FSDP over one rank beside tensor parallelism: none is issued) they stand
+// in; a CPU run of fp32 parameters had been replayed gathering bf16 (its unsharded units half).
+std::pair<int, int> recorded_fsdp_dtypes(const Profile& p, int rank) {
+  const auto it = p.meta.find("rank" + std::to_string(rank) + ".fsdp_dtype_bytes");
+  if (it == p.meta.end()) return {0, 0};
+  std::istringstream words(it->second);
+  int gathered = 0, reduced = 0;
+  const auto ok = [](int b) { return b == 1 || b == 2 || b == 4 || b == 8; };
+  if (!(words >> gathered >> reduced) || !ok(gathered) || !ok(reduced)) return {0, 0};
+  return {gathered, reduced};
 }
 
 // meta rank<R>.<phase>_prefetch.<fqn> = "<unit> <unit> ..." (hooks.py, fsdp2_prefetch_lists): the
@@ -124,7 +139,7 @@ std::map<std::string, std::vector<std::string>> recorded_prefetch(const Profile&
 // data-parallel one); a group on a mesh k times smaller holds 1/k of its parameters on each of the
 // k-way expert-parallel ranks (torchtitan: experts over dp_shard / ep ranks). Kept only when the
 // groups add up to the unit's parameters; anything else is left as one group on the unit's mesh.
-void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
+void add_apart_groups(const Profile& p, int rank, SimModel& sm, bool model_parallel) {
   const std::string prefix = "rank" + std::to_string(rank) + ".param_groups.";
   for (auto it = p.meta.lower_bound(prefix); it != p.meta.end() && it->first.rfind(prefix, 0) == 0; ++it) {
     const int u = sm.find_unit(it->first.substr(prefix.size()));
@@ -141,7 +156,7 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
            n < (std::int64_t{1} << 50) && k >= 1;
       if (ok) groups.emplace_back(n, k);
     }
-    if (!ok || groups.size() < 2) continue;
+    if (!ok || groups.empty() || (groups.size() < 2 && !model_parallel)) continue;
     const int main_mesh = std::max_element(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.second < b.second; })->second;
     std::vector<SimUnit::ApartGroup> apart;
     std::int64_t total = 0;
@@ -157,6 +172,9 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
       total += n * ep;
     }
     SimUnit& unit = sm.units[static_cast<std::size_t>(u)];
+    // Beside tensor parallelism the unit holds what FSDP gathers on this rank: its TP shard (the
+    // modules table counts a DTensor whole). Two TP ranks' units are each half the size.
+    if (ok && model_parallel) unit.param_count = total;
     if (ok && total == unit.param_count) unit.apart_groups = std::move(apart);
   }
 }
@@ -166,13 +184,13 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm) {
 // the passes after a step's first gather (almost) nothing in their forward. false when the later
 // passes' forward stretches hold on average under half the all-gathers of the first passes'
 // (a user's loop: 5 against 0; a unit kept unsharded or resharded differs by one or two).
-bool gathers_after_first_pass(const Profile& p, int rank, const std::vector<TimeInterval>& first,
+bool gathers_after_first_pass(const Profile& p, int rank, const FsdpGroups& ours, const std::vector<TimeInterval>& first,
                               const std::vector<TimeInterval>& later) {
   if (first.empty() || later.empty()) return true;
   auto gathers_in = [&](const std::vector<TimeInterval>& windows) {
     long n = 0;
     for (const auto& c : p.collectives)
-      if (c.rank == rank && c.type == CollectiveType::AllGather && interval_holding(windows, c.start) >= 0) ++n;
+      if (c.rank == rank && c.type == CollectiveType::AllGather && ours.holds(c) && interval_holding(windows, c.start) >= 0) ++n;
     return double(n) / double(windows.size());
   };
   const double at_first = gathers_in(first);
@@ -184,13 +202,14 @@ bool gathers_after_first_pass(const Profile& p, int rank, const std::vector<Time
 // no_sync()). A GPU's collectives may run after their pass's host ranges end, so it is a count: the
 // earlier passes hold at least half as many reduce-scatters each as the last ones. None at all
 // (a profile without collectives): every pass, the simulator's default.
-bool reduces_every_pass(const Profile& p, int rank, const std::vector<TimeInterval>& passes, const std::vector<TimeInterval>& steps) {
+bool reduces_every_pass(const Profile& p, int rank, const FsdpGroups& ours, const std::vector<TimeInterval>& passes,
+                        const std::vector<TimeInterval>& steps) {
   std::vector<bool> last(passes.size(), false);
   for (std::size_t k = 0; k < passes.size(); ++k)
     last[k] = std::any_of(steps.begin(), steps.end(), [&](const TimeInterval& s) { return s.second == passes[k].second; });
   double in_last = 0, in_others = 0;
   for (const auto& c : p.collectives) {
-    if (c.rank != rank || c.type != CollectiveType::ReduceScatter) continue;
+    if (c.rank != rank || c.type != CollectiveType::ReduceScatter || !ours.holds(c)) continue;
     const auto k = interval_holding(passes, c.start);
     if (k >= 0) (last[static_cast<std::size_t>(k)] ? in_last : in_others) += 1;
   }
@@ -229,7 +248,7 @@ void add_split_reductions(const Profile& p, const RankModel& rk, const std::map<
   if (in.pass_windows.empty()) return;
   std::vector<TimeInterval> scatters;  // the rank's reduce-scatters: start, bytes
   for (const auto& c : p.collectives)
-    if (c.rank == in.rank && c.type == CollectiveType::ReduceScatter) scatters.emplace_back(c.start, c.bytes);
+    if (c.rank == in.rank && c.type == CollectiveType::ReduceScatter && in.fsdp_groups.holds(c)) scatters.emplace_back(c.start, c.bytes);
   std::sort(scatters.begin(), scatters.end());
   // Per unit and pass: the bytes of each reduction, in order.
   std::map<std::pair<int, std::ptrdiff_t>, std::vector<double>> reductions;
@@ -264,6 +283,40 @@ int model_root_of(const SimModel& sm, int unit) {
     if (r.is_root) first = static_cast<int>(v);
   }
   return first;
+}
+
+// The ranks each FSDP shard's parameters are split over beside FSDP's own (meta
+// rank<R>.model_parallel_ranks, hooks.py: tensor parallelism's, not expert parallelism's, which
+// are FSDP's ranks); 1 when absent or unreadable.
+int model_parallel_ranks(const Profile& p, int rank) {
+  const auto it = p.meta.find("rank" + std::to_string(rank) + ".model_parallel_ranks");
+  int k = 0;
+  if (it == p.meta.end() || std::from_chars(it->second.data(), it->second.data() + it->second.size(), k).ec != std::errc())
+    return 1;
+  return std::clamp(k, 1, 1'000'000);
+}
+
+// FSDP's process group on `rank` by the name the hooks wrote (meta rank<R>.fsdp_group), as the
+// profile's process_groups table has it. Unknown without the meta, or where the profile cannot
+// be read again (one held only in memory). fsdp_world: the ranks FSDP shards over.
+FsdpGroups fsdp_groups_of(const Profile& p, int rank, int fsdp_world) {
+  FsdpGroups g;
+  const auto it = p.meta.find("rank" + std::to_string(rank) + ".fsdp_group");
+  if (it == p.meta.end() || p.path.empty()) return g;
+  try {
+    sql::Db db = open_profile_readonly(p.path);
+    sql::Stmt st(db.get(), "SELECT id FROM process_groups WHERE name = ?1");
+    st.bind(1, it->second);
+    while (st.step()) g.ids.insert(static_cast<std::int32_t>(st.col_int(0)));
+  } catch (const std::exception&) {
+    return g;
+  }
+  // FSDP over more than one rank issues collectives on its group: none of this rank's on it is a
+  // profile whose collectives name no group (the replay would then double FSDP's as measured).
+  g.known = fsdp_world <= 1 || std::any_of(p.collectives.begin(), p.collectives.end(), [&](const CollectiveEvent& c) {
+              return c.rank == rank && g.ids.count(c.process_group) > 0;
+            });
+  return g;
 }
 
 [[noreturn]] void unusable(const Profile& p, const std::string& why) {
@@ -388,10 +441,16 @@ ProfileInput extract_profile(const Profile& p) {
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
     sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
   }
-  add_apart_groups(p, in.rank, sm);
+  if (auto mp = p.meta.find("rank" + std::to_string(in.rank) + ".model_parallel"); mp != p.meta.end()) in.model_parallel = mp->second;
+  // Tensor parallelism beside FSDP, modelled where the profile tells FSDP's collectives apart.
+  if (const int degree = model_parallel_ranks(p, in.rank); degree > 1 && in.world_size % degree == 0) {
+    in.fsdp_groups = fsdp_groups_of(p, in.rank, in.world_size / degree);
+    if (in.fsdp_groups.known) in.model_parallel_ranks = degree;
+  }
+  sm.recorded_model_parallel = in.model_parallel_ranks;
+  add_apart_groups(p, in.rank, sm, in.model_parallel_ranks > 1);
   in.forward_prefetch = recorded_prefetch(p, in.rank, "forward", sm);
   in.backward_prefetch = recorded_prefetch(p, in.rank, "backward", sm);
-  if (auto mp = p.meta.find("rank" + std::to_string(in.rank) + ".model_parallel"); mp != p.meta.end()) in.model_parallel = mp->second;
   if (sm.units.empty())
     throw NoFsdpUnitsError(ProfileErrorKind::MalformedTable,
                            p.path + ": cannot simulate this profile: no module is marked as an FSDP unit (modules.is_fsdp_unit)");
@@ -414,7 +473,8 @@ ProfileInput extract_profile(const Profile& p) {
   // is replayed as measured: the all-reduce of clip_grad_norm_'s norms, of a logged loss, a TP
   // all-reduce (taking every all-reduce for FSDP's dropped them from the replay: a user's loop
   // with both, -8 % on CPU).
-  const int hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, [](TimeNs) { return true; });
+  const int fsdp_world = in.world_size / in.model_parallel_ranks;  // the ranks FSDP's groups span
+  const int hsdp_replicate = recorded_hsdp_replicate(p, in.rank, fsdp_world, in.fsdp_groups, [](TimeNs) { return true; });
   std::set<std::int64_t> hsdp_reduced;  // bytes of a reduce-scatter's output, reduced over the replicas
   for (const auto& c : p.collectives)
     if (hsdp_replicate > 1 && c.rank == in.rank && c.type == CollectiveType::ReduceScatter && c.group_size > 0)
@@ -437,7 +497,8 @@ ProfileInput extract_profile(const Profile& p) {
   fsdp_or_module_ranges = interval_union(std::move(fsdp_or_module_ranges));
   auto is_fsdp = [&](const CollectiveEvent& c) {
     if (interval_holding(optimizer_ranges, c.start) >= 0 && interval_holding(fsdp_or_module_ranges, c.start) < 0) return false;
-    if (c.type == CollectiveType::AllGather || c.type == CollectiveType::ReduceScatter) return true;
+    // Beside tensor parallelism, sequence parallelism's are not (FsdpGroups).
+    if (c.type == CollectiveType::AllGather || c.type == CollectiveType::ReduceScatter) return in.fsdp_groups.holds(c);
     return c.type == CollectiveType::AllReduce && c.group_size == hsdp_replicate && hsdp_reduced.count(c.bytes) > 0;
   };
   struct Other { TimeNs start, end; std::int64_t bytes; };
@@ -818,8 +879,10 @@ ProfileInput extract_profile(const Profile& p) {
   sm.segments.push_back(segment(root, tail_f, tail.minus(tail_f)));
   sm.optimizer_ns = avg(opt.compute);
   sm.optimizer_extra = extra(opt, ns_steps);
-  sm.optimizer_reference_world = in.world_size;
-  sm.other_comm_world = other_sizes_known && !other.empty() ? in.world_size : 0;
+  sm.optimizer_reference_world = fsdp_world;
+  // Beside tensor parallelism most of them are its, over its own group, which a larger world does
+  // not widen: replayed as measured.
+  sm.other_comm_world = other_sizes_known && !other.empty() && in.model_parallel_ranks == 1 ? in.world_size : 0;
   // A window of forward passes only (no step markers, no backward range): nothing of a backward
   // pass or an optimizer step was measured, so none is simulated.
   bool any_backward = false;
@@ -901,12 +964,16 @@ ProfileInput extract_profile(const Profile& p) {
     else if (c.type == CollectiveType::ReduceScatter) t = Coll::ReduceScatter;
     else if (c.type == CollectiveType::AllReduce) t = Coll::AllReduce;
     else continue;
+    // Not sequence parallelism's beside FSDP's: the fit stands for the collectives the replay
+    // models, and their small, fast samples had fitted a gloo faster than FSDP's own gathers (a
+    // dp 2 x tp 2 SP run's replay -13 %).
+    if (t != Coll::AllReduce && !in.fsdp_groups.holds(c)) continue;
     const TimeNs hidden = is_cpu_device(rk.info.gpu_name) ? busy_in(compute, c.start, c.end) + busy_in(idle, c.start, c.end) : 0;
     // Timed over the communicator it ran on (an HSDP shard or replicate group, a TP group).
     const int n = c.group_size > 0 && c.group_size <= in.world_size ? c.group_size : in.world_size;
     in.collectives.push_back({t, c.bytes, n, c.end - c.start - hidden});
   }
-  in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, in.world_size, in_used_step);
+  in.recorded_hsdp_replicate = recorded_hsdp_replicate(p, in.rank, fsdp_world, in.fsdp_groups, in_used_step);
   // FSDP's all-gathers and reduce-scatters of each step used, as the rank issued them: what the
   // replay at the recorded plan makes when it models the loop (check_replay compares).
   if (!in.window_only) {
@@ -921,8 +988,8 @@ ProfileInput extract_profile(const Profile& p) {
     }
   }
   if (in.micro_batches > 1) {
-    in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.pass_windows, in.step_windows);
-    in.reshard_after_backward = gathers_after_first_pass(p, in.rank, first_pass_forward, later_pass_forward);
+    in.sync_every_microbatch = reduces_every_pass(p, in.rank, in.fsdp_groups, in.pass_windows, in.step_windows);
+    in.reshard_after_backward = gathers_after_first_pass(p, in.rank, in.fsdp_groups, first_pass_forward, later_pass_forward);
   }
   // Mixed precision as the run had it: under FSDP2's MixedPrecisionPolicy the all-gathers carry
   // bf16 (2 bytes, the default) and the reduce-scatters fp32 or bf16 (reduce_dtype); a CPU run
@@ -940,8 +1007,11 @@ ProfileInput extract_profile(const Profile& p) {
     }
     max_unit = std::max(max_unit, own);
   }
-  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::AllGather, max_unit, in_used_step)) sm.param_dtype_bytes = b;
-  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::ReduceScatter, max_unit, in_used_step)) sm.reduce_dtype_bytes = b;
+  const auto [hooks_gather, hooks_reduce] = recorded_fsdp_dtypes(p, in.rank);
+  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::AllGather, max_unit, in.fsdp_groups, in_used_step)) sm.param_dtype_bytes = b;
+  else if (hooks_gather > 0) sm.param_dtype_bytes = hooks_gather;
+  if (const int b = recorded_dtype_bytes(p, in.rank, CollectiveType::ReduceScatter, max_unit, in.fsdp_groups, in_used_step)) sm.reduce_dtype_bytes = b;
+  else if (hooks_reduce > 0) sm.reduce_dtype_bytes = hooks_reduce;
   return in;
 }
 
@@ -1042,12 +1112,12 @@ void add_trainable_from_profile(ProfileInput& in, const std::string& path) {
   };
   std::vector<double> bytes(in.model.units.size(), 0);
   int seen = 0;
-  sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns, c.bytes FROM collectives c LEFT JOIN kernels k ON k.id = c.kernel_id "
-                         "WHERE c.rank = ?1 AND c.type = ?2");
+  sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns, c.bytes, c.process_group_id FROM collectives c "
+                         "LEFT JOIN kernels k ON k.id = c.kernel_id WHERE c.rank = ?1 AND c.type = ?2");
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(CollectiveType::ReduceScatter));
   while (st.step()) {
-    if (interval_holding(in.step_windows, st.col_int(1)) < 0) continue;
+    if (interval_holding(in.step_windows, st.col_int(1)) < 0 || !in.fsdp_groups.holds_group(st.col_int_or(3, -1))) continue;
     ++seen;
     int u = reducing_unit(st.col_int(1));
     if (u < 0) {
@@ -1086,14 +1156,14 @@ void add_gathers_from_profile(ProfileInput& in, const std::string& path) {
   sql::Db db = open_profile_readonly(path);
   std::map<RowId, int> unit_of(in.unit_of_module.begin(), in.unit_of_module.end());
   std::vector<double> gathers(in.model.units.size(), 0);
-  sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns FROM collectives c JOIN kernels k ON k.id = c.kernel_id "
+  sql::Stmt st(db.get(), "SELECT k.module_id, c.start_ns, c.process_group_id FROM collectives c JOIN kernels k ON k.id = c.kernel_id "
                          "WHERE c.rank = ?1 AND c.type = ?2 AND k.module_id IS NOT NULL");
   st.bind(1, in.rank);
   st.bind(2, static_cast<int>(CollectiveType::AllGather));
   while (st.step()) {
     const auto held = interval_holding(in.pass_windows, st.col_int(1));
     auto it = unit_of.find(st.col_int(0));
-    if (held < 0 || it == unit_of.end()) continue;
+    if (held < 0 || it == unit_of.end() || !in.fsdp_groups.holds_group(st.col_int_or(2, -1))) continue;
     gathers[static_cast<std::size_t>(it->second)] += 1;
   }
   // A prefetch is issued inside another unit's modules (FSDP2's explicit prefetch, FSDP1's
@@ -1190,7 +1260,7 @@ std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& p
 bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path) {
   if (in.step_windows.empty() || in.model.forward_only) return false;
   double sharded_grads = 0;  // the model's, per rank, at the recorded shard group
-  const int shard = std::max(1, in.world_size / std::max(1, in.recorded_hsdp_replicate));
+  const int shard = std::max(1, in.world_size / in.model_parallel_ranks / std::max(1, in.recorded_hsdp_replicate));
   for (const auto& u : in.model.units)  // of the trained parameters (add_trainable_from_profile runs first)
     sharded_grads += double(u.param_count) * u.trainable_fraction() * in.model.master_dtype_bytes / shard;
   if (sharded_grads <= 0) return false;

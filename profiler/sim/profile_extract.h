@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ namespace ss::sim {
 struct StepCollectives {
   int all_gathers = 0, reduce_scatters = 0;
   bool operator==(const StepCollectives&) const = default;
+};
+
+// FSDP's own process groups among a profile's, where the run has tensor (or context) parallelism
+// beside FSDP, whose sequence-parallel all-gathers and reduce-scatters are collectives of the same
+// kinds as FSDP's: known when the hooks named FSDP's group (meta rank<R>.fsdp_group). Not known:
+// every all-gather and reduce-scatter may be FSDP's.
+struct FsdpGroups {
+  bool known = false;
+  std::set<std::int32_t> ids;  // process_groups.id of FSDP's group on this rank (none: a mesh of one rank)
+  bool holds_group(std::int64_t process_group) const { return !known || ids.count(static_cast<std::int32_t>(process_group)) > 0; }
+  bool holds(const CollectiveEvent& c) const { return holds_group(c.process_group); }
 };
 
 struct ProfileInput {
@@ -63,8 +75,14 @@ struct ProfileInput {
   // set_modules_to_backward_prefetch; FsdpPlan's forward_prefetch / backward_prefetch), by unit.
   std::map<std::string, std::vector<std::string>> forward_prefetch, backward_prefetch;
   // The mesh dimensions the parameters are sharded over besides FSDP's ("tp=2": tensor parallelism
-  // beside FSDP; hooks.py, model_parallel_dims), "" for none: the replay models FSDP alone.
+  // beside FSDP, "ep=2" expert parallelism inside it; hooks.py, model_parallel_dims), "" for none.
   std::string model_parallel;
+  // The ranks tensor parallelism adds beside FSDP's (meta rank<R>.model_parallel_ranks), where
+  // FSDP's process group is known too (FsdpGroups): FSDP shards over world / model_parallel_ranks
+  // ranks (SimModel::recorded_model_parallel), the other dimensions' collectives replayed as
+  // measured. 1 and unknown groups otherwise: the replay takes every rank for FSDP's.
+  int model_parallel_ranks = 1;
+  FsdpGroups fsdp_groups;
   // The representative rank's all-gathers and reduce-scatters in each step used (none for a
   // window): the replay at the recorded plan makes as many when it models the loop.
   std::vector<StepCollectives> fsdp_collectives_per_step;

@@ -200,6 +200,11 @@ struct SimModel {
   // Model descriptions know their shapes (ParallelShape); profiles do not, so tensor, context and
   // expert parallelism are refused on them (pipeline parallelism works on either).
   bool has_parallel_shapes = false;
+  // A profile of a job with tensor (or context) parallelism beside FSDP: the ranks each FSDP shard
+  // group's parameters are further split over (meta rank<R>.model_parallel_ranks). The world is
+  // that many times FSDP's; units hold what FSDP gathers (each rank's TP shard) and the other
+  // dimensions' collectives are replayed as measured (profile_extract.cpp). 1: FSDP alone.
+  int recorded_model_parallel = 1;
 
   std::int64_t param_bytes(int unit) const { return units[static_cast<std::size_t>(unit)].param_count * param_dtype_bytes; }
   std::int64_t total_params() const {

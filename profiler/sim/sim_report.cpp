@@ -106,7 +106,10 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
 void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& r, bool per_unit, bool cpu) {
   char line[256];
   o << "World        " << s.world << (cpu ? " CPU ranks, gloo" : " GPUs") << " (shard group " << s.shard << ", replicate "
-    << s.replicate << "), " << s.micro_batches << (s.micro_batches == 1 ? " micro-batch" : " micro-batches")
+    << s.replicate;
+  if (s.recorded_model_parallel > 1)  // a profile's tensor parallelism beside FSDP
+    o << ", " << s.recorded_model_parallel << " model-parallel ranks as recorded, their collectives replayed as measured";
+  o << "), " << s.micro_batches << (s.micro_batches == 1 ? " micro-batch" : " micro-batches")
     << accumulation_note(s) << "\n";
   std::snprintf(line, sizeof line, "Step time    %.3f ms (compute %.3f ms, exposed communication %.3f ms, %s busy %.3f ms)\n",
                 to_ms(r.step_ns), to_ms(r.compute_busy_ns), to_ms(r.exposed_comm_ns), cpu ? "gloo" : "NCCL", to_ms(r.comm_busy_ns));
@@ -188,6 +191,7 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("frozen_units", in.frozen_units)
       .kv("repeat_call_units", in.repeat_call_units)
       .kv("model_parallel", in.model_parallel)
+      .kv("model_parallel_modelled", in.model.recorded_model_parallel > 1)  // FSDP's collectives told apart
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
       .kv("memory_calibration_forward_bytes", in.memory_calibration_forward_bytes)
@@ -362,7 +366,7 @@ CollectiveCheck check_collectives(const SimInputs& in, const SimResult& replay) 
                   c.fewest.all_gathers, c.most.all_gathers, c.fewest.reduce_scatters, c.most.reduce_scatters,
                   c.replay.all_gathers, c.replay.reduce_scatters);
   c.warning = buf;
-  if (!in.model_parallel.empty())
+  if (!in.model_parallel.empty() && in.model.recorded_model_parallel <= 1)
     c.warning += ": the run shards its parameters over more than FSDP's mesh (" + in.model_parallel +
                  ": tensor, context or expert parallelism beside FSDP), whose collectives the replay of a profile takes "
                  "for FSDP's; `simulate --model M.json` with the plan's \"parallelism\" models such a run";

@@ -177,6 +177,11 @@ struct CompiledStep {
   bool hold_params_until_last_backward = false;
   // Parallelism around FSDP (FsdpPlan::parallel): world = pp x dp x cp x tp.
   Parallelism par;
+  // A profile's own model parallelism beside FSDP (SimModel::recorded_model_parallel): innermost,
+  // like tp, and replayed as measured.
+  int recorded_model_parallel = 1;
+  // The ranks between two ranks of an FSDP group: tp, and the profile's own model parallelism.
+  int inner_ranks() const { return par.tp * recorded_model_parallel; }
   int dp = 1;
   // Pipeline (par.pp > 1): virtual stages in order (pp x pp_virtual); virtual stage j runs on rank
   // stage j % pp. Each sub-step is this step restricted to the stage's units, one micro-batch.

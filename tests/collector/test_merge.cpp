@@ -339,8 +339,9 @@ TEST_CASE("steps outside the capture window are stored as unobserved steps") {
 }
 
 // An FSDP2 unit with parameters on several meshes (hooks.py, fsdp2_group_sizes) and the job's
-// prefetch lists (fsdp2_prefetch_lists), and the mesh dimensions beside FSDP's (model_parallel_dims):
-// the sidecar's "param_groups.<fqn>", "<phase>_prefetch.<fqn>" and "model_parallel" meta reach the
+// prefetch lists (fsdp2_prefetch_lists), and the mesh dimensions beside FSDP's (model_parallel_dims)
+// with FSDP's own process group: the sidecar's "param_groups.<fqn>", "<phase>_prefetch.<fqn>",
+// "model_parallel", "fsdp_group" and "fsdp_dtype_bytes" meta reach the
 // profile per rank, where the replay reads them; other meta keys of the sidecar stay out.
 TEST_CASE("a unit's parameter groups, prefetch lists and the model-parallel mesh reach the profile's meta") {
   test::TempDir dir;
@@ -348,7 +349,8 @@ TEST_CASE("a unit's parameter groups, prefetch lists and the model-parallel mesh
   test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
                    "# shardscope-sidecar 1\nmeta\tparam_groups.layers.0\t1575680@2 196608@1\n"
                    "meta\tforward_prefetch.layers.0\tlayers.1 layers.2\nmeta\tbackward_prefetch.layers.2\tlayers.1\n"
-                   "meta\tmodel_parallel\ttp=2\n"
+                   "meta\tmodel_parallel\ttp=2\nmeta\tmodel_parallel_ranks\t2\nmeta\tfsdp_group\t1\n"
+                   "meta\tfsdp_dtype_bytes\t2 4\n"
                    "meta\tparam_groupsX\t1\nmeta\tsomething_else\t2\n");
   MergeOptions mo;
   mo.output = dir.file("run.ssdb");
@@ -359,6 +361,9 @@ TEST_CASE("a unit's parameter groups, prefetch lists and the model-parallel mesh
   while (st.step()) rows.emplace_back(st.col_text(0), st.col_text(1));
   CHECK(rows == std::vector<std::pair<std::string, std::string>>{{"rank0.backward_prefetch.layers.2", "layers.1"},
                                                                   {"rank0.forward_prefetch.layers.0", "layers.1 layers.2"},
+                                                                  {"rank0.fsdp_dtype_bytes", "2 4"},
+                                                                  {"rank0.fsdp_group", "1"},
                                                                   {"rank0.model_parallel", "tp=2"},
+                                                                  {"rank0.model_parallel_ranks", "2"},
                                                                   {"rank0.param_groups.layers.0", "1575680@2 196608@1"}});
 }

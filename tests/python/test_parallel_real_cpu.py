@@ -11,6 +11,11 @@ Checked:
   TP collectives equal the real ones on every TP group, count and bytes, without SP (the head
   gathers the logits: loss_parallel false) and with SP and loss parallel (docs/accuracy.md, "Real
   2D FSDP + TP and pipeline runs on CPU/gloo");
+- `simulate` of the recorded profile itself replays FSDP's collectives over the dp pair, told
+  from sequence parallelism's by FSDP's process group (which the hooks name), its units what FSDP
+  gathers on a rank (the TP shards) and its sharded parameters the shapes' bytes; and with tp 2 on
+  2 ranks (FSDP over one rank, no FSDP collective) FSDP over one rank, its parameters in the dtype
+  the hooks recorded, sharded and unsharded equal to FSDPMemTracker's;
 - FSDPMemTracker's sharded and unsharded parameters equal the simulator's exactly and its optimizer
   state is within 3 % (AdamW's 4-byte step counts), taken where the program fixes them: the
   tracker's snapshot after the last layer's pre-forward (the root and that layer unsharded, its
@@ -51,6 +56,35 @@ def on_group(ops, group):
     return {label: nb for (label, g), nb in ops.items() if g == group}
 
 
+def assert_profile_replay_models_fsdp_beside_tp(test, profile):
+    """`simulate` of the recorded profile itself: the hooks named FSDP's process group, so the
+    replay takes FSDP's collectives from it (the sequence-parallel all-gathers and reduce-scatters
+    are replayed as measured), shards over the dp pair, and its units hold what FSDP gathers on a
+    rank: each TP shard. Counts, sizes and bytes the program fixes."""
+    for rank in range(4):
+        meta = dict(run.query(profile, "SELECT key, value FROM meta WHERE key IN (?, ?)", "rank%d.model_parallel" % rank,
+                              "rank%d.fsdp_group" % rank))
+        test.assertEqual(meta.get("rank%d.model_parallel" % rank), "tp=2")
+        dp_group = "[%d,%d]" % (rank % 2, rank % 2 + 2)
+        test.assertEqual(run.query(profile, "SELECT ranks FROM process_groups WHERE name = ?", meta.get("rank%d.fsdp_group" % rank)),
+                         [(dp_group,)], "rank %d" % rank)
+    # CPU, no mixed precision: FSDP gathers and reduces fp32.
+    test.assertEqual(run.query(profile, "SELECT value FROM meta WHERE key = 'rank0.fsdp_dtype_bytes'"), [("4 4",)])
+    report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+    test.assertEqual(report["measured_breakdown"]["model_parallel"], "tp=2")
+    test.assertTrue(report["measured_breakdown"]["model_parallel_modelled"])
+    test.assertEqual((report["world_size"], report["shard_group"]), (4, 2))
+    real = on_group(run.collectives_by_group(profile, 0, COUNTED), "[0,2]")
+    check = report["replay_collectives"]
+    test.assertTrue(check["match"], check)
+    test.assertEqual(check["replay_per_step"], {"all_gathers": real["all_gather"][0], "reduce_scatters": real["reduce_scatter"][0]})
+    units = {u["name"]: u["params"] for u in report["units"]}
+    want = {"": expect.root_params(M, 2)}
+    want.update({"layers.%d" % i: expect.layer_params(M, 2) for i in range(M["layers"])})
+    test.assertEqual(units, want)
+    test.assertEqual(report["peak_memory"]["by_category"]["sharded_param"], expect.tp_sharded_param_bytes(M, tp=2, dp=2))
+
+
 class TensorParallelRun(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -71,14 +105,8 @@ class TensorParallelRun(unittest.TestCase):
         self.assertEqual(groups, [("mesh_dp", "[0,2]", 2), ("mesh_dp", "[1,3]", 2), ("mesh_tp", "[0,1]", 2),
                                   ("mesh_tp", "[2,3]", 2)])
 
-    def test_the_parallelism_beside_fsdp_is_recorded(self):
-        # FSDP shards over "dp"; the parameters' mesh has "tp" too: a profile's replay models FSDP
-        # alone, and `simulate` says why where its collectives differ from the job's.
-        for rank in range(4):
-            self.assertEqual(run.query(self.profile, "SELECT value FROM meta WHERE key = ?", "rank%d.model_parallel" % rank),
-                             [("tp=2",)])
-        report = json.loads(run.shardscope("simulate", self.profile, "--format", "json"))
-        self.assertEqual(report["measured_breakdown"]["model_parallel"], "tp=2")
+    def test_the_profile_replay_models_fsdp_beside_tp(self):
+        assert_profile_replay_models_fsdp_beside_tp(self, self.profile)
 
     def test_collectives_per_group_match_the_shapes(self):
         for rank in range(4):
@@ -135,6 +163,45 @@ class TensorParallelRun(unittest.TestCase):
             self.assertLessEqual(abs(sim["optimizer_state"] - mem["OptState"]), 0.03 * mem["OptState"])
 
 
+class TensorParallelOnlyRun(unittest.TestCase):
+    """tp 2 on 2 ranks, FSDP over a mesh of one rank (torchtitan's TP-only layout): FSDP issues no
+    collective, every one of the run's is tensor parallelism's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ss_tp1_")
+        cls.profile = os.path.join(cls.dir, "tp.ssdb")
+        run.record(cls.profile, "--tiny", "--tp", "2", "--steps", str(STEPS), "--mem-tracker-step", "2",
+                   "--mem-tracker-out", os.path.join(cls.dir, "mem_{rank}.json"), nproc=2, script=run.TRAIN_TP)
+        cls.replay = os.path.join(cls.dir, "replay.ssdb")
+        cls.report = json.loads(run.shardscope("simulate", cls.profile, "--format", "json", "-o", cls.replay))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_the_replay_has_fsdp_over_one_rank(self):
+        # Before, the TP collectives were FSDP's and FSDP spanned both ranks (torchtitan: 38 + 8
+        # replayed for the job's 38 + 38, FSDP's being none).
+        self.assertEqual((self.report["world_size"], self.report["shard_group"]), (2, 1))
+        check = self.report["replay_collectives"]
+        self.assertTrue(check["match"], check)
+        self.assertEqual(check["replay_per_step"], {"all_gathers": 0, "reduce_scatters": 0})
+        self.assertEqual(run.query(self.profile, "SELECT value FROM meta WHERE key = 'rank0.fsdp_dtype_bytes'"), [("4 4",)])
+
+    def test_memory_tracker_matches_the_replay(self):
+        # At a point the program fixes (the last layer's pre-forward): sharded and unsharded
+        # parameters exact. No FSDP collective shows the dtype FSDP gathers in; the hooks' fp32 does
+        # (assumed bf16, the replay's unsharded units had been half the tracker's).
+        last = "layers.%d" % (M["layers"] - 1)
+        sim = run.live_memory_at_forward(self.replay, last)
+        with open(os.path.join(self.dir, "mem_0.json")) as f:
+            mem = json.load(f)["modules"][last]["After Pre-Forward"][0]["cpu"]
+        self.assertEqual(mem["Sharded Param"], expect.tp_sharded_param_bytes(M, tp=2, dp=1))
+        self.assertEqual(sim["sharded_parameter"], mem["Sharded Param"])
+        self.assertEqual(sim["unsharded_parameter"], mem["Unsharded Param"])
+
+
 class SequenceParallelRun(unittest.TestCase):
     """dp 2 x tp 2, sequence parallelism and loss parallel, as torchtitan trains."""
 
@@ -161,6 +228,11 @@ class SequenceParallelRun(unittest.TestCase):
         for rank in range(4):
             dp_group = "[%d,%d]" % (rank % 2, rank % 2 + 2)
             self.assertEqual(on_group(run.collectives_by_group(self.profile, rank, COUNTED), dp_group), sim, "rank %d" % rank)
+
+    def test_the_profile_replay_models_fsdp_beside_sp(self):
+        # Sequence parallelism's 10 all-gathers and 10 reduce-scatters a step had been taken for
+        # FSDP's (15 + 13 against the replay's 5 + 3) and the replay sharded over all 4 ranks.
+        assert_profile_replay_models_fsdp_beside_tp(self, self.profile)
 
     def test_simulated_tp_collectives_equal_the_real_ones(self):
         act = expect.F32 * M["batch"] * M["seq"] * M["dim"]
@@ -202,6 +274,8 @@ class TrainerArguments(unittest.TestCase):
         self.refused(["--tiny", "--pp", "3"], "--pp 3 needs at least as many layers (2)")
         self.refused(["--tiny", "--pp", "2", "--microbatches", "3"], "--batch 2 is not divisible by --microbatches 3")
         self.refused(["--tiny", "--loss-parallel"], "--loss-parallel needs --tp > 1")
+        self.refused(["--tiny", "--keep-unsharded", "2"], "--keep-unsharded 2: the model has layers 0..1")
+        self.refused(["--tiny", "--keep-unsharded", "a"], "--keep-unsharded takes layer indices")
 
     def test_stage_layers_and_kept_names(self):
         import fsdp_tp_train

@@ -37,6 +37,16 @@ struct Loop {
   // forward all-gathers and its backward reduce-scatters its sequence-parallel activations (2048 B)
   // inside its module range, outside FSDP's.
   const char* model_parallel = nullptr;
+  // With it, FSDP's process group named by the hooks (meta "fsdp_group", and "model_parallel_ranks"
+  // 2, TP's ranks beside FSDP's): rank 0 of dp 2 x tp 2,
+  // FSDP's collectives on "1" (ranks 0, 2), the sequence-parallel ones on "3" (ranks 0, 1). The
+  // modules table counts each DTensor whole (twice each unit's), the hooks' param_groups what FSDP
+  // gathers on the rank.
+  const char* fsdp_group = nullptr;
+  // With it: FSDP over one rank (tp 2 on 2 ranks, torchtitan's TP-only run), which issues no
+  // collective; the hooks' "fsdp_dtype_bytes" meta, when given, says what it gathers in.
+  bool fsdp_over_one_rank = false;
+  const char* fsdp_dtype_bytes = nullptr;
 };
 
 // Rank 0 of two on a CPU: a root (100 parameters, kept unsharded) over blocks.0 and blocks.1 (1000
@@ -44,13 +54,30 @@ struct Loop {
 // unit reduced inside FSDP's post_backward_reduce range; the optimizer's range at the step's end.
 void write_profile(const std::string& path, const Loop& loop) {
   ProfileWriter w(path, Origin{});
-  ss::test::CpuTraceWriter t(w, 2);
+  const bool dp_tp = loop.fsdp_group != nullptr;
+  ss::test::CpuTraceWriter t(w, dp_tp && !loop.fsdp_over_one_rank ? 4 : 2);
+  if (loop.fsdp_dtype_bytes != nullptr) w.set_meta("rank0.fsdp_dtype_bytes", loop.fsdp_dtype_bytes);
   if (loop.model_parallel != nullptr) w.set_meta("rank0.model_parallel", loop.model_parallel);
-  const RowId root = w.add_module({kNoRow, "", "Model", 2100, 8400, true, kNoRow, "false"});
-  const std::vector<RowId> blocks{w.add_module({root, "blocks.0", "Block", 1000, 4000, true, kNoRow, "true"}),
-                                  w.add_module({root, "blocks.1", "Block", 1000, 4000, true, kNoRow, "true"})};
+  RowId fsdp_pg = kNoRow, tp_pg = kNoRow;
+  if (dp_tp) {
+    w.set_meta("rank0.fsdp_group", loop.fsdp_group);
+    w.set_meta("rank0.model_parallel_ranks", "2");
+    const std::string mesh = loop.fsdp_over_one_rank ? "@1" : "@2";
+    w.set_meta("rank0.param_groups.", "100" + mesh);
+    w.set_meta("rank0.param_groups.blocks.0", "1000" + mesh);
+    w.set_meta("rank0.param_groups.blocks.1", "1000" + mesh);
+    fsdp_pg = w.add_process_group({"1", "mesh_dp", "[0,2]", 2, "gloo"});
+    tp_pg = w.add_process_group({"3", "mesh_tp", "[0,1]", 2, "gloo"});
+  }
+  const int whole = dp_tp ? 2 : 1;  // the modules table's count of a TP-sharded parameter
+  const RowId root = w.add_module({kNoRow, "", "Model", 2100 * whole, 8400 * whole, true, kNoRow, "false"});
+  const std::vector<RowId> blocks{w.add_module({root, "blocks.0", "Block", 1000 * whole, 4000 * whole, true, kNoRow, "true"}),
+                                  w.add_module({root, "blocks.1", "Block", 1000 * whole, 4000 * whole, true, kNoRow, "true"})};
   auto range = [&](RowId m, TimeNs s, TimeNs e, RangePhase ph) { t.module_range(m, s, e, ph, m != root); };
-  auto coll = [&](RowId m, TimeNs at, CollectiveType type, std::int64_t bytes) { t.collective(m, at, type, bytes); };
+  auto coll = [&](RowId m, TimeNs at, CollectiveType type, std::int64_t bytes) {
+    if (!loop.fsdp_over_one_rank) t.collective(m, at, type, bytes, fsdp_pg);
+  };
+  auto tp_coll = [&](RowId m, TimeNs at, CollectiveType type) { t.collective(m, at, type, 2048, tp_pg); };
   auto fsdp = [&](RowId m, const std::string& what, TimeNs at, RangePhase ph) {
     const std::string unit = m == root ? "" : m == blocks[0] ? "blocks.0" : "blocks.1";
     t.fsdp_range(what + " (" + unit + ")", m, at, ph);
@@ -72,7 +99,7 @@ void write_profile(const std::string& path, const Loop& loop) {
       const TimeNs f = t0 + (150 + 420 * i) * us;
       range(blocks[static_cast<std::size_t>(i)], f, f + 400 * us, RangePhase::Forward);
       gather(i, f + 5 * us, RangePhase::Forward);
-      if (loop.model_parallel != nullptr) coll(blocks[static_cast<std::size_t>(i)], f + 200 * us, CollectiveType::AllGather, 2048);
+      if (loop.model_parallel != nullptr) tp_coll(blocks[static_cast<std::size_t>(i)], f + 200 * us, CollectiveType::AllGather);
     }
     const TimeNs b0 = t0 + 1200 * us;
     range(root, b0, b0 + 3000 * us, RangePhase::Backward);
@@ -81,7 +108,7 @@ void write_profile(const std::string& path, const Loop& loop) {
       const TimeNs b = b0 + (50 + 1400 * k) * us;
       range(blocks[static_cast<std::size_t>(i)], b, b + 800 * us, RangePhase::Backward);
       gather(i, b + 5 * us, RangePhase::Backward);
-      if (loop.model_parallel != nullptr) coll(blocks[static_cast<std::size_t>(i)], b + 300 * us, CollectiveType::ReduceScatter, 2048);
+      if (loop.model_parallel != nullptr) tp_coll(blocks[static_cast<std::size_t>(i)], b + 300 * us, CollectiveType::ReduceScatter);
       if (i == 1 && (loop.split || loop.repeated)) {
         reduce(blocks[1], b + 700 * us, loop.split ? 3960 : 4000);
         reduce(blocks[1], b + 750 * us, loop.split ? 40 : 4000);
@@ -179,6 +206,66 @@ TEST_CASE("a run with tensor parallelism beside FSDP is said to be one", "[sim][
   CHECK(c.warning.find("simulate --model") != std::string::npos);
   write_profile(dir.file("plain.ssdb"), Loop{});
   CHECK(replay(dir.file("plain.ssdb")).in.model_parallel.empty());
+}
+
+TEST_CASE("tensor parallelism beside FSDP, FSDP's group named, is replayed with FSDP's collectives over its group", "[sim][replay]") {
+  // dp 2 x tp 2 (scripts/fsdp_tp_train.py --tp 2 --sequence-parallel on 4 ranks): FSDP's
+  // collectives are those on its group; the sequence-parallel ones, of the same kinds, are replayed
+  // as measured. FSDP shards over 2 of the 4 ranks, each unit what FSDP gathers (its TP shard).
+  ss::test::TempDir dir;
+  Loop tp;
+  tp.model_parallel = "tp=2";
+  tp.fsdp_group = "1";
+  write_profile(dir.file("tp.ssdb"), tp);
+  const Replayed r = replay(dir.file("tp.ssdb"));
+  CHECK(r.in.model.recorded_model_parallel == 2);
+  CHECK(r.step.world == 4);
+  CHECK(r.step.shard == 2);
+  CHECK(r.in.model.units[static_cast<std::size_t>(r.in.model.find_unit("blocks.0"))].param_count == 1000);
+  CHECK(r.in.model.units[static_cast<std::size_t>(r.in.model.find_unit(""))].param_count == 100);
+  CHECK(r.in.model.master_dtype_bytes == 4);
+  CHECK(r.in.other_collectives == 12);  // 2 all-gathers and 2 reduce-scatters a step, 3 steps used
+  const CollectiveCheck c = check_replay(r.in, r.result, true).collectives;
+  CHECK(c.match);
+  CHECK(c.most == StepCollectives{5, 3});
+  CHECK(c.warning.empty());
+  // Each block's gather: its 1000 parameters in fp32; its shard on this rank half of them.
+  for (const auto& op : r.result.ops)
+    if (op.kind == OpKind::AllGather && op.exec == r.exec("blocks.0")) CHECK(op.bytes == 4000);
+  CHECK(r.result.peak_by_category[static_cast<std::size_t>(MemCat::ShardedParam)] == (100 + 2 * 1000) * 4 / 2);
+  // Named, but none of the rank's collectives on it (a profile whose collectives name no group):
+  // FSDP's collectives cannot be told apart, and the replay models FSDP alone, as before.
+  tp.fsdp_group = "9";
+  write_profile(dir.file("unnamed.ssdb"), tp);
+  const Replayed u = replay(dir.file("unnamed.ssdb"));
+  CHECK(u.in.model.recorded_model_parallel == 1);
+  CHECK(u.step.shard == 4);
+}
+
+TEST_CASE("FSDP over one rank beside tensor parallelism: no FSDP collective, the dtypes from the hooks", "[sim][replay]") {
+  // torchtitan's --parallelism.tensor-parallel-degree 2 on 2 ranks: FSDP over a mesh of one rank
+  // issues nothing, so no collective tells the dtype FSDP gathers in; a CPU run of fp32 parameters
+  // had been replayed gathering bf16 (its unsharded units half their bytes).
+  ss::test::TempDir dir;
+  Loop tp;
+  tp.model_parallel = "tp=2";
+  tp.fsdp_group = "1";
+  tp.fsdp_over_one_rank = true;
+  tp.fsdp_dtype_bytes = "4 4";
+  write_profile(dir.file("tp.ssdb"), tp);
+  const Replayed r = replay(dir.file("tp.ssdb"));
+  CHECK(r.step.world == 2);
+  CHECK(r.step.shard == 1);
+  CHECK(r.in.model.param_dtype_bytes == 4);
+  CHECK(r.in.model.reduce_dtype_bytes == 4);
+  const CollectiveCheck c = check_replay(r.in, r.result, true).collectives;
+  CHECK(c.match);
+  CHECK(c.replay == StepCollectives{0, 0});
+  CHECK(r.result.peak_by_category[static_cast<std::size_t>(MemCat::ShardedParam)] == (100 + 2 * 1000) * 4);
+  // Without the hooks' dtypes: the simulator's default (bf16 gathers).
+  tp.fsdp_dtype_bytes = nullptr;
+  write_profile(dir.file("unknown.ssdb"), tp);
+  CHECK(replay(dir.file("unknown.ssdb")).in.model.param_dtype_bytes == 2);
 }
 
 TEST_CASE("an optimizer step between two backward ranges is counted; a zero_grad there is not", "[sim][replay]") {

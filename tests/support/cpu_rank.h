@@ -33,9 +33,9 @@ struct CpuTraceWriter {
     w.add_range({0, lanes.thread, kNoRow, s, e, name, RangeKind::Module, ph, m, kNoRow, depth});
     if (computes) w.add_kernel({0, lanes.compute, s + 20'000, e, op, 0, kNoRow, KernelCategory::Compute, m, 0});
   }
-  void collective(RowId m, TimeNs at, CollectiveType type, std::int64_t bytes) {
+  void collective(RowId m, TimeNs at, CollectiveType type, std::int64_t bytes, RowId process_group = kNoRow) {
     const RowId k = w.add_kernel({0, lanes.gloo, at, at + 10'000, gloo, 0, kNoRow, KernelCategory::Collective, m, 0});
-    w.add_collective({0, k, type, bytes, 0, kNoRow, 2, -1, at, at + 10'000});
+    w.add_collective({0, k, type, bytes, 0, process_group, 2, -1, at, at + 10'000});
   }
   // One of FSDP's own ranges ("FSDP::all_gather (blocks.0)") on the training thread.
   void fsdp_range(const std::string& what, RowId m, TimeNs at, RangePhase ph) {

@@ -281,6 +281,60 @@ def model_parallel_dims(module):
     return ""
 
 
+def model_parallel_ranks(module):
+    """How many ranks an FSDP2 unit's parameters are split over beside FSDP's own: each parameter's
+    whole mesh (FSDPParam._spmd_mesh) against the unit's largest FSDP mesh (its dense parameters'),
+    the most of them; 1 when none or not a unit. Tensor parallelism: dp x tp over dp, tp. Expert
+    parallelism carves its ranks out of the dense parameters' FSDP mesh (torchtitan's experts on
+    dp_shard / ep ranks of FSDP, ep of EP): its whole mesh is that mesh, 1."""
+    cls = _fsdp_module_class()
+    module = _compiled_inner(module)
+    if cls is None or not isinstance(module, cls):
+        return 1
+    try:
+        groups = fsdp2_param_groups(module)
+        main = max((g.mesh_info.mesh.size() for g in groups), default=1)
+        whole = max((fp._spmd_mesh.size() for g in groups for fp in g.fsdp_params
+                     if getattr(fp, "_spmd_mesh", None) is not None), default=main)
+        return max(1, whole // main) if whole % main == 0 else 1
+    except Exception:
+        return 1
+
+
+def fsdp2_dtype_bytes(module):
+    """(bytes per element FSDP2 gathers, bytes per element it reduces) for a unit, from its
+    MixedPrecisionPolicy as FSDPParam resolved it (param_dtype None: the parameter's own dtype;
+    reduce_dtype None: the gathered one); None when it is not a unit or has no parameters."""
+    cls = _fsdp_module_class()
+    module = _compiled_inner(module)
+    if cls is None or not isinstance(module, cls):
+        return None
+    try:
+        for group in fsdp2_param_groups(module):
+            for fp in group.fsdp_params:
+                gathered = fp.param_dtype or fp.orig_dtype
+                return gathered.itemsize, (fp.reduce_dtype or gathered).itemsize
+    except Exception:
+        pass
+    return None
+
+
+def fsdp2_shard_group_name(module):
+    """The name of the process group an FSDP2 unit shards its parameters over (its first group's
+    mesh: the data-parallel dimension), as the profile's collectives name their groups; "" when it
+    is not a unit or has none. Beside tensor parallelism it tells FSDP's all-gathers and
+    reduce-scatters from sequence parallelism's, which are the same kinds of collective."""
+    cls = _fsdp_module_class()
+    module = _compiled_inner(module)
+    if cls is None or not isinstance(module, cls):
+        return ""
+    try:
+        groups = fsdp2_param_groups(module)
+        return str(groups[0].mesh_info.shard_process_group.group_name) if groups else ""
+    except Exception:
+        return ""
+
+
 def _fsdp1_parameter_ids(flat):
     """id() of a FlatParameter and of the original parameters it stands for (use_orig_params: the
     modules keep them as views of its shard)."""
@@ -432,6 +486,7 @@ class Tracker:
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
         self._model_parallel_written = False
+        self._dtypes_written = False
         self._local = threading.local()
         self._lock = threading.Lock()
         self._backward_depth = 0  # fallback "inside backward" when torch lacks _current_graph_task_id
@@ -536,13 +591,26 @@ class Tracker:
         self.sidecar.module(fqn, cls, count, nbytes, unit and not owner, policy, owner)
         if unit and not owner:
             groups = fsdp2_group_sizes(_compiled_inner(m))
-            if len(groups) > 1:
+            # Tensor (or context) parallelism beside FSDP: FSDP gathers each rank's TP shard of
+            # the unit (a DTensor counts at full size in the modules table).
+            dims = model_parallel_dims(m)
+            if len(groups) > 1 or (groups and dims):
                 self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
-            # Tensor (or context) parallelism beside FSDP, which a profile's replay does not model.
-            dims = "" if self._model_parallel_written else model_parallel_dims(m)
-            if dims:
+            # Once: the dimensions, and FSDP's own process group, which tells its collectives from
+            # the other dimensions' in the profile.
+            if dims and not self._model_parallel_written:
                 self.sidecar.meta("model_parallel", dims)
+                ranks, group = model_parallel_ranks(m), fsdp2_shard_group_name(m)
+                if ranks > 1 and group:
+                    self.sidecar.meta("model_parallel_ranks", str(ranks))
+                    self.sidecar.meta("fsdp_group", group)
                 self._model_parallel_written = True
+            # The dtypes FSDP gathers and reduces in, for a replay with no FSDP collective to read
+            # them from (FSDP over one rank beside tensor parallelism).
+            dtypes = None if self._dtypes_written else fsdp2_dtype_bytes(m)
+            if dtypes:
+                self.sidecar.meta("fsdp_dtype_bytes", "%d %d" % dtypes)
+                self._dtypes_written = True
             # The job's own prefetch lists: the replay at the recorded plan issues its all-gathers
             # as they did (a unit two ahead holds its parameters that much earlier).
             for phase, targets in zip(("forward", "backward"), fsdp2_prefetch_lists(m, self)):
