@@ -259,16 +259,25 @@ def fsdp2_prefetch_lists(module, names):
     return tuple([n for n in (_unit_name(s, names) for s in lst) if n is not None] for lst in lists)
 
 
+def _fsdp2_unit_groups(module):
+    """The FSDPParamGroups of an FSDP2 unit (a torch.compile wrapper stands for the model it wraps);
+    [] when `module` is not one or its groups cannot be read."""
+    cls = _fsdp_module_class()
+    module = _compiled_inner(module)
+    if cls is None or not isinstance(module, cls):
+        return []
+    try:
+        return fsdp2_param_groups(module)
+    except Exception:
+        return []
+
+
 def model_parallel_dims(module):
     """The mesh dimensions an FSDP2 unit's parameters are sharded over besides FSDP's own, as
     "name=size ..." (torchtitan's tensor parallelism: "tp=2"); "" when none or not a unit. FSDP2
     keeps each parameter's whole mesh (FSDPParam._spmd_mesh) beside its own (mesh_info.mesh)."""
-    cls = _fsdp_module_class()
-    module = _compiled_inner(module)
-    if cls is None or not isinstance(module, cls):
-        return ""
     try:
-        for group in fsdp2_param_groups(module):
+        for group in _fsdp2_unit_groups(module):
             for fp in group.fsdp_params:
                 whole, own = fp._spmd_mesh, fp.mesh_info.mesh
                 if whole.ndim <= own.ndim:
@@ -287,12 +296,8 @@ def model_parallel_ranks(module):
     the most of them; 1 when none or not a unit. Tensor parallelism: dp x tp over dp, tp. Expert
     parallelism carves its ranks out of the dense parameters' FSDP mesh (torchtitan's experts on
     dp_shard / ep ranks of FSDP, ep of EP): its whole mesh is that mesh, 1."""
-    cls = _fsdp_module_class()
-    module = _compiled_inner(module)
-    if cls is None or not isinstance(module, cls):
-        return 1
     try:
-        groups = fsdp2_param_groups(module)
+        groups = _fsdp2_unit_groups(module)
         main = max((g.mesh_info.mesh.size() for g in groups), default=1)
         whole = max((fp._spmd_mesh.size() for g in groups for fp in g.fsdp_params
                      if getattr(fp, "_spmd_mesh", None) is not None), default=main)
@@ -305,12 +310,8 @@ def fsdp2_dtype_bytes(module):
     """(bytes per element FSDP2 gathers, bytes per element it reduces) for a unit, from its
     MixedPrecisionPolicy as FSDPParam resolved it (param_dtype None: the parameter's own dtype;
     reduce_dtype None: the gathered one); None when it is not a unit or has no parameters."""
-    cls = _fsdp_module_class()
-    module = _compiled_inner(module)
-    if cls is None or not isinstance(module, cls):
-        return None
     try:
-        for group in fsdp2_param_groups(module):
+        for group in _fsdp2_unit_groups(module):
             for fp in group.fsdp_params:
                 gathered = fp.param_dtype or fp.orig_dtype
                 return gathered.itemsize, (fp.reduce_dtype or gathered).itemsize
@@ -324,12 +325,8 @@ def fsdp2_shard_group_name(module):
     mesh: the data-parallel dimension), as the profile's collectives name their groups; "" when it
     is not a unit or has none. Beside tensor parallelism it tells FSDP's all-gathers and
     reduce-scatters from sequence parallelism's, which are the same kinds of collective."""
-    cls = _fsdp_module_class()
-    module = _compiled_inner(module)
-    if cls is None or not isinstance(module, cls):
-        return ""
     try:
-        groups = fsdp2_param_groups(module)
+        groups = _fsdp2_unit_groups(module)
         return str(groups[0].mesh_info.shard_process_group.group_name) if groups else ""
     except Exception:
         return ""
