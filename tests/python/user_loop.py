@@ -27,7 +27,8 @@ model is called on two inputs before one backward (a siamese loss; DPO's chosen 
 gathers its blocks at every call and again for the second backward, which the replay had missed or kept
 whatever the plan; --unsharded keeps blocks unsharded after forward, as a plan does. --zero-grad moves the
 zero_grad() call to the iteration's start or right before loss.backward() (the gradients then live through
-the forward, which had been replayed as set_to_none=False). With --gan the model is a generator and a
+the forward, which had been replayed as set_to_none=False); --zero-grad keep zeroes them in place after
+the step (set_to_none=False, torchtitan's default: the first step's stay for the whole run). With --gan the model is a generator and a
 second Net, sharded the same way, its discriminator, stepped as PyTorch's DCGAN example does: on real
 samples and the generator's output detached, its optimizer step, then the generator through it (two
 backward passes with an optimizer step between them, which the replay does not model: `simulate` says
@@ -180,9 +181,10 @@ def parse():
     ap.add_argument("--gan", action="store_true", help="train the model as a GAN's generator against a discriminator")
     ap.add_argument("--two-optimizers", action="store_true",
                     help="SGD with momentum for the blocks' matrices, AdamW for the rest (each stepped every step)")
-    ap.add_argument("--zero-grad", default="after-step", choices=["after-step", "before-forward", "before-backward"],
+    ap.add_argument("--zero-grad", default="after-step", choices=["after-step", "before-forward", "before-backward", "keep"],
                     help="where the loop calls zero_grad(): after the optimizer step, or at the next iteration's "
-                         "start or right before its backward (the gradients then live through its forward)")
+                         "start or right before its backward (the gradients then live through its forward); keep: "
+                         "after the step with set_to_none=False (zeroed in place, never freed)")
     ap.add_argument("--unsharded", default="",
                     help="comma-separated blocks (layers.N) sharded with reshard_after_forward=False, as a plan keeps them")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
@@ -311,9 +313,9 @@ def main(rank=None, a=None):
         for o in optimizers:
             o.step()
         schedule.step()
-        if a.zero_grad == "after-step":
+        if a.zero_grad in ("after-step", "keep"):
             for o in optimizers:
-                o.zero_grad()
+                o.zero_grad(set_to_none=a.zero_grad == "after-step")
         if step == a.checkpoint_after:
             save_checkpoint(sharded, opt, a.checkpoint_dir)
         if a.extras and step % a.eval_every == a.eval_every - 1:

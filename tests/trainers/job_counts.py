@@ -61,3 +61,26 @@ def fsdp_units(model):
                 seen.add(id(groups[0]))
                 units[name] = sum(p.sharded_param.shape.numel() for g in groups for p in g.fsdp_params)
     return units
+
+
+def count_gradient_bytes(per_step):
+    """What the job's gradients hold when its optimizer steps, per step: the bytes of their storages,
+    each once (FSDP2's sharded gradients of a unit are views of its one reduce output; a DTensor's
+    local tensor on this rank), the last optimizer call of the step counting."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    def before_step(optimizer, args, kwargs):
+        if not per_step:
+            return
+        storages = {}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                local = g.to_local() if hasattr(g, "to_local") else g
+                storage = local.untyped_storage()
+                storages[storage.data_ptr()] = storage.nbytes()
+        per_step[-1] = sum(storages.values())
+
+    register_optimizer_step_pre_hook(before_step)

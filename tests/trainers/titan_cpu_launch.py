@@ -14,8 +14,9 @@ What a CPU run of torchtitan needs, done here before torchtitan is imported:
 The SDPA attention and gloo's SUM reduction are set by the config (titan_cpu_config.py).
 
 --summary writes, from rank 0, each training step's wall time (the trainer's train_step, timed
-here) and, with --mem-tracker-step, FSDPMemTracker's peak of that step (PyTorch's own memory
-tracker, the job's counter on CPU: docs/accuracy.md).
+here), the bytes its gradients hold at each optimizer step and, with --mem-tracker-step,
+FSDPMemTracker's peak of that step (PyTorch's own memory tracker, the job's counter on CPU:
+docs/accuracy.md).
 """
 import argparse
 import json
@@ -57,13 +58,16 @@ def time_steps(summary_path, tracker_step, tracker_out):
     original = Trainer.train_step
     times = []
     collectives = []
+    gradient_bytes = []
     units = {}
     job_counts.count_fsdp_collectives(collectives)
+    job_counts.count_gradient_bytes(gradient_bytes)
 
     def train_step(self, *args, **kwargs):
         if not units:
             units.update(job_counts.fsdp_units(self.model_parts[0]))
         collectives.append([])
+        gradient_bytes.append(0)
         tracker = None
         if tracker_step >= 0 and len(times) == tracker_step:
             from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
@@ -89,7 +93,8 @@ def time_steps(summary_path, tracker_step, tracker_out):
         # 30 runs) gets the others killed before their atexit handlers run.
         if summary_path and int(os.environ.get("RANK", "0")) == 0:
             with open(summary_path + ".tmp", "w") as f:
-                json.dump({"step_s": times, "units": units, "collectives": [sorted(c) for c in collectives]}, f)
+                json.dump({"step_s": times, "units": units, "collectives": [sorted(c) for c in collectives],
+                           "gradient_bytes": gradient_bytes}, f)
             os.replace(summary_path + ".tmp", summary_path)
 
     import atexit

@@ -808,7 +808,12 @@ class Tracker:
         parameter's local storage is FSDP's sharded parameter, a plain one a whole parameter, each
         with the module that owns it. The importer gives those allocations that category and module
         (profiler/common/memory_categories.h). Only backends that write into a trace
-        (ProfilerBackend) take facts."""
+        (ProfilerBackend) take facts.
+        The gradients the step reads are told too: a job that zeroes them in place
+        (zero_grad(set_to_none=False), torchtitan's default) keeps the first step's for the whole
+        run (FSDP2's first reduce output; later steps add theirs into it and free them at once),
+        and a CPU trace records no free of such a block, as of one lost on gloo's worker thread:
+        named, it is not taken for one (lost_frees.h)."""
         if (not self.recording or getattr(self.backend, "fact", None) is None or optimizer is None
                 or id(optimizer) in self._facts_sent):
             return
@@ -819,6 +824,8 @@ class Tracker:
         for group in getattr(optimizer, "param_groups", []):
             for p in group.get("params", []):
                 self._fact(self._parameter_kind(p, sharded), p, owners.get(id(p)), seen)
+                if p.grad is not None:
+                    self._fact("gradient", p.grad, owners.get(id(p)), seen)
 
     def optimizer_state_facts(self, optimizer):
         """After the first step: the optimizer's state tensors, each with its parameter's module."""
