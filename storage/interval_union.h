@@ -46,4 +46,19 @@ inline TimeNs busy_in(const std::vector<TimeInterval>& set, TimeNs a, TimeNs b) 
   return total;
 }
 
+// The parts of [x.first, x.second] that no interval of a sorted, disjoint union covers, in order.
+inline std::vector<TimeInterval> interval_difference(const TimeInterval& x, const std::vector<TimeInterval>& set) {
+  std::vector<TimeInterval> out;
+  TimeNs t = x.first;
+  auto it = std::upper_bound(set.begin(), set.end(), t, [](TimeNs v, const TimeInterval& iv) { return v < iv.first; });
+  if (it != set.begin()) --it;
+  for (; it != set.end() && it->first < x.second && t < x.second; ++it) {
+    if (it->second <= t || it->second <= it->first) continue;  // behind, or empty: covers nothing
+    if (it->first > t) out.emplace_back(t, it->first);
+    t = std::max(t, it->second);
+  }
+  if (t < x.second) out.emplace_back(t, x.second);
+  return out;
+}
+
 }  // namespace ss

@@ -723,9 +723,11 @@ ProfileInput extract_profile(const Profile& p) {
     // measured collectives and idle after its compute, before the next unit's pre-hook: the same
     // place. Nested or overlapping unit ranges count only what the earlier ones did not.
     TimeNs cursor = st.start;
+    std::vector<Interval> gaps;  // between ranges of different phases: the passes' head, tail and loss
     for (std::size_t k = 0; k < in_step.size(); ++k) {
       const UnitRange& r = *in_step[k];
       const bool next_same = k + 1 < in_step.size() && in_step[k + 1]->phase == r.phase;
+      if (k > 0 && r.start > cursor) gaps.emplace_back(cursor, r.start);
       const TimeNs a = std::max(cursor, r.start);
       const TimeNs b = std::max(a, next_same ? std::max(r.end, in_step[k + 1]->start) : r.end);
       (r.phase == RangePhase::Forward ? fwd : bwd)[static_cast<std::size_t>(r.unit)] +=
@@ -754,6 +756,7 @@ ProfileInput extract_profile(const Profile& p) {
     // the first unit's forward), its tail (forward to backward: output head, loss) and its
     // backward after the units' (to the root's backward end, or to the optimizer on the last).
     TimeNs from = st.start;
+    std::vector<Interval> stretches;  // the passes' heads, tails and backward ends, as split below
     for (std::size_t m = 0; m < micros; ++m) {
       TimeNs fwd_lo = std::numeric_limits<TimeNs>::max(), fwd_hi = from, bwd_lo = std::numeric_limits<TimeNs>::max(), bwd_hi = from;
       for (std::size_t k = micro_begin[m]; k < micro_begin[m + 1]; ++k) {
@@ -773,8 +776,19 @@ ProfileInput extract_profile(const Profile& p) {
       head_f += split(from, fwd_lo);
       tail += split_less_host(fwd_hi, bwd_lo);
       head_b += split_less_host(bwd_hi, to);
+      for (const Interval& iv : {Interval{from, fwd_lo}, Interval{fwd_hi, bwd_lo}, Interval{bwd_hi, to}})
+        if (iv.second > iv.first) stretches.push_back(iv);
       from = to;
     }
+    // What lies between a forward and a backward range outside those stretches is the loss's, run
+    // between the output head's forwards and backwards: torchtitan's chunked loss runs the head's
+    // forward and backward once a chunk, so the last forward ends after the first backward starts
+    // (the tail above is empty) and each chunk's loss (with tensor parallelism, its all-reduces:
+    // 47 of 564 ms a step on 2 ranks) lay in no stretch. The root's tail, like a loss.
+    stretches.emplace_back(opt_start, st.end);  // the optimizer's (below)
+    stretches = merged(std::move(stretches));
+    for (const Interval& gap : gaps)
+      for (const Interval& piece : interval_difference(gap, stretches)) tail += split_less_host(piece.first, piece.second);
     opt += split(opt_start, st.end);
   }
   // FSDP's own all-gather ranges of a phase in the steps used (CPU traces have them; NVTX does

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstdlib>
 #include <map>
 
 #include <fstream>
@@ -42,6 +43,10 @@ enum class Events {
   // are made outside every module after the head's forward, the head runs again for a chunk
   // inside the backward, and the loss's backward frees them.
   CheckpointedChunkedLoss,
+  // torchtitan's chunked loss as it runs: the head's forward and then its backward once a chunk
+  // (two chunks), before the backward of the rest: forward and backward ranges of the head
+  // alternate, and each chunk's loss runs between them, in no module range.
+  ChunkedLossBackwardPerChunk,
   GradsKept,   // the sharded gradients (6200 B) made in the first step's backward, never freed
   GradsFreed,  // made in each step's backward and freed after its optimizer step
   GradsFreedBeforeBackward,  // made in each step's backward, freed in the next step after its forward
@@ -92,6 +97,10 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
       memory(2600, 0x4000, 700, act, kNoRow);  // the loss, after the head's forward
       range(head, 3050, 3100, RangePhase::Forward);  // the head again, for a chunk of the loss
       memory(3200, 0x4000, -700, act, kNoRow);
+    }
+    if (events == Events::ChunkedLossBackwardPerChunk) {
+      range(head, 2600, 2700, RangePhase::Backward);  // the first chunk's; the loss in [2500, 2600]
+      range(head, 2800, 2900, RangePhase::Forward);   // the second chunk's head; its loss in [2900, 3000]
     }
     if ((events == Events::GradsKept && step == 0) || events == Events::GradsFreed)
       memory(5000, 0x5000, 6200, MemoryCategory::Gradient, kNoRow);
@@ -448,6 +457,34 @@ TEST_CASE("a chunked loss's activations are the root tail's, though the head run
   CHECK(root.front()->saved_activation_bytes == 0);
   CHECK(root.back()->saved_activation_bytes == 700);
   CHECK(root.back()->loss_saved_bytes == 700);
+}
+
+TEST_CASE("a chunked loss run between the head's forward and backward ranges is replayed, as the root's tail",
+          "[sim][replay]") {
+  // A CPU profile without operator events: every stretch's compute is its span, and the replay's
+  // compute (segments and optimizer) must be the step's. With the head's ranges alternating, the
+  // last forward ends after the first backward starts: the loss between them had been in no
+  // segment (torchtitan on 2 ranks with tensor parallelism: 47 of 564 ms a step, its loss-parallel
+  // all-reduces there, the replay -8 %).
+  ss::test::TempDir dir;
+  for (const Events events : {Events::None, Events::ChunkedLossBackwardPerChunk}) {
+    write_profile(dir.file("c.ssdb"), "true", 0, events);
+    const ProfileInput in = extract_profile(load_profile(dir.file("c.ssdb")));
+    CHECK(in.measured_compute_ns == 10'000 * us);  // the step used (the second)
+    TimeNs replayed = in.model.optimizer_ns;
+    for (const auto& sg : in.model.segments) replayed += sg.fwd_ns + sg.bwd_ns;
+    for (const auto& u : in.model.units) replayed += u.bwd_unshard_host_ns;
+    // Each segment's share truncated to whole nanoseconds.
+    CHECK(std::abs(replayed - in.measured_compute_ns) < static_cast<TimeNs>(in.model.segments.size()));
+    // The loss (300 us: forward to backward, backward to the next forward, forward to backward)
+    // is the root's tail, a third of it forward.
+    if (events == Events::ChunkedLossBackwardPerChunk) {
+      const SimSegment& tail = in.model.segments.back();
+      CHECK(in.model.units[static_cast<std::size_t>(tail.unit)].is_root);
+      CHECK(tail.fwd_ns + tail.bwd_ns == 300 * us);
+      CHECK(tail.fwd_ns == 100 * us);
+    }
+  }
 }
 
 TEST_CASE("sharded gradients kept from step to step (zero_grad without set_to_none) are found and replayed",
