@@ -58,6 +58,32 @@ def query(profile, sql, *params):
         db.close()
 
 
+def parameter_gradients_at_optimizer(profile, rank=0):
+    """[bytes of the parameters' gradients live on the rank when each step's optimizer step starts],
+    steps in order: the gradient blocks live then that outlive the step (zero_grad frees them in
+    the next one, or never), each naming a module at its allocation (torchtitan's chunked loss's
+    scalar gradients name none). A block whose free gloo's worker thread made, which the trace does not
+    record, is freed by the importer at its step's last instant at the latest (lost_frees.h): not
+    one (SimpleFSDP's reduce input of a norm weight, in some runs)."""
+    def live(until):
+        blocks = {}
+        for row, address, nbytes, category, module in query(profile, "SELECT id, address, bytes, category, module FROM "
+                                                             "memory_view WHERE rank = ? AND time_ns <= ? ORDER BY "
+                                                             "time_ns, id", rank, until):
+            if nbytes > 0:
+                blocks[address] = (row, nbytes if category == "gradient" and module is not None else 0)
+            else:
+                blocks.pop(address, None)
+        return set(blocks.values())
+
+    out = []
+    for t0, t1 in query(profile, "SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
+        (at,), = query(profile, "SELECT min(start_ns) FROM range_view WHERE rank = ? AND phase = 'optimizer' AND name "
+                       "LIKE 'Optimizer.step#%' AND start_ns >= ? AND start_ns < ?", rank, t0, t1)
+        out.append(sum(nbytes for _, nbytes in live(at) & live(t1 - 1)))
+    return out
+
+
 def live_memory_at_forward(profile, module, rank=0):
     """{memory category: bytes} live on the rank when the module's first forward range starts (the
     events at that instant included: its pre-forward's copy-out and frees): FSDPMemTracker's "After

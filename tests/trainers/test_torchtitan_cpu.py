@@ -51,32 +51,6 @@ def fsdp_collectives_per_step(profile, rank=0):
     return [v for _, v in sorted(run.fsdp_collectives_per_step(profile, rank).items())]
 
 
-def parameter_gradients_at_optimizer(profile, rank=0):
-    """[bytes of the parameters' gradients live on the rank when each step's optimizer step starts],
-    steps in order: the gradient blocks live then that outlive the step (zero_grad frees them in
-    the next one, or never), each naming a module at its allocation (the chunked loss's scalar
-    gradients name none). A block whose free gloo's worker thread made, which the trace does not
-    record, is freed by the importer at its step's last instant at the latest (lost_frees.h): not
-    one (SimpleFSDP's reduce input of a norm weight, in some runs)."""
-    def live(until):
-        blocks = {}
-        for row, address, nbytes, category, module in query(profile, "SELECT id, address, bytes, category, module FROM "
-                                                             "memory_view WHERE rank = ? AND time_ns <= ? ORDER BY "
-                                                             "time_ns, id", rank, until):
-            if nbytes > 0:
-                blocks[address] = (row, nbytes if category == "gradient" and module is not None else 0)
-            else:
-                blocks.pop(address, None)
-        return set(blocks.values())
-
-    out = []
-    for t0, t1 in query(profile, "SELECT start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
-        (at,), = query(profile, "SELECT min(start_ns) FROM range_view WHERE rank = ? AND phase = 'optimizer' AND name "
-                       "LIKE 'Optimizer.step#%' AND start_ns >= ? AND start_ns < ?", rank, t0, t1)
-        out.append(sum(nbytes for _, nbytes in live(at) & live(t1 - 1)))
-    return out
-
-
 class Torchtitan(unittest.TestCase):
     runs = {}
 
@@ -130,7 +104,7 @@ class Torchtitan(unittest.TestCase):
         measured peak 12 MB short of the job's on 2 ranks)."""
         self.assertEqual(len(job["gradient_bytes"]), STEPS)
         self.assertGreater(min(job["gradient_bytes"]), 0)
-        self.assertEqual(parameter_gradients_at_optimizer(profile), job["gradient_bytes"])
+        self.assertEqual(run.parameter_gradients_at_optimizer(profile), job["gradient_bytes"])
 
     def check_recording(self, profile, job, reductions_modelled=True):
         per_step = self.check_collectives(profile, job)
