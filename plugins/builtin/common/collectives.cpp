@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "plugins/builtin/common/profile_access.h"
@@ -16,25 +19,54 @@ namespace {
 
 constexpr std::uint8_t kAllGather = 2;
 
-// Compute kernels of one rank with a module, sorted by start (for rule 3).
+// Compute kernels of one rank with a module, sorted by start (for rule 3), searched within
+// [lo, hi): the collective's step.
 struct ComputeIndex {
   std::vector<const ss_kernel_event*> kernels;
   void finish() {
     std::sort(kernels.begin(), kernels.end(), [](auto* a, auto* b) { return a->start < b->start; });
   }
-  int first_starting_at_or_after(std::int64_t t) const {
+  int first_starting_at_or_after(std::int64_t t, std::int64_t hi) const {
     auto it = std::lower_bound(kernels.begin(), kernels.end(), t, [](auto* k, std::int64_t x) { return k->start < x; });
-    return it == kernels.end() ? -1 : (*it)->module;
+    return it == kernels.end() || (*it)->start >= hi ? -1 : (*it)->module;
   }
-  int last_ending_at_or_before(std::int64_t t) const {
+  int last_ending_at_or_before(std::int64_t t, std::int64_t lo) const {
     // Kernels on one compute stream end in start order; scan back a little for concurrency.
     auto it = std::upper_bound(kernels.begin(), kernels.end(), t, [](std::int64_t x, auto* k) { return x < k->start; });
     for (int steps = 0; it != kernels.begin() && steps < 64; ++steps) {
       --it;
+      if ((*it)->start < lo) return -1;
       if ((*it)->end <= t) return (*it)->module;
     }
     return -1;
   }
+};
+
+// The recorded steps of each rank, [start, end) by start. Rule 3 looks for the consuming or
+// producing compute inside the collective's own step: a collective before the first step (a
+// model's initialisation, a checkpoint load) or between steps feeds no module's forward or
+// backward, and the first forward's module is not its owner.
+class RankSteps {
+ public:
+  explicit RankSteps(const ss::plugin::Host& host) {
+    host.query("SELECT rank, start_ns, start_ns + duration_ns FROM steps", [&](std::span<const ss_value> row) {
+      steps_[static_cast<int>(row[0].i)].push_back({row[1].i, row[2].i});
+    });
+    for (auto& [rank, v] : steps_) std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  }
+  // The window rule 3 may search for a collective starting at t: the whole profile on a rank
+  // without steps, the step holding t, or nothing (nullopt) when t is outside every step.
+  std::optional<Interval> window(int rank, std::int64_t t) const {
+    auto it = steps_.find(rank);
+    if (it == steps_.end()) return Interval{INT64_MIN, INT64_MAX};
+    const auto& v = it->second;
+    auto s = std::upper_bound(v.begin(), v.end(), t, [](std::int64_t x, const Interval& i) { return x < i.start; });
+    if (s == v.begin() || t >= std::prev(s)->end) return std::nullopt;
+    return *std::prev(s);
+  }
+
+ private:
+  std::map<int, std::vector<Interval>> steps_;
 };
 
 }  // namespace
@@ -66,6 +98,7 @@ std::vector<CommItem> collect_collectives(const ProfileAccess& p) {
       if (auto it = kernel_module.find(c.kernel_id); it != kernel_module.end()) module = it->second;
     items.push_back({c.rank, {c.start, c.end}, c.type, c.process_group, c.sequence, c.bytes, module});
   }
+  const RankSteps steps(host);
   for (auto& item : items) {
     if (item.module >= 0) continue;
     // Rule 2: the GPU-lane range with a module that overlaps the collective most.
@@ -86,11 +119,13 @@ std::vector<CommItem> collect_collectives(const ProfileAccess& p) {
       }
     }
     if (item.module >= 0) continue;
-    // Rule 3: the compute that consumes (all-gather) or produced (others) its data.
+    // Rule 3: the compute that consumes (all-gather) or produced (others) its data, in its step.
     auto it = compute.find(item.rank);
     if (it == compute.end()) continue;
-    item.module = item.type == kAllGather ? it->second.first_starting_at_or_after(item.time.end)
-                                          : it->second.last_ending_at_or_before(item.time.start);
+    const std::optional<Interval> step = steps.window(item.rank, item.time.start);
+    if (!step) continue;
+    item.module = item.type == kAllGather ? it->second.first_starting_at_or_after(item.time.end, step->end)
+                                          : it->second.last_ending_at_or_before(item.time.start, step->start);
   }
   return items;
 }
