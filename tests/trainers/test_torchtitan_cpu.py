@@ -10,7 +10,9 @@ reproduce its all-gathers per step exactly and its measured peak within 3 %; the
 must give that run's all-gathers exactly, its reduce-scattered bytes, and its measured peak within
 3 %; that run is recorded with backward ranges for the FSDP units only (`--backward-ranges units`),
 so the same checks hold for such a profile. With a global batch twice the local ones (torchtitan's
-gradient accumulation: two passes a step) the replay runs both passes' collectives. torchtitan's Qwen3 MoE (smaller; its routing
+gradient accumulation: two passes a step) the replay runs both passes' collectives. With its
+validator on, the validation's all-gathers are in the step after the first, as the job issued
+them, and that step is left out of the measured one. torchtitan's Qwen3 MoE (smaller; its routing
 balanced, MOE_EP) with expert parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
 the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %. The
 MoE again on 4 ranks, where the experts' mesh has 2 and FSDP2 gathers them apart: the replay runs
@@ -220,6 +222,29 @@ class Torchtitan(unittest.TestCase):
         scattered = lambda step: [tuple(c) for c in step if c[0] == "reduce_scatter"]
         self.assertEqual(scattered(fsdp_collectives_per_step(replayed)[0]), scattered(job["collectives"][1]))
         self.assertEqual(report["reduce_scatters"], 2 * 9)  # 8 units: tok_embeddings, (norm, lm_head) twice, 6 layers
+
+    def test_validation(self):
+        # torchtitan's validator (on its local data set): after the first step, one batch forward
+        # under no_grad, its FSDP all-gathers in the step that follows (a step runs from one
+        # optimizer step's end to the next's), counted by the job apart from training's. The replay
+        # leaves that step out of the measured one and replays the training steps' collectives.
+        profile, job = self.recorded("validate", "llama3_debug_cpu_validate")
+        self.assertEqual(len(job["validations"]), 1)
+        self.assertEqual(sum(1 for t, _ in job["validations"][0] if t == "reduce_scatter"), 0)
+        self.assertGreater(len(job["validations"][0]), 0)
+        want = [sorted(map(tuple, c + (job["validations"][0] if n == 1 else []))) for n, c in enumerate(job["collectives"])]
+        self.assertEqual([[tuple(c) for c in s] for s in fsdp_collectives_per_step(profile)], want)
+        self.check_buffers_freed_in_their_step(profile)
+        self.check_gradients(profile, job)
+        report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
+        training = [tuple(c) for c in job["collectives"][2]]
+        self.assertEqual(report["all_gathers"], sum(1 for t, _ in training if t == "all_gather"))
+        self.assertEqual(report["reduce_scatters"], sum(1 for t, _ in training if t == "reduce_scatter"))
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        measured = report["measured_breakdown"]
+        self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (1, 1))
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
+                             measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
 
     def test_moe_with_expert_parallelism(self):
         # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with

@@ -10,7 +10,8 @@ What differs from torchtitan's own `llama3_debugmodel` (6 layers, dim 256, vocab
 * its parallelize step is wrapped by `shardscope.torchtitan.parallelize_hook`: gloo has no
   PREMUL_SUM, so every FSDP unit sums and divides instead (`set_force_sum_reduction_for_comms`),
   and a ShardScope plan ($SHARDSCOPE_PLAN) is applied to the sharded model.
-Variants: `_full_ac` (torchtitan's FullAC), `_no_ac`, `_simple_fsdp` (graph_trainer's SimpleFSDP);
+Variants: `_full_ac` (torchtitan's FullAC), `_no_ac`, `_simple_fsdp` (graph_trainer's SimpleFSDP),
+`_validate` (its validator on, offline);
 `qwen3_moe_debug_cpu`: torchtitan's Qwen3 MoE debug config with a smaller model (expert
 parallelism from the command line: `--parallelism.expert_parallel_degree 2`).
 """
@@ -70,6 +71,17 @@ def llama3_debug_cpu_full_ac():
 
     config = llama3_debug_cpu()
     config.activation_checkpoint = FullAC.Config()
+    return config
+
+
+def llama3_debug_cpu_validate():
+    """As it ships, with torchtitan's validator on: after the first step (and every 10th), one
+    batch of the same local data set under no_grad, the model in eval mode."""
+    config = llama3_debug_cpu()
+    config.validator.enable = True
+    config.validator.steps = 1
+    config.validator.dataloader.dataset = "c4_test"  # its own default, c4_validation, streams from the network
+    config.validator.dataloader.dataset_path = config.dataloader.dataset_path
     return config
 
 

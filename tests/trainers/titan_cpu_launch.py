@@ -14,7 +14,8 @@ What a CPU run of torchtitan needs, done here before torchtitan is imported:
 The SDPA attention and gloo's SUM reduction are set by the config (titan_cpu_config.py).
 
 --summary writes, from rank 0, each training step's wall time (the trainer's train_step, timed
-here), the bytes its gradients hold at each optimizer step and, with --mem-tracker-step,
+here), its FSDP collectives and, apart, each validation's, the bytes its gradients hold at each
+optimizer step and, with --mem-tracker-step,
 FSDPMemTracker's peak of that step (PyTorch's own memory tracker, the job's counter on CPU:
 docs/accuracy.md).
 """
@@ -58,6 +59,7 @@ def time_steps(summary_path, tracker_step, tracker_out):
     original = Trainer.train_step
     times = []
     collectives = []
+    validations = []
     gradient_bytes = []
     units = {}
     job_counts.count_fsdp_collectives(collectives)
@@ -87,6 +89,20 @@ def time_steps(summary_path, tracker_step, tracker_out):
 
     Trainer.train_step = train_step
 
+    # The validator runs between training steps: its collectives are counted apart, as it issues them.
+    from torchtitan.components.validate import Validator
+
+    original_validate = Validator.validate
+
+    def validate(self, *args, **kwargs):
+        collectives.append([])
+        try:
+            return original_validate(self, *args, **kwargs)
+        finally:
+            validations.append(collectives.pop())
+
+    Validator.validate = validate
+
     def write():
         # After every step (outside its timing), not only at exit: a rank that dies in torch's
         # teardown after training ("terminate called without an active exception", seen once in
@@ -94,7 +110,7 @@ def time_steps(summary_path, tracker_step, tracker_out):
         if summary_path and int(os.environ.get("RANK", "0")) == 0:
             with open(summary_path + ".tmp", "w") as f:
                 json.dump({"step_s": times, "units": units, "collectives": [sorted(c) for c in collectives],
-                           "gradient_bytes": gradient_bytes}, f)
+                           "gradient_bytes": gradient_bytes, "validations": [sorted(c) for c in validations]}, f)
             os.replace(summary_path + ".tmp", summary_path)
 
     import atexit
