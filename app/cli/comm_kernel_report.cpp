@@ -33,6 +33,9 @@ std::vector<CommKernelGroup> comm_kernel_groups(const std::string& path) {
     } else if (!nccl.rule.empty()) {  // a collective kernel of a rule no longer stored
       family = nccl.family;
       rule = nccl.rule;
+    } else if (name.rfind("gloo:", 0) == 0) {  // a CPU rank's collectives: gloo's worker-thread operators
+      family = "gloo";
+      rule = "gloo:";
     }
     auto& g = groups[{family, rule}];
     g.family = family;

@@ -389,8 +389,22 @@ ProfileInput extract_profile(const Profile& p) {
   std::map<int, int> unit_index;  // module index -> SimModel unit
   SimModel& sm = in.model;
   sm.name = p.path;
+  // A pipelined model: each rank holds its stages' units only, and the modules table is every
+  // rank's. The units that ran on this rank (a module range of theirs) are its model.
+  if (auto pl = p.meta.find("rank" + std::to_string(in.rank) + ".pipeline"); pl != p.meta.end()) in.pipeline = pl->second;
+  std::vector<bool> ran_here(nm, in.pipeline.empty());
+  if (!in.pipeline.empty())
+    for (std::int32_t ti : rk.range_tracks)
+      for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events)
+        if (r.kind == RangeKind::Module && r.module >= 0 && static_cast<std::size_t>(r.module) < nm &&
+            unit_of[static_cast<std::size_t>(r.module)] >= 0)
+          ran_here[static_cast<std::size_t>(unit_of[static_cast<std::size_t>(r.module)])] = true;
   for (std::size_t i = 0; i < nm; ++i) {
     if (!p.modules[i].is_fsdp_unit) continue;
+    if (!ran_here[i]) {
+      ++in.units_on_other_stages;
+      continue;
+    }
     const auto& m = p.modules[i];
     // Own parameters: the unit's minus nested units', or the sum over its direct non-unit children
     // when the unit row itself carries none (a root often does not). Counted in parameters when

@@ -77,6 +77,11 @@ struct ProfileInput {
   // The mesh dimensions the parameters are sharded over besides FSDP's ("tp=2": tensor parallelism
   // beside FSDP, "ep=2" expert parallelism inside it; hooks.py, model_parallel_dims), "" for none.
   std::string model_parallel;
+  // A pipelined model (torch.distributed.pipelining; meta rank<R>.pipeline, hooks.py): its schedule
+  // and stages as recorded ("ScheduleInterleaved1F1B stages=4 ranks=2 local=0,2 microbatches=2"),
+  // "" for none. The replay is of this rank's stages: the units that ran on it.
+  std::string pipeline;
+  int units_on_other_stages = 0;  // units of the model that ran on other ranks' stages only
   // The ranks tensor parallelism adds beside FSDP's (meta rank<R>.model_parallel_ranks), where
   // FSDP's process group is known too (FsdpGroups): FSDP shards over world / model_parallel_ranks
   // ranks (SimModel::recorded_model_parallel), the other dimensions' collectives replayed as

@@ -463,6 +463,9 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.fsdp_collectives_per_step = pi.fsdp_collectives_per_step;
     in.steps_with_optimizer_between_backwards = pi.steps_with_optimizer_between_backwards;
     in.model_parallel = pi.model_parallel;
+    in.pipeline = pi.pipeline;
+    in.units_on_other_stages = pi.units_on_other_stages;
+    in.rank = pi.rank;
     in.profile_world = pi.world_size;
     in.gpu_name = pi.gpu_name;
     in.source = req.profile_path;

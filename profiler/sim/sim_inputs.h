@@ -75,6 +75,9 @@ struct SimInputs {
   std::vector<StepCollectives> fsdp_collectives_per_step;
   int steps_with_optimizer_between_backwards = 0;
   std::string model_parallel;  // ProfileInput::model_parallel
+  std::string pipeline;        // ProfileInput::pipeline
+  int units_on_other_stages = 0;
+  int rank = 0;                // the profile's representative rank
   int profile_world = 0;
   std::string gpu_name;
   bool fitted = false;

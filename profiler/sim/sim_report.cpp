@@ -191,6 +191,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("frozen_units", in.frozen_units)
       .kv("repeat_call_units", in.repeat_call_units)
       .kv("model_parallel", in.model_parallel)
+      .kv("pipeline", in.pipeline)
+      .kv("units_on_other_stages", in.units_on_other_stages)
       .kv("model_parallel_modelled", in.model.recorded_model_parallel > 1)  // FSDP's collectives told apart
       .kv("peak_memory_bytes", in.measured_peak_bytes)
       .kv("memory_calibration_bytes", in.memory_calibration_bytes)
@@ -237,11 +239,18 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
                   in.frozen_units, in.frozen_units == 1 ? "" : "s");
     o << line;
   }
+  if (!in.pipeline.empty())
+    o << "  pipelined (" << in.pipeline << "): rank " << in.rank << "'s stages replayed, "
+      << in.units_on_other_stages << " FSDP unit" << (in.units_on_other_stages == 1 ? "" : "s")
+      << " on other ranks' stages left out; the schedule, its sends and receives as measured (a profile's replay does not "
+         "model the pipeline: `simulate --model M.json` with \"parallelism\": {\"pp\": N} does)\n";
   if (in.repeat_call_units > 0) {
     std::snprintf(line, sizeof line,
-                  "  %d FSDP unit%s called more than once a pass (a model run on two inputs, no_grad rollouts before the "
-                  "training forward): gathered at each call while resharded after forward, and again for each backward\n",
-                  in.repeat_call_units, in.repeat_call_units == 1 ? "" : "s");
+                  "  %d FSDP unit%s called more than once a pass (%s): gathered at each call while resharded after "
+                  "forward, and again for each backward\n",
+                  in.repeat_call_units, in.repeat_call_units == 1 ? "" : "s",
+                  in.pipeline.empty() ? "a model run on two inputs, no_grad rollouts before the training forward"
+                                      : "once a micro-batch of the pipeline's");
     o << line;
   }
   if (in.long_steps_left_out > 0) {

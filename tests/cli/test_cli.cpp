@@ -181,6 +181,17 @@ TEST_CASE("info text and json", "[cli]") {
   CHECK(by_cat == total);
 }
 
+// A CPU recording's collectives are gloo's operators: named as such, not "(unmatched)" by the
+// GPU kernel rules.
+TEST_CASE("info names a CPU recording's communication as gloo's", "[cli]") {
+  auto r = run_cli({"info", test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb"});
+  REQUIRE(r.exit_code == 0);
+  const auto at = r.out.find("Communication kernels by the rule that recognised them");
+  REQUIRE(at != std::string::npos);
+  const std::string section = r.out.substr(at, r.out.find("\n\n", at) - at);
+  CHECK_THAT(section, Contains("gloo") && Contains("gloo:") && !Contains("(unmatched)"));
+}
+
 TEST_CASE("sql output formats and refusal", "[cli]") {
   test::TempDir dir;
   auto path = make_profile(dir);

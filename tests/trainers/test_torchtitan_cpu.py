@@ -12,7 +12,9 @@ must give that run's all-gathers exactly, its reduce-scattered bytes, and its me
 so the same checks hold for such a profile. With a global batch twice the local ones (torchtitan's
 gradient accumulation: two passes a step) the replay runs both passes' collectives. With its
 validator on, the validation's all-gathers are in the step after the first, as the job issued
-them, and that step is left out of the measured one. torchtitan's Qwen3 MoE (smaller; its routing
+them, and that step is left out of the measured one. With pipeline parallelism over both ranks
+(two stages a rank), the stages keep the model's names, the hooks record the schedule and FSDP's
+one-rank span, and the replay is of rank 0's stages. torchtitan's Qwen3 MoE (smaller; its routing
 balanced, MOE_EP) with expert parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
 the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %. The
 MoE again on 4 ranks, where the experts' mesh has 2 and FSDP2 gathers them apart: the replay runs
@@ -46,6 +48,10 @@ MOE_EP = ("qwen3_moe_debug_cpu", "--training.mixed_precision_param", "float32",
           "--parallelism.expert_parallel_degree", "2", "--training.disable_cuda_graphs",
           "--debug.moe_force_load_balance")
 MOE_ENV = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
+# Pipeline parallelism over both ranks, micro-batches of one sample (two a step); torchtitan refuses
+# its CUDA graphs with a pipeline ("CUDA graphs do not support pipeline parallelism yet").
+PIPELINE = ("llama3_debug_cpu", "--parallelism.pipeline_parallel_degree", "2",
+            "--parallelism.pipeline_parallel_microbatch_size", "1", "--training.disable_cuda_graphs")
 
 
 def fsdp_collectives_per_step(profile, rank=0):
@@ -243,6 +249,41 @@ class Torchtitan(unittest.TestCase):
         self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
         measured = report["measured_breakdown"]
         self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (1, 1))
+        self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
+                             measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
+
+    def test_pipeline_parallelism(self):
+        # torchtitan's pipeline over both ranks (its default interleaved 1F1B schedule: two stages
+        # a rank, each a pruned copy of the model; two micro-batches a step). FSDP spans one rank
+        # beside it, so the job issues no FSDP collective, only the stages' sends and receives.
+        profile, job = self.recorded("pipeline", *PIPELINE)
+        # The model's names on both ranks: a rank's second stage had been named as a second model
+        # ("FSDPLlama3Model.layers.3", its root an FSDP unit beside the first's).
+        self.assertEqual(query(profile, "SELECT count(*) FROM modules WHERE fqn LIKE 'FSDPLlama3Model%'"), [(0,)])
+        units = dict(query(profile, "SELECT fqn, param_count FROM modules WHERE is_fsdp_unit = 1 AND fqn != ''"))
+        self.assertEqual({k: v for k, v in units.items() if k.startswith("layers.")},
+                         {"layers.%d" % i: LAYER_PARAMS for i in range(6)})
+        for name, params in job["units"].items():  # rank 0's stages, as the trainer built them
+            if name:
+                self.assertEqual(units[name], params, name)
+        # The hooks' record of the pipeline, from the stages that called the model.
+        meta = dict(query(profile, "SELECT key, value FROM meta WHERE key LIKE 'rank_.pipeline' OR key LIKE "
+                                   "'rank_.model_parallel%'"))
+        self.assertEqual(meta["rank0.pipeline"], "ScheduleInterleaved1F1B stages=4 ranks=2 local=0,2 microbatches=2")
+        self.assertEqual(meta["rank1.pipeline"], "ScheduleInterleaved1F1B stages=4 ranks=2 local=1,3 microbatches=2")
+        self.assertEqual((meta["rank0.model_parallel"], meta["rank0.model_parallel_ranks"]), ("pp=2", "2"))
+        self.assertEqual(fsdp_collectives_per_step(profile), [[]] * STEPS)
+        self.assertEqual(job["collectives"], [[]] * STEPS)
+        # The replay is of rank 0's stages: FSDP over its one rank (before: over both, 4 all-gathers
+        # and 4 reduce-scatters a step the job never issued), the other stages' units left out.
+        report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]), (0, 0))
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        measured = report["measured_breakdown"]
+        self.assertEqual(measured["pipeline"], meta["rank0.pipeline"])
+        self.assertGreater(measured["units_on_other_stages"], 0)
+        self.assertEqual({u["name"]: u["params"] for u in report["units"] if u["name"] and u["params"] > 0},
+                         {k: v for k, v in job["units"].items() if k})
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
                              measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
 

@@ -66,8 +66,9 @@ def time_steps(summary_path, tracker_step, tracker_out):
     job_counts.count_gradient_bytes(gradient_bytes)
 
     def train_step(self, *args, **kwargs):
-        if not units:
-            units.update(job_counts.fsdp_units(self.model_parts[0]))
+        if not units:  # every part of the model this rank holds (a pipeline's stages)
+            for part in self.model_parts:
+                units.update(job_counts.fsdp_units(part))
         collectives.append([])
         gradient_bytes.append(0)
         tracker = None

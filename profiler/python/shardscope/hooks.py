@@ -24,7 +24,7 @@ import time
 import weakref
 from collections import OrderedDict
 
-from . import _names
+from . import _names, _pipeline
 from ._step_cycle import StepCycle
 from .backends import RecordingBackend  # noqa: F401  (re-exported for tests)
 
@@ -483,6 +483,7 @@ class Tracker:
         self._order = weakref.WeakKeyDictionary()  # module -> position in its root's named_modules()
         self._roots = 0
         self._model_parallel_written = False
+        self._pipeline = None  # _pipeline.Pipeline once a stage of a pipelined model is called
         self._dtypes_written = False
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -544,6 +545,17 @@ class Tracker:
                 name = "" if (self._roots == 0 and has_params) else type(root).__name__
                 if has_params or self._roots > 0:
                     self._roots += 1
+                # A pipeline stage (torch.distributed.pipelining) is a part of the model, its
+                # modules under the model's names: a rank's second stage (interleaved schedules)
+                # had been named as a second model ("FSDPLlama3Model.layers.3").
+                called_by = _pipeline.stage_on_stack() if has_params else None
+                if called_by is not None:
+                    if self._pipeline is None:
+                        self._pipeline = _pipeline.Pipeline()
+                    self._pipeline.add(*called_by)
+                    name = ""
+                    if self.sidecar is not None:
+                        self.sidecar.meta("pipeline", self._pipeline.describe())
             fsdp1 = False
             for i, (sub, m) in enumerate(root.named_modules()):
                 full = sub if not name else (name + "." + sub if sub else name)
@@ -593,11 +605,16 @@ class Tracker:
             dims = model_parallel_dims(m)
             if len(groups) > 1 or (groups and dims):
                 self.sidecar.meta("param_groups." + fqn, " ".join("%d@%d" % g for g in groups))
+            # A pipeline's ranks are the other dimension FSDP does not span (not in a parameter's
+            # mesh: each stage holds its own blocks).
+            pp = self._pipeline.ranks if self._pipeline is not None and groups else 1
+            if pp > 1:
+                dims = (dims + " " if dims else "") + "pp=%d" % pp
             # Once: the dimensions, and FSDP's own process group, which tells its collectives from
             # the other dimensions' in the profile.
             if dims and not self._model_parallel_written:
                 self.sidecar.meta("model_parallel", dims)
-                ranks, group = model_parallel_ranks(m), fsdp2_shard_group_name(m)
+                ranks, group = model_parallel_ranks(m) * pp, fsdp2_shard_group_name(m)
                 if ranks > 1 and group:
                     self.sidecar.meta("model_parallel_ranks", str(ranks))
                     self.sidecar.meta("fsdp_group", group)
