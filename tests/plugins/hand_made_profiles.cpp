@@ -4,6 +4,26 @@
 
 namespace ss::test {
 
+namespace {
+
+constexpr TimeNs us = 1000;
+
+// A kernel of [a, b) microseconds.
+RowId add_kernel_us(ProfileWriter& w, int rank, RowId stream, TimeNs a, TimeNs b, std::uint32_t name, KernelCategory cat,
+                    RowId module) {
+  KernelRow k;
+  k.rank = rank;
+  k.stream = stream;
+  k.start = a * us;
+  k.end = b * us;
+  k.name = name;
+  k.category = cat;
+  k.module = module;
+  return w.add_kernel(k);
+}
+
+}  // namespace
+
 Origin hand_made_origin(const std::string& tool) {
   Origin o;
   o.kind = OriginKind::Synthetic;
@@ -28,7 +48,6 @@ Origin hand_made_origin(const std::string& tool) {
 //          nccl stream:    AllGather [120,200) seq 0, kernel module layers.0.mlp | ReduceScatter [500,560) seq 1
 //          no CPU ranges, no memory events
 void write_two_rank_profile(const std::string& path) {
-  constexpr TimeNs us = 1000;
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
   const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
@@ -46,15 +65,7 @@ void write_two_rank_profile(const std::string& path) {
     w.add_rank(ri);
   }
   auto kernel = [&](int rank, RowId stream, TimeNs a, TimeNs b, std::uint32_t name, KernelCategory cat, RowId module) {
-    KernelRow k;
-    k.rank = rank;
-    k.stream = stream;
-    k.start = a * us;
-    k.end = b * us;
-    k.name = name;
-    k.category = cat;
-    k.module = module;
-    return w.add_kernel(k);
+    return add_kernel_us(w, rank, stream, a, b, name, cat, module);
   };
   auto collective = [&](int rank, RowId kernel_id, CollectiveType t, std::int64_t seq, TimeNs a, TimeNs b) {
     w.add_collective({rank, kernel_id, t, 1 << 20, 0, pg, 2, seq, a * us, b * us});
@@ -100,7 +111,6 @@ void write_two_rank_profile(const std::string& path) {
 // copy stream 30:   C1 [500,580) launched at 100          (a memcpy)
 // Every launch call lasts 5 us, on thread 100.
 void write_launch_profile(const std::string& path) {
-  constexpr TimeNs us = 1000;
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   RankInfo ri;
   ri.rank = 0;
@@ -140,7 +150,6 @@ void write_launch_profile(const std::string& path) {
 // AG0 and AG1 are one collective (group P, sequence 0).
 // rank 2, step 2 [1000,1400): K1 [1000,1100) launched 1000 | K2 [1300,1400) launch call [1250,1260)
 void write_critical_path_profile(const std::string& path) {
-  constexpr TimeNs us = 1000;
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
   const RowId l0 = w.add_module({root, "layers.0", "Block", 0, 0, true, kNoRow, "true"});
@@ -186,6 +195,40 @@ void write_critical_path_profile(const std::string& path) {
   kernel(2, c2, t2, 1000, 1100, "K1", KernelCategory::Compute, kNoRow, 1000, 1005);
   kernel(2, c2, t2, 1300, 1400, "K2", KernelCategory::Compute, kNoRow, 1250, 1260);
   w.add_step({2, 2, 1000 * us, 1400 * us});
+  w.finish();
+}
+
+// One rank with two steps, [1000, 2000) and [3000, 4000) us; units tok_embeddings and output.
+// nccl stream: AllGather [100,200) before every step (initialisation) | AllGather [1000,1050) step 0 |
+//              ReduceScatter [1950,1990) step 0 | AllReduce [2500,2600) between the steps |
+//              ReduceScatter [3010,3020) step 1, before its first compute; no module on any kernel
+// compute:     gemm [1100,1200) tok_embeddings | gemm [1800,1900) output | gemm [3100,3200) tok_embeddings
+void write_steps_profile(const std::string& path) {
+  ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
+  const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
+  const RowId emb = w.add_module({root, "tok_embeddings", "Embedding", 0, 0, true, kNoRow, "true"});
+  const RowId out = w.add_module({root, "output", "Linear", 0, 0, true, kNoRow, "true"});
+  const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "gloo"});
+  RankInfo ri;
+  ri.world_size = 2;
+  w.add_rank(ri);
+  const RowId compute = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
+  const RowId nccl = w.add_stream({0, 0, 20, StreamKind::Nccl, "nccl"});
+  const auto gemm = w.intern("gemm"), coll = w.intern("ncclKernel");
+  auto collective = [&](CollectiveType t, std::int64_t seq, TimeNs a, TimeNs b) {
+    const RowId k = add_kernel_us(w, 0, nccl, a, b, coll, KernelCategory::Collective, kNoRow);
+    w.add_collective({0, k, t, 1 << 20, 0, pg, 2, seq, a * us, b * us});
+  };
+  w.add_step({0, 0, 1000 * us, 2000 * us});
+  w.add_step({0, 1, 3000 * us, 4000 * us});
+  collective(CollectiveType::AllGather, 0, 100, 200);
+  collective(CollectiveType::AllGather, 1, 1000, 1050);
+  add_kernel_us(w, 0, compute, 1100, 1200, gemm, KernelCategory::Compute, emb);
+  add_kernel_us(w, 0, compute, 1800, 1900, gemm, KernelCategory::Compute, out);
+  collective(CollectiveType::ReduceScatter, 2, 1950, 1990);
+  collective(CollectiveType::AllReduce, 3, 2500, 2600);
+  collective(CollectiveType::ReduceScatter, 4, 3010, 3020);
+  add_kernel_us(w, 0, compute, 3100, 3200, gemm, KernelCategory::Compute, emb);
   w.finish();
 }
 

@@ -22,4 +22,8 @@ void write_launch_profile(const std::string& path);
 // rank-free case bound by a late launch; layout and the path worked out in hand_made_profiles.cpp.
 void write_critical_path_profile(const std::string& path);
 
+// One rank, two steps, collectives before, inside and between them (layout in
+// hand_made_profiles.cpp): what a collective outside every step is attributed to.
+void write_steps_profile(const std::string& path);
+
 }  // namespace ss::test

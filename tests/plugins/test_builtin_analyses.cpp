@@ -11,7 +11,6 @@
 #include "plugins/host/plugin_host.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
-#include "storage/profile_writer.h"
 #include "storage/readonly_query.h"
 #include "storage/sqlite_handle.h"
 #include "storage/units.h"
@@ -148,44 +147,7 @@ TEST_CASE("overlap and exposed collective time per FSDP unit on the hand-made pr
 // embedding: 102 collectives where each block had 18); it looks inside the collective's step only.
 TEST_CASE("overlap: collectives outside every step are not given to the next step's first unit", "[plugins][overlap]") {
   TempDir dir;
-  {
-    ProfileWriter w(dir.file("steps.ssdb"), hand_made_origin("test_builtin_analyses"));
-    const RowId root = w.add_module({kNoRow, "", "Model", 0, 0, true, kNoRow, "true"});
-    const RowId emb = w.add_module({root, "tok_embeddings", "Embedding", 0, 0, true, kNoRow, "true"});
-    const RowId out = w.add_module({root, "output", "Linear", 0, 0, true, kNoRow, "true"});
-    const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "gloo"});
-    RankInfo ri;
-    ri.world_size = 2;
-    w.add_rank(ri);
-    const RowId compute = w.add_stream({0, 0, 7, StreamKind::Compute, "compute"});
-    const RowId nccl = w.add_stream({0, 0, 20, StreamKind::Nccl, "nccl"});
-    const auto gemm = w.intern("gemm"), coll = w.intern("ncclKernel");
-    auto kernel = [&](RowId stream, TimeNs a, TimeNs b, std::uint32_t name, KernelCategory cat, RowId module) {
-      KernelRow k;
-      k.stream = stream;
-      k.start = a * us;
-      k.end = b * us;
-      k.name = name;
-      k.category = cat;
-      k.module = module;
-      return w.add_kernel(k);
-    };
-    auto collective = [&](CollectiveType t, std::int64_t seq, TimeNs a, TimeNs b) {
-      const RowId k = kernel(nccl, a, b, coll, KernelCategory::Collective, kNoRow);
-      w.add_collective({0, k, t, 1 << 20, 0, pg, 2, seq, a * us, b * us});
-    };
-    w.add_step({0, 0, 1000 * us, 2000 * us});
-    w.add_step({0, 1, 3000 * us, 4000 * us});
-    collective(CollectiveType::AllGather, 0, 100, 200);       // initialisation: no step
-    collective(CollectiveType::AllGather, 1, 1000, 1050);     // step 0: feeds the embedding
-    kernel(compute, 1100, 1200, gemm, KernelCategory::Compute, emb);
-    kernel(compute, 1800, 1900, gemm, KernelCategory::Compute, out);
-    collective(CollectiveType::ReduceScatter, 2, 1950, 1990);  // step 0: produced by the output
-    collective(CollectiveType::AllReduce, 3, 2500, 2600);     // between steps (a logged loss)
-    collective(CollectiveType::ReduceScatter, 4, 3010, 3020);  // step 1, before its first compute
-    kernel(compute, 3100, 3200, gemm, KernelCategory::Compute, emb);
-    w.finish();
-  }
+  write_steps_profile(dir.file("steps.ssdb"));
   AnalysisResult r = run_ok("overlap", load_profile(dir.file("steps.ssdb")));
   const auto& u = table_of(r, "per_unit");
   // Before: the initialisation's all-gather went to tok_embeddings (2), the all-reduce between
