@@ -201,7 +201,8 @@ void write_critical_path_profile(const std::string& path) {
 // One rank with two steps, [1000, 2000) and [3000, 4000) us; units tok_embeddings and output.
 // nccl stream: AllGather [100,200) before every step (initialisation) | AllGather [1000,1050) step 0 |
 //              ReduceScatter [1950,1990) step 0 | AllReduce [2500,2600) between the steps |
-//              ReduceScatter [3010,3020) step 1, before its first compute; no module on any kernel
+//              ReduceScatter [3010,3020) step 1, before its first compute | Send [1920,1940) step 0
+//              (a pipeline stage's, after the output's compute); no module on any kernel
 // compute:     gemm [1100,1200) tok_embeddings | gemm [1800,1900) output | gemm [3100,3200) tok_embeddings
 void write_steps_profile(const std::string& path) {
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
@@ -225,6 +226,7 @@ void write_steps_profile(const std::string& path) {
   collective(CollectiveType::AllGather, 1, 1000, 1050);
   add_kernel_us(w, 0, compute, 1100, 1200, gemm, KernelCategory::Compute, emb);
   add_kernel_us(w, 0, compute, 1800, 1900, gemm, KernelCategory::Compute, out);
+  collective(CollectiveType::Send, 5, 1920, 1940);
   collective(CollectiveType::ReduceScatter, 2, 1950, 1990);
   collective(CollectiveType::AllReduce, 3, 2500, 2600);
   collective(CollectiveType::ReduceScatter, 4, 3010, 3020);

@@ -145,7 +145,7 @@ TEST_CASE("overlap and exposed collective time per FSDP unit on the hand-made pr
 // torchtitan's recordings: its weights' initialisation gathers DTensors before the first step.
 // Rule 3 (the next compute after an all-gather) gave those to the first forward's unit (the
 // embedding: 102 collectives where each block had 18); it looks inside the collective's step only.
-TEST_CASE("overlap: collectives outside every step are not given to the next step's first unit", "[plugins][overlap]") {
+TEST_CASE("overlap: collectives outside every step, and sends, are not given to a unit", "[plugins][overlap]") {
   TempDir dir;
   write_steps_profile(dir.file("steps.ssdb"));
   AnalysisResult r = run_ok("overlap", load_profile(dir.file("steps.ssdb")));
@@ -156,6 +156,9 @@ TEST_CASE("overlap: collectives outside every step are not given to the next ste
   CHECK(int_at(u, row_where(u, "fsdp_unit", "output"), "collectives") == 1);
   CHECK(int_at(u, row_where(u, "fsdp_unit", "(unattributed)"), "collectives") == 3);
   CHECK(int_at(u, row_where(u, "fsdp_unit", "(unattributed)"), "collective_ns") == (100 + 100 + 10) * us);
+  // A pipeline stage's send is no unit's collective (before: output's, the compute before it).
+  CHECK(int_at(u, row_where(u, "fsdp_unit", "(send / recv)"), "collectives") == 1);
+  CHECK(int_at(u, row_where(u, "fsdp_unit", "(send / recv)"), "collective_ns") == 20 * us);
 }
 
 TEST_CASE("idle gaps and their causes on the hand-made profile", "[plugins][idle]") {

@@ -17,6 +17,16 @@ using namespace ss::analysis;
 
 double pct(std::int64_t part, std::int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
+// Point-to-point sends and receives (a pipeline's stages, types 7-9) are no unit's collective: their
+// time is mostly waiting for the peer stage (seconds on torchtitan's pipeline over gloo, which went
+// to whichever unit ran last). They get a row of their own.
+constexpr int kPointToPoint = -2;
+bool point_to_point(std::uint8_t type) { return type >= 7 && type <= 9; }
+int unit_key(const ProfileAccess& p, const CommItem& c) { return point_to_point(c.type) ? kPointToPoint : p.unit_of(c.module); }
+std::string unit_name(const ProfileAccess& p, int unit) {
+  return unit == kPointToPoint ? "(send / recv)" : p.module_name(unit);
+}
+
 struct UnitTotals {
   std::int64_t count = 0, total = 0, overlapped = 0, exposed = 0;
   std::int64_t ag_exposed = 0, rs_exposed = 0, other_exposed = 0;
@@ -36,7 +46,7 @@ void run(const ss::plugin::Host& host) {
     Interval t{std::max(c.time.start, lo), std::min(c.time.end, hi)};
     const std::int64_t overlapped = r ? covered_length(r->compute, t) : 0;
     const std::int64_t exposed = t.length() - overlapped;
-    UnitTotals& u = units[p.unit_of(c.module)];
+    UnitTotals& u = units[unit_key(p, c)];
     ++u.count;
     u.total += t.length();
     u.overlapped += overlapped;
@@ -54,7 +64,7 @@ void run(const ss::plugin::Host& host) {
     return a.second->exposed != b.second->exposed ? a.second->exposed > b.second->exposed : a.first < b.first;
   });
   for (const auto& [unit, u] : order)
-    host.row({p.module_name(unit), u->count, u->total, u->overlapped, u->exposed, pct(u->overlapped, u->total),
+    host.row({unit_name(p, unit), u->count, u->total, u->overlapped, u->exposed, pct(u->overlapped, u->total),
               u->ag_exposed, u->rs_exposed, u->other_exposed});
 
   host.table("per_rank", {"rank", "collective_ns", "overlapped_ns", "exposed_ns", "overlap_pct"});
@@ -73,8 +83,9 @@ void run(const ss::plugin::Host& host) {
     const auto& [unit, u] = order[i];
     if (u->exposed <= 0 || !u->worst) continue;
     char msg[400];
-    std::snprintf(msg, sizeof msg, "FSDP unit %s: %.3f ms of collective time exposed (%.1f%% overlapped)",
-                  p.module_name(unit).c_str(), double(u->exposed) / 1e6, pct(u->overlapped, u->total));
+    std::snprintf(msg, sizeof msg, "%s%s: %.3f ms of collective time exposed (%.1f%% overlapped)",
+                  unit == kPointToPoint ? "" : "FSDP unit ", unit == kPointToPoint ? "sends and receives" : p.module_name(unit).c_str(),
+                  double(u->exposed) / 1e6, pct(u->overlapped, u->total));
     host.finding(i == 0 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg, u->worst->time.start, u->worst->time.end,
                  u->worst->rank);
   }
@@ -84,7 +95,7 @@ void run(const ss::plugin::Host& host) {
     const CommItem& c = *exposed_items[i].second;
     if (exposed_items[i].first <= 0) break;
     host.marker(c.time.start, c.time.end, c.rank,
-                std::string("exposed ") + collective_type_name(c.type) + " (" + p.module_name(p.unit_of(c.module)) + ")");
+                std::string("exposed ") + collective_type_name(c.type) + " (" + unit_name(p, unit_key(p, c)) + ")");
   }
 }
 
