@@ -234,4 +234,46 @@ void write_steps_profile(const std::string& path) {
   w.finish();
 }
 
+// Two ranks, one step each: rank 0 [1000,2000), rank 1 [1010,2000). Collectives (start of rank 0,
+// start of rank 1), pg 0 over both ranks unless said:
+//   seq 0 all_gather  (100, 300)     before either step: the initialisation, rank 0 first by 200
+//   seq 1 all_gather  (1100, 1130)   in the steps: rank 1 last by 30
+//   seq 2 reduce_scatter (1500, 1480) in the steps: rank 0 last by 20
+//   seq 3 all_reduce  (1005, 990)    rank 1's start is before its step, rank 0's inside: in the
+//                                    steps, rank 0 last by 15
+//   pg 1 seq 0: rank 0 sends at 1600, rank 1's receive was posted at 1200 (a pipeline stage waiting
+//                                    for its peer): rank 0 "last" by 400
+void write_two_rank_steps_profile(const std::string& path) {
+  ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
+  const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "gloo"});
+  const RowId p2p = w.add_process_group({"1", "pp", "[0,1]", 2, "gloo"});
+  const auto coll = w.intern("ncclKernel");
+  RowId nccl[2];
+  for (int r = 0; r < 2; ++r) {
+    RankInfo ri;
+    ri.rank = r;
+    ri.world_size = 2;
+    w.add_rank(ri);
+    nccl[r] = w.add_stream({r, 0, 20, StreamKind::Nccl, "nccl"});
+  }
+  w.add_step({0, 0, 1000 * us, 2000 * us});
+  w.add_step({1, 0, 1010 * us, 2000 * us});
+  auto collective = [&](int rank, RowId group, CollectiveType t, std::int64_t seq, TimeNs a) {
+    const RowId k = add_kernel_us(w, rank, nccl[rank], a, a + 10, coll, KernelCategory::Collective, kNoRow);
+    w.add_collective({rank, k, t, 1 << 20, 0, group, 2, seq, a * us, (a + 10) * us});
+  };
+  const std::pair<CollectiveType, std::pair<TimeNs, TimeNs>> in_pg0[] = {
+      {CollectiveType::AllGather, {100, 300}},
+      {CollectiveType::AllGather, {1100, 1130}},
+      {CollectiveType::ReduceScatter, {1500, 1480}},
+      {CollectiveType::AllReduce, {1005, 990}}};
+  for (std::int64_t seq = 0; seq < 4; ++seq) {
+    collective(0, pg, in_pg0[seq].first, seq, in_pg0[seq].second.first);
+    collective(1, pg, in_pg0[seq].first, seq, in_pg0[seq].second.second);
+  }
+  collective(0, p2p, CollectiveType::Send, 0, 1600);
+  collective(1, p2p, CollectiveType::Recv, 0, 1200);
+  w.finish();
+}
+
 }  // namespace ss::test

@@ -26,4 +26,8 @@ void write_critical_path_profile(const std::string& path);
 // hand_made_profiles.cpp): what a collective outside every step is attributed to.
 void write_steps_profile(const std::string& path);
 
+// Two ranks, one step each, collectives before and inside the steps and a send / receive pair
+// (layout in hand_made_profiles.cpp): what the stragglers analysis counts.
+void write_two_rank_steps_profile(const std::string& path);
+
 }  // namespace ss::test

@@ -304,6 +304,31 @@ TEST_CASE("stragglers on the hand-made profile", "[plugins][stragglers]") {
   CHECK(r.findings[0].rank == 1);
 }
 
+// torchtitan's recordings: its initialisation's all-gather (54 ms, rank 0 late loading) was the
+// "largest lag", and a pipeline's receives (posted before the peer stage sends) made up most of
+// the per-rank waiting (dp 2 x pp 2: 12.3 s of rank 1's). Both are counted apart now.
+TEST_CASE("stragglers: collectives outside every step and sends are counted apart", "[plugins][stragglers]") {
+  TempDir dir;
+  write_two_rank_steps_profile(dir.file("s.ssdb"));
+  AnalysisResult r = run_ok("stragglers", load_profile(dir.file("s.ssdb")));
+  const auto& c = table_of(r, "collectives");
+  REQUIRE(c.rows.size() == 3);  // seq 1, 2, 3; not the initialisation's seq 0 nor the send
+  CHECK(int_at(c, c.rows[0], "sequence") == 1);  // by lag: 30, 20, 15
+  CHECK(int_at(c, c.rows[0], "lag_ns") == 30 * us);
+  CHECK(int_at(c, row_where(c, "sequence", 3), "last_rank") == 0);
+  const auto& pr = table_of(r, "per_rank");
+  CHECK(int_at(pr, row_where(pr, "rank", 0), "times_last") == 2);
+  CHECK(int_at(pr, row_where(pr, "rank", 0), "total_lag_ns") == 35 * us);  // before: 3 and 435 (the send)
+  CHECK(int_at(pr, row_where(pr, "rank", 1), "total_lag_ns") == 30 * us);
+  REQUIRE(r.findings.size() == 4);
+  CHECK(r.findings[0].rank == 0);
+  CHECK_THAT(r.findings[1].message, Catch::Contains("largest lag: all_gather #1, rank 1 arrives 30"));
+  CHECK_THAT(r.findings[2].message, Catch::StartsWith("1 matched collectives outside every recorded step"));
+  CHECK_THAT(r.findings[2].message, Catch::Contains("all_gather #0, rank 1 arrives 200"));
+  CHECK_THAT(r.findings[3].message, Catch::StartsWith("1 point-to-point transfers"));
+  CHECK_THAT(r.findings[3].message, Catch::Contains("400"));
+}
+
 TEST_CASE("memory peak attribution on the hand-made profile", "[plugins][memory]") {
   HandMade h;
   AnalysisResult r = run_ok("memory-peak", h.profile);

@@ -1,10 +1,9 @@
 #include <algorithm>
-#include <map>
 #include <optional>
-#include <span>
 #include <unordered_map>
 
 #include "plugins/builtin/common/profile_access.h"
+#include "plugins/builtin/common/rank_steps.h"
 
 namespace ss::analysis {
 
@@ -40,33 +39,6 @@ struct ComputeIndex {
     }
     return -1;
   }
-};
-
-// The recorded steps of each rank, [start, end) by start. Rule 3 looks for the consuming or
-// producing compute inside the collective's own step: a collective before the first step (a
-// model's initialisation, a checkpoint load) or between steps feeds no module's forward or
-// backward, and the first forward's module is not its owner.
-class RankSteps {
- public:
-  explicit RankSteps(const ss::plugin::Host& host) {
-    host.query("SELECT rank, start_ns, start_ns + duration_ns FROM steps", [&](std::span<const ss_value> row) {
-      steps_[static_cast<int>(row[0].i)].push_back({row[1].i, row[2].i});
-    });
-    for (auto& [rank, v] : steps_) std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
-  }
-  // The window rule 3 may search for a collective starting at t: the whole profile on a rank
-  // without steps, the step holding t, or nothing (nullopt) when t is outside every step.
-  std::optional<Interval> window(int rank, std::int64_t t) const {
-    auto it = steps_.find(rank);
-    if (it == steps_.end()) return Interval{INT64_MIN, INT64_MAX};
-    const auto& v = it->second;
-    auto s = std::upper_bound(v.begin(), v.end(), t, [](std::int64_t x, const Interval& i) { return x < i.start; });
-    if (s == v.begin() || t >= std::prev(s)->end) return std::nullopt;
-    return *std::prev(s);
-  }
-
- private:
-  std::map<int, std::vector<Interval>> steps_;
 };
 
 }  // namespace
@@ -119,7 +91,9 @@ std::vector<CommItem> collect_collectives(const ProfileAccess& p) {
       }
     }
     if (item.module >= 0) continue;
-    // Rule 3: the compute that consumes (all-gather) or produced (others) its data, in its step.
+    // Rule 3: the compute that consumes (all-gather) or produced (others) its data, in its step:
+    // a collective before the first step (a model's initialisation, a checkpoint load) or between
+    // steps feeds no module's forward or backward, and the first forward's module is not its owner.
     auto it = compute.find(item.rank);
     if (it == compute.end()) continue;
     const std::optional<Interval> step = steps.window(item.rank, item.time.start);
