@@ -1,15 +1,19 @@
 // shardscope analyze --list
-// shardscope analyze NAME FILE [--format table|json] [--from NS --to NS] [--ranks 0,1]
+// shardscope analyze NAME FILE [--format table|json] [--from NS --to NS | --steps A:B] [--ranks 0,1]
 // Runs an analysis plugin (plugins/, docs/plugins.md) on a profile. Exit codes: 0 ok, 1 usage
 // or unknown analysis (the list is printed), 2 bad input (profile, window, ranks), 3 the
 // analysis failed (its error is printed; the host itself survives a throwing plugin).
+#include <algorithm>
+#include <climits>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/command.h"
+#include "profiler/collector/core/step_window.h"
 #include "plugins/host/plugin_host.h"
 #include "plugins/host/result_format.h"
 #include "storage/errors.h"
@@ -53,6 +57,40 @@ std::vector<int> parse_ranks(const std::string& text) {
   return ranks;
 }
 
+// The window of recorded steps A to B-1 on the selected ranks: the earliest start to the latest
+// end. A recording's time line also holds what ran before its first step (the model's
+// initialisation: seconds for torchtitan) and between steps; `--steps` leaves those out.
+// Prints why and returns nullopt when the profile has no such steps (bad input, exit 2).
+std::optional<std::pair<TimeNs, TimeNs>> steps_window(const Profile& profile, const std::string& text,
+                                                      const std::vector<int>& ranks) {
+  std::optional<collector::StepWindow> w = collector::parse_step_window(text);
+  if (!w && !text.empty() && text.find(':') == std::string::npos)
+    w = collector::parse_step_window(text + ":" + std::to_string(std::strtoll(text.c_str(), nullptr, 10) + 1));
+  if (!w) throw UsageError("--steps: expected N, A:B (steps A to B-1), A: or :B, not '" + text + "'");
+  auto selected = [&](int r) { return ranks.empty() || std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
+  TimeNs from = INT64_MAX, to = INT64_MIN;
+  std::int64_t lowest = INT64_MAX, highest = INT64_MIN;
+  for (const auto& rank : profile.ranks) {
+    if (!selected(rank.info.rank)) continue;
+    for (const auto& s : rank.steps) {
+      lowest = std::min(lowest, s.number), highest = std::max(highest, s.number);
+      if (s.number < w->first || (w->end >= 0 && s.number >= w->end)) continue;
+      from = std::min(from, s.start), to = std::max(to, s.end);
+    }
+  }
+  if (lowest == INT64_MAX) {
+    std::cerr << "shardscope analyze: error: --steps: the profile has no recorded steps" << (ranks.empty() ? "" : " on those ranks")
+              << " (an imported trace without step markers?); use --from / --to\n";
+    return std::nullopt;
+  }
+  if (from == INT64_MAX) {
+    std::cerr << "shardscope analyze: error: --steps " << text << ": no such step; the profile's steps are " << lowest
+              << " to " << highest << "\n";
+    return std::nullopt;
+  }
+  return std::pair{from, to};
+}
+
 }  // namespace
 
 int cmd_analyze(const std::vector<std::string>& args) {
@@ -66,6 +104,9 @@ int cmd_analyze(const std::vector<std::string>& args) {
       .option("format", "FMT", "output format", "table", 0, {"table", "json"})
       .option("from", "TIME", "start of the time window since the profile's start (ns, or with a unit: 12.5ms, 300us, 2s)")
       .option("to", "TIME", "end of the time window since the profile's start (ns, or with a unit)")
+      .option("steps", "A:B",
+              "the window of recorded steps A to B-1 (N: step N alone; A: or :B open), leaving out the\n"
+              "initialisation before the first step and anything after the last")
       .option("ranks", "LIST", "only these ranks, e.g. 0,1")
       .multi_option("plugin-dir", "DIR", "also load plugins from DIR (searched first)");
   if (!p.parse(args)) return kExitOk;
@@ -100,6 +141,8 @@ int cmd_analyze(const std::vector<std::string>& args) {
   const auto from_since_start = time_option("from"), to_since_start = time_option("to");
   if (p.has("ranks")) sel.ranks = parse_ranks(p.get("ranks"));
 
+  if (p.has("steps") && (from_since_start || to_since_start)) throw UsageError("--steps and --from / --to both set a window: give one");
+
   Profile profile = load_profile(file);  // ProfileError -> exit 2 with the file and the reason
   // The window is given on the timeline's time base (since the profile's start); plugins see
   // the profile's own clock.
@@ -120,6 +163,12 @@ int cmd_analyze(const std::vector<std::string>& args) {
     }
   }
 
+  if (p.has("steps")) {
+    const auto window = steps_window(profile, p.get("steps"), sel.ranks);
+    if (!window) return kExitBadInput;
+    std::tie(sel.from, sel.to) = *window;
+  }
+
   plugins::AnalysisResult result = host.run(name, profile, sel);
   if (!result.ok) {
     std::cerr << "shardscope analyze: error: " << result.error << "\n";
@@ -128,8 +177,12 @@ int cmd_analyze(const std::vector<std::string>& args) {
   }
   if (p.get("format") == "json")
     plugins::write_result_json(result, profile.time_begin, std::cout);
-  else
+  else {
+    if (p.has("steps"))
+      std::cout << "(window: steps " << p.get("steps") << ", " << format_duration_ns(*sel.from - profile.time_begin) << " to "
+                << format_duration_ns(*sel.to - profile.time_begin) << ")\n";
     plugins::write_result_text(result, profile.time_begin, std::cout);
+  }
   return kExitOk;
 }
 

@@ -58,6 +58,46 @@ TEST_CASE("analyze NAME FILE prints tables or JSON", "[plugins][cli]") {
   CHECK(int64_t(rows.at(0).at(1)) == 300'000);  // window_ns
 }
 
+// A recording's time line holds the initialisation before its first step (torchtitan: 57 % of
+// its window, nearly all idle); --steps puts the window on the recorded steps.
+TEST_CASE("analyze --steps puts the window on recorded steps", "[plugins][cli]") {
+  TempDir dir;
+  write_steps_profile(dir.file("s.ssdb"));  // one rank, steps 0 [1000,2000) us and 1 [3000,4000) us
+  simdjson::dom::parser parser;
+  auto window_of = [&](std::vector<std::string> args) {
+    CliResult r = run_cli(args);
+    REQUIRE(r.exit_code == 0);
+    simdjson::dom::element d = parser.parse(r.out);
+    return int64_t(d["tables"].at(0)["rows"].at(0).at(1));  // temporal's window_ns
+  };
+  const std::string f = dir.file("s.ssdb");
+  CHECK(window_of({"analyze", "temporal", f, "--steps", "1", "--format", "json"}) == 1'000'000);
+  CHECK(window_of({"analyze", "temporal", f, "--steps", "0:", "--format", "json"}) == 3'000'000);
+  CHECK(window_of({"analyze", "temporal", f, "--steps", ":1", "--format", "json"}) == 1'000'000);
+  // Without it: the first kernel (100 us) to the last (3200 us), and a finding says how much of
+  // that is outside the steps: 1900 of 3100 us.
+  CliResult whole = run_cli({"analyze", "temporal", f});
+  REQUIRE(whole.exit_code == 0);
+  CHECK(whole.out.find("61.3% of rank 0's window is outside every recorded step") != std::string::npos);
+  // Steps 0 and 1 hold the gap between them: 1000 of 3000 us.
+  CliResult steps = run_cli({"analyze", "temporal", f, "--steps", "0:"});
+  CHECK(steps.out.find("(window: steps 0:, ") != std::string::npos);
+  CHECK(steps.out.find("33.3% of rank 0's window is outside every recorded step") != std::string::npos);
+  CHECK(run_cli({"analyze", "temporal", f, "--steps", "1"}).out.find("outside every recorded step") == std::string::npos);
+
+  CliResult none = run_cli({"analyze", "temporal", f, "--steps", "2:"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("no such step; the profile's steps are 0 to 1") != std::string::npos);
+  CHECK(run_cli({"analyze", "temporal", f, "--steps", "1:1"}).exit_code == 1);
+  CHECK(run_cli({"analyze", "temporal", f, "--steps", "one"}).exit_code == 1);
+  CHECK(run_cli({"analyze", "temporal", f, "--steps", "1", "--from", "0"}).exit_code == 1);
+  // A profile without steps (the two-rank one) says so.
+  write_two_rank_profile(dir.file("p.ssdb"));
+  CliResult no_steps = run_cli({"analyze", "temporal", dir.file("p.ssdb"), "--steps", "0"});
+  CHECK(no_steps.exit_code == 2);
+  CHECK(no_steps.err.find("has no recorded steps") != std::string::npos);
+}
+
 TEST_CASE("analyze exit codes", "[plugins][cli]") {
   TempDir dir;
   write_two_rank_profile(dir.file("p.ssdb"));

@@ -22,4 +22,15 @@ std::optional<Interval> RankSteps::window(int rank, std::int64_t t) const {
   return *std::prev(s);
 }
 
+std::int64_t RankSteps::length_inside(int rank, Interval iv) const {
+  auto it = steps_.find(rank);
+  if (it == steps_.end()) return 0;
+  std::int64_t inside = 0, covered_to = iv.start;  // steps of one rank do not overlap; clip anyway
+  for (const Interval& s : it->second) {
+    const std::int64_t a = std::max(s.start, covered_to), b = std::min(s.end, iv.end);
+    if (b > a) inside += b - a, covered_to = b;
+  }
+  return inside;
+}
+
 }  // namespace ss::analysis

@@ -11,6 +11,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/profile_access.h"
+#include "plugins/builtin/common/rank_steps.h"
 
 namespace {
 
@@ -24,6 +25,9 @@ void run(const ss::plugin::Host& host) {
                            "overlapped_communication_ns", "compute_pct", "communication_pct", "copy_pct", "idle_pct"});
   int worst_rank = -1;
   double worst_idle = -1;
+  const RankSteps steps(host);
+  int most_outside_rank = -1;
+  std::int64_t most_outside = 0;
   for (const auto& r : p.ranks) {
     const std::int64_t window = r.window.length();
     const std::int64_t compute = total_length(r.compute);
@@ -35,6 +39,10 @@ void run(const ss::plugin::Host& host) {
     host.row({r.rank, window, compute, comm, copy, idle, overlapped, pct(compute, window), pct(comm, window),
               pct(copy, window), pct(idle, window)});
     if (pct(idle, window) > worst_idle) worst_idle = pct(idle, window), worst_rank = r.rank;
+    if (steps.has_steps(r.rank)) {
+      const std::int64_t outside = window - steps.length_inside(r.rank, r.window);
+      if (outside > most_outside) most_outside = outside, most_outside_rank = r.rank;
+    }
 
     // Compute utilisation over time, in 100 bins across the window, as an extra counter track.
     constexpr int kBins = 100;
@@ -54,6 +62,21 @@ void run(const ss::plugin::Host& host) {
     const auto* r = p.rank(worst_rank);
     host.finding(worst_idle > 20 ? SS_SEVERITY_WARNING : SS_SEVERITY_INFO, msg, r->window.start, r->window.end,
                  worst_rank);
+  }
+  // A recording's time line holds what ran before its first step (torchtitan's initialisation:
+  // half of its window, nearly all idle) and between steps; say so when it is a fair part.
+  if (most_outside_rank >= 0) {
+    const auto* r = p.rank(most_outside_rank);
+    const double share = pct(most_outside, r->window.length());
+    if (share >= 10) {
+      char msg[300];
+      std::snprintf(msg, sizeof msg,
+                    "%.1f%% of rank %d's window is outside every recorded step (before the first, between or after "
+                    "the last: initialisation, evaluation, checkpointing); `analyze --steps A:B` or a selection on "
+                    "the timeline narrows the window to steps",
+                    share, most_outside_rank);
+      host.finding(SS_SEVERITY_INFO, msg, r->window.start, r->window.end, most_outside_rank);
+    }
   }
 }
 
