@@ -202,7 +202,8 @@ void write_critical_path_profile(const std::string& path) {
 // nccl stream: AllGather [100,200) before every step (initialisation) | AllGather [1000,1050) step 0 |
 //              ReduceScatter [1950,1990) step 0 | AllReduce [2500,2600) between the steps |
 //              ReduceScatter [3010,3020) step 1, before its first compute | Send [1920,1940) step 0
-//              (a pipeline stage's, after the output's compute); no module on any kernel
+//              (a pipeline stage's, after the output's compute) | SendRecv [1210,1230) step 0 (an
+//              all-to-all's kernel, after tok_embeddings' compute); no module on any kernel
 // compute:     gemm [1100,1200) tok_embeddings | gemm [1800,1900) output | gemm [3100,3200) tok_embeddings
 void write_steps_profile(const std::string& path) {
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
@@ -226,6 +227,7 @@ void write_steps_profile(const std::string& path) {
   collective(CollectiveType::AllGather, 1, 1000, 1050);
   add_kernel_us(w, 0, compute, 1100, 1200, gemm, KernelCategory::Compute, emb);
   add_kernel_us(w, 0, compute, 1800, 1900, gemm, KernelCategory::Compute, out);
+  collective(CollectiveType::SendRecv, 6, 1210, 1230);
   collective(CollectiveType::Send, 5, 1920, 1940);
   collective(CollectiveType::ReduceScatter, 2, 1950, 1990);
   collective(CollectiveType::AllReduce, 3, 2500, 2600);
@@ -241,6 +243,8 @@ void write_steps_profile(const std::string& path) {
 //   seq 2 reduce_scatter (1500, 1480) in the steps: rank 0 last by 20
 //   seq 3 all_reduce  (1005, 990)    rank 1's start is before its step, rank 0's inside: in the
 //                                    steps, rank 0 last by 15
+//   seq 4 send_recv   (1700, 1750)   an all-to-all's NCCL kernel (grouped sends and receives on
+//                                    every rank): a collective, rank 1 last by 50
 //   pg 1 seq 0: rank 0 sends at 1600, rank 1's receive was posted at 1200 (a pipeline stage waiting
 //                                    for its peer): rank 0 "last" by 400
 void write_two_rank_steps_profile(const std::string& path) {
@@ -266,8 +270,9 @@ void write_two_rank_steps_profile(const std::string& path) {
       {CollectiveType::AllGather, {100, 300}},
       {CollectiveType::AllGather, {1100, 1130}},
       {CollectiveType::ReduceScatter, {1500, 1480}},
-      {CollectiveType::AllReduce, {1005, 990}}};
-  for (std::int64_t seq = 0; seq < 4; ++seq) {
+      {CollectiveType::AllReduce, {1005, 990}},
+      {CollectiveType::SendRecv, {1700, 1750}}};
+  for (std::int64_t seq = 0; seq < 5; ++seq) {
     collective(0, pg, in_pg0[seq].first, seq, in_pg0[seq].second.first);
     collective(1, pg, in_pg0[seq].first, seq, in_pg0[seq].second.second);
   }

@@ -14,6 +14,8 @@ const char* collective_type_name(std::uint8_t type) {
   return type < sizeof kNames / sizeof kNames[0] ? kNames[type] : "unknown";
 }
 
+bool is_point_to_point(std::uint8_t type) { return type == 8 || type == 9; }  // storage/types.h Send, Recv
+
 namespace {
 
 constexpr std::uint8_t kAllGather = 2;

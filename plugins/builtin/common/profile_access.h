@@ -65,6 +65,12 @@ struct CommItem {
 
 const char* collective_type_name(std::uint8_t type);
 
+// A one-way transfer between two ranks: a send or a receive (a pipeline's stages). Its time is
+// mostly waiting for the peer, not a unit's communication nor a late rank. NCCL's SendRecv kernel
+// (type 7) is not one: torch issues all-to-all (MoE, Ulysses attention) and ring exchanges as
+// grouped sends and receives, one symmetric kernel on every rank (the H100 nsys trace's 66).
+bool is_point_to_point(std::uint8_t type);
+
 // Collectives of the selected ranks that intersect the window (times not clipped), each
 // attributed to a module: (1) the module recorded on its NCCL kernel; (2) the module of the GPU
 // range it overlaps most; (3) for all-gathers the module of the first compute kernel on the rank

@@ -17,12 +17,11 @@ using namespace ss::analysis;
 
 double pct(std::int64_t part, std::int64_t whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
-// Point-to-point sends and receives (a pipeline's stages, types 7-9) are no unit's collective: their
-// time is mostly waiting for the peer stage (seconds on torchtitan's pipeline over gloo, which went
-// to whichever unit ran last). They get a row of their own.
+// Point-to-point sends and receives (a pipeline's stages) are no unit's collective: their time is
+// mostly waiting for the peer stage (seconds on torchtitan's pipeline over gloo, which went to
+// whichever unit ran last). They get a row of their own.
 constexpr int kPointToPoint = -2;
-bool point_to_point(std::uint8_t type) { return type >= 7 && type <= 9; }
-int unit_key(const ProfileAccess& p, const CommItem& c) { return point_to_point(c.type) ? kPointToPoint : p.unit_of(c.module); }
+int unit_key(const ProfileAccess& p, const CommItem& c) { return is_point_to_point(c.type) ? kPointToPoint : p.unit_of(c.module); }
 std::string unit_name(const ProfileAccess& p, int unit) {
   return unit == kPointToPoint ? "(send / recv)" : p.module_name(unit);
 }

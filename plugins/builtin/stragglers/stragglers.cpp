@@ -31,10 +31,6 @@ struct Match {
   std::int64_t lag() const { return last_start - first_start; }
 };
 
-bool point_to_point(std::uint8_t type) {
-  return type == 7 || type == 8 || type == 9;  // storage/types.h: SendRecv, Send, Recv
-}
-
 // Matches left out of the straggler counts, by reason.
 struct LeftOut {
   std::int64_t count = 0, total_lag = 0;
@@ -72,7 +68,7 @@ void run(const ss::plugin::Host& host) {
   LeftOut outside_steps, p2p;
   for (const auto& [key, m] : matches) {
     if (m.ranks < 2) continue;
-    if (point_to_point(m.type)) {
+    if (is_point_to_point(m.type)) {
       p2p.add(m);
       continue;
     }
