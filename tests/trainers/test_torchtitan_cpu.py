@@ -287,6 +287,31 @@ class Torchtitan(unittest.TestCase):
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
                              measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
 
+    def test_pipeline_with_data_parallelism(self):
+        # The pipeline over 2 ranks beside FSDP over 2 (4 ranks): FSDP's collectives run over its
+        # pair while the stages' sends and receives are in flight.
+        profile, job = self.recorded("pipeline_dp", *PIPELINE, world=4)
+        per_step = self.check_collectives(profile, job)
+        self.assertTrue(per_step[1], "FSDP collectives in a step")
+        meta = dict(query(profile, "SELECT key, value FROM meta WHERE key LIKE 'rank0.%'"))
+        self.assertEqual(meta["rank0.pipeline"], "ScheduleInterleaved1F1B stages=4 ranks=2 local=0,2 microbatches=2")
+        self.assertEqual(query(profile, "SELECT size FROM process_groups WHERE name = ?", meta["rank0.fsdp_group"]),
+                         [(2,)])
+        # The replay issues the job's collectives over FSDP's 2 ranks (before the pipeline was
+        # recorded: 4 all-gathers and 2 reduce-scatters over 4).
+        report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--fit", "--format", "json"])[1])
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        kinds = [t for t, _ in per_step[1]]
+        self.assertEqual((report["all_gathers"], report["reduce_scatters"]),
+                         (kinds.count("all_gather"), kinds.count("reduce_scatter")))
+        self.assertGreater(report["measured_breakdown"]["units_on_other_stages"], 0)
+        # Stragglers: the stages' sends and receives are counted apart, not as late ranks.
+        strag = json.loads(tr.run([tr.SHARDSCOPE, "analyze", "stragglers", profile, "--format", "json"])[1])
+        matched = next(t for t in strag["tables"] if t["name"] == "collectives")
+        types = {row[matched["columns"].index("type")] for row in matched["rows"]}
+        self.assertFalse(types & {"send", "recv"}, types)
+        self.assertTrue(any("point-to-point transfers" in f["message"] for f in strag["findings"]), strag["findings"])
+
     def test_moe_with_expert_parallelism(self):
         # torchtitan's Qwen3 MoE debug config, smaller (titan_cpu_config.qwen3_moe_debug_cpu), with
         # expert parallelism over both ranks: each block is one FSDP unit of two parameter groups,
