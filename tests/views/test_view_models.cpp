@@ -18,6 +18,7 @@
 
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
+#include "storage/sqlite_handle.h"
 #include "storage/units.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
@@ -67,6 +68,40 @@ TEST_CASE("module tree model passes QAbstractItemModelTester and mirrors the mod
   // Missing figures show as a dash.
   const QModelIndex root = model.index(0, 1 + memview::kOptimizerStates);
   CHECK(model.data(root).toString() == QString::fromUtf8("\u2014"));
+}
+
+// torchtitan's pipeline: a rank runs its stages only, the modules table is every rank's; the tree
+// showed the other stages' modules with 0 B beside its own, as if they were empty.
+TEST_CASE("module tree of a pipelined recording: other stages' modules are marked, not listed as empty", "[views][gui]") {
+  app();
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 2;
+  spec.layers = 4;
+  write_synthetic_profile(dir.file("pp.ssdb"), spec);
+  {
+    // Rank 0 holds layers 0 and 1: the other layers' ranges there go, and the pipeline is noted.
+    sql::Db db(dir.file("pp.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("INSERT INTO meta VALUES ('rank0.pipeline', 'Schedule1F1B stages=2 ranks=2 local=0 microbatches=2')");
+    db.exec("DELETE FROM ranges WHERE rank = 0 AND module_id IN (SELECT id FROM modules WHERE fqn LIKE 'layers.2%' OR "
+            "fqn LIKE 'layers.3%')");
+  }
+  const auto p = std::make_shared<const Profile>(load_profile(dir.file("pp.ssdb")));
+  memview::ModuleTreeModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_data(p, memview::compute_module_memory(*p, 0));
+  CHECK(count_rows(model) == static_cast<int>(p->modules.size()));  // still every module, marked
+  auto name_of = [&](const char* fqn) { return model.index_of_module(p->find_module(fqn)).data().toString(); };
+  CHECK(name_of("layers.2").endsWith("(another stage)"));
+  CHECK(name_of("layers.3.attention").endsWith("(another stage)"));
+  CHECK_FALSE(name_of("layers.1").endsWith("(another stage)"));
+  CHECK_FALSE(name_of("layers.1.attention").endsWith("(another stage)"));
+  CHECK_FALSE(name_of("").endsWith("(another stage)"));  // the root runs its stage's part
+  CHECK(model.index_of_module(p->find_module("layers.2")).data(Qt::ForegroundRole).isValid());
+  CHECK_FALSE(model.index_of_module(p->find_module("layers.1")).data(Qt::ForegroundRole).isValid());
+  // Rank 1 is not pipelined in this profile (no meta): nothing is marked.
+  model.set_data(p, memview::compute_module_memory(*p, 1));
+  CHECK_FALSE(name_of("layers.2").endsWith("(another stage)"));
 }
 
 TEST_CASE("memory view sorts and filters through the proxy; chart names the peak", "[views][gui]") {

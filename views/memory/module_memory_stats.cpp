@@ -184,6 +184,30 @@ ModuleMemoryStats compute_module_memory(const Profile& p, int rank, std::size_t 
       }
   }
 
+  // A pipelined recording: the modules that did not run on this rank are other stages'.
+  out.on_other_stage.assign(p.modules.size(), false);
+  if (p.meta.count("rank" + std::to_string(rank) + ".pipeline")) {
+    // A module is this rank's when it ran here, a descendant did (a container: torchtitan's
+    // `layers` dict), or an ancestor below the root did (a submodule without ranges of its own).
+    // The root runs on every stage: it says nothing about its children.
+    const std::size_t n = p.modules.size();
+    std::vector<bool> own(n, false), below(n, false), above(n, false);
+    if (rm)
+      for (std::int32_t ti : rm->range_tracks)
+        for (const RangeEvent& e : p.range_tracks[static_cast<std::size_t>(ti)].events)
+          if (e.kind == RangeKind::Module && e.module >= 0) own[static_cast<std::size_t>(e.module)] = true;
+    for (std::size_t i = n; i-- > 0;) {  // children come after their parents
+      below[i] = below[i] || own[i];
+      if (below[i] && p.modules[i].parent >= 0) below[static_cast<std::size_t>(p.modules[i].parent)] = true;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t parent = p.modules[i].parent;
+      const bool parent_is_root = parent >= 0 && p.modules[static_cast<std::size_t>(parent)].parent < 0;
+      above[i] = parent >= 0 && !parent_is_root && (own[static_cast<std::size_t>(parent)] || above[static_cast<std::size_t>(parent)]);
+      out.on_other_stage[i] = !below[i] && !above[i];
+    }
+  }
+
   // The stacked series: bytes live per category after each event, sampled once per bucket at the
   // bucket's highest total so that peaks survive the downsampling.
   MemorySeries& s = out.series;

@@ -1,5 +1,8 @@
 #include "views/memory/module_tree_model.h"
 
+#include <QGuiApplication>
+#include <QPalette>
+
 #include "storage/units.h"
 
 namespace ss::memview {
@@ -67,14 +70,21 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
   const ModuleNode& node = profile_->modules[m];
   if (role == kFqnRole) return QString::fromStdString(node.fqn);
   if (role == kModuleRole) return static_cast<int>(m);
+  const bool elsewhere = m < stats_.on_other_stage.size() && stats_.on_other_stage[m];
+  if (role == Qt::ForegroundRole && elsewhere) return QGuiApplication::palette().color(QPalette::Disabled, QPalette::Text);
   if (index.column() == 0) {
     if (role == Qt::DisplayRole || role == Qt::UserRole) {
       // The full path (layers.15.attention), as the chart, the timeline and the CLI name it.
       std::string name = node.fqn.empty() ? "(root)" : node.fqn;
       if (!node.class_name.empty()) name += "  [" + node.class_name + "]";
+      if (elsewhere) name += "  (another stage)";
       return QString::fromStdString(name);
     }
-    if (role == Qt::ToolTipRole) return QString::fromStdString(node.fqn + (node.is_fsdp_unit ? "  (FSDP unit)" : ""));
+    if (role == Qt::ToolTipRole)
+      return QString::fromStdString(node.fqn + (node.is_fsdp_unit ? "  (FSDP unit)" : "") +
+                                    (elsewhere ? "\nruns on another rank's pipeline stage: rank " +
+                                                     std::to_string(stats_.rank) + " holds none of it"
+                                               : ""));
     return {};
   }
   const int col = index.column() - 1;
