@@ -4,7 +4,6 @@
 // or unknown analysis (the list is printed), 2 bad input (profile, window, ranks), 3 the
 // analysis failed (its error is printed; the host itself survives a throwing plugin).
 #include <algorithm>
-#include <climits>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -16,6 +15,7 @@
 #include "profiler/collector/core/step_window.h"
 #include "plugins/host/plugin_host.h"
 #include "plugins/host/result_format.h"
+#include "plugins/host/steps_window.h"
 #include "storage/errors.h"
 #include "storage/profile_reader.h"
 #include "storage/units.h"
@@ -57,38 +57,25 @@ std::vector<int> parse_ranks(const std::string& text) {
   return ranks;
 }
 
-// The window of recorded steps A to B-1 on the selected ranks: the earliest start to the latest
-// end. A recording's time line also holds what ran before its first step (the model's
-// initialisation: seconds for torchtitan) and between steps; `--steps` leaves those out.
+// The window of `--steps` (A:B, A:, :B or N) on the selected ranks (plugins/host/steps_window.h).
 // Prints why and returns nullopt when the profile has no such steps (bad input, exit 2).
-std::optional<std::pair<TimeNs, TimeNs>> steps_window(const Profile& profile, const std::string& text,
-                                                      const std::vector<int>& ranks) {
+std::optional<std::pair<TimeNs, TimeNs>> steps_option_window(const Profile& profile, const std::string& text,
+                                                             const std::vector<int>& ranks) {
   std::optional<collector::StepWindow> w = collector::parse_step_window(text);
   if (!w && !text.empty() && text.find(':') == std::string::npos)
     w = collector::parse_step_window(text + ":" + std::to_string(std::strtoll(text.c_str(), nullptr, 10) + 1));
   if (!w) throw UsageError("--steps: expected N, A:B (steps A to B-1), A: or :B, not '" + text + "'");
-  auto selected = [&](int r) { return ranks.empty() || std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
-  TimeNs from = INT64_MAX, to = INT64_MIN;
-  std::int64_t lowest = INT64_MAX, highest = INT64_MIN;
-  for (const auto& rank : profile.ranks) {
-    if (!selected(rank.info.rank)) continue;
-    for (const auto& s : rank.steps) {
-      lowest = std::min(lowest, s.number), highest = std::max(highest, s.number);
-      if (s.number < w->first || (w->end >= 0 && s.number >= w->end)) continue;
-      from = std::min(from, s.start), to = std::max(to, s.end);
-    }
-  }
-  if (lowest == INT64_MAX) {
+  const auto numbers = plugins::step_numbers(profile, ranks);
+  if (!numbers) {
     std::cerr << "shardscope analyze: error: --steps: the profile has no recorded steps" << (ranks.empty() ? "" : " on those ranks")
               << " (an imported trace without step markers?); use --from / --to\n";
     return std::nullopt;
   }
-  if (from == INT64_MAX) {
-    std::cerr << "shardscope analyze: error: --steps " << text << ": no such step; the profile's steps are " << lowest
-              << " to " << highest << "\n";
-    return std::nullopt;
-  }
-  return std::pair{from, to};
+  const auto window = plugins::steps_window(profile, w->first, w->end, ranks);
+  if (!window)
+    std::cerr << "shardscope analyze: error: --steps " << text << ": no such step; the profile's steps are " << numbers->first
+              << " to " << numbers->second << "\n";
+  return window;
 }
 
 }  // namespace
@@ -164,7 +151,7 @@ int cmd_analyze(const std::vector<std::string>& args) {
   }
 
   if (p.has("steps")) {
-    const auto window = steps_window(profile, p.get("steps"), sel.ranks);
+    const auto window = steps_option_window(profile, p.get("steps"), sel.ranks);
     if (!window) return kExitBadInput;
     std::tie(sel.from, sel.to) = *window;
   }

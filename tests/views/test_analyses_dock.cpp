@@ -8,6 +8,7 @@
 #include <QAbstractItemModelTester>
 #include <QHeaderView>
 #include <QApplication>
+#include <QCheckBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
@@ -17,10 +18,12 @@
 #include <QTableView>
 #include <QTest>
 #include <algorithm>
+#include <climits>
 
 #include "plugins/host/plugin_host.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
+#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
 #include "views/analyses/analyses_dock.h"
@@ -193,6 +196,61 @@ TEST_CASE("the dock passes the selection and a double-clicked finding jumps to i
   CHECK(jump.first().at(0).toLongLong() == 10);
   CHECK(jump.first().at(1).toLongLong() == 20);
   CHECK(jump.first().at(2).toInt() == 1);
+}
+
+// A recording's time line holds its start-up before the first step (torchtitan: 57 % of the
+// window); "Steps only" cuts the run's window to the recorded steps, inside a selection if any.
+TEST_CASE("Steps only runs on the recorded steps, within the selection; disabled without steps", "[views][gui]") {
+  app();
+  const auto p = profile();  // 2 ranks, 2 steps each
+  TimeNs first = INT64_MAX, last = INT64_MIN;
+  for (const auto& r : p->ranks)
+    for (const auto& st : r.steps) first = std::min(first, st.start), last = std::max(last, st.end);
+  REQUIRE(first < last);
+  AnalysesDock dock;
+  dock.discover(kDirs);
+  dock.set_profile(p);
+  REQUIRE(dock.steps_only()->isEnabled());
+  CHECK_FALSE(dock.steps_only()->isChecked());  // as `analyze` without --steps: the whole profile
+  dock.steps_only()->setChecked(true);
+  run_and_wait(dock, "test-echo");
+  CHECK(dock.last_selection().from == first);
+  CHECK(dock.last_selection().to == last);
+  CHECK(dock.status()->text().contains("(recorded steps)"));
+  // With a selection reaching past the last step: its start, the steps' end.
+  const TimeNs mid = first + (last - first) / 2;
+  dock.selection_source = [&] {
+    plugins::Selection s;
+    s.from = mid;
+    s.to = last + 1'000'000'000;
+    return s;
+  };
+  run_and_wait(dock, "test-echo");
+  CHECK(dock.last_selection().from == mid);
+  CHECK(dock.last_selection().to == last);
+  // A selection after every step: refused with the reason, nothing runs.
+  dock.selection_source = [&] {
+    plugins::Selection s;
+    s.from = last + 1;
+    s.to = last + 2;
+    return s;
+  };
+  CHECK_FALSE(dock.run("test-echo"));
+  CHECK(dock.status()->text().contains("holds no recorded step"));
+
+  // A profile without steps: the box is off and cannot be ticked.
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.ranks = 1;
+  spec.layers = 2;
+  write_synthetic_profile(dir.file("nosteps.ssdb"), spec);
+  {
+    sql::Db db(dir.file("nosteps.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("DELETE FROM steps");
+  }
+  dock.set_profile(std::make_shared<const Profile>(load_profile(dir.file("nosteps.ssdb"))));
+  CHECK_FALSE(dock.steps_only()->isEnabled());
+  CHECK_FALSE(dock.steps_only()->isChecked());
 }
 
 TEST_CASE("a throwing plugin's error is shown and the dock keeps working", "[views][gui]") {

@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -22,6 +23,7 @@
 #include <malloc.h>  // malloc_trim
 #endif
 
+#include "plugins/host/steps_window.h"
 #include "views/analyses/result_table_model.h"
 #include "views/timeline/timeline_widget.h"
 
@@ -92,8 +94,14 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   copy_button_ = new QPushButton("Copy table");
   copy_button_->setToolTip("Copies the shown table (its selected rows, or all) as tab-separated text with exact values");
   copy_button_->setEnabled(false);
+  steps_only_ = new QCheckBox("Steps only");
+  steps_only_->setObjectName("analyses_steps_only");
+  steps_only_->setToolTip("Runs on the recorded steps only: leaves out what ran before the first (the model's "
+                          "initialisation) and after the last");
+  steps_only_->setEnabled(false);
   auto* buttons = new QHBoxLayout();
   buttons->addWidget(run_button_, 1);
+  buttons->addWidget(steps_only_);
   buttons->addWidget(copy_button_);
   top_layout->addLayout(buttons);
   split->addWidget(top);
@@ -227,6 +235,9 @@ void AnalysesDock::copy_table() {
 
 void AnalysesDock::set_profile(std::shared_ptr<const Profile> profile) {
   profile_ = std::move(profile);
+  const bool has_steps = profile_ && plugins::step_numbers(*profile_, {}).has_value();
+  steps_only_->setEnabled(has_steps);
+  if (!has_steps) steps_only_->setChecked(false);
   // A new profile: the earlier result was about another one (unless a run is still going).
   if (profile_ && !busy() && !host_->plugins().empty())
     status_->setText("Pick an analysis and press Run: it runs on the timeline's selected range (right drag), or the whole profile");
@@ -247,6 +258,7 @@ QString AnalysesDock::describe(const plugins::Selection& s) const {
     const auto ms = [origin](TimeNs t) { return QString::number(static_cast<double>(t - origin) / 1e6, 'f', 3); };
     text = QString("%1 – %2 ms").arg(s.from ? ms(*s.from) : "start", s.to ? ms(*s.to) : "end");
   }
+  if (last_steps_only_) text += " (recorded steps)";
   if (!s.ranks.empty()) {
     QStringList ranks;
     for (int r : s.ranks) ranks << QString::number(r);
@@ -271,7 +283,23 @@ bool AnalysesDock::run(const QString& name) {
   // Keep the list showing what runs (run() is also called from code: double-click, screenshots).
   for (int i = 0; i < plugin_list_->count(); ++i)
     if (plugin_list_->item(i)->data(kPluginNameRole).toString() == name) plugin_list_->setCurrentRow(i);
-  last_selection_ = selection_source ? selection_source() : plugins::Selection{};
+  plugins::Selection selection = selection_source ? selection_source() : plugins::Selection{};
+  last_steps_only_ = steps_only_->isEnabled() && steps_only_->isChecked();
+  if (last_steps_only_) {
+    const auto steps = plugins::steps_window(*profile_, 0, -1, selection.ranks);
+    if (!steps) {
+      status_->setText("The selected ranks have no recorded step: untick Steps only");
+      return false;
+    }
+    const TimeNs from = std::max(selection.from.value_or(steps->first), steps->first);
+    const TimeNs to = std::min(selection.to.value_or(steps->second), steps->second);
+    if (from > to) {
+      status_->setText("The selected range holds no recorded step: clear the selection or untick Steps only");
+      return false;
+    }
+    selection.from = from, selection.to = to;
+  }
+  last_selection_ = selection;
   status_->setText(QString("Running %1 on %2...").arg(name, describe(last_selection_)));
   // The worker gets its own references; the host outlives it (the destructor and discover() wait).
   auto out = std::make_shared<plugins::AnalysisResult>();

@@ -19,6 +19,7 @@
 #include "storage/profile_model.h"
 #include "views/timeline/timeline_controller.h"
 
+class QCheckBox;
 class QLabel;
 class QListWidget;
 class QPushButton;
@@ -59,6 +60,9 @@ class AnalysesDock : public QWidget {
   QListWidget* plugin_list() const { return plugin_list_; }
   QPushButton* run_button() const { return run_button_; }
   QPushButton* copy_button() const { return copy_button_; }
+  // "Steps only": the run's window is cut to the recorded steps (the earliest start to the latest
+  // end; within the timeline's selection when there is one). Disabled on a profile without steps.
+  QCheckBox* steps_only() const { return steps_only_; }
   QTabWidget* table_tabs() const { return table_tabs_; }
   QListWidget* findings() const { return findings_; }
   QLabel* status() const { return status_; }
@@ -96,6 +100,8 @@ class AnalysesDock : public QWidget {
   QLabel* description_ = nullptr;
   QPushButton* run_button_ = nullptr;
   QPushButton* copy_button_ = nullptr;
+  QCheckBox* steps_only_ = nullptr;
+  bool last_steps_only_ = false;  // the last run's window was cut to the steps
   QLabel* status_ = nullptr;
   QTabWidget* table_tabs_ = nullptr;
   QListWidget* findings_ = nullptr;
