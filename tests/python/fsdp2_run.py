@@ -95,13 +95,19 @@ def live_memory_at_forward(profile, module, rank=0):
                       rank, start))
 
 
-def fsdp_collectives_per_step(profile, rank):
-    """{step number: sorted [(type label, bytes)]} of the all-gathers and reduce-scatters in each step."""
+def fsdp_collectives_per_step(profile, rank, fsdp_group_only=False):
+    """{step number: sorted [(type label, bytes)]} of the all-gathers and reduce-scatters in each step;
+    with fsdp_group_only, those over the group the hooks recorded as FSDP's (meta rank<R>.fsdp_group),
+    leaving out sequence parallelism's beside tensor parallelism."""
+    group = ""
+    if fsdp_group_only:
+        (group,), = query(profile, "SELECT value FROM meta WHERE key = ?", "rank%d.fsdp_group" % rank)
     out = {}
     for n, t0, t1 in query(profile, "SELECT number, start_ns, start_ns + duration_ns FROM steps WHERE rank = ? ORDER BY number", rank):
         rows = query(profile, "SELECT e.label, c.bytes FROM collectives c JOIN enums e ON e.type = 'collective_type' "
-                     "AND e.value = c.type WHERE c.rank = ? AND c.start_ns >= ? AND c.start_ns < ? "
-                     "AND e.label IN ('all_gather', 'reduce_scatter')", rank, t0, t1)
+                     "AND e.value = c.type LEFT JOIN process_groups g ON g.id = c.process_group_id WHERE c.rank = ? "
+                     "AND c.start_ns >= ? AND c.start_ns < ? AND e.label IN ('all_gather', 'reduce_scatter') "
+                     "AND (? = '' OR g.name = ?)", rank, t0, t1, group, group)
         out[n] = sorted(rows)
     return out
 

@@ -14,7 +14,9 @@ gradient accumulation: two passes a step) the replay runs both passes' collectiv
 validator on, the validation's all-gathers are in the step after the first, as the job issued
 them, and that step is left out of the measured one. With pipeline parallelism over both ranks
 (two stages a rank), the stages keep the model's names, the hooks record the schedule and FSDP's
-one-rank span, and the replay is of rank 0's stages. torchtitan's Qwen3 MoE (smaller; its routing
+one-rank span, and the replay is of rank 0's stages; beside FSDP over 2 of 4 ranks, the job's FSDP
+collectives over its pair. With tensor parallelism over 2 of 4 ranks (sequence parallel norms), the
+same checks as the first recording over FSDP's group. torchtitan's Qwen3 MoE (smaller; its routing
 balanced, MOE_EP) with expert parallelism over both ranks: blocks of two parameter groups on two meshes, all-to-all dispatch;
 the same checks, the groups as recorded, and a plan's all-gathers exact and peak within 3 %. The
 MoE again on 4 ranks, where the experts' mesh has 2 and FSDP2 gathers them apart: the replay runs
@@ -50,13 +52,14 @@ MOE_EP = ("qwen3_moe_debug_cpu", "--training.mixed_precision_param", "float32",
 MOE_ENV = {"SS_TITAN_SEQ": "128", "SS_TITAN_BATCH": "1"}
 # Pipeline parallelism over both ranks, micro-batches of one sample (two a step); torchtitan refuses
 # its CUDA graphs with a pipeline ("CUDA graphs do not support pipeline parallelism yet").
+TENSOR_PARALLEL = ("llama3_debug_cpu", "--parallelism.tensor_parallel_degree", "2")
 PIPELINE = ("llama3_debug_cpu", "--parallelism.pipeline_parallel_degree", "2",
             "--parallelism.pipeline_parallel_microbatch_size", "1", "--training.disable_cuda_graphs")
 
 
-def fsdp_collectives_per_step(profile, rank=0):
+def fsdp_collectives_per_step(profile, rank=0, fsdp_group_only=False):
     """[sorted [(type, bytes)] of each step's all-gathers and reduce-scatters], steps in order."""
-    return [v for _, v in sorted(run.fsdp_collectives_per_step(profile, rank).items())]
+    return [v for _, v in sorted(run.fsdp_collectives_per_step(profile, rank, fsdp_group_only).items())]
 
 
 class Torchtitan(unittest.TestCase):
@@ -85,9 +88,9 @@ class Torchtitan(unittest.TestCase):
             raise AssertionError("record of torchtitan %s: exit %d\n%s" % (name, rc, out[-4000:]))
         return profile, tr.summary(summary)
 
-    def check_collectives(self, profile, job):
+    def check_collectives(self, profile, job, fsdp_group_only=False):
         """Every all-gather and reduce-scatter of every step, as the job issued them; per step."""
-        per_step = fsdp_collectives_per_step(profile)
+        per_step = fsdp_collectives_per_step(profile, fsdp_group_only=fsdp_group_only)
         self.assertEqual(len(per_step), STEPS)
         self.assertEqual(len(job["collectives"]), STEPS)
         for step, (mine, theirs) in enumerate(zip(per_step, job["collectives"])):
@@ -114,8 +117,8 @@ class Torchtitan(unittest.TestCase):
         self.assertGreater(min(job["gradient_bytes"]), 0)
         self.assertEqual(run.parameter_gradients_at_optimizer(profile), job["gradient_bytes"])
 
-    def check_recording(self, profile, job, reductions_modelled=True):
-        per_step = self.check_collectives(profile, job)
+    def check_recording(self, profile, job, reductions_modelled=True, fsdp_group_only=False):
+        per_step = self.check_collectives(profile, job, fsdp_group_only)
         self.check_buffers_freed_in_their_step(profile)
         self.check_gradients(profile, job)
         # The replay at the recorded configuration: its all-gathers and reduce-scatters exactly (the
@@ -251,6 +254,21 @@ class Torchtitan(unittest.TestCase):
         self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (1, 1))
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
                              measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
+
+    def test_tensor_parallelism_with_data_parallelism(self):
+        # torchtitan's tensor parallelism (its parallelize_llama plan, sequence parallel norms) over
+        # 2 ranks beside FSDP over the other 2: FSDP's collectives run over its dp pair, TP's over
+        # the tp pair, and the replay models FSDP's while it replays TP's as measured.
+        profile, job = self.recorded("tensor_parallel", *TENSOR_PARALLEL, world=4)
+        # FSDP's over its group: sequence parallelism's all-gathers and reduce-scatters are TP's.
+        report = self.check_recording(profile, job, fsdp_group_only=True)
+        meta = dict(query(profile, "SELECT key, value FROM meta WHERE key LIKE 'rank0.%'"))
+        self.assertEqual((meta["rank0.model_parallel"], meta["rank0.model_parallel_ranks"]), ("tp=2", "2"))
+        self.assertEqual(query(profile, "SELECT size FROM process_groups WHERE name = ?", meta["rank0.fsdp_group"]),
+                         [(2,)])
+        self.assertEqual((report["world_size"], report["shard_group"]), (4, 2))
+        # TP's own collectives are in the profile and replayed as measured, not taken for FSDP's.
+        self.assertGreater(report["measured_breakdown"]["other_collectives"], 0)
 
     def test_pipeline_parallelism(self):
         # torchtitan's pipeline over both ranks (its default interleaved 1F1B schedule: two stages
