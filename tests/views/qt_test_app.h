@@ -5,9 +5,12 @@
 #include <QApplication>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
+#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 
 namespace ss::test {
@@ -33,6 +36,21 @@ inline std::shared_ptr<const Profile> small_synthetic_profile() {
     return std::make_shared<const Profile>(load_profile(dir.file("p.ssdb")));
   }();
   return p;
+}
+
+// A synthetic profile of `ranks` x `layers` written at `path`, changed by the SQL statements (what a
+// recording of another kind would hold: no steps, a pipeline's meta), then loaded.
+inline std::shared_ptr<const Profile> edited_synthetic_profile(const std::string& path, int ranks, int layers,
+                                                               const std::vector<std::string>& statements) {
+  SyntheticSpec spec;
+  spec.ranks = ranks;
+  spec.layers = layers;
+  write_synthetic_profile(path, spec);
+  {
+    sql::Db db(path, SQLITE_OPEN_READWRITE);
+    for (const auto& sql : statements) db.exec(sql);
+  }
+  return std::make_shared<const Profile>(load_profile(path));
 }
 
 }  // namespace ss::test

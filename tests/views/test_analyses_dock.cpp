@@ -23,7 +23,6 @@
 #include "plugins/host/plugin_host.h"
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
-#include "storage/sqlite_handle.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
 #include "views/analyses/analyses_dock.h"
@@ -240,15 +239,7 @@ TEST_CASE("Steps only runs on the recorded steps, within the selection; disabled
 
   // A profile without steps: the box is off and cannot be ticked.
   test::TempDir dir;
-  SyntheticSpec spec;
-  spec.ranks = 1;
-  spec.layers = 2;
-  write_synthetic_profile(dir.file("nosteps.ssdb"), spec);
-  {
-    sql::Db db(dir.file("nosteps.ssdb"), SQLITE_OPEN_READWRITE);
-    db.exec("DELETE FROM steps");
-  }
-  dock.set_profile(std::make_shared<const Profile>(load_profile(dir.file("nosteps.ssdb"))));
+  dock.set_profile(test::edited_synthetic_profile(dir.file("nosteps.ssdb"), 1, 2, {"DELETE FROM steps"}));
   CHECK_FALSE(dock.steps_only()->isEnabled());
   CHECK_FALSE(dock.steps_only()->isChecked());
 }

@@ -18,7 +18,6 @@
 
 #include "profiler/synthetic/synthetic_profile.h"
 #include "storage/profile_reader.h"
-#include "storage/sqlite_handle.h"
 #include "storage/units.h"
 #include "tests/support/test_paths.h"
 #include "tests/views/qt_test_app.h"
@@ -75,18 +74,12 @@ TEST_CASE("module tree model passes QAbstractItemModelTester and mirrors the mod
 TEST_CASE("module tree of a pipelined recording: other stages' modules are marked, not listed as empty", "[views][gui]") {
   app();
   test::TempDir dir;
-  SyntheticSpec spec;
-  spec.ranks = 2;
-  spec.layers = 4;
-  write_synthetic_profile(dir.file("pp.ssdb"), spec);
-  {
-    // Rank 0 holds layers 0 and 1: the other layers' ranges there go, and the pipeline is noted.
-    sql::Db db(dir.file("pp.ssdb"), SQLITE_OPEN_READWRITE);
-    db.exec("INSERT INTO meta VALUES ('rank0.pipeline', 'Schedule1F1B stages=2 ranks=2 local=0 microbatches=2')");
-    db.exec("DELETE FROM ranges WHERE rank = 0 AND module_id IN (SELECT id FROM modules WHERE fqn LIKE 'layers.2%' OR "
-            "fqn LIKE 'layers.3%')");
-  }
-  const auto p = std::make_shared<const Profile>(load_profile(dir.file("pp.ssdb")));
+  // Rank 0 holds layers 0 and 1: the other layers' ranges there go, and the pipeline is noted.
+  const auto p = test::edited_synthetic_profile(
+      dir.file("pp.ssdb"), 2, 4,
+      {"INSERT INTO meta VALUES ('rank0.pipeline', 'Schedule1F1B stages=2 ranks=2 local=0 microbatches=2')",
+       "DELETE FROM ranges WHERE rank = 0 AND module_id IN (SELECT id FROM modules WHERE fqn LIKE 'layers.2%' OR "
+       "fqn LIKE 'layers.3%')"});
   memview::ModuleTreeModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_data(p, memview::compute_module_memory(*p, 0));
