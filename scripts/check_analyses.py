@@ -14,7 +14,10 @@ code), per rank:
               for at least half of their length ("waiting on collective", first rule)
 and for the whole profile:
   straggler_lag  sum over collectives matched across ranks by (process group, sequence) of
-              latest start - earliest start (one SQL aggregate)
+              latest start - earliest start, leaving out sends and receives, groups whose
+              participants are not one operation (types or, where every rank holds one size,
+              bytes differ) and, on ranks with recorded steps, matches no participant started
+              inside a step
 Unions are computed with a +1/-1 event sweep (a different method from the plugins' sorted
 interval merge). Then runs `shardscope analyze ... --format json` and compares every number.
 
@@ -124,9 +127,25 @@ def compute_expected(path):
                     gaps_coll += g1 - g0
         r.update(gaps=gaps_n, gaps_total=gaps_total, gaps_waiting_collective_majority=gaps_coll)
         out[rank] = r
-    lag = db.execute("SELECT COALESCE(SUM(lag), 0) FROM (SELECT MAX(start_ns) - MIN(start_ns) AS lag FROM collectives"
-                     " WHERE sequence >= 0 GROUP BY COALESCE(process_group_id, -1), sequence HAVING COUNT(*) > 1)"
-                     ).fetchone()[0]
+    # A participant is inside a step when its rank has none recorded or its start is in one of them.
+    groups = db.execute("SELECT GROUP_CONCAT(c.type), GROUP_CONCAT(COALESCE(c.bytes, 0)), MAX(c.start_ns) - MIN(c.start_ns),"
+                        " MAX(NOT EXISTS (SELECT 1 FROM steps s WHERE s.rank = c.rank) OR EXISTS (SELECT 1 FROM steps s"
+                        " WHERE s.rank = c.rank AND c.start_ns >= s.start_ns AND c.start_ns < s.start_ns + s.duration_ns))"
+                        " FROM collectives c WHERE c.sequence >= 0 GROUP BY COALESCE(c.process_group_id, -1), c.sequence"
+                        " HAVING COUNT(*) > 1").fetchall()
+    lag = 0
+    for types, sizes, group_lag, in_step in groups:
+        types = [int(t) for t in types.split(",")]
+        sizes = {int(b) for b in sizes.split(",")} - {0}
+        p2p = set(types) <= {8, 9}  # a send and a receive: one of each
+        if p2p and (len(types) != 2 or types[0] == types[1]):
+            continue  # not one operation
+        if not p2p and len(set(types)) > 1:
+            continue
+        if (p2p or 1 <= types[0] <= 5) and len(sizes) > 1:
+            continue  # one size on every rank, or not one operation
+        if in_step and not p2p:
+            lag += group_lag
     out["all"] = {"straggler_lag": lag}
     return out
 

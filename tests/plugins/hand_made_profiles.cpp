@@ -247,6 +247,8 @@ void write_steps_profile(const std::string& path) {
 //                                    every rank): a collective, rank 1 last by 50
 //   pg 1 seq 0: rank 0 sends at 1600, rank 1's receive was posted at 1200 (a pipeline stage waiting
 //                                    for its peer): rank 0 "last" by 400
+//   pg 1 seq 1: rank 0 all_reduce at 1300, rank 1 send at 1800: not one operation (gloo's numbering
+//                                    of a group's sends with its collectives), no match
 void write_two_rank_steps_profile(const std::string& path) {
   ProfileWriter w(path, hand_made_origin("test_builtin_analyses"));
   const RowId pg = w.add_process_group({"0", "default_pg", "[0,1]", 2, "gloo"});
@@ -278,6 +280,8 @@ void write_two_rank_steps_profile(const std::string& path) {
   }
   collective(0, p2p, CollectiveType::Send, 0, 1600);
   collective(1, p2p, CollectiveType::Recv, 0, 1200);
+  collective(0, p2p, CollectiveType::AllReduce, 1, 1300);
+  collective(1, p2p, CollectiveType::Send, 1, 1800);
   w.finish();
 }
 

@@ -288,6 +288,25 @@ TEST_CASE("critical path across streams, ranks and launches", "[plugins][critica
   CHECK(total == 700 * us + 400 * us);
 }
 
+// gloo numbers a pipeline group's sends and receives with its collectives in each rank's own order:
+// one sequence number can join a rank's all-gather with another's all-reduce. That is no match: the
+// path does not jump to the other rank through it.
+TEST_CASE("critical path: a sequence number joining different operations is no jump", "[plugins][critical]") {
+  TempDir dir;
+  write_critical_path_profile(dir.file("c.ssdb"));
+  {
+    sql::Db db(dir.file("c.ssdb"), SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE collectives SET type = 1 WHERE rank = 1");  // AG1 an all-reduce at AG0's number
+  }
+  AnalysisResult r = run_ok("critical-path", load_profile(dir.file("c.ssdb")));
+  const auto& st = table_of(r, "steps");
+  const auto& s1 = row_where(st, "step", 1);
+  CHECK(int_at(st, s1, "peer_wait_ns") == 0);  // before: 150 us on rank 1
+  CHECK(int_at(st, s1, "ranks_on_path") == 1);
+  CHECK(int_at(st, s1, "communication_ns") == 250 * us);  // AG0 whole, [150,400)
+  CHECK(int_at(st, s1, "duration_ns") == 700 * us);
+}
+
 TEST_CASE("stragglers on the hand-made profile", "[plugins][stragglers]") {
   HandMade h;
   AnalysisResult r = run_ok("stragglers", h.profile);
@@ -322,13 +341,15 @@ TEST_CASE("stragglers: collectives outside every step and sends are counted apar
   CHECK(int_at(pr, row_where(pr, "rank", 0), "times_last") == 2);
   CHECK(int_at(pr, row_where(pr, "rank", 0), "total_lag_ns") == 35 * us);  // before: 3 and 435 (the send)
   CHECK(int_at(pr, row_where(pr, "rank", 1), "total_lag_ns") == 80 * us);
-  REQUIRE(r.findings.size() == 4);
+  REQUIRE(r.findings.size() == 5);
   CHECK(r.findings[0].rank == 1);
   CHECK_THAT(r.findings[1].message, Catch::Contains("largest lag: send_recv #4, rank 1 arrives 50"));
   CHECK_THAT(r.findings[2].message, Catch::StartsWith("1 matched collectives outside every recorded step"));
   CHECK_THAT(r.findings[2].message, Catch::Contains("all_gather #0, rank 1 arrives 200"));
-  CHECK_THAT(r.findings[3].message, Catch::StartsWith("1 point-to-point transfers"));
-  CHECK_THAT(r.findings[3].message, Catch::Contains("400"));
+  // pg 1 seq 1, a rank's all-reduce at the number of the other's send: before, a 500 us "lag".
+  CHECK_THAT(r.findings[3].message, Catch::StartsWith("1 sequence numbers join different operations"));
+  CHECK_THAT(r.findings[4].message, Catch::StartsWith("1 point-to-point transfers"));
+  CHECK_THAT(r.findings[4].message, Catch::Contains("400"));
 }
 
 TEST_CASE("memory peak attribution on the hand-made profile", "[plugins][memory]") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <set>
 #include <span>
 #include <unordered_map>
 
@@ -37,6 +38,7 @@ struct Coll {
   std::uint32_t kernel;
   std::uint8_t type;
   int module;
+  std::int64_t bytes;
 };
 
 struct Walker {
@@ -44,6 +46,7 @@ struct Walker {
   std::unordered_map<std::uint32_t, LaunchCall> launches;
   std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> coll_of_kernel;  // -> (group, seq)
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Coll>> peers;
+  std::set<std::pair<std::int64_t, std::int64_t>> unmatched;  // peers that are not one operation
   std::unordered_map<std::uint32_t, const Kernel*> kernel_by_id;
 
   static PathKind kind_of(const Kernel& k) {
@@ -68,7 +71,7 @@ struct Walker {
       // The kernel itself; a collective whose last peer arrived after it started jumps there.
       std::int64_t s = cur->start;
       if (cur->category == SS_KERNEL_COLLECTIVE) {
-        if (auto c = coll_of_kernel.find(cur->id); c != coll_of_kernel.end()) {
+        if (auto c = coll_of_kernel.find(cur->id); c != coll_of_kernel.end() && !unmatched.count(c->second)) {
           const Coll* last = nullptr;
           for (const auto& peer : peers[c->second])
             if (!last || peer.start > last->start) last = &peer;
@@ -153,8 +156,12 @@ CriticalPath compute_critical_path(const ss::plugin::Host& host, ProfileAccess& 
     const auto k = w.kernel_by_id.find(static_cast<std::uint32_t>(c.kernel_id));
     w.coll_of_kernel[static_cast<std::uint32_t>(c.kernel_id)] = key;
     w.peers[key].push_back({c.rank, c.start, static_cast<std::uint32_t>(c.kernel_id), c.type,
-                            k != w.kernel_by_id.end() ? k->second->module : -1});
+                            k != w.kernel_by_id.end() ? k->second->module : -1, c.bytes});
   }
+  // A sequence number that joins different operations across ranks is no match: no jump through it.
+  for (const auto& [key, ps] : w.peers)
+    if (std::any_of(ps.begin(), ps.end(), [&](const Coll& c) { return !same_operation(ps.front().type, ps.front().bytes, c.type, c.bytes); }))
+      w.unmatched.insert(key);
 
   // Steps: per step number, from the earliest rank start to the latest rank end; the walk starts
   // on the rank that ends last. Without steps: the selection's kernels as one step.
@@ -205,7 +212,8 @@ CriticalPath compute_critical_path(const ss::plugin::Host& host, ProfileAccess& 
       auto c = w.coll_of_kernel.find(seg.kernel);
       if (c == w.coll_of_kernel.end()) continue;
       const auto& ps = w.peers[c->second];
-      if (ps.empty() || ps.front().type != kAllGatherType) continue;
+      const auto own = std::find_if(ps.begin(), ps.end(), [&](const Coll& x) { return x.kernel == seg.kernel; });
+      if (own == ps.end() || own->type != kAllGatherType) continue;
       auto& u = units[p.module_name(p.unit_of(w.kernel_by_id.at(seg.kernel)->module))];
       u.on_path_ns += seg.end - seg.start;
       if (!counted[seg.kernel]) counted[seg.kernel] = true, u.gathers_on_path += 1;

@@ -71,6 +71,15 @@ const char* collective_type_name(std::uint8_t type);
 // grouped sends and receives, one symmetric kernel on every rank (the H100 nsys trace's 66).
 bool is_point_to_point(std::uint8_t type);
 
+// Whether two collectives recorded on two ranks under one (process group, sequence number) are one
+// operation: the same type (a send with a receive for point-to-point) and, where every rank holds
+// the same size (all-reduce, all-gather, reduce-scatter, broadcast, reduce, send / receive), the
+// same bytes when both are known. Matching by sequence number assumes every rank numbers a group's
+// operations alike; gloo numbers a group's sends and receives with its collectives in each rank's
+// own order (torchtitan's pipeline group: a send at the number of its peer's all-reduce, two
+// receives at one number, a 172-byte send at an 8-byte receive's: 38 of 222 numbers).
+bool same_operation(std::uint8_t type_a, std::int64_t bytes_a, std::uint8_t type_b, std::int64_t bytes_b);
+
 // Collectives of the selected ranks that intersect the window (times not clipped), each
 // attributed to a module: (1) the module recorded on its NCCL kernel; (2) the module of the GPU
 // range it overlaps most; (3) for all-gathers the module of the first compute kernel on the rank

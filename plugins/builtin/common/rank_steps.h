@@ -18,7 +18,6 @@ class RankSteps {
   // steps (an imported trace); nullopt when the rank has steps and t is outside every one.
   std::optional<Interval> window(int rank, std::int64_t t) const;
   bool in_step(int rank, std::int64_t t) const { return window(rank, t).has_value(); }
-  bool any() const { return !steps_.empty(); }
   bool has_steps(int rank) const { return steps_.count(rank) > 0; }
   // Length of iv inside the rank's steps (0 on a rank without steps).
   std::int64_t length_inside(int rank, Interval iv) const;

@@ -4,6 +4,7 @@
 // the straggler and lag = latest start - earliest start is how long the earliest rank waited.
 // Needs a common clock across ranks (profiles store one) and sequence numbers (collector, nsys
 // NCCL payloads, Kineto "Collective name"/seq when present).
+// A (group, sequence) whose participants are not one operation (same_operation) is no match.
 // Two kinds of match are counted apart, not as stragglers: collectives outside every recorded step
 // (a model's initialisation, a checkpoint load: one rank loading slower is not a rank slowing the
 // steps down), and point-to-point transfers (a pipeline's receive is posted before the peer stage
@@ -27,6 +28,8 @@ struct Match {
   int ranks = 0;
   int first_rank = -1, last_rank = -1;
   bool in_step = false;  // some participant started it inside one of its rank's steps
+  std::int64_t first_bytes = 0;  // the first participant's, which the others must match
+  bool one_operation = true;     // every participant is the first's operation (same_operation)
   std::int64_t first_start = INT64_MAX, last_start = INT64_MIN, last_end = 0;
   std::int64_t lag() const { return last_start - first_start; }
 };
@@ -49,9 +52,14 @@ void run(const ss::plugin::Host& host) {
   for (const auto& c : host.collectives()) {
     if (c.sequence < 0 || !host.rank_selected(c.rank) || c.start < lo || c.start > hi) continue;
     Match& m = matches[{c.process_group, c.sequence}];
-    m.pg = c.process_group;
-    m.seq = c.sequence;
-    m.type = c.type;
+    if (m.ranks == 0) {
+      m.pg = c.process_group;
+      m.seq = c.sequence;
+      m.type = c.type;
+      m.first_bytes = c.bytes;
+    } else {
+      m.one_operation = m.one_operation && same_operation(m.type, m.first_bytes, c.type, c.bytes);
+    }
     ++m.ranks;
     m.in_step = m.in_step || steps.in_step(c.rank, c.start);
     if (c.start < m.first_start || (c.start == m.first_start && c.rank < m.first_rank))
@@ -65,9 +73,13 @@ void run(const ss::plugin::Host& host) {
   };
   std::map<int, PerRank> per_rank;
   std::int64_t matched = 0;
-  LeftOut outside_steps, p2p;
+  LeftOut outside_steps, p2p, misnumbered;
   for (const auto& [key, m] : matches) {
     if (m.ranks < 2) continue;
+    if (!m.one_operation) {
+      misnumbered.add(m);
+      continue;
+    }
     if (is_point_to_point(m.type)) {
       p2p.add(m);
       continue;
@@ -132,6 +144,13 @@ void run(const ss::plugin::Host& host) {
                   static_cast<long long>(outside_steps.count), collective_type_name(w.type),
                   static_cast<long long>(w.seq), w.last_rank, ss::format_duration_ns(w.lag()).c_str(), w.first_rank);
     host.finding(SS_SEVERITY_INFO, msg, w.first_start, w.last_end, w.last_rank);
+  }
+  if (misnumbered.count > 0) {
+    std::snprintf(msg, sizeof msg,
+                  "%lld sequence numbers join different operations across ranks (a group that numbers its sends and "
+                  "receives with its collectives in each rank's own order, as gloo does): not matched, left out",
+                  static_cast<long long>(misnumbered.count));
+    host.finding(SS_SEVERITY_INFO, msg);
   }
   if (p2p.count > 0) {
     std::snprintf(msg, sizeof msg,
