@@ -422,6 +422,30 @@ TEST_CASE("a collective links to the same collective on the other ranks", "[view
   CHECK(ranks == std::set<int>{1, 2, 3});
 }
 
+// gloo numbers a pipeline group's sends and receives with its collectives in each rank's own order:
+// a rank's other operation at that number is not the same collective.
+TEST_CASE("a rank's other operation at the same sequence number is not linked", "[views][timeline]") {
+  Profile p = synthetic_profile();
+  const CollectiveEvent* c0 = nullptr;
+  for (const auto& c : p.collectives)
+    if (c.rank == 0 && c.sequence >= 0 && c.kernel_id >= 0) {
+      c0 = &c;
+      break;
+    }
+  REQUIRE(c0);
+  for (auto& c : p.collectives)
+    if (c.rank == 2 && c.process_group == c0->process_group && c.sequence == c0->sequence) c.type = CollectiveType::Send;
+  EventRef ref;
+  for (std::size_t t = 0; t < p.stream_tracks.size(); ++t)
+    for (std::size_t i = 0; i < p.stream_tracks[t].events.size(); ++i)
+      if (p.stream_tracks[t].events[i].id == static_cast<std::uint32_t>(c0->kernel_id))
+        ref = {TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)};
+  REQUIRE(ref.valid());
+  std::set<int> ranks;
+  for (const auto& r : collective_peers(p, ref)) ranks.insert(p.stream_tracks[static_cast<std::size_t>(r.track)].rank);
+  CHECK(ranks == std::set<int>{1, 3});
+}
+
 TEST_CASE("controller input: zoom, pan, box-select, collapse and pin", "[views][timeline]") {
   const Profile& p = synthetic_profile();
   TimelineController c(p);

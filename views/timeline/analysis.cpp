@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "storage/collective_match.h"
+
 namespace ss::timeline {
 
 namespace {
@@ -122,7 +124,8 @@ std::vector<EventRef> collective_peers(const Profile& p, const EventRef& kernel)
                                  [&](const CollectiveEvent& c) { return c.kernel_id == static_cast<std::int64_t>(k.id); });
   if (self == p.collectives.end() || self->sequence < 0) return out;
   for (const CollectiveEvent& c : p.collectives) {
-    if (&c == &*self || c.process_group != self->process_group || c.sequence != self->sequence || c.kernel_id < 0)
+    if (&c == &*self || c.process_group != self->process_group || c.sequence != self->sequence || c.kernel_id < 0 ||
+        !same_operation(self->type, self->bytes, c.type, c.bytes))  // another operation at that number: no peer
       continue;
     const RankModel* r = p.rank(c.rank);
     if (!r) continue;

@@ -53,8 +53,9 @@ EventInfo event_info(const Profile& profile, const EventRef& ref);
 // around the collective it times) is that event's match, not a second one.
 std::vector<EventRef> find_events(const Profile& profile, std::string_view query);
 
-// The same collective (same process group and sequence number) on the other ranks, as kernel
-// refs on their NCCL streams; empty when `kernel` is not a collective with a known sequence.
+// The same collective (same process group and sequence number, one operation by
+// storage/collective_match.h) on the other ranks, as kernel refs on their NCCL streams; empty when
+// `kernel` is not a collective with a known sequence.
 std::vector<EventRef> collective_peers(const Profile& profile, const EventRef& kernel);
 
 }  // namespace ss::timeline

@@ -14,15 +14,6 @@ const char* collective_type_name(std::uint8_t type) {
   return type < sizeof kNames / sizeof kNames[0] ? kNames[type] : "unknown";
 }
 
-bool is_point_to_point(std::uint8_t type) { return type == 8 || type == 9; }  // storage/types.h Send, Recv
-
-bool same_operation(std::uint8_t type_a, std::int64_t bytes_a, std::uint8_t type_b, std::int64_t bytes_b) {
-  const bool p2p = is_point_to_point(type_a);
-  if (p2p != is_point_to_point(type_b) || (p2p ? type_a == type_b : type_a != type_b)) return false;
-  const bool one_size = p2p || (type_a >= 1 && type_a <= 5);  // all-reduce .. reduce (storage/types.h)
-  return !one_size || bytes_a <= 0 || bytes_b <= 0 || bytes_a == bytes_b;
-}
-
 namespace {
 
 constexpr std::uint8_t kAllGather = 2;

@@ -8,6 +8,7 @@
 
 #include "plugins/api/plugin_sdk.h"
 #include "plugins/builtin/common/intervals.h"
+#include "storage/collective_match.h"
 
 namespace ss::analysis {
 
@@ -65,20 +66,11 @@ struct CommItem {
 
 const char* collective_type_name(std::uint8_t type);
 
-// A one-way transfer between two ranks: a send or a receive (a pipeline's stages). Its time is
-// mostly waiting for the peer, not a unit's communication nor a late rank. NCCL's SendRecv kernel
-// (type 7) is not one: torch issues all-to-all (MoE, Ulysses attention) and ring exchanges as
-// grouped sends and receives, one symmetric kernel on every rank (the H100 nsys trace's 66).
-bool is_point_to_point(std::uint8_t type);
-
-// Whether two collectives recorded on two ranks under one (process group, sequence number) are one
-// operation: the same type (a send with a receive for point-to-point) and, where every rank holds
-// the same size (all-reduce, all-gather, reduce-scatter, broadcast, reduce, send / receive), the
-// same bytes when both are known. Matching by sequence number assumes every rank numbers a group's
-// operations alike; gloo numbers a group's sends and receives with its collectives in each rank's
-// own order (torchtitan's pipeline group: a send at the number of its peer's all-reduce, two
-// receives at one number, a 172-byte send at an 8-byte receive's: 38 of 222 numbers).
-bool same_operation(std::uint8_t type_a, std::int64_t bytes_a, std::uint8_t type_b, std::int64_t bytes_b);
+// storage/collective_match.h on the plugin API's type numbers.
+inline bool is_point_to_point(std::uint8_t type) { return ss::is_point_to_point(static_cast<ss::CollectiveType>(type)); }
+inline bool same_operation(std::uint8_t type_a, std::int64_t bytes_a, std::uint8_t type_b, std::int64_t bytes_b) {
+  return ss::same_operation(static_cast<ss::CollectiveType>(type_a), bytes_a, static_cast<ss::CollectiveType>(type_b), bytes_b);
+}
 
 // Collectives of the selected ranks that intersect the window (times not clipped), each
 // attributed to a module: (1) the module recorded on its NCCL kernel; (2) the module of the GPU
