@@ -14,6 +14,7 @@
 #include "profiler/sim/device_table.h"
 #include "profiler/sim/repeated_calls.h"
 #include "profiler/sim/sim_inputs.h"
+#include "storage/collective_match.h"
 #include "storage/cpu_device.h"
 #include "storage/errors.h"
 #include "storage/interval_union.h"
@@ -530,9 +531,7 @@ ProfileInput extract_profile(const Profile& p) {
       continue;
     }
     other.push_back({c.start, c.end, c.bytes});
-    // Not SendRecv: NCCL's grouped kernel of an all-to-all, which blocks the compute stream.
-    const bool p2p = c.type == CollectiveType::Send || c.type == CollectiveType::Recv;
-    (p2p ? point_to_point : compute_or_other).emplace_back(c.start, c.end);
+    (is_point_to_point(c.type) ? point_to_point : compute_or_other).emplace_back(c.start, c.end);
     other_sizes_known = other_sizes_known && c.bytes > 0;
   }
   // A pipeline's send or receive is posted ahead (isend / irecv) and is in flight until its peer
