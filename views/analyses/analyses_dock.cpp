@@ -99,9 +99,11 @@ AnalysesDock::AnalysesDock(QWidget* parent) : QWidget(parent), host_(std::make_u
   steps_only_->setToolTip("Runs on the recorded steps only: leaves out what ran before the first (the model's "
                           "initialisation) and after the last");
   steps_only_->setEnabled(false);
+  // On a line of its own: beside the buttons it set the right dock column's narrowest width
+  // (292 px against the 200 a user could narrow it to).
+  top_layout->addWidget(steps_only_);
   auto* buttons = new QHBoxLayout();
   buttons->addWidget(run_button_, 1);
-  buttons->addWidget(steps_only_);
   buttons->addWidget(copy_button_);
   top_layout->addLayout(buttons);
   split->addWidget(top);
@@ -196,7 +198,8 @@ void AnalysesDock::fit_plugin_list() {
   // The splitter above the results must not squeeze this part below the list, a four-line
   // description and the buttons: a squeezed layout draws the description over the list.
   if (QWidget* top = plugin_list_->parentWidget())
-    top->setMinimumHeight(plugin_list_->height() + 4 * fontMetrics().lineSpacing() + run_button_->sizeHint().height() + 16);
+    top->setMinimumHeight(plugin_list_->height() + 4 * fontMetrics().lineSpacing() + steps_only_->sizeHint().height() +
+                          run_button_->sizeHint().height() + 22);
 }
 
 void AnalysesDock::changeEvent(QEvent* e) {
