@@ -70,8 +70,8 @@ struct ModuleMemoryStats {
   int rank = 0;
   std::vector<std::array<std::int64_t, kColumnCount>> modules;  // by Profile::modules index
   // By Profile::modules index: in a pipelined recording (meta rank<R>.pipeline), a module that
-  // neither it nor any descendant ran on this rank: it lives on another rank's pipeline stage (the
-  // modules table is every rank's).
+  // neither it, a descendant nor an ancestor below the root ran on this rank: it lives on another
+  // rank's pipeline stage (the modules table is every rank's).
   std::vector<bool> on_other_stage;
   MemorySeries series;
   std::shared_ptr<const std::vector<MemoryEvent>> events;  // the rank's events (null above kMaxKeptEvents)
