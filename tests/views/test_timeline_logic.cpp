@@ -393,20 +393,28 @@ TEST_CASE("find returns every matching event in start order; next and previous w
   CHECK(c.viewport().x_of(static_cast<double>(e.end)) <= c.viewport().width_px);
 }
 
-TEST_CASE("a collective links to the same collective on the other ranks", "[views][timeline]") {
-  const Profile& p = synthetic_profile();
-  const CollectiveEvent* c0 = nullptr;
+namespace {
+// Rank 0's first collective with a sequence number and a kernel.
+const CollectiveEvent* first_rank0_collective(const Profile& p) {
   for (const auto& c : p.collectives)
-    if (c.rank == 0 && c.sequence >= 0 && c.kernel_id >= 0) {
-      c0 = &c;
-      break;
-    }
-  REQUIRE(c0);
-  EventRef ref;
+    if (c.rank == 0 && c.sequence >= 0 && c.kernel_id >= 0) return &c;
+  return nullptr;
+}
+// The timeline's ref of the kernel with that id (invalid when none).
+EventRef kernel_ref(const Profile& p, std::int64_t kernel_id) {
   for (std::size_t t = 0; t < p.stream_tracks.size(); ++t)
     for (std::size_t i = 0; i < p.stream_tracks[t].events.size(); ++i)
-      if (p.stream_tracks[t].events[i].id == static_cast<std::uint32_t>(c0->kernel_id))
-        ref = {TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)};
+      if (p.stream_tracks[t].events[i].id == static_cast<std::uint32_t>(kernel_id))
+        return {TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)};
+  return {};
+}
+}  // namespace
+
+TEST_CASE("a collective links to the same collective on the other ranks", "[views][timeline]") {
+  const Profile& p = synthetic_profile();
+  const CollectiveEvent* c0 = first_rank0_collective(p);
+  REQUIRE(c0);
+  const EventRef ref = kernel_ref(p, c0->kernel_id);
   REQUIRE(ref.valid());
   const auto peers = collective_peers(p, ref);
   std::size_t expected = 0;
@@ -426,20 +434,11 @@ TEST_CASE("a collective links to the same collective on the other ranks", "[view
 // a rank's other operation at that number is not the same collective.
 TEST_CASE("a rank's other operation at the same sequence number is not linked", "[views][timeline]") {
   Profile p = synthetic_profile();
-  const CollectiveEvent* c0 = nullptr;
-  for (const auto& c : p.collectives)
-    if (c.rank == 0 && c.sequence >= 0 && c.kernel_id >= 0) {
-      c0 = &c;
-      break;
-    }
+  const CollectiveEvent* c0 = first_rank0_collective(p);
   REQUIRE(c0);
   for (auto& c : p.collectives)
     if (c.rank == 2 && c.process_group == c0->process_group && c.sequence == c0->sequence) c.type = CollectiveType::Send;
-  EventRef ref;
-  for (std::size_t t = 0; t < p.stream_tracks.size(); ++t)
-    for (std::size_t i = 0; i < p.stream_tracks[t].events.size(); ++i)
-      if (p.stream_tracks[t].events[i].id == static_cast<std::uint32_t>(c0->kernel_id))
-        ref = {TrackKind::Stream, static_cast<std::int32_t>(t), static_cast<std::uint32_t>(i)};
+  const EventRef ref = kernel_ref(p, c0->kernel_id);
   REQUIRE(ref.valid());
   std::set<int> ranks;
   for (const auto& r : collective_peers(p, ref)) ranks.insert(p.stream_tracks[static_cast<std::size_t>(r.track)].rank);
