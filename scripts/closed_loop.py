@@ -14,7 +14,9 @@ against B recorded and against B as it runs without ShardScope.
    A's unobserved steps: the default) and `--as-profiled` (the job as recorded). A runs once more
    without `record` (its own step wall time and FSDPMemTracker's peak: what the calibration aims at).
 3. Plans from A alone: `plan --modules` (manual: the last two layers kept unsharded), an automatic
-   plan under a memory budget (auto: `plan --budget`, cost strategy) and, with --plans, activation
+   plan under a memory budget (auto: `plan --budget`, cost strategy) and, with --plans, all-gather
+   buckets alone (buckets: `plan --buckets`, no unit kept unsharded, applied as fully_shard([...])
+   lists), the layers bucketed two by two (pairs: a bucketing the user chose) and activation
    checkpointing of every block (checkpoint: {"activation_checkpointing": {"*": "full"}}).
 4. For each plan: predict B (`simulate A --plan P`, calibrated; and `--as-profiled`), then run B
    with the plan applied by shardscope.apply_plan (the training script's --plan) twice: recorded
@@ -83,12 +85,14 @@ def record(a, name, extra):
     return out
 
 
-def unrecorded(a, name, extra):
+def unrecorded(a, name, extra, bucketed=False):
     """B without ShardScope: (rank 0's median step time in ms after the warm-up, the tracked step
     left out; FSDPMemTracker's peak in bytes on that step, rank 0). FSDPMemTracker follows FSDP2
-    only: an FSDP1 job on a CPU has no memory counter of its own (peak None)."""
+    only: an FSDP1 job on a CPU has no memory counter of its own (peak None); nor has a job whose
+    units group several layers (fully_shard([layers.0, layers.1])), which FSDPMemTracker refuses on
+    this decoder ("does not support memory tracking for multiple iterative calls", torch 2.15)."""
     summary, tracker = os.path.join(a.out, name + ".json"), os.path.join(a.out, name + "_tracker_{rank}.json")
-    tracked = a.device == "cpu" and not a.fsdp1
+    tracked = a.device == "cpu" and not a.fsdp1 and not bucketed
     run(job_argv(a, extra + ["--summary", summary, "--warmup", str(a.warmup)] +
                  (["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker] if tracked else [])),
         os.path.join(a.out, name + ".log"))
@@ -188,8 +192,10 @@ def main():
     ap.add_argument("--alternate-steps", type=int, default=26, help="--alternate: steps of that job (warm-up included)")
     a = ap.parse_args()
     wanted = a.plans.split(",")
-    if not wanted or any(p not in ("manual", "auto", "checkpoint") for p in wanted):
-        ap.error("--plans: a comma list of manual, auto, checkpoint")
+    if not wanted or any(p not in ("manual", "auto", "buckets", "pairs", "checkpoint") for p in wanted):
+        ap.error("--plans: a comma list of manual, auto, buckets, pairs, checkpoint")
+    if a.fsdp1 and ("buckets" in wanted or "pairs" in wanted):
+        ap.error("--fsdp1: FSDP1 wraps one module per unit (no buckets)")
     if a.alternate and a.alternate_steps < a.warmup + 4 * a.alternate_every:
         ap.error("--alternate-steps: at least --warmup + 4 x --alternate-every (one A B B A round)")
     if a.micro_batches < 1 or ((a.no_sync or a.no_reshard_after_backward) and a.micro_batches < 2):
@@ -227,10 +233,17 @@ def main():
             largest = max(u["params"] for u in replay["units"]) * gathered  # a budget, not a measurement
             budget = int(replay["measured_breakdown"]["peak_memory_bytes"] + a.budget_margin * largest)
             plans = {}
-            for name, args in (("manual", ["--modules", last_two]), ("auto", ["--budget", str(budget), "--strategy", "cost"])):
+            auto = ["--budget", str(budget), "--strategy", "cost"]
+            for name, args in (("manual", ["--modules", last_two]), ("auto", auto), ("buckets", ["--buckets"])):
                 if name in wanted:
                     plan_file = os.path.join(a.out, "plan_%s.json" % name)
                     plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args))
+            if "pairs" in wanted:  # a bucketing the user chose: the layers two by two
+                pairs = [[u["name"] for u in units[i:i + 2]] for i in range(0, len(units) - 1, 2)]
+                plan_file = os.path.join(a.out, "plan_pairs.json")
+                with open(plan_file, "w") as f:
+                    json.dump({"buckets": pairs}, f)
+                plans["pairs"] = (plan_file, {"unsharded": [], "buckets": pairs})
             if "checkpoint" in wanted:
                 plan_file = os.path.join(a.out, "plan_checkpoint.json")
                 with open(plan_file, "w") as f:
@@ -249,12 +262,14 @@ def main():
             pred = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "-o", predicted_profile)
             pred_rec = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "--as-profiled")
             extra = ["--plan", plan_file]
+            bucketed = bool(planned.get("buckets"))
             if (rep + i) % 2 == 0:
                 B = record(a, "B_%s_%d" % (name, rep), extra)
-                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra, bucketed)
             else:
-                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra, bucketed)
                 B = record(a, "B_%s_%d" % (name, rep), extra)
+            # Checkpointing changes the model's structure: no switch at run time (buckets: a second model).
             alt = alternating(a, "AB_%s_%d" % (name, rep), plan_file) if a.alternate and name != "checkpoint" else None
             meas = shardscope_json(a.ss, "simulate", B, "--as-profiled")
             measured_colls = collectives_per_step(B)
@@ -263,7 +278,7 @@ def main():
             ok = ok and exact
             count = lambda lst, t: sum(1 for x in lst if x[0] == t)
             run_["plans"][name] = {
-                "unsharded": planned.get("unsharded"),
+                "unsharded": planned.get("unsharded"), "buckets": planned.get("buckets"),
                 "predicted_step_ms": pred["step_time_ms"], "unrecorded_step_ms": free_ms,
                 "predicted_effect_pct": pct(pred["step_time_ms"], replay["step_time_ms"]),
                 "unrecorded_effect_pct": pct(free_ms, a_free_ms),
@@ -295,7 +310,7 @@ def main():
     for name in plans:
         rs = [r["plans"][name] for r in runs]
         summary["plans"][name] = {
-            "unsharded": rs[0]["unsharded"], "collectives_per_step": rs[0]["collectives_per_step"],
+            "unsharded": rs[0]["unsharded"], "buckets": rs[0]["buckets"], "collectives_per_step": rs[0]["collectives_per_step"],
             "collectives_exact": all(x["collectives_exact"] for x in rs),
             "step_vs_unrecorded": pooled(rs, "predicted_step_ms", "unrecorded_step_ms"),
             "step_vs_recorded": pooled(rs, "predicted_as_profiled_step_ms", "recorded_step_ms"),
@@ -328,7 +343,10 @@ def main():
               % (v[0] / 2**20, v[1] / 2**20, v[2], per(v[3])))
     for name, p in summary["plans"].items():
         c = p["collectives_per_step"]
-        print("  %-6s keep %-28s per step %d AG + %d RS, %d B: %s" % (name, ",".join(p["unsharded"] or []) or "-", c["all_gather"],
+        kept = ",".join(p["unsharded"] or []) or "-"
+        if p.get("buckets"):
+            kept += " buckets " + ";".join("+".join(b) for b in p["buckets"])
+        print("  %-6s keep %-28s per step %d AG + %d RS, %d B: %s" % (name, kept, c["all_gather"],
               c["reduce_scatter"], c["bytes"], "exact" if p["collectives_exact"] else "DIFFERENT"))
         for key, what in (("step_vs_unrecorded", "step vs unrecorded B"), ("step_vs_recorded", "step vs recorded B  "),
                           ("peak_vs_unrecorded", "peak vs unrecorded B"), ("peak_vs_recorded", "peak vs recorded B  ")):

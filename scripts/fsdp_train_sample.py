@@ -296,6 +296,28 @@ class PlanSwitch:
         return step >= warmup and ((step - warmup) // every) % 4 in (1, 2)
 
 
+class ModelSwitch:
+    """`--alternate-plan` for a plan that FSDP2 fixes when it shards (buckets: fully_shard([m1,
+    m2])): B is a second model with the same initial weights, sharded with the plan; A and B steps
+    alternate between the two in the same blocks as PlanSwitch's. One optimizer holds both models'
+    parameters (it skips those without gradients), so every iteration steps the same optimizer, as
+    the job without the switch does."""
+
+    def __init__(self, model_a, model_b, shard):
+        shard(model_b)
+        self.models = (model_a, model_b)
+        self.on = False
+
+    def parameters(self):
+        return [p for m in self.models for p in m.parameters()]
+
+    def set(self, on):
+        self.on = on
+
+    def current(self):
+        return self.models[1] if self.on else self.models[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -310,6 +332,9 @@ def main():
                     help="switch this plan's unshard set on and off between blocks of --alternate-every steps (A B B A "
                     "after the warm-up): A and B timed in one process (FSDP2; scripts/closed_loop.py --alternate)")
     ap.add_argument("--alternate-every", type=int, default=3, metavar="K", help="steps per block of --alternate-plan")
+    ap.add_argument("--alternate-model", action="store_true",
+                    help="--alternate-plan: B is a second model even where the plan could be switched in place (what a "
+                         "plan with buckets needs); with an empty plan, a control of the two-model switch itself")
     ap.add_argument("--micro-batches", type=int, default=1, metavar="N",
                     help="gradient accumulation: N forward-backward passes of --batch sequences per optimizer step")
     ap.add_argument("--no-sync", action="store_true",
@@ -371,11 +396,13 @@ def main():
 
         dist.init_process_group("nccl" if device == "cuda" else "gloo")
 
-    torch.manual_seed(0)
-    if args.arch == "mlp":
-        model = ResidualMlp(args.dim, args.layers, args.hidden).to(device)
-    else:
-        model = Llama(args.vocab, args.dim, args.layers, args.heads, args.hidden, args.checkpointing).to(device)
+    def build_model():
+        torch.manual_seed(0)
+        if args.arch == "mlp":
+            return ResidualMlp(args.dim, args.layers, args.hidden).to(device)
+        return Llama(args.vocab, args.dim, args.layers, args.heads, args.hidden, args.checkpointing).to(device)
+
+    model = build_model()
     n_params = sum(p.numel() for p in model.parameters())
     keep = {int(i) for i in args.keep_unsharded.split(",") if i.strip()}
 
@@ -386,19 +413,23 @@ def main():
         from torch.distributed.device_mesh import init_device_mesh
 
         mesh = init_device_mesh(device, (world,))
-        kwargs = {"mesh": mesh}
-        if bf16_params(args, device) and hasattr(fs, "MixedPrecisionPolicy"):
-            kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-        if args.plan:  # the planned modules first (innermost first), exactly as a user would
-            import shardscope
-            from shardscope.plan import plan_fully_shard_kwargs
 
-            kwargs.update(plan_fully_shard_kwargs(args.plan))  # e.g. CPUOffloadPolicy: every unit the same
-            shardscope.apply_plan(model, args.plan, **kwargs)
-        for i, layer in enumerate(model.layers):
-            if not isinstance(layer, fs.FSDPModule):
-                fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
-        fs.fully_shard(model, **kwargs)
+        def fsdp2_shard(model, plan):
+            kwargs = {"mesh": mesh}
+            if bf16_params(args, device) and hasattr(fs, "MixedPrecisionPolicy"):
+                kwargs["mp_policy"] = fs.MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+            if plan:  # the planned modules first (innermost first), exactly as a user would
+                import shardscope
+                from shardscope.plan import plan_fully_shard_kwargs
+
+                kwargs.update(plan_fully_shard_kwargs(plan))  # e.g. CPUOffloadPolicy: every unit the same
+                shardscope.apply_plan(model, plan, **kwargs)
+            for i, layer in enumerate(model.layers):
+                if not isinstance(layer, fs.FSDPModule):
+                    fs.fully_shard(layer, reshard_after_forward=i not in keep, **kwargs)
+            fs.fully_shard(model, **kwargs)
+
+        fsdp2_shard(model, args.plan)
         if args.explicit_prefetch:
             n, layers = args.explicit_prefetch, list(model.layers)
             for i, layer in enumerate(layers):
@@ -415,10 +446,16 @@ def main():
             raise SystemExit("--alternate-plan switches from the job without --plan; give one of them")
         if args.alternate_every < 1:
             raise SystemExit("--alternate-every: at least 1 step a block")
-        as_sharded = {"layers.%d" % i: i not in keep for i in range(len(model.layers))}  # reshard_after_forward in A
-        switch = PlanSwitch(model, args.alternate_plan, as_sharded, fs)
+        from shardscope.plan import load_plan, planned_buckets
+
+        if args.alternate_model or planned_buckets(load_plan(args.alternate_plan)):
+            # Buckets are fixed when FSDP2 shards: B is a second model, built and sharded with the plan.
+            switch = ModelSwitch(model, build_model(), lambda m: fsdp2_shard(m, args.alternate_plan))
+        else:
+            as_sharded = {"layers.%d" % i: i not in keep for i in range(len(model.layers))}  # reshard_after_forward in A
+            switch = PlanSwitch(model, args.alternate_plan, as_sharded, fs)
     step_config = []  # per step: "A" (as sharded) or "B" (--alternate-plan's unshard set)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = torch.optim.AdamW(switch.parameters() if isinstance(switch, ModelSwitch) else model.parameters(), lr=1e-4)
     gen = torch.Generator().manual_seed(rank)
     prof = None
     times = []
@@ -445,6 +482,8 @@ def main():
             prof = start_profiler(cpu=bool(args.torch_profiler_trace))
         if switch is not None:  # between steps, untimed
             switch.set(PlanSwitch.planned_at(step, args.warmup, args.alternate_every))
+            if isinstance(switch, ModelSwitch):
+                model = switch.current()
         step_config.append("B" if switch is not None and switch.on else "A")
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
@@ -544,7 +583,7 @@ def main():
             with open(args.summary, "w") as f:
                 json.dump(summary, f, indent=1)
     if distributed:
-        model = opt = loss = logits = tracker = None  # what holds the model and its last graph
+        model = opt = loss = logits = tracker = switch = None  # what holds the models and the last graph
         close_process_group()
     raise SystemExit(args.exit_code)
 

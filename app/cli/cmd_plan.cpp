@@ -2,8 +2,10 @@
 //                 [--strategy greedy|cost|exact] [--modules A,B,...] [-o plan.json] [--format text|json]
 //        shardscope plan (IN | --model M.json) --search [--budget B] [--world N] [--global-batch G] [--top N] [--json]
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "app/cli/arg_parser.h"
@@ -11,6 +13,7 @@
 #include "app/cli/critical_path_evidence.h"
 #include "app/cli/plan_search.h"
 #include "app/cli/sim_input_args.h"
+#include "profiler/sim/bucket_planner.h"
 #include "profiler/sim/plan_file.h"
 #include "profiler/sim/planner.h"
 #include "profiler/sim/sim_inputs.h"
@@ -74,6 +77,10 @@ int cmd_plan(const std::vector<std::string>& args) {
       .flag("checkpoint", "plan activation checkpointing (full, per unit) jointly with unsharding, under the same budget\n"
                           "(cost: one queue of moves ranked by time saved per byte; exact: every combination)")
       .flag("offload-if-needed", "when no plan fits, try optimizer-state offload, then CPU offload (FSDP2 CPUOffloadPolicy)")
+      .flag("buckets", "then choose all-gather buckets: merge units gathered one after the other in forward order into\n"
+                       "one all-gather (FSDP2 fully_shard([m1, m2])) while each merge shortens the simulated step by\n"
+                       "0.1 % or more and the plan fits the budget; the plan's own buckets and caps are the start;\n"
+                       "alone (no --budget, --modules or --strategy): buckets only, no budget")
       .option("evidence", "KIND",
               "critical-path: only units whose all-gathers are on the profile's measured critical path are\n"
               "candidates (shardscope analyze critical-path IN); needs a profile IN", "", 0, {"critical-path"});
@@ -86,13 +93,18 @@ int cmd_plan(const std::vector<std::string>& args) {
   const bool no_fit = p.flag_set("no-fit");
   if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
   req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
-  if (p.flag_set("search")) return run_plan_search(p, req);
+  if (p.flag_set("search")) {
+    if (p.flag_set("buckets")) throw UsageError("--buckets plans one configuration's buckets: not with --search");
+    return run_plan_search(p, req);
+  }
   for (const char* o : {"global-batch", "max-tp", "top", "threads", "plan-top"})
     if (p.has(o)) throw UsageError(std::string("--") + o + " is an option of --search");
   if (p.flag_set("json")) throw UsageError("--json is an option of --search (use --format json)");
 
   sim::PlanRequest pr;
-  const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") ? "manual" : "greedy";
+  // --buckets alone (no budget, no units named): buckets only, no unit kept unsharded.
+  const bool buckets_only = p.flag_set("buckets") && !p.has("budget") && !p.has("modules") && !p.has("strategy");
+  const std::string strategy = p.has("strategy") ? p.get("strategy") : p.has("modules") || buckets_only ? "manual" : "greedy";
   pr.strategy = strategy == "manual" ? sim::Strategy::Manual
                 : strategy == "cost" ? sim::Strategy::Cost
                 : strategy == "exact" ? sim::Strategy::Exact
@@ -102,7 +114,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   pr.offload_if_needed = p.flag_set("offload-if-needed");
   if (pr.checkpoint && (pr.strategy == sim::Strategy::Greedy || pr.strategy == sim::Strategy::Manual))
     throw UsageError("--checkpoint needs --strategy cost or exact");
-  if (pr.strategy == sim::Strategy::Manual && pr.modules.empty()) throw UsageError("manual planning needs --modules A,B,...");
+  if (pr.strategy == sim::Strategy::Manual && pr.modules.empty() && !buckets_only)
+    throw UsageError("manual planning needs --modules A,B,... (or --buckets alone: buckets only)");
   if (!p.has("budget")) {
     if (pr.strategy != sim::Strategy::Manual) throw UsageError("missing --budget (e.g. --budget 70GiB)");
     pr.budget_bytes = std::numeric_limits<std::int64_t>::max();
@@ -141,7 +154,34 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (o.offload != base.offload) plan.offload = o.offload == sim::Offload::Cpu ? "cpu" : "optimizer";
   // A parallel layout only means something at its world size: the plan file carries it.
   if (!plan.parallel.is_1d() && plan.world_size == 0) plan.world_size = base.world;
+  std::optional<sim::BucketOutcome> bucketed;
+  if (p.flag_set("buckets")) {
+    bucketed = sim::plan_buckets(in.model, plan, in.cluster, pr.budget_bytes);
+    plan = sim::with_buckets(plan, bucketed->buckets);
+    o.result = sim::simulate(sim::compile_step(in.model, plan, in.cluster), true);
+    o.fits = o.result.peak_bytes <= pr.budget_bytes;
+    o.simulations += bucketed->simulations;
+  }
   sim::CompiledStep chosen = sim::compile_step(in.model, plan, in.cluster);
+  // A bucket's all-gather is a size the profile may never have run: its time is the fit's
+  // extrapolation, which over a narrow span of sizes cannot tell latency from bandwidth (CPU gloo:
+  // the latency a merge saves fitted 0 to 8 ms across recordings of one job).
+  std::string extrapolated;
+  if (bucketed && !plan.buckets.empty() && in.fitted) {
+    const int ag = static_cast<int>(sim::Coll::AllGather);
+    std::int64_t largest = 0;
+    for (const auto& e : chosen.units)
+      if (e.members.size() > 1) largest = std::max(largest, e.ag_bytes);
+    if (in.fit.max_bytes[ag] > 0 && largest > in.fit.max_bytes[ag] * 5 / 4)
+      extrapolated = "a bucket gathers " + format_bytes(largest) + ", beyond the profile's all-gathers (" +
+                     format_bytes(in.fit.min_bytes[ag]) + " to " + format_bytes(in.fit.max_bytes[ag]) +
+                     "): its time is the fitted model's extrapolation (per-collective latency: all-gather " +
+                     format_duration_ns(std::llround(in.fit.alpha_us[ag] * 1000.0)) + ", reduce-scatter " +
+                     format_duration_ns(std::llround(in.fit.alpha_us[static_cast<int>(sim::Coll::ReduceScatter)] * 1000.0)) + ")" + (in.fit.max_bytes[ag] < 2 * in.fit.min_bytes[ag] ? ", fitted over sizes too close to tell latency from bandwidth" : "");
+  }
+  // FSDP2 has no caps, and a unit the job shards as a group is recorded as its first module: the
+  // plan file carries the buckets as modules, for apply_plan.
+  plan.fsdp2_buckets = sim::formed_buckets(in.model, chosen, plan);
   // Whether the replay of the profile issues the job's collectives: a plan of a loop the replay
   // does not model (a GAN) is not to be trusted, and is said not to be.
   sim::CollectiveCheck replay_collectives;
@@ -164,6 +204,17 @@ int cmd_plan(const std::vector<std::string>& args) {
       j.end_object();
     }
     if (plan.offload != "none") j.kv("offload", plan.offload);
+    if (bucketed) {
+      j.key("buckets").begin_array();
+      for (const auto& b : plan.buckets) {
+        j.begin_array();
+        for (const auto& n : b) j.value(n);
+        j.end_array();
+      }
+      j.end_array();
+      j.kv("buckets_saved_ms", sim::to_ms(bucketed->before.step_ns - bucketed->after.step_ns));
+      if (!extrapolated.empty()) j.kv("buckets_extrapolated", extrapolated);
+    }
     j.kv("fits_budget", o.fits).kv("simulations", o.simulations);
     if (!evidence.empty()) {
       j.key("critical_path_evidence").begin_array();
@@ -181,7 +232,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     j.end_object();
     std::cout << "\n";
   } else {
-    std::cout << "Input        " << in.source << "\nStrategy     " << strategy << ", budget "
+    std::cout << "Input        " << in.source << "\nStrategy     " << (buckets_only ? "buckets only" : strategy) << ", budget "
               << (p.has("budget") ? format_bytes(pr.budget_bytes) : std::string("none")) << " per rank, " << o.simulations
               << " simulations\n";
     if (!evidence.empty()) {
@@ -199,14 +250,29 @@ int cmd_plan(const std::vector<std::string>& args) {
       for (const auto& [n, v] : plan.checkpoint) std::cout << " " << (n == "*" ? "(all)" : n) << "=" << v;
       std::cout << "\n";
     }
+    if (bucketed) {
+      std::cout << "Buckets      " << plan.buckets.size() << " of two or more units";
+      for (const auto& b : plan.buckets) {
+        std::cout << (&b == &plan.buckets.front() ? ": " : "; ");
+        for (const auto& n : b) std::cout << (&n == &b.front() ? "" : "+") << n;
+      }
+      std::cout << " (" << sim::to_ms(bucketed->before.step_ns) << " -> " << sim::to_ms(bucketed->after.step_ns)
+                << " ms; merges that save less than " << sim::kMinBucketGain * 100 << " % of the step are not made)\n";
+      if (!extrapolated.empty()) std::cout << "NOTE: " << extrapolated << "\n";
+    }
     if (plan.offload != "none") std::cout << "Offload      " << plan.offload << (o.offload != base.offload ? " (chosen: nothing else fits)" : "") << "\n";
     std::cout << (o.fits ? "" : "WARNING: the plan does not fit the budget\n");
     if (!replay_collectives.match) std::cout << "WARNING: " << replay_collectives.warning << "\n";
     sim::print_result_text(std::cout, chosen, o.result, false, is_cpu_device(in.cluster.device));
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
     const std::string file = p.get("output").empty() ? "plan.json" : p.get("output");
-    std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before or after the model is sharded;\n"
-              << "             FSDP1: FSDP(model, auto_wrap_policy=shardscope.plan.fsdp1_wrap_policy(model, \"" << file
+    if (!plan.buckets.empty() || !plan.fsdp2_buckets.empty())
+      std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before the model is sharded (FSDP2 groups a\n"
+                << "             bucket's modules when it shards them: fully_shard([m1, m2])); FSDP1 and torchtitan's hook\n"
+                << "             (which change a sharded model) take the unshard set only:\n";
+    else
+      std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before or after the model is sharded;\n";
+    std::cout << "             FSDP1: FSDP(model, auto_wrap_policy=shardscope.plan.fsdp1_wrap_policy(model, \"" << file
               << "\", {Block})); in torchtitan:\n";
     // Two FSDP models in the recorded process (a teacher beside its student): record names the
     // second one by its class and its units under it ("FSDPNet", "FSDPNet.layers.0"), a top-level

@@ -202,6 +202,8 @@ FitReport fit_cluster(ClusterModel& cluster, const std::vector<CollSample>& samp
     double xmin = 1e300, xmax = -1;
     for (const auto& s : samples) {
       if (s.type != c || s.group_size < 2 || s.duration < 0 || s.bytes <= 0) continue;
+      rep.min_bytes[ci] = rep.min_bytes[ci] == 0 ? s.bytes : std::min(rep.min_bytes[ci], s.bytes);
+      rep.max_bytes[ci] = std::max(rep.max_bytes[ci], s.bytes);
       const double x = double(s.bytes) * bus_factor(c, s.group_size), y = double(s.duration);
       sx += x, sy += y, sxx += x * x, sxy += x * y;
       xmin = std::min(xmin, x), xmax = std::max(xmax, x);

@@ -87,6 +87,10 @@ struct FitReport {
   double alpha_us[kCollCount] = {0, 0, 0};
   double busbw_GBps[kCollCount] = {0, 0, 0};
   double rms_error_us[kCollCount] = {0, 0, 0};
+  // The sizes the samples span (message bytes): a what-if's collective outside them (a bucket of
+  // several units) is extrapolated, and over a narrow span latency and bandwidth blur.
+  std::int64_t min_bytes[kCollCount] = {0, 0, 0};
+  std::int64_t max_bytes[kCollCount] = {0, 0, 0};
 };
 
 // Least squares of duration against S·factor(n) per collective type; updates the level (intra or

@@ -1,6 +1,7 @@
 #include "profiler/sim/fsdp_plan.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "profiler/sim/json_input.h"
@@ -106,6 +107,12 @@ FsdpPlan parse_plan_json(const std::string& json, const std::string& where) {
     std::size_t i = 0;
     for (element b : a) p.buckets.push_back(string_list(b, where, "buckets[" + std::to_string(i++) + "]"));
   }
+  if (!root["fsdp2_buckets"].get(e)) {
+    array a;
+    if (e.get_array().get(a)) json_fail(where, "fsdp2_buckets", "an array of arrays of module names");
+    std::size_t i = 0;
+    for (element b : a) p.fsdp2_buckets.push_back(string_list(b, where, "fsdp2_buckets[" + std::to_string(i++) + "]"));
+  }
   if (!root["bucket_cap_mb"].get(e)) {
     for (auto field : as_object(e, where, "bucket_cap_mb")) {
       double d;
@@ -207,6 +214,11 @@ std::string plan_to_json(const FsdpPlan& p) {
     for (const auto& b : p.buckets) list(b);
     j.end_array();
   }
+  if (!p.fsdp2_buckets.empty()) {
+    j.key("fsdp2_buckets").begin_array();
+    for (const auto& b : p.fsdp2_buckets) list(b);
+    j.end_array();
+  }
   if (!p.bucket_cap_mb.empty()) {
     j.key("bucket_cap_mb").begin_object();
     for (const auto& [k, v] : p.bucket_cap_mb) j.kv(k, v);
@@ -244,6 +256,54 @@ std::string plan_to_json(const FsdpPlan& p) {
   j.end_object();
   return s.str();
 }
+
+namespace {
+
+struct ShardCall {
+  std::vector<std::string> modules;  // one module, or a bucket's
+  std::string policy;                // reshard_after_forward as Python: False, True or k
+};
+
+// The fully_shard calls a plan makes, innermost first (FSDP2 takes the parameters of the innermost
+// call): one per bucket of two or more modules (kept unsharded if a member is, else the largest
+// member's k, else True: the simulator's rule) and one per other module the plan names.
+std::vector<ShardCall> fully_shard_calls(const FsdpPlan& p) {
+  std::map<std::string, std::string> policy;
+  for (const auto& [m, k] : p.reshard_degree) policy[m] = std::to_string(k);
+  for (const auto& m : p.unsharded) policy[m] = "False";
+  std::vector<ShardCall> calls;
+  std::set<std::string> bucketed;
+  for (const auto& b : p.fsdp2_buckets.empty() ? p.buckets : p.fsdp2_buckets) {
+    if (b.size() < 2) continue;
+    ShardCall c{b, "True"};
+    int k = 0;
+    for (const auto& m : b) {
+      bucketed.insert(m);
+      auto it = policy.find(m);
+      if (it == policy.end()) continue;
+      if (it->second == "False") c.policy = "False";
+      else k = std::max(k, std::stoi(it->second));
+    }
+    if (c.policy != "False" && k >= 2) c.policy = std::to_string(k);
+    calls.push_back(std::move(c));
+  }
+  // The other modules as the plan lists them: kept unsharded, then the 1/k ones.
+  std::vector<ShardCall> singles;
+  for (const auto& m : p.unsharded)
+    if (!bucketed.count(m)) singles.push_back({{m}, "False"});
+  for (const auto& [m, k] : p.reshard_degree)
+    if (!bucketed.count(m) && policy[m] != "False") singles.push_back({{m}, std::to_string(k)});
+  calls.insert(calls.begin(), singles.begin(), singles.end());
+  auto depth = [](const ShardCall& c) {
+    long d = -1;
+    for (const auto& m : c.modules) d = std::max(d, m.empty() ? -1L : static_cast<long>(std::count(m.begin(), m.end(), '.')));
+    return d;
+  };
+  std::stable_sort(calls.begin(), calls.end(), [&](const ShardCall& a, const ShardCall& b) { return depth(a) > depth(b); });
+  return calls;
+}
+
+}  // namespace
 
 std::string plan_to_python(const FsdpPlan& p) {
   std::ostringstream s;
@@ -296,16 +356,19 @@ std::string plan_to_python(const FsdpPlan& p) {
   } else if (p.offload == "optimizer") {
     s << "    # optimizer-state offload is not an FSDP2 policy: use a CPU optimizer (e.g. DeepSpeed CPUAdam)\n";
   }
-  for (const auto& m : p.unsharded) {
-    s << "    fully_shard(model.get_submodule(" << JsonWriter::quoted(m)
-      << "), reshard_after_forward=False, **fully_shard_kwargs)\n";
+  for (const auto& call : fully_shard_calls(p)) {
+    s << "    fully_shard(";
+    if (call.modules.size() > 1) s << "[";
+    for (std::size_t i = 0; i < call.modules.size(); ++i)
+      s << (i ? ", " : "") << "model.get_submodule(" << JsonWriter::quoted(call.modules[i]) << ")";
+    if (call.modules.size() > 1) s << "]";
+    s << ", reshard_after_forward=" << call.policy << ", **fully_shard_kwargs)"
+      << (call.modules.size() > 1 ? "  # one all-gather for the bucket\n" : "\n");
     any = true;
   }
-  for (const auto& [m, k] : p.reshard_degree) {
-    s << "    fully_shard(model.get_submodule(" << JsonWriter::quoted(m) << "), reshard_after_forward=" << k
-      << ", **fully_shard_kwargs)\n";
-    any = true;
-  }
+  if (!p.bucket_cap_mb.empty() && p.fsdp2_buckets.empty())
+    s << "    # bucket_cap_mb is not applied here: the buckets the caps form depend on the model's forward order;\n"
+         "    # `shardscope plan -o` and the GUI's export write them as fsdp2_buckets, which this code then applies\n";
   if (!any) s << "    pass  # the plan keeps every module resharded (FSDP2 default)\n";
   s << "\n# Or, with the shardscope Python package:\n"
        "#   from shardscope.plan import apply_plan\n"

@@ -43,6 +43,12 @@ struct FsdpPlan {
   std::map<std::string, std::vector<std::string>> backward_prefetch;  // set_modules_to_backward_prefetch
   std::vector<std::vector<std::string>> buckets;  // fully_shard([m1, m2]): one all-gather for the list
   std::map<std::string, double> bucket_cap_mb;    // {"default": 2000, "2": 1000}: auto-bucketing by bucket index
+  // The buckets of two or more modules that the plan formed (its lists, its caps, and the groups the
+  // profiled job shards as one unit, recorded as their first module) on the model it was made for,
+  // written by `plan -o` and the GUI's export: what shardscope.plan.apply_plan and the generated
+  // Python apply (fully_shard([m1, m2])), since FSDP2 has no caps and Python does not know the
+  // forward order. compile_step forms its own from `buckets` and the caps.
+  std::vector<std::vector<std::string>> fsdp2_buckets;
   int zero_stage = 3;               // 2: every unit keeps its parameters from forward to backward
   int gradient_accumulation = 1;    // micro-batches per optimizer step
   bool sync_every_microbatch = true;  // false: reduce-scatter only on the last micro-batch

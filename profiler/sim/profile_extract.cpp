@@ -444,8 +444,9 @@ ProfileInput extract_profile(const Profile& p) {
       walk.insert(walk.end(), cm.children.begin(), cm.children.end());
     }
     std::int64_t own = std::max(params_of(m) - nested, counted ? std::int64_t{0} : children - nested);
+    std::vector<std::string> members;
     for (std::size_t g = 0; g < nm; ++g)  // the other members of a grouped unit
-      if (group_root[g] && unit_of[g] == static_cast<int>(i)) own += params_of(p.modules[g]);
+      if (group_root[g] && unit_of[g] == static_cast<int>(i)) own += params_of(p.modules[g]), members.push_back(p.modules[g].fqn);
     // The root unit is the model itself; top-level units under a non-unit model are not roots.
     const bool root = m.parent < 0;
     // Greedy planning tries a unit's non-unit parent (layers.3 for layers.3.attention) as a whole.
@@ -455,6 +456,7 @@ ProfileInput extract_profile(const Profile& p) {
     unit_index[static_cast<int>(i)] = static_cast<int>(sm.units.size());
     sm.units.push_back({m.fqn, group, m.class_name, own, root});
     sm.units.back().recorded_reshard = recorded_reshard(m.reshard_policy);
+    sm.units.back().group_members = std::move(members);
   }
   if (auto mp = p.meta.find("rank" + std::to_string(in.rank) + ".model_parallel"); mp != p.meta.end()) in.model_parallel = mp->second;
   // Tensor parallelism beside FSDP, modelled where the profile tells FSDP's collectives apart.

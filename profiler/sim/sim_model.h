@@ -73,6 +73,10 @@ struct SimUnit {
   // splits instead (each EP rank holds 1/ep of the experts; FSDP shards them over dp*cp/ep).
   std::int64_t tp_replicated_params = 0;
   bool expert = false;
+  // The other modules of a unit the job shards as a group (fully_shard([norm, output]), recorded as
+  // its first member, this unit): a plan that names the unit names them too for Python (shardscope
+  // apply_plan shards the list in one call).
+  std::vector<std::string> group_members{};
   // The root's parameters only its last segment uses (norm + output head): with pipeline
   // parallelism the first stage holds the rest (embeddings), the last stage these. -1: unknown,
   // split in proportion to the head's and tail's forward time.

@@ -122,6 +122,72 @@ class ClosedLoopCpu(unittest.TestCase):
             for step, config in enumerate(configs):
                 self.assertEqual(got[step], want[config], "rank %d step %d (%s)" % (rank, step, config))
 
+    def test_buckets_the_job_runs_as_predicted_and_a_plan_of_it_keeps_them(self):
+        """A plan's buckets (fully_shard([layers.0, layers.1]) through apply_plan): the recorded B
+        runs the predicted collectives, one all-gather and one reduce-scatter for the two layers;
+        its profile holds the group as one unit, and a plan made from it names both modules for
+        Python (fsdp2_buckets), so the job it runs again is the one predicted from it."""
+        plan = os.path.join(self.dir, "buckets.json")
+        with open(plan, "w") as f:
+            json.dump({"buckets": [["layers.0", "layers.1"]]}, f)
+        predicted = os.path.join(self.dir, "buckets_predicted.ssdb")
+        run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
+        B = os.path.join(self.dir, "buckets_B.ssdb")
+        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan, record_args=["--steps", WINDOW])
+        got = self.check_exact(predicted, B)
+        pair = 4 * (self.units["layers.0"] + self.units["layers.1"])
+        self.assertEqual(sorted(got), sorted([("all_gather", 4 * self.units[""]), ("all_gather", pair), ("all_gather", pair),
+                                              ("reduce_scatter", 4 * self.units[""]), ("reduce_scatter", pair)]))
+        # The group as the recording stores it: its first module the unit, the other pointing at it.
+        rows = dict((fqn, (unit, points)) for fqn, unit, points in run.query(
+            B, "SELECT m.fqn, m.is_fsdp_unit, u.fqn FROM modules m LEFT JOIN modules u ON u.id = m.fsdp_unit_id"))
+        self.assertEqual(rows["layers.0"][0], 1)
+        self.assertEqual(rows["layers.1"], (0, "layers.0"))
+        # Planned from B: keeping the group unsharded is one call for both modules.
+        plan_c = os.path.join(self.dir, "buckets_keep.json")
+        run.shardscope("plan", B, "--modules", "layers.0", "-o", plan_c)
+        with open(plan_c) as f:
+            written = json.load(f)
+        self.assertEqual(written["fsdp2_buckets"], [["layers.0", "layers.1"]])
+        # The generated Python runs: one call for the pair (fully_shard stubbed; the model unsharded).
+        import fsdp_train_sample as t
+
+        code = written["fsdp2_python"].replace("from torch.distributed.fsdp import fully_shard", "")
+        calls = []
+        scope = {"fully_shard": lambda m, **kw: calls.append((m, kw["reshard_after_forward"]))}
+        exec(compile(code, "fsdp2_python", "exec"), scope)
+        model = t.Llama(256, 64, 2, 4, 128)  # the --tiny sizes, as fsdp2_run.tiny_unit_params
+        scope["apply_shardscope_plan"](model)
+        self.assertEqual(calls, [([model.layers[0], model.layers[1]], False)])
+        predicted_c = os.path.join(self.dir, "buckets_keep_predicted.ssdb")
+        run.shardscope("simulate", B, "--plan", plan_c, "-o", predicted_c)
+        C = os.path.join(self.dir, "buckets_keep_C.ssdb")
+        run.record(C, "--tiny", "--steps", str(STEPS), "--plan", plan_c, record_args=["--steps", WINDOW])
+        got = self.check_exact(predicted_c, C)
+        self.assertEqual(sorted(got), sorted([("all_gather", 4 * self.units[""]), ("all_gather", pair),
+                                              ("reduce_scatter", 4 * self.units[""]), ("reduce_scatter", pair)]))
+
+    def test_alternating_with_buckets_switches_between_two_models(self):
+        """--alternate-plan with buckets (fixed when FSDP2 shards): B is a second model sharded with
+        the plan; recorded, every B step runs B's collectives and every A step A's."""
+        plan = os.path.join(self.dir, "alternate_buckets.json")
+        with open(plan, "w") as f:
+            json.dump({"buckets": [["layers.0", "layers.1"]]}, f)
+        predicted = os.path.join(self.dir, "alternate_buckets_predicted.ssdb")
+        run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
+        want = {"A": run.fsdp_collectives_per_step(self.A, 0)[2], "B": list(run.fsdp_collectives_per_step(predicted, 0).values())[0]}
+        summary = os.path.join(self.dir, "alternate_buckets_summary.json")
+        AB = os.path.join(self.dir, "alternate_buckets_AB.ssdb")
+        run.record(AB, "--tiny", "--steps", "5", "--warmup", "1", "--alternate-plan", plan, "--alternate-every", "1",
+                   "--summary", summary, record_args=["--steps", "0:"])
+        with open(summary) as f:
+            configs = json.load(f)["step_config"]
+        self.assertEqual(configs, ["A", "A", "B", "B", "A"])
+        for rank in range(2):
+            got = run.fsdp_collectives_per_step(AB, rank)
+            for step, config in enumerate(configs):
+                self.assertEqual(got[step], want[config], "rank %d step %d (%s)" % (rank, step, config))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -50,6 +50,46 @@ class ApplyPlanTest(unittest.TestCase):
         self.assertEqual(rec.calls[0][1], {"reshard_after_forward": False, "mesh": "M"})
         self.assertEqual(rec.calls[1][1]["reshard_after_forward"], 8)
 
+    def test_a_bucket_is_one_call_with_its_members_policy(self):
+        # fully_shard([m1, m2]): one all-gather for the list; kept unsharded if a member is (the
+        # simulator's rule), else the largest k; other planned modules one call each, innermost first.
+        model = fake_model()
+        rec = Recorder()
+        plan = {"unsharded": ["layers.1", "norm"], "reshard_after_forward": {"layers.2": 2},
+                "buckets": [["layers.0", "layers.1"], ["layers.2", "layers.3"], ["output"]]}
+        applied = ssplan.apply_plan(model, plan, fully_shard_fn=rec, mesh="M")
+        self.assertEqual([n for n, _ in applied], ["layers.0", "layers.1", "layers.2", "layers.3", "norm"])
+        self.assertEqual(len(rec.calls), 3)
+        self.assertEqual(rec.calls[0][0], [model.get_submodule("layers.0"), model.get_submodule("layers.1")])
+        self.assertEqual(rec.calls[0][1], {"reshard_after_forward": False, "mesh": "M"})
+        self.assertEqual(rec.calls[1][0], [model.get_submodule("layers.2"), model.get_submodule("layers.3")])
+        self.assertEqual(rec.calls[1][1]["reshard_after_forward"], 2)
+        self.assertIs(rec.calls[2][0], model.get_submodule("norm"))
+
+    def test_the_buckets_caps_formed_are_applied_and_caps_alone_are_said_not_to_be(self):
+        model = fake_model()
+        rec = Recorder()
+        # plan -o writes what the caps formed on the profiled model as fsdp2_buckets (explicit lists included).
+        ssplan.apply_plan(model, {"bucket_cap_mb": {"default": 25}, "buckets": [["norm", "output"]],
+                                  "fsdp2_buckets": [["layers.0", "layers.1", "layers.2"], ["norm", "output"]]},
+                          fully_shard_fn=rec)
+        self.assertEqual([len(m) for m, _ in rec.calls], [3, 2])
+        self.assertEqual([kw["reshard_after_forward"] for _, kw in rec.calls], [True, True])
+        rec = Recorder()
+        with self.assertWarnsRegex(UserWarning, "bucket_cap_mb is not applied"):
+            ssplan.apply_plan(model, {"bucket_cap_mb": {"default": 25}, "unsharded": ["norm"]}, fully_shard_fn=rec)
+        self.assertEqual(len(rec.calls), 1)
+
+    def test_bad_buckets_apply_nothing(self):
+        for plan, message in (({"buckets": [["layers.0", "layers.9"]]}, "layers.9"),
+                              ({"buckets": [["layers.0", "layers.1"], ["layers.1", "norm"]]}, "in buckets 0 and 1"),
+                              ({"buckets": [["layers.0", "layers.0.attention"]]}, "is inside 'layers.0'"),
+                              ({"buckets": ["layers.0"]}, "a list of lists")):
+            rec = Recorder()
+            with self.assertRaisesRegex(ValueError, message):
+                ssplan.apply_plan(fake_model(), plan, fully_shard_fn=rec)
+            self.assertEqual(rec.calls, [])
+
     def test_reads_a_plan_file_written_by_the_cli(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "plan.json")
@@ -100,11 +140,14 @@ class ApplyPlanTest(unittest.TestCase):
         self.assertEqual(ssplan.plan_for_root(lists, "FSDPNet", student)["forward_prefetch"],
                          {"layers.0": ["layers.1", "layers.2"]})
         self.assertEqual(ssplan.plan_for_root(lists, "", student)["forward_prefetch"], {"layers.0": ["layers.1"]})
+        buckets = {"buckets": [["FSDPNet.layers.0", "FSDPNet.layers.1"], ["layers.2", "FSDPNet.layers.3"], ["norm", "output"]]}
+        self.assertEqual(ssplan.plan_for_root(buckets, "FSDPNet", student)["buckets"], [["layers.0", "layers.1"]])
+        self.assertEqual(ssplan.plan_for_root(buckets, "", student)["buckets"], [["norm", "output"]])
         applied = ssplan.apply_plan(student, {k: v for k, v in plan.items() if k != "activation_checkpointing"},
                                     fully_shard_fn=rec, root="FSDPNet")
-        self.assertEqual([n for n, _ in applied], ["layers.2", "layers.3", "", "norm"])  # innermost first
-        self.assertEqual([kw["reshard_after_forward"] for _, kw in rec.calls], [False, False, False, 2])
-        self.assertIs(applied[2][1], student)
+        self.assertEqual([n for n, _ in applied], ["layers.2", "layers.3", "norm", ""])  # innermost first, the root last
+        self.assertEqual([kw["reshard_after_forward"] for _, kw in rec.calls], [False, False, 2, False])
+        self.assertIs(applied[3][1], student)
 
     def test_prefetch_lists_on_a_model_it_shards_are_left_to_apply_prefetch(self):
         # Lists name units that exist only once the rest of the model is sharded (by the job, after

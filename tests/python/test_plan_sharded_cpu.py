@@ -92,6 +92,47 @@ class ApplyPlanToShardedModel(unittest.TestCase):
         self.assertTrue(reshards(model[0]))
         self.assertEqual(prefetches(model[0]), ([], []))
 
+    def test_a_bucket_the_model_already_has_is_accepted_a_new_one_refused(self):
+        # plan -o lists the job's own groups as fsdp2_buckets (torchtitan's [norm, output]):
+        # applied in place, as a unit; a bucket the model was not sharded with cannot be made now.
+        model = self.sharded_model()
+        apply_plan(model, {"unsharded": ["2"], "fsdp2_buckets": [["2", "3"]]})
+        self.assertFalse(reshards(model[2]))
+        with self.assertRaisesRegex(ValueError, r"buckets that the sharded model does not have \(0\+1\)"):
+            apply_plan(model, {"unsharded": ["0"], "fsdp2_buckets": [["0", "1"], ["2", "3"]]})
+        self.assertTrue(reshards(model[0]))
+
+
+class ApplyBucketsBeforeSharding(unittest.TestCase):
+    """A plan's buckets (plan --buckets) on a model apply_plan shards: one fully_shard call for the
+    list, so FSDP2 gathers its members' parameters in one all-gather."""
+
+    @classmethod
+    def setUpClass(cls):
+        ApplyPlanToShardedModel.setUpClass.__func__(cls)
+
+    @classmethod
+    def tearDownClass(cls):
+        ApplyPlanToShardedModel.tearDownClass.__func__(cls)
+
+    def test_a_bucket_is_one_fsdp2_unit(self):
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+
+        model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(4)])
+        applied = apply_plan(model, {"unsharded": ["1"], "buckets": [["0", "1"], ["2", "3"]]})
+        self.assertEqual([n for n, _ in applied], ["0", "1", "2", "3"])
+        fully_shard(model)
+        state = lambda m: m._get_fsdp_state()  # noqa: E731
+        self.assertIs(state(model[0]), state(model[1]))
+        self.assertIs(state(model[2]), state(model[3]))
+        self.assertIsNot(state(model[0]), state(model[2]))
+        group = state(model[0])._fsdp_param_group
+        self.assertEqual(len(group.fsdp_params), 4)  # both members' weights and biases: one all-gather
+        self.assertFalse(reshards(model[0]))  # kept unsharded: a member is
+        self.assertTrue(reshards(model[2]))
+        self.assertTrue(all(isinstance(m, FSDPModule) for m in model))
+        model(torch.randn(2, 8)).sum().backward()
+
 
 if __name__ == "__main__":
     unittest.main()

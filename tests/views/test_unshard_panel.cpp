@@ -11,6 +11,7 @@
 #include <QThread>
 
 #include <QAbstractItemModelTester>
+#include <functional>
 #include <QApplication>
 #include <QCheckBox>
 #include <QSignalSpy>
@@ -769,4 +770,38 @@ TEST_CASE("the memory budget reads and takes sizes by the same unit rules as the
   int pos = 0;
   QString junk = "lots";
   CHECK(box->validate(junk, pos) != QValidator::Acceptable);
+}
+
+TEST_CASE("Plan buckets: the button applies the bucket planner's lists, the tree shows them, Undo takes them back", "[unshard][gui]") {
+  app();
+  UnshardPanel panel;
+  REQUIRE(panel.open_model_description(QString::fromStdString(model_path("fsdp-sample-tiny.json")), 64));
+  auto* s = panel.session();
+  const TimeNs before = s->prediction().step_ns;
+  QPushButton* button = nullptr;
+  for (auto* b : panel.findChildren<QPushButton*>())
+    if (b->text() == "Plan buckets") button = b;
+  REQUIRE(button);
+  button->click();
+  CHECK(s->state().buckets == std::vector<std::vector<std::string>>{{"layers.0", "layers.1"}});
+  CHECK(s->prediction().step_ns < before);
+  CHECK(panel.step_text() == ms_text(s->prediction().step_ns));
+  CHECK(panel.status_text().contains("layers.0+layers.1"));
+  // The tree's Bucket column names the list (under QAbstractItemModelTester, as the panel's model).
+  auto* m = panel.model();
+  QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QStringList shown;
+  std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+    for (int r = 0; r < m->rowCount(parent); ++r) {
+      const QModelIndex name = m->index(r, UnshardUnitModel::ColModule, parent);
+      const QString bucket = m->index(r, UnshardUnitModel::ColBucket, parent).data().toString();
+      if (bucket.startsWith("list")) shown << name.data().toString() + "=" + bucket;
+      walk(name);
+    }
+  };
+  walk({});
+  CHECK(shown == QStringList{"layers.0=list 1", "layers.1=list 1"});
+  panel.undo();
+  CHECK(s->state().buckets.empty());
+  CHECK(s->prediction().step_ns == before);
 }

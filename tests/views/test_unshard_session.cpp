@@ -193,6 +193,12 @@ TEST_CASE("a per-bucket cap override simulates what FsdpPlan's bucket_cap_mb map
   s.export_plan(dir.file("plan.json"));
   const sim::FsdpPlan written = sim::load_plan_file(dir.file("plan.json"));
   CHECK(written.bucket_cap_mb == std::map<std::string, double>{{"default", two}, {"1", one}});
+  // ... and the buckets the caps formed, as modules, for apply_plan (FSDP2 has no caps).
+  std::size_t pairs = 0;
+  for (const auto& e : expect.units) pairs += e.members.size() == 2;
+  CHECK(pairs > 0);
+  CHECK(written.fsdp2_buckets.size() == pairs);  // bucket #1 holds one layer: not a list
+  for (const auto& b : written.fsdp2_buckets) CHECK(b.size() == 2);
   const sim::SimResult cli = simulate_cli_way(sample(), dir.file("plan.json"));
   CHECK(cli.step_ns == overridden.step_ns);
   CHECK(cli.peak_bytes == overridden.peak_bytes);
@@ -268,6 +274,58 @@ TEST_CASE("a plan file written by the session restores the same state in a fresh
   CHECK_THROWS_AS(b.apply_plan_file_json(R"({"bucket_cap_mb": {"first": 10}})", "saved plan"), ProfileError);
   CHECK_THROWS_AS(b.apply_plan_file_json("{not json", "saved plan"), ProfileError);
   CHECK(b.state() == before);
+}
+
+TEST_CASE("a plan file's explicit buckets (plan --buckets) are applied, exported and undone", "[unshard]") {
+  UnshardSession s = UnshardSession::from_profile(sample());
+  const Prediction before = s.prediction();
+  test::TempDir dir;
+  {
+    std::ofstream f(dir.file("buckets.json"));
+    f << R"({"buckets": [["layers.0", "layers.1"], ["layers.6", "layers.7"]], "unsharded": ["layers.7"]})";
+  }
+  std::ifstream in(dir.file("buckets.json"));
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  s.apply_plan_file_json(json, "buckets.json");
+  const sim::SimResult cli = simulate_cli_way(sample(), dir.file("buckets.json"));
+  CHECK(s.prediction().step_ns == cli.step_ns);
+  CHECK(s.prediction().peak_bytes == cli.peak_bytes);
+  CHECK(s.prediction().result.all_gathers == cli.all_gathers);
+  CHECK(s.prediction().result.all_gathers < before.result.all_gathers);
+  s.export_plan(dir.file("out.json"));
+  const sim::FsdpPlan written = sim::load_plan_file(dir.file("out.json"));
+  CHECK(written.buckets == std::vector<std::vector<std::string>>{{"layers.0", "layers.1"}, {"layers.6", "layers.7"}});
+  CHECK(written.fsdp2_buckets == written.buckets);
+  CHECK(simulate_cli_way(sample(), dir.file("out.json")).step_ns == cli.step_ns);
+  s.undo();
+  CHECK(s.state().buckets.empty());
+  CHECK(s.prediction().step_ns == before.step_ns);
+  const UnshardState state = s.state();
+  CHECK_THROWS_AS(s.apply_plan_file_json(R"({"buckets": [["layers.0", "no.such.module"]]})", "saved plan"), ProfileError);
+  CHECK(s.state() == state);
+}
+
+TEST_CASE("plan buckets: the planner's lists are one undoable change, shown per unit and exported", "[unshard]") {
+  // The tiny description at 64 GPUs: its two layers' all-gathers are latency-bound, so one bucket
+  // for both shortens the step (plan --model ... --buckets says the same).
+  UnshardSession s = UnshardSession::from_model(test::source_dir() + "/resources/models/fsdp-sample-tiny.json", 64, clusters());
+  const Prediction before = s.prediction();
+  const sim::BucketOutcome o = s.plan_buckets_automatically();
+  REQUIRE(o.buckets == std::vector<std::vector<std::string>>{{"layers.0", "layers.1"}});
+  CHECK(s.undo_label().find("plan buckets") == 0);
+  CHECK(s.state().buckets == o.buckets);
+  CHECK(s.prediction().step_ns == o.after.step_ns);
+  CHECK(s.prediction().step_ns < before.step_ns);
+  const int l0 = s.inputs().model.find_unit("layers.0"), l1 = s.inputs().model.find_unit("layers.1");
+  CHECK(s.prediction().listed_bucket_of_unit[static_cast<std::size_t>(l0)] == 0);
+  CHECK(s.prediction().listed_bucket_of_unit[static_cast<std::size_t>(l1)] == 0);
+  test::TempDir dir;
+  s.export_plan(dir.file("plan.json"));
+  CHECK(sim::load_plan_file(dir.file("plan.json")).buckets == o.buckets);
+  s.undo();
+  CHECK(s.state().buckets.empty());
+  CHECK(s.prediction().step_ns == before.step_ns);
+  CHECK(s.prediction().listed_bucket_of_unit[static_cast<std::size_t>(l0)] == -1);
 }
 
 TEST_CASE("the profile's cluster fitted to its collectives is the default preset, as in simulate", "[unshard]") {

@@ -272,6 +272,9 @@ void UnshardPanel::build() {
   model_button_->setToolTip(QStringLiteral("Plan on a model description (resources/models/*.json) instead of the profile: "
                                            "what tensor, context and expert parallelism need"));
   plan_button_->setToolTip(QStringLiteral("Choose the units to keep unsharded within the budget with the planner on the right"));
+  buckets_button_ = new QPushButton(QStringLiteral("Plan buckets"));
+  buckets_button_->setToolTip(QStringLiteral("Merge units gathered one after the other into one all-gather (FSDP2 "
+                                             "fully_shard([m1, m2])) where the simulated step gets shorter, within the budget"));
   strategy_ = new QComboBox;
   strategy_->addItem(QStringLiteral("cost"), static_cast<int>(sim::Strategy::Cost));
   strategy_->addItem(QStringLiteral("greedy"), static_cast<int>(sim::Strategy::Greedy));
@@ -287,7 +290,8 @@ void UnshardPanel::build() {
   outer->addSpacing(6);
   buttons->addWidget(plan_button_, 0, 0, 1, 2);
   buttons->addWidget(strategy_, 0, 2);
-  buttons->addWidget(model_button_, 1, 0, 1, 3);
+  buttons->addWidget(buckets_button_, 1, 0, 1, 3);
+  buttons->addWidget(model_button_, 2, 0, 1, 3);
   outer->addLayout(buttons);
   outer->addSpacing(6);
   outer->addLayout(details);
@@ -336,6 +340,7 @@ void UnshardPanel::build() {
   connect(undo_button_, &QPushButton::clicked, this, &UnshardPanel::undo);
   connect(redo_button_, &QPushButton::clicked, this, &UnshardPanel::redo);
   connect(plan_button_, &QPushButton::clicked, this, &UnshardPanel::plan_automatically);
+  connect(buckets_button_, &QPushButton::clicked, this, &UnshardPanel::plan_buckets);
   connect(export_button_, &QPushButton::clicked, this, &UnshardPanel::on_export_clicked);
   connect(world_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_world_size(v); }); });
   connect(per_node_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_gpus_per_node(v); }); });
@@ -708,6 +713,24 @@ void UnshardPanel::plan_automatically() {
   });
 }
 
+void UnshardPanel::plan_buckets() {
+  run_change([this] {
+    const auto o = session_->plan_buckets_automatically();
+    QStringList lists;
+    for (const auto& b : o.buckets) {
+      QStringList names;
+      for (const auto& n : b) names << QString::fromStdString(n);
+      lists << names.join(QLatin1Char('+'));
+    }
+    status_->setText(QStringLiteral("bucket planner: %1 after %2%3")
+                         .arg(o.buckets.empty() ? QStringLiteral("no merge shortens the step")
+                                                : QString::fromStdString(count_of(static_cast<std::int64_t>(o.buckets.size()), "bucket")) +
+                                                      QStringLiteral(" (") + lists.join(QStringLiteral("; ")) + QStringLiteral(")"),
+                              QString::fromStdString(count_of(o.simulations, "simulation")),
+                              QString::fromStdString(" (" + format_duration_ns(o.before.step_ns) + " -> " + format_duration_ns(o.after.step_ns) + ")")));
+  });
+}
+
 bool UnshardPanel::apply_plan_file(const QString& path) {
   std::string text;
   try {
@@ -750,7 +773,7 @@ bool UnshardPanel::export_plan(const QString& path) {
   const QString python = json.absolutePath() + QLatin1Char('/') + json.completeBaseName() + QStringLiteral(".py");
   try {
     session_->export_plan(path.toStdString());
-    sim::write_file_atomically(python.toStdString(), sim::plan_to_python(session_->plan()));
+    sim::write_file_atomically(python.toStdString(), sim::plan_to_python(session_->plan_for_export()));
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
     status_->setText(error_);

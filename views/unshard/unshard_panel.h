@@ -135,6 +135,7 @@ class UnshardPanel : public QWidget {
   void redo();
   // Runs the planner chosen in the strategy box (cost by default) under the budget.
   void plan_automatically();
+  void plan_buckets();
   QComboBox* strategy_box() { return strategy_; }
   // Applies a plan file's text (UnshardSession::apply_plan_file_json) as one undoable change,
   // loading a pending profile first; false with last_error() when there is no profile or the
@@ -234,6 +235,7 @@ class UnshardPanel : public QWidget {
   QPushButton* undo_button_ = nullptr;
   QPushButton* redo_button_ = nullptr;
   QPushButton* plan_button_ = nullptr;
+  QPushButton* buckets_button_ = nullptr;
   QPushButton* export_button_ = nullptr;
   QString error_;
   QString pending_path_;  // set but not loaded yet

@@ -177,6 +177,7 @@ sim::FsdpPlan UnshardSession::plan_for(const UnshardState& s) const {
   p.unsharded.clear();
   for (std::size_t u = 0; u < s.keep.size(); ++u)
     if (s.keep[u] && !in_.model.units[u].is_root) p.unsharded.push_back(in_.model.units[u].name);
+  if (!s.buckets.empty()) p.buckets = s.buckets;
   p.bucket_cap_mb.clear();
   if (s.bucket_cap_mb > 0) p.bucket_cap_mb["default"] = s.bucket_cap_mb;
   for (const auto& [bucket, mb] : s.bucket_cap_overrides_mb) p.bucket_cap_mb[std::to_string(bucket)] = mb;
@@ -269,17 +270,22 @@ void UnshardSession::bucket_indices(Prediction& p, const UnshardState& s) const 
   const std::size_t n = in_.model.units.size();
   p.bucket_of_unit.assign(n, -1);
   p.bucket_count = 0;
-  const bool on = s.bucket_cap_mb > 0 || !s.bucket_cap_overrides_mb.empty();
-  if (!on) return;
+  p.listed_bucket_of_unit.assign(n, -1);
+  p.listed_buckets.clear();
   int explicit_buckets = 0;
   std::vector<char> in_explicit(n, 0);
-  for (const auto& b : in_.plan.buckets) {
+  for (const auto& b : s.buckets.empty() ? in_.plan.buckets : s.buckets) {  // as plan_for has them
     if (!b.empty()) ++explicit_buckets;
+    if (b.size() >= 2) p.listed_buckets.push_back(b);
     for (const auto& name : b) {
       const int u = in_.model.find_unit(name);
-      if (u >= 0) in_explicit[static_cast<std::size_t>(u)] = 1;
+      if (u < 0) continue;
+      in_explicit[static_cast<std::size_t>(u)] = 1;
+      if (b.size() >= 2) p.listed_bucket_of_unit[static_cast<std::size_t>(u)] = static_cast<int>(p.listed_buckets.size()) - 1;
     }
   }
+  const bool on = s.bucket_cap_mb > 0 || !s.bucket_cap_overrides_mb.empty();
+  if (!on) return;
   std::vector<char> has_compute(n, 0);
   for (const auto& sg : in_.model.segments)
     if (sg.unit >= 0 && static_cast<std::size_t>(sg.unit) < n) has_compute[static_cast<std::size_t>(sg.unit)] = 1;
@@ -439,6 +445,11 @@ void UnshardSession::apply_plan_file_json(const std::string& json, const std::st
     if (u < 0) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": unsharded: this profile has no FSDP unit '" + name + "'");
     s.keep[static_cast<std::size_t>(u)] = 1;
   }
+  for (const auto& b : plan.buckets)
+    for (const auto& name : b)
+      if (in_.model.find_unit(name) < 0)
+        throw ProfileError(ProfileErrorKind::MalformedTable, where + ": buckets: this profile has no FSDP unit '" + name + "'");
+  s.buckets = plan.buckets;
   s.bucket_cap_mb = 0;
   s.bucket_cap_overrides_mb.clear();
   for (const auto& [key, mb] : plan.bucket_cap_mb) {
@@ -468,7 +479,9 @@ void UnshardSession::apply_plan_file_json(const std::string& json, const std::st
   if (!root["predicted"].get(predicted)) {
     const auto o = sim::as_object(predicted, where, "predicted");
     if (auto v = sim::get_string(o, "strategy", where, "predicted")) s.strategy = *v;
-    if (auto v = sim::get_int(o, "budget_bytes", where, "predicted"); v && *v > 0) s.budget_bytes = *v;
+    // `plan` without --budget writes the largest int64 ("no budget"): the panel keeps its own then.
+    if (auto v = sim::get_int(o, "budget_bytes", where, "predicted"); v && *v > 0 && *v < std::numeric_limits<std::int64_t>::max())
+      s.budget_bytes = *v;
   }
   apply(std::move(s), "plan from " + where);
 }
@@ -521,12 +534,28 @@ sim::PlanOutcome UnshardSession::plan_automatically(sim::Strategy strategy) {
   return o;
 }
 
+sim::BucketOutcome UnshardSession::plan_buckets_automatically() {
+  sim::BucketOutcome o = sim::plan_buckets(in_.model, plan(), cluster(), state_.budget_bytes);
+  UnshardState next = state_;
+  next.buckets = o.buckets;
+  next.bucket_cap_mb = 0;  // resolved into the lists
+  next.bucket_cap_overrides_mb.clear();
+  apply(std::move(next), "plan buckets (" + std::to_string(o.buckets.size()) + " of two or more units)");
+  return o;
+}
+
 std::string UnshardSession::plan_file_json() const {
   sim::PlanOutcome o;
   o.result = pred_.result;
   o.baseline = pred_.baseline;
   o.fits = pred_.fits_budget;
-  return sim::plan_file_json(plan(), o, state_.strategy, state_.budget_bytes);
+  return sim::plan_file_json(plan_for_export(), o, state_.strategy, state_.budget_bytes);
+}
+
+sim::FsdpPlan UnshardSession::plan_for_export() const {
+  sim::FsdpPlan p = plan();
+  p.fsdp2_buckets = sim::formed_buckets(in_.model, pred_.step, p);
+  return p;
 }
 
 void UnshardSession::export_plan(const std::string& path) const { sim::write_file_atomically(path, plan_file_json()); }

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "profiler/sim/bucket_planner.h"
 #include "profiler/sim/cluster_model.h"
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/planner.h"
@@ -48,6 +49,9 @@ struct UnshardState {
   bool pipelined_optimizer = false;
   sim::Parallelism parallel;       // tp, sp, cp + kind, pp + schedule + chunks, ep
   int micro_batches = 1;           // FsdpPlan::gradient_accumulation
+  // Explicit buckets from a plan file applied to the panel (`plan --buckets`); empty: the profile's
+  // own (the base plan's, read-only).
+  std::vector<std::vector<std::string>> buckets;
   bool operator==(const UnshardState&) const = default;
 };
 
@@ -76,6 +80,10 @@ struct Prediction {
   std::vector<TimeNs> host_copy_ns;     // per SimModel unit: its offload copies (both directions) in the step shown
   std::vector<int> bucket_of_unit;      // per SimModel unit: auto-bucket index, -1 when not auto-bucketed
   int bucket_count = 0;                 // auto-buckets formed
+  // Per SimModel unit: the explicit bucket list of two or more units holding it (a plan file's
+  // `buckets`, e.g. from plan --buckets, or the base plan's), -1 when none; and its members.
+  std::vector<int> listed_bucket_of_unit;
+  std::vector<std::vector<std::string>> listed_buckets;
   std::vector<std::vector<std::string>> checkpoint_choices;  // per SimModel unit (UnshardSession::checkpoint_choices)
   sim::CompiledStep step;               // as simulated (for the plan file)
   sim::SimResult result;
@@ -174,12 +182,19 @@ class UnshardSession {
   // Runs the cost planner (plan_unshard) on the current configuration with no unit kept, under
   // the budget, and applies its choice as one undoable change. Returns the planner's outcome.
   sim::PlanOutcome plan_automatically(sim::Strategy strategy = sim::Strategy::Cost);
+  // Runs the bucket planner (sim::plan_buckets: merges of units gathered one after the other that
+  // shorten the step, within the budget) on the current plan and applies its buckets as one
+  // undoable change, the caps resolved into lists. Returns the planner's outcome.
+  sim::BucketOutcome plan_buckets_automatically();
 
   // The plan of the current state: the profile's base plan plus the kept units and settings.
   sim::FsdpPlan plan() const { return plan_for(state_); }
   sim::ClusterModel cluster() const { return cluster_for(state_); }
   // The plan file, identical in form to `shardscope plan -o` (profiler/sim/plan_file.h).
   std::string plan_file_json() const;
+  // plan() with the buckets it forms as modules (FsdpPlan::fsdp2_buckets: its caps' and the job's
+  // own groups), for the plan file and the generated Python: FSDP2 has no caps.
+  sim::FsdpPlan plan_for_export() const;
   void export_plan(const std::string& path) const;  // atomically; throws ProfileError on I/O errors
 
  private:

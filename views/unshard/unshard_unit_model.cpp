@@ -78,6 +78,7 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
   const auto& pred = session_->prediction();
   const int bucket = pred.bucket_of_unit.empty() ? -1 : pred.bucket_of_unit[static_cast<std::size_t>(n.unit)];
   const bool overridden = bucket >= 0 && session_->state().bucket_cap_overrides_mb.count(bucket) > 0;
+  const int listed = pred.listed_bucket_of_unit.empty() ? -1 : pred.listed_bucket_of_unit[static_cast<std::size_t>(n.unit)];
   switch (role) {
     case Qt::DisplayRole:
       switch (index.column()) {
@@ -96,7 +97,9 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
           const auto ns = pred.exposed_ag_ns[static_cast<std::size_t>(n.unit)];
           return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
         }
-        case ColBucket: return bucket >= 0 ? QStringLiteral("#%1").arg(bucket) : QStringLiteral("—");
+        case ColBucket:
+          if (listed >= 0) return QStringLiteral("list %1").arg(listed + 1);
+          return bucket >= 0 ? QStringLiteral("#%1").arg(bucket) : QStringLiteral("—");
         case ColBucketCap:
           if (bucket < 0) return QStringLiteral("—");
           return QString::number(session_->bucket_cap_of(bucket), 'g', 10) + (overridden ? QStringLiteral(" (override)") : QString());
@@ -140,6 +143,14 @@ QVariant UnshardUnitModel::data(const QModelIndex& index, int role) const {
       if (index.column() == ColOffload)
         return QStringLiteral("Offload is set for the whole model (the panel's Offload box). With it on: this unit's host copies "
                               "(shard up before each all-gather, gradients down after each reduce-scatter) in the step shown.");
+      if (index.column() == ColBucket && listed >= 0) {
+        QStringList members;
+        for (const auto& m : pred.listed_buckets[static_cast<std::size_t>(listed)]) members << QString::fromStdString(m);
+        return QStringLiteral("One all-gather for %1 (the plan's bucket list %2: fully_shard([...]) in FSDP2); "
+                              "Plan buckets chooses such lists, Undo takes them back")
+            .arg(members.join(QStringLiteral(" + ")))
+            .arg(listed + 1);
+      }
       if (index.column() == ColBucketCap || index.column() == ColBucket)
         return bucket < 0 ? QStringLiteral("Not auto-bucketed: set a default bucket cap to merge consecutive units into one all-gather")
                           : QStringLiteral("Units are merged in forward order while bucket #%1 stays under this cap (MB). "

@@ -41,6 +41,13 @@ def plan_for_root(plan, root, model):
                 names = [_relative(t, root, children) if isinstance(t, str) else None for t in [n] + list(targets)]
                 if None not in names:
                     out[key][names[0]] = names[1:]
+    for key in ("buckets", "fsdp2_buckets"):  # a bucket, too, is one model's or goes
+        if isinstance(plan.get(key), list):
+            out[key] = []
+            for b in plan[key]:
+                names = [_relative(n, root, children) if isinstance(n, str) else None for n in b] if isinstance(b, list) else [None]
+                if None not in names:
+                    out[key].append(names)
     return out
 
 

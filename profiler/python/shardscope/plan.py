@@ -19,6 +19,14 @@ and offload (``offload``: ``"cpu"`` = FSDP2's ``CPUOffloadPolicy``). ``apply_pla
 checkpointed modules with ``checkpoint_wrapper`` *before* any ``fully_shard`` call, and passes the
 offload policy to its own ``fully_shard`` calls; pass ``plan_fully_shard_kwargs(plan)`` to the calls
 that shard the rest of the model so every unit agrees.
+
+Buckets (``buckets``: ``[["layers.0", "layers.1"], ...]``, modules that share one all-gather and one
+reduce-scatter; ``shardscope plan --buckets`` chooses them) are FSDP2's ``fully_shard([m1, m2])``:
+one call for the list, with the policy of its members (kept unsharded if any member is).
+``shardscope plan -o`` and the GUI's export also write ``fsdp2_buckets``: the buckets as modules,
+those the plan's caps (``bucket_cap_mb``) form on the profiled model and the groups the job shards
+itself that the plan changes, which apply_plan then applies. On a sharded model a bucket must be a
+group the model already has.
 """
 
 import fnmatch
@@ -66,6 +74,50 @@ def planned_policies(plan):
             raise ValueError("reshard_after_forward.%s: expected true, false or an integer k >= 2" % name)
     # Innermost first: a nested fully_shard must run before its ancestors'.
     return sorted(out.items(), key=lambda kv: (-kv[0].count("."), kv[0]))
+
+
+def planned_buckets(plan):
+    """[[module names]] of the plan's buckets of two or more modules (one all-gather each): the
+    buckets its lists and caps formed on the profiled model (``fsdp2_buckets``, written by
+    ``shardscope plan -o`` and the GUI's export) or else its ``buckets``; checked: names are
+    strings, no module in two buckets, no member inside another member."""
+    key = "fsdp2_buckets" if "fsdp2_buckets" in plan else "buckets"
+    if plan.get("bucket_cap_mb") and key != "fsdp2_buckets":
+        warnings.warn("the plan's bucket_cap_mb is not applied: the buckets the caps form depend on the model's forward "
+                      "order, which `shardscope plan -o` and the GUI's export write as fsdp2_buckets", stacklevel=3)
+    buckets = plan.get(key, [])
+    if not isinstance(buckets, list) or not all(isinstance(b, list) for b in buckets):
+        raise ValueError("%s: expected a list of lists of module names" % key)
+    seen = {}
+    out = []
+    for i, b in enumerate(buckets):
+        for name in b:
+            if not isinstance(name, str):
+                raise ValueError("%s[%d]: expected module names, got %r" % (key, i, name))
+            if name in seen:
+                raise ValueError("%s: %r is in buckets %d and %d" % (key, name, seen[name], i))
+            seen[name] = i
+        for a in b:
+            for c in b:
+                if a != c and (a == "" or c.startswith(a + ".")):
+                    raise ValueError("%s[%d]: %r is inside %r; a bucket's modules are disjoint" % (key, i, c, a or "(root)"))
+        if len(b) >= 2:
+            out.append(list(b))
+    return out
+
+
+def _bucket_policy(bucket, policies):
+    """A bucket's reshard_after_forward: False if any member is kept unsharded (as the simulator
+    has it), else the largest k among its members, else True (FSDP2's default)."""
+    values = [policies.get(n, True) for n in bucket]
+    if any(v is False for v in values):
+        return False
+    ks = [v for v in values if v is not True]
+    return max(ks) if ks else True
+
+
+def _depth(name):
+    return -1 if name == "" else name.count(".")
 
 
 def planned_checkpointing(plan):
@@ -199,6 +251,13 @@ def _is_fsdp1_wrapped(model):
     return any(isinstance(m, FullyShardedDataParallel) for m in model.modules())
 
 
+def _fsdp_state(model, name):
+    """The FSDP2 state a module of a sharded model belongs to (one per fully_shard call), or None."""
+    module = _named(model, name)
+    get = getattr(module, "_get_fsdp_state", None)
+    return get() if get is not None else None
+
+
 def _named(model, name):
     """The module the plan names ("" = the model), or ValueError saying why it is missing."""
     try:
@@ -271,6 +330,17 @@ def _apply_to_sharded(model, plan, policies):
                              "(FSDPModule.set_reshard_after_forward); shard that module with fully_shard("
                              "reshard_after_forward=%r) instead" % (name, policy, policy))
         targets.append((name, module, policy))
+    # A bucket is fixed when FSDP2 shards it (fully_shard([m1, m2])): on a sharded model it must be one
+    # already (torchtitan's [norm, output]), which the plan may name (fsdp2_buckets lists the job's groups).
+    def grouped(bucket):
+        states = [_fsdp_state(model, n) for n in bucket]
+        return states[0] is not None and all(s is states[0] for s in states)
+
+    regroup = [b for b in planned_buckets(plan) if not grouped(b)]
+    if regroup:
+        raise ValueError("the plan groups modules into buckets that the sharded model does not have (%s): FSDP2 fixes a "
+                         "bucket when it shards it (fully_shard([m1, m2])); apply the plan before sharding"
+                         % "; ".join("+".join(b) for b in regroup))
     prefetch = _prefetch_lists(model, plan)  # every name checked before anything is applied
     if plan.get("offload", "none") != "none":
         warnings.warn("the plan's offload (%r) is not applied to an already sharded model: pass the offload policy "
@@ -303,6 +373,9 @@ def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
     if planned_checkpointing(plan) or plan.get("offload", "none") != "none":
         warnings.warn("the plan's activation checkpointing and offload are not applied by fsdp1_wrap_policy: "
                       "apply_checkpointing(model, plan) first, and pass FSDP1's cpu_offload yourself", stacklevel=2)
+    if planned_buckets(plan):
+        warnings.warn("the plan's buckets are not applied by fsdp1_wrap_policy (FSDP1 wraps one module per unit); "
+                      "its unshard set is", stacklevel=2)
     names = {m: n for n, m in model.named_modules()}
     known = set(names.values())
     keep = set()
@@ -344,21 +417,29 @@ def apply_plan(model, plan_path_or_dict, fully_shard_fn=None, root=None, **fully
                          "when wrapping the unwrapped model instead (Lightning: FSDPStrategy(auto_wrap_policy=...))")
     if fully_shard_fn is None and is_sharded(model):
         return _apply_to_sharded(model, plan, policies)
-    for name, _ in policies:  # every name before anything is wrapped
+    buckets = planned_buckets(plan)
+    for name in [n for n, _ in policies] + [n for b in buckets for n in b]:  # every name before anything is wrapped
         _named(model, name)
     # Checkpoint wrappers first: fully_shard then wraps the checkpointed module, as torchtitan does.
     if planned_checkpointing(plan):
         apply_checkpointing(model, plan)
     for k, v in plan_fully_shard_kwargs(plan).items():
         fully_shard_kwargs.setdefault(k, v)
-    modules = [_named(model, name) for name, _ in policies]
     if any(planned_prefetch(plan).values()):
         warnings.warn("the plan's forward_prefetch / backward_prefetch lists need their units sharded: call "
                       "shardscope.plan.apply_prefetch(model, plan) once the model is (a plan from a profile of a job "
                       "that sets them itself carries the job's lists: nothing to do)", stacklevel=2)
     shard = fully_shard_fn or _default_fully_shard()
+    # One call per bucket (fully_shard([m1, m2]): one all-gather for the list) and per other planned
+    # module, innermost first: FSDP2 takes the parameters of the innermost call.
+    policy_of = dict(policies)
+    in_bucket = {n for b in buckets for n in b}
+    calls = [([name], policy) for name, policy in policies if name not in in_bucket]
+    calls += [(b, _bucket_policy(b, policy_of)) for b in buckets]
+    calls.sort(key=lambda c: (-max(_depth(n) for n in c[0]), c[0]))
     applied = []
-    for (name, policy), module in zip(policies, modules):
-        shard(module, reshard_after_forward=policy, **fully_shard_kwargs)
-        applied.append((name, module))
+    for names, policy in calls:
+        modules = [_named(model, n) for n in names]
+        shard(modules if len(modules) > 1 else modules[0], reshard_after_forward=policy, **fully_shard_kwargs)
+        applied += list(zip(names, modules))
     return applied
