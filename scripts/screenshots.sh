@@ -49,6 +49,11 @@ shot model --model resources/models/llama3-8b.json --world 64 --plan "$work/tp8-
 keep model/whatif-panel.png whatif-panel.png
 keep model/whatif-timeline-lanes.png whatif-timeline-lanes.png
 
+# A bucket plan (plan --buckets) applied in the panel: the Bucket column names each unit's list.
+"$exe" plan --model resources/models/qwen1.5-moe-a2.7b.json --world 64 --buckets -o "$work/buckets.json" >/dev/null
+shot buckets --model resources/models/qwen1.5-moe-a2.7b.json --world 64 --plan "$work/buckets.json"
+keep buckets/whatif-panel.png whatif-buckets.png
+
 # The two shots the GUI tests take at the moments they check (docs/gui.md).
 echo "== test shots (test_timeline_gui, test_compare_gui)"
 mkdir -p "$work/tests"
