@@ -172,12 +172,14 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::int64_t largest = 0;
     for (const auto& e : chosen.units)
       if (e.members.size() > 1) largest = std::max(largest, e.ag_bytes);
-    if (in.fit.max_bytes[ag] > 0 && largest > in.fit.max_bytes[ag] * 5 / 4)
+    const auto latency = [&](sim::Coll c) { return format_duration_ns(std::llround(in.fit.alpha_us[static_cast<int>(c)] * 1000.0)); };
+    if (in.fit.max_bytes[ag] > 0 && largest > in.fit.max_bytes[ag] * 5 / 4) {
       extrapolated = "a bucket gathers " + format_bytes(largest) + ", beyond the profile's all-gathers (" +
                      format_bytes(in.fit.min_bytes[ag]) + " to " + format_bytes(in.fit.max_bytes[ag]) +
                      "): its time is the fitted model's extrapolation (per-collective latency: all-gather " +
-                     format_duration_ns(std::llround(in.fit.alpha_us[ag] * 1000.0)) + ", reduce-scatter " +
-                     format_duration_ns(std::llround(in.fit.alpha_us[static_cast<int>(sim::Coll::ReduceScatter)] * 1000.0)) + ")" + (in.fit.max_bytes[ag] < 2 * in.fit.min_bytes[ag] ? ", fitted over sizes too close to tell latency from bandwidth" : "");
+                     latency(sim::Coll::AllGather) + ", reduce-scatter " + latency(sim::Coll::ReduceScatter) + ")";
+      if (in.fit.max_bytes[ag] < 2 * in.fit.min_bytes[ag]) extrapolated += ", fitted over sizes too close to tell latency from bandwidth";
+    }
   }
   // FSDP2 has no caps, and a unit the job shards as a group is recorded as its first module: the
   // plan file carries the buckets as modules, for apply_plan.
@@ -266,7 +268,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     sim::print_result_text(std::cout, chosen, o.result, false, is_cpu_device(in.cluster.device));
     if (!p.get("output").empty()) std::cout << "Wrote        " << p.get("output") << "\n";
     const std::string file = p.get("output").empty() ? "plan.json" : p.get("output");
-    if (!plan.buckets.empty() || !plan.fsdp2_buckets.empty())
+    if (!plan.buckets.empty() || !plan.bucket_cap_mb.empty())  // new groups (the job's own stay as they are)
       std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before the model is sharded (FSDP2 groups a\n"
                 << "             bucket's modules when it shards them: fully_shard([m1, m2])); FSDP1 and torchtitan's hook\n"
                 << "             (which change a sharded model) take the unshard set only:\n";

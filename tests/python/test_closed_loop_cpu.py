@@ -104,13 +104,18 @@ class ClosedLoopCpu(unittest.TestCase):
         real: recorded, every B step runs the predicted B's collectives and every A step A's."""
         plan = os.path.join(self.dir, "alternate.json")
         run.shardscope("plan", self.A, "-o", plan, "--modules", "layers.1")
-        predicted = os.path.join(self.dir, "alternate_predicted.ssdb")
+        self.check_alternation("alternate", plan)
+
+    def check_alternation(self, name, plan):
+        """Records the job alternating between A and `plan` (one block each after a warm-up step) and
+        checks that every step ran its configuration's collectives: A's as profiled, B's as predicted."""
+        predicted = os.path.join(self.dir, name + "_predicted.ssdb")
         run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
         want = {"A": run.fsdp_collectives_per_step(self.A, 0)[2],  # a profiled step of A
                 "B": list(run.fsdp_collectives_per_step(predicted, 0).values())[0]}
         self.assertNotEqual(want["A"], want["B"])
-        summary = os.path.join(self.dir, "alternate_summary.json")
-        AB = os.path.join(self.dir, "alternate_AB.ssdb")
+        summary = os.path.join(self.dir, name + "_summary.json")
+        AB = os.path.join(self.dir, name + "_AB.ssdb")
         run.record(AB, "--tiny", "--steps", "5", "--warmup", "1", "--alternate-plan", plan, "--alternate-every", "1",
                    "--summary", summary, record_args=["--steps", "0:"])
         with open(summary) as f:
@@ -173,20 +178,7 @@ class ClosedLoopCpu(unittest.TestCase):
         plan = os.path.join(self.dir, "alternate_buckets.json")
         with open(plan, "w") as f:
             json.dump({"buckets": [["layers.0", "layers.1"]]}, f)
-        predicted = os.path.join(self.dir, "alternate_buckets_predicted.ssdb")
-        run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
-        want = {"A": run.fsdp_collectives_per_step(self.A, 0)[2], "B": list(run.fsdp_collectives_per_step(predicted, 0).values())[0]}
-        summary = os.path.join(self.dir, "alternate_buckets_summary.json")
-        AB = os.path.join(self.dir, "alternate_buckets_AB.ssdb")
-        run.record(AB, "--tiny", "--steps", "5", "--warmup", "1", "--alternate-plan", plan, "--alternate-every", "1",
-                   "--summary", summary, record_args=["--steps", "0:"])
-        with open(summary) as f:
-            configs = json.load(f)["step_config"]
-        self.assertEqual(configs, ["A", "A", "B", "B", "A"])
-        for rank in range(2):
-            got = run.fsdp_collectives_per_step(AB, rank)
-            for step, config in enumerate(configs):
-                self.assertEqual(got[step], want[config], "rank %d step %d (%s)" % (rank, step, config))
+        self.check_alternation("alternate_buckets", plan)
 
 
 if __name__ == "__main__":

@@ -142,6 +142,38 @@ TEST_CASE("plan: strategies, plan file, and the plan replayed by simulate", "[si
   CHECK(r.out.find("\"layers.30\"") != std::string::npos);
 }
 
+TEST_CASE("plan --buckets: the buckets, the plan file, its Python, and simulate replaying it", "[sim][cli][planner]") {
+  ss::test::TempDir dir;
+  // The tiny description at 64 GPUs: its two layers' all-gathers are latency-bound.
+  Run r = run("plan", {"--model", model("fsdp-sample-tiny.json"), "--world", "64", "--buckets", "-o", dir.file("b.json"), "--format",
+                       "json"});
+  REQUIRE(r.code == 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(r.out);
+  CHECK(text(doc, "strategy") == "manual");
+  CHECK(number(doc, "buckets_saved_ms") > 0);
+  simdjson::dom::array unsharded;
+  REQUIRE_FALSE(doc["unsharded"].get_array().get(unsharded));
+  CHECK(unsharded.size() == 0);  // --buckets alone: no unit kept
+  const sim::FsdpPlan p = sim::load_plan_file(dir.file("b.json"));
+  CHECK(p.buckets == std::vector<std::vector<std::string>>{{"layers.0", "layers.1"}});
+  CHECK(p.fsdp2_buckets == p.buckets);
+  simdjson::dom::parser p1;
+  const std::string python = text(p1.parse(ss::test::read_file(dir.file("b.json"))), "fsdp2_python");
+  CHECK(python.find(R"(fully_shard([model.get_submodule("layers.0"), model.get_submodule("layers.1")], reshard_after_forward=True)") !=
+        std::string::npos);
+  Run s = run("simulate", {"--model", model("fsdp-sample-tiny.json"), "--world", "64", "--plan", dir.file("b.json"), "--format", "json"});
+  REQUIRE(s.code == 0);
+  simdjson::dom::parser p2;
+  CHECK(number(p2.parse(s.out), "step_time_ms") == Approx(number(doc, "step_time_ms")).epsilon(1e-9));
+  // Text: the lists and what they save; with --search it is refused.
+  Run t = run("plan", {"--model", model("fsdp-sample-tiny.json"), "--world", "64", "--buckets"});
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("Strategy     buckets only") != std::string::npos);
+  CHECK(t.out.find("Buckets      1 of two or more units: layers.0+layers.1 (") != std::string::npos);
+  CHECK(run("plan", {"--model", model("fsdp-sample-tiny.json"), "--world", "64", "--budget", "80GiB", "--search", "--buckets"}).code == 1);
+}
+
 TEST_CASE("simulate and plan reject bad input clearly and write nothing", "[sim][cli][errors]") {
   ss::test::TempDir dir;
   Run r = run("simulate", {dir.file("missing.ssdb"), "-o", dir.file("out.ssdb")});
