@@ -281,7 +281,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     // unit named as its class; apply_plan takes one model's units with root=.
     std::vector<std::string> roots;
     for (const auto& u : in.model.units)
-      if (u.is_root || (u.name == u.class_name && u.name.find('.') == std::string::npos))
+      if (u.is_root || u.is_second_model_root())
         roots.push_back("\"" + u.name + "\"" + (u.frozen ? " (frozen)" : ""));
     if (roots.size() > 1) {
       std::cout << "             the profile holds " << roots.size() << " models:";

@@ -15,7 +15,7 @@ bool under(const std::string& name, const std::string& root) { return name == ro
 // names the second model's units under its class ("FSDPNet.layers.0", its root "FSDPNet").
 std::string model_of(const SimModel& m, const std::string& name) {
   for (const auto& u : m.units)
-    if (!u.name.empty() && u.name == u.class_name && u.name.find('.') == std::string::npos && under(name, u.name)) return u.name;
+    if (u.is_second_model_root() && under(name, u.name)) return u.name;
   return "";
 }
 

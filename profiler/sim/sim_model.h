@@ -77,6 +77,11 @@ struct SimUnit {
   // its first member, this unit): a plan that names the unit names them too for Python (shardscope
   // apply_plan shards the list in one call).
   std::vector<std::string> group_members{};
+  // The root of a second model in the recorded process (a teacher beside its student): record names
+  // it by its class ("FSDPNet", its units "FSDPNet.layers.0") under the first model's "".
+  bool is_second_model_root() const {
+    return !is_root && !name.empty() && name == class_name && name.find('.') == std::string::npos;
+  }
   // The root's parameters only its last segment uses (norm + output head): with pipeline
   // parallelism the first stage holds the rest (embeddings), the last stage these. -1: unknown,
   // split in proportion to the head's and tail's forward time.
