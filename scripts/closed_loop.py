@@ -49,6 +49,10 @@ ROOT = os.path.dirname(HERE)
 MODELS = {  # training-script options per model shape
     "llama": ["--arch", "llama", "--small"],
     "mlp": ["--arch", "mlp", "--dim", "512", "--layers", "6", "--hidden", "2048", "--batch", "8", "--seq", "128"],
+    # Eight narrow layers: collectives of ~100 KiB, a step of FSDP's per-unit costs more than of
+    # arithmetic (what a bucket saves).
+    "narrow": ["--arch", "llama", "--dim", "96", "--layers", "8", "--heads", "4", "--hidden", "256",
+               "--vocab", "512", "--seq", "64", "--batch", "4"],
 }
 
 
@@ -104,6 +108,15 @@ def unrecorded(a, name, extra, bucketed=False):
         with open(tracker.replace("{rank}", "0")) as f:
             peak = next(iter(json.load(f)["devices"].values()))["Total"]
     return statistics.median(steps), peak
+
+
+def measure_unit_cost(a):
+    """FSDP's per-unit host cost on this machine, without a profiler (shardscope.measure_fsdp_units,
+    the job's ranks and device): the cluster file the predictions of bucket plans take it from."""
+    out = os.path.join(a.out, "fsdp_units.json")
+    run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % a.nproc, "--standalone",
+         "-m", "shardscope.measure_fsdp_units", "--device", a.device, "-o", out], os.path.join(a.out, "fsdp_units.log"))
+    return out
 
 
 def alternating(a, name, plan_file):
@@ -190,6 +203,9 @@ def main():
                     "(blocks A B B A): the drift between processes, which moves single runs here by up to 2x, cancels")
     ap.add_argument("--alternate-every", type=int, default=3, help="--alternate: steps per block")
     ap.add_argument("--alternate-steps", type=int, default=26, help="--alternate: steps of that job (warm-up included)")
+    ap.add_argument("--no-unit-cost", action="store_true",
+                    help="bucket plans (buckets, pairs): predict without FSDP's per-unit host cost (by default measured "
+                    "first with shardscope.measure_fsdp_units and given to simulate / plan as --cluster)")
     a = ap.parse_args()
     wanted = a.plans.split(",")
     if not wanted or any(p not in ("manual", "auto", "buckets", "pairs", "checkpoint") for p in wanted):
@@ -217,6 +233,9 @@ def main():
 
     # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits every
     # column; each B is predicted from the A recorded just before it, with the plans made from the first A.
+    # What a merged unit saves beyond collective latency (its hooks and calls) is measured once,
+    # unprofiled; the calibrated predictions of A take that cluster file (it changes only bucket plans).
+    unit_cost = [] if a.no_unit_cost or not ({"buckets", "pairs"} & set(wanted)) else ["--fit", "--cluster", measure_unit_cost(a)]
     runs = []
     plans = None
     budget = None
@@ -224,7 +243,7 @@ def main():
     for rep in range(a.repeat):
         A = record(a, "A%d" % rep, [])
         a_free_ms, a_free_peak = unrecorded(a, "Afree%d" % rep, [])
-        replay = shardscope_json(a.ss, "simulate", A)
+        replay = shardscope_json(a.ss, "simulate", A, *unit_cost)
         replay_rec = shardscope_json(a.ss, "simulate", A, "--as-profiled")
         if plans is None:
             units = [u for u in replay["units"] if u["name"].startswith("layers.")]
@@ -237,7 +256,7 @@ def main():
             for name, args in (("manual", ["--modules", last_two]), ("auto", auto), ("buckets", ["--buckets"])):
                 if name in wanted:
                     plan_file = os.path.join(a.out, "plan_%s.json" % name)
-                    plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args))
+                    plans[name] = (plan_file, shardscope_json(a.ss, "plan", A, "-o", plan_file, *args, *unit_cost))
             if "pairs" in wanted:  # a bucketing the user chose: the layers two by two
                 pairs = [[u["name"] for u in units[i:i + 2]] for i in range(0, len(units) - 1, 2)]
                 plan_file = os.path.join(a.out, "plan_pairs.json")
@@ -259,7 +278,9 @@ def main():
                       "replayed_peak_bytes": replay["peak_memory_bytes"]}, "plans": {}}
         for i, (name, (plan_file, planned)) in enumerate(plans.items()):
             predicted_profile = os.path.join(a.out, "predicted_%s_%d.ssdb" % (name, rep))
-            pred = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "-o", predicted_profile)
+            pred = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "-o", predicted_profile, *unit_cost)
+            # As profiled: the job under the profiler, whose per-operator cost hides FSDP's per-unit
+            # one (a CPU recording of pairs ran as long as its A), so without the measured unit cost.
             pred_rec = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "--as-profiled")
             extra = ["--plan", plan_file]
             bucketed = bool(planned.get("buckets"))

@@ -61,7 +61,9 @@ std::string cluster_used(const sim::SimInputs& in, const sim::SimInputRequest& r
       counts += (counts.empty() ? "" : ", ") + std::to_string(in.fit.samples[c]) + " " + key;
     }
     s += ", fitted to the profile's collectives (" + (counts.empty() ? std::string("none usable") : counts) +
-         (req.fit ? "; --fit)" : "; the default, --no-fit for the preset as is)");
+         (req.fit                     ? "; --fit)"
+          : req.cluster_path.empty() ? "; the default, --no-fit for the preset as is)"
+                                     : "; the default for a file without collective costs, --no-fit for the built-in ones)");
   } else if (in.fit_samples_available == 0) {
     s += ", not fitted: the profile has no collectives to fit it to";
   } else if (no_fit) {
@@ -87,7 +89,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       .option("output", "SIM.ssdb", "write the simulated profile here", "", 'o')
       .option("world", "N", "world size (overrides the cluster's and the profile's)", "0")
       .option("format", "FMT", "output format", "text", 0, {"text", "json"})
-      .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives (default without --cluster)")
+      .flag("fit", "fit the cluster's latency and bandwidth to the profile's measured collectives (the default without\n--cluster, or with a cluster file that has no collective costs)")
       .flag("no-fit", "use the cluster (built-in or --cluster) as it is, not fitted to the profile's collectives")
       .flag("units", "list every unit (costs and memory at the peak)")
       .flag("as-profiled", kAsProfiledHelp);
@@ -97,8 +99,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const bool no_fit = p.flag_set("no-fit");
   if (no_fit && req.fit) throw UsageError("--fit and --no-fit exclude each other");
   // A profile's own collectives say more about its cluster than a preset does: fit by default,
-  // unless the user chose a cluster file (then --fit fits that one).
-  req.fit_if_available = !no_fit && !req.fit && req.cluster_path.empty();
+  // unless the user chose a cluster file with collective costs (then --fit fits that one).
+  req.fit_if_available = !no_fit && !req.fit;
 
   sim::SimInputs in = sim::load_sim_inputs(req);
   const bool knobs = apply_plan_knobs(p, in.plan);

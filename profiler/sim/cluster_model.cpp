@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "profiler/sim/json_input.h"
 #include "storage/errors.h"
@@ -111,7 +112,7 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
   auto root = as_object(parse_json(parser, json, where), where, "");
   ClusterModel c;
   if (auto v = get_string(root, "name", where, "")) c.name = *v;
-  if (auto v = get_string(root, "device", where, "")) c.device = *v;
+  if (auto v = get_string(root, "device", where, "")) c.device = *v, c.device_given = true;
   if (auto v = get_int(root, "world_size", where, "")) {
     if (*v < 1 || *v > 10'000'000) json_fail(where, "world_size", "an integer in [1, 10000000]");
     c.world_size = static_cast<int>(*v);
@@ -120,6 +121,7 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
   if (auto v = get_int(root, "gpus_per_node", where, "")) {
     if (*v < 1 || *v > 1024) json_fail(where, "gpus_per_node", "an integer in [1, 1024]");
     c.gpus_per_node = static_cast<int>(*v);
+    c.gpus_per_node_given = true;
   }
   if (auto v = get_bool(root, "hierarchical", where, "")) c.hierarchical = *v;
   if (auto v = get_bool(root, "comm_serialized", where, "")) c.comm_serialized = *v;
@@ -135,8 +137,14 @@ ClusterModel parse_cluster_json(const std::string& json, const std::string& wher
     if (!(*v > 0) || *v > 1e15) json_fail(where, "host_optimizer_params_per_s", "a positive number of parameters per second");
     c.host_optimizer_params_per_s = *v;
   }
+  for (auto [key, field] : {std::pair{"fsdp_unit_forward_us", &c.fsdp_unit_forward_us}, std::pair{"fsdp_unit_backward_us", &c.fsdp_unit_backward_us}})
+    if (auto v = get_number(root, key, where, "")) {
+      if (!(*v >= 0) || *v > 1e6) json_fail(where, key, "a time in microseconds in [0, 1e6]");
+      *field = *v;
+    }
   simdjson::dom::element e;
   if (!root["collectives"].get(e)) {
+    c.collectives_given = true;
     auto colls = as_object(e, where, "collectives");
     for (int i = 0; i < kCollCount; ++i) {
       simdjson::dom::element ce;
@@ -170,7 +178,9 @@ std::string cluster_to_json(const ClusterModel& c) {
       .kv("overlap_slowdown", c.overlap_slowdown)
       .kv("comm_serialized", c.comm_serialized)
       .kv("host_link_GBps", c.host_link_GBps)
-      .kv("host_optimizer_params_per_s", c.host_optimizer_params_per_s);
+      .kv("host_optimizer_params_per_s", c.host_optimizer_params_per_s)
+      .kv("fsdp_unit_forward_us", c.fsdp_unit_forward_us)
+      .kv("fsdp_unit_backward_us", c.fsdp_unit_backward_us);
   j.key("collectives").begin_object();
   for (int i = 0; i < kCollCount; ++i) {
     j.key(coll_key(static_cast<Coll>(i))).begin_object();

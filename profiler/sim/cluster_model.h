@@ -35,6 +35,12 @@ struct ClusterModel {
   // `python -m shardscope.measure_host` writes) replays a profile at the profile's world size.
   bool world_size_given = false;
   int gpus_per_node = 8;
+  // Likewise the device and the ranks per node: a file without them (the measured host or
+  // per-unit figures alone) keeps the profile's (a CPU profile stays a CPU run).
+  bool device_given = false, gpus_per_node_given = false;
+  // The file gave collective costs. One without them (host or per-unit figures only) is fitted to
+  // a profile's collectives as the built-in preset is (SimInputRequest::fit_if_available).
+  bool collectives_given = false;
   bool hierarchical = false;     // two-level collectives (inter-node over rails, then intra-node)
   double overlap_slowdown = 0.0; // compute runs (1 + s) slower while a collective is in flight
   // Collectives run on the cores that compute: nothing overlaps (CPU ranks over gloo, as many
@@ -48,6 +54,13 @@ struct ClusterModel {
   // AdamW throughput divided by its GPUs; measure yours: docs/simulator.md).
   double host_link_GBps = 50;
   double host_optimizer_params_per_s = 5e8;
+  // What one more FSDP unit costs the host in one forward and one backward pass, beyond its bytes
+  // (its hooks' Python, its copy-in / copy-out calls, its collectives' hand-offs), measured without
+  // a profiler by `torchrun -m shardscope.measure_fsdp_units`. A bucket runs these once for all its
+  // members, so each member merged into another's bucket takes them out of the step (from the host
+  // gaps, and on a CPU run from its compute too). 0: not measured, merges save only latency.
+  double fsdp_unit_forward_us = 0;
+  double fsdp_unit_backward_us = 0;
   CollParams coll[kCollCount];
 
   ClusterModel();

@@ -1,6 +1,7 @@
 // Resolving a model, a plan and a cluster into a CompiledStep (buckets, modes, costs, orders).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -81,6 +82,18 @@ TimeNs other_comm_at(const MeasuredExtra& x, int measured_world, int world, cons
   const double now = double(c.collective_ns(Coll::AllGather, mean, world));
   if (then <= 0) return x.other_comm_ns;
   return static_cast<TimeNs>(std::llround(double(x.other_comm_ns) * now / then));
+}
+
+// Takes a merged member's per-unit host cost (one pass) out of its segment: from the host gaps,
+// and where the host is the device (a CPU run) from the compute too; never below zero (what the
+// segment did not have, it cannot save). Returns what was taken.
+TimeNs take_unit_call(TimeNs& idle, TimeNs& compute, double cost_us, bool host_is_device) {
+  TimeNs left = static_cast<TimeNs>(std::llround(cost_us * 1000.0));
+  const TimeNs from_idle = std::clamp<TimeNs>(left, 0, std::max<TimeNs>(0, idle));
+  idle -= from_idle, left -= from_idle;
+  const TimeNs from_compute = host_is_device ? std::clamp<TimeNs>(left, 0, std::max<TimeNs>(0, compute)) : 0;
+  compute -= from_compute;
+  return from_idle + from_compute;
 }
 
 }  // namespace
@@ -278,6 +291,18 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     if (s.exec_of_unit[static_cast<std::size_t>(u)] < 0) new_exec({u});
   for (std::size_t u = 0; u < nu; ++u)
     if (s.exec_of_unit[u] < 0) new_exec({static_cast<int>(u)});  // a unit without compute still owns memory
+  // A bucket runs one unit's hooks, copy-in / copy-out calls and collectives for all its members:
+  // every member after the first in forward order is a unit call the job no longer makes.
+  std::vector<char> merged_away(nu, 0);
+  for (const ExecUnit& e : s.units) {
+    if (e.members.size() < 2) continue;
+    const auto order = [&](int u) {  // a member without a segment runs no hooks of its own first
+      const int f = first_seg[static_cast<std::size_t>(u)];
+      return f < 0 ? std::numeric_limits<int>::max() : f;
+    };
+    const int first = *std::min_element(e.members.begin(), e.members.end(), [&](int a, int b) { return order(a) < order(b); });
+    for (int u : e.members) merged_away[static_cast<std::size_t>(u)] = u != first;
+  }
 
   // Segments and hook orders. With TP / CP each segment is scaled to one rank's share once, here;
   // the selective-checkpointing pass below reads the same scaled segments.
@@ -317,6 +342,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     es.fwd_idle_ns = sg.fwd_extra.idle_ns;  // host-bound time does not depend on the plan or the world
     es.bwd_idle_ns = sg.bwd_extra.idle_ns;
     if (!par.is_1d()) parallel_comm(s, sg, c, es);
+    if (merged_away[static_cast<std::size_t>(sg.unit)] && first_seg[static_cast<std::size_t>(sg.unit)] == static_cast<int>(i))
+      s.merged_host_saved_ns += take_unit_call(es.fwd_idle_ns, es.fwd_ns, c.fsdp_unit_forward_us, c.comm_serialized) +
+                                take_unit_call(es.bwd_idle_ns, es.bwd_ns, c.fsdp_unit_backward_us, c.comm_serialized);
     s.segments.push_back(std::move(es));
     ExecUnit& eu = s.units[static_cast<std::size_t>(e)];
     if (eu.first_seg < 0) {

@@ -471,23 +471,23 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.source = req.profile_path;
     if (req.cluster_path.empty() || !in.cluster.world_size_given)
       in.cluster.world_size = pi.world_size;  // replay at the profile's own configuration
-    if (req.cluster_path.empty())
+    const bool own_device = req.cluster_path.empty() || !in.cluster.device_given;
+    if (own_device)
       if (auto d = find_device(pi.gpu_name)) in.cluster.device = d->name;
     // A CPU run (the profile's device is the CPU, collectives over gloo): its collectives share the
     // cores with compute, whatever cluster the costs come from.
     if (is_cpu_device(pi.gpu_name)) {
       in.cluster.comm_serialized = true;
-      if (req.cluster_path.empty()) {
-        in.cluster.device = std::string(kCpuDeviceName);
-        in.cluster.name = "cpu (gloo)";
-        in.cluster.gpus_per_node = std::max(1, pi.world_size);  // one host
-      }
+      if (own_device) in.cluster.device = std::string(kCpuDeviceName);
+      if (req.cluster_path.empty()) in.cluster.name = "cpu (gloo)";
+      if (req.cluster_path.empty() || !in.cluster.gpus_per_node_given) in.cluster.gpus_per_node = std::max(1, pi.world_size);  // one host
     }
     in.unfitted_cluster = in.cluster;
     ClusterModel fitted = in.cluster;
     const FitReport rep = fit_cluster(fitted, pi.collectives);
     for (int c = 0; c < kCollCount; ++c) in.fit_samples_available += rep.samples[c];
-    if (req.fit || (req.fit_if_available && in.fit_samples_available > 0)) {
+    const bool own_collectives = !req.cluster_path.empty() && in.cluster.collectives_given;
+    if (req.fit || (req.fit_if_available && !own_collectives && in.fit_samples_available > 0)) {
       in.cluster = fitted;
       in.fit = rep;
       in.fitted = true;

@@ -30,8 +30,9 @@ struct SimInputRequest {
   std::string cluster_path;  // --cluster C.json
   std::string plan_path;     // --plan P.json
   bool fit = false;          // fit the cluster's α/β to the profile's collectives
-  // Fit when the profile has collectives the fit can use (`simulate`'s default without --cluster);
-  // otherwise the cluster stays as given. Ignored when `fit` is set.
+  // Fit when the profile has collectives the fit can use and the cluster has no collective costs
+  // of its own (the built-in preset, or a file of host / per-unit figures only): `simulate`'s
+  // default; otherwise the cluster stays as given. Ignored when `fit` is set.
   bool fit_if_available = false;
   int world_override = 0;    // --world N
   // false: the model is built without the description's activation_checkpointing (`plan --search`

@@ -53,6 +53,7 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
   // New knobs' figures only when used, so plans without them report exactly as before.
   if (r.recomputes > 0)
     j.kv("recomputes", r.recomputes).kv("recompute_ms", to_ms(r.recompute_ns)).kv("recompute_share_of_forward", rerun_share_of_forward(s));
+  if (s.merged_host_saved_ns > 0) j.kv("merged_units_host_saved_ms_per_pass", to_ms(s.merged_host_saved_ns));
   if (s.offload != Offload::None)
     j.kv("offload", s.offload == Offload::Cpu ? "cpu" : "optimizer")
         .kv("host_copy_ms", to_ms(r.host_copy_ns))
@@ -122,6 +123,11 @@ void print_result_text(std::ostream& o, const CompiledStep& s, const SimResult& 
   if (r.recomputes > 0) {
     std::snprintf(line, sizeof line, "Recompute    %d forward rerun(s), %.3f ms (activation checkpointing; %.0f %% of those units' forward)\n",
                   r.recomputes, to_ms(r.recompute_ns), 100.0 * rerun_share_of_forward(s));
+    o << line;
+  }
+  if (s.merged_host_saved_ns > 0) {
+    std::snprintf(line, sizeof line, "Buckets      their merged units' host cost taken out: %.3f ms per pass (the cluster's measured FSDP per-unit cost)\n",
+                  to_ms(s.merged_host_saved_ns));
     o << line;
   }
   if (s.offload != Offload::None) {

@@ -163,6 +163,9 @@ struct CompiledStep {
   TimeNs optimizer_other_ns = 0, optimizer_idle_ns = 0;
   double overlap_slowdown = 0;
   bool comm_serialized = false;  // ClusterModel::comm_serialized
+  // Host time the buckets take out of each pass: their merged members' per-unit cost
+  // (ClusterModel::fsdp_unit_*_us), as far as the members' segments had it.
+  TimeNs merged_host_saved_ns = 0;
   std::int64_t other_memory_bytes = 0;
   std::int64_t other_backward_bytes = 0;  // SimModel::other_backward_bytes
   std::int64_t optimizer_temp_bytes = 0;  // SimModel::optimizer_temp_bytes at this shard (optimizer on the device only)

@@ -44,6 +44,49 @@ TEST_CASE("buckets: latency-bound units are merged, the root stays alone", "[sim
     for (const auto& n : b) CHECK(!n.empty());
 }
 
+TEST_CASE("buckets: a measured per-unit cost leaves the step with each merged unit", "[sim][buckets]") {
+  // Four units whose segments hold 300 us of host gaps in forward and 600 in backward, and a
+  // measured per-unit cost of 100 / 250 us (shardscope.measure_fsdp_units): a bucket of u1 and u2
+  // makes one unit call fewer, so u2 (the later member in forward order) loses that cost.
+  SimModel m = test::chain_model(4, 10'000, 50'000, 100'000);
+  for (auto& sg : m.segments) sg.fwd_extra.idle_ns = 300'000, sg.bwd_extra.idle_ns = 600'000;
+  ClusterModel gpu = test::linear_cluster(2, 1.0);
+  FsdpPlan pair;
+  pair.buckets = {{"u2", "u1"}};  // the order in the plan does not matter: u1 runs first
+  const CompiledStep unmeasured = compile_step(m, pair, gpu);
+  CHECK(unmeasured.merged_host_saved_ns == 0);
+  gpu.fsdp_unit_forward_us = 100, gpu.fsdp_unit_backward_us = 250;
+  const CompiledStep merged = compile_step(m, pair, gpu);
+  CHECK(merged.merged_host_saved_ns == 350'000);
+  CHECK(merged.segments[1].fwd_idle_ns == 300'000);  // u1: the bucket's one call
+  CHECK(merged.segments[2].fwd_idle_ns == 200'000);
+  CHECK(merged.segments[2].bwd_idle_ns == 350'000);
+  CHECK(merged.segments[2].fwd_ns == 50'000);  // on a GPU the host cost is in the gaps only
+  CHECK(simulate(merged).step_ns < simulate(unmeasured).step_ns);
+  // Without a bucket nothing changes: the recorded plan replays as it did.
+  CHECK(compile_step(m, FsdpPlan{}, gpu).merged_host_saved_ns == 0);
+  CHECK(simulate(compile_step(m, FsdpPlan{}, gpu)).step_ns == simulate(compile_step(m, FsdpPlan{}, test::linear_cluster(2, 1.0))).step_ns);
+
+  // A CPU run (the host is the device): what the gaps lack comes out of the compute, never below 0.
+  ClusterModel cpu = gpu;
+  cpu.comm_serialized = true;
+  cpu.fsdp_unit_forward_us = 330, cpu.fsdp_unit_backward_us = 5000;
+  const CompiledStep on_cpu = compile_step(m, pair, cpu);
+  CHECK(on_cpu.segments[2].fwd_idle_ns == 0);
+  CHECK(on_cpu.segments[2].fwd_ns == 20'000);
+  CHECK(on_cpu.segments[2].bwd_idle_ns == 0);
+  CHECK(on_cpu.segments[2].bwd_ns == 0);
+  CHECK(on_cpu.merged_host_saved_ns == 330'000 + 700'000);
+
+  // The planner takes it into account: with the cost measured it merges where latency alone
+  // (none here, all-gathers hidden behind compute) would not.
+  const BucketOutcome latency_only = plan_buckets(m, FsdpPlan{}, test::linear_cluster(2, 1.0), 0);
+  CHECK(latency_only.buckets.empty());
+  const BucketOutcome with_cost = plan_buckets(m, FsdpPlan{}, gpu, 0);
+  CHECK(with_cost.buckets == Buckets{{"u0", "u1", "u2", "u3"}});
+  CHECK(with_cost.after.step_ns < with_cost.before.step_ns);
+}
+
 TEST_CASE("buckets: no merge where the all-gathers hide behind compute", "[sim][buckets]") {
   // No latency, 1 ms of compute per unit against 10 us of gather: a merge saves nothing (it only
   // makes the first unit wait for the others' parameters), so none is made.

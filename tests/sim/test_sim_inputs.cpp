@@ -8,6 +8,7 @@
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/model_description.h"
 #include "profiler/sim/sim_inputs.h"
+#include "storage/cpu_device.h"
 #include "storage/errors.h"
 #include "tests/support/test_paths.h"
 
@@ -172,7 +173,23 @@ TEST_CASE("a cluster file without world_size replays a profile at the profile's 
   CHECK(in.cluster.world_size == 2);
   CHECK(in.cluster.host_optimizer_params_per_s == 3e8);
   CHECK(in.cluster.host_link_GBps == ClusterModel{}.host_link_GBps);  // not in the file: the default
-  // A file that names its world size keeps it (a what-if at another scale).
-  ss::test::write_file(req.cluster_path, R"({"world_size": 8})");
-  CHECK(load_sim_inputs(req).cluster.world_size == 8);
+  // Nor the device and its ranks per node: a CPU profile stays a CPU run (it had become an H100
+  // with 8 GPUs per node), and the file's own per-unit figures are read.
+  CHECK(in.cluster.device == kCpuDeviceName);
+  CHECK(in.cluster.gpus_per_node == 2);
+  CHECK(in.cluster.comm_serialized);
+  ss::test::write_file(req.cluster_path, R"({"fsdp_unit_forward_us": 1200, "fsdp_unit_backward_us": 2750.5})");
+  const SimInputs units = load_sim_inputs(req);
+  CHECK(units.cluster.device == kCpuDeviceName);
+  CHECK(units.cluster.fsdp_unit_forward_us == 1200);
+  CHECK(units.cluster.fsdp_unit_backward_us == 2750.5);
+  CHECK(parse_cluster_json(cluster_to_json(units.cluster), "c.json").fsdp_unit_backward_us == 2750.5);
+  CHECK_THROWS_WITH(parse_cluster_json(R"({"fsdp_unit_forward_us": -1})", "c.json"),
+                    Catch::Contains("c.json: fsdp_unit_forward_us: expected a time in microseconds in [0, 1e6]"));
+  // A file that names its world size, device or ranks per node keeps them (a what-if elsewhere).
+  ss::test::write_file(req.cluster_path, R"({"world_size": 8, "device": "H100", "gpus_per_node": 4})");
+  const SimInputs there = load_sim_inputs(req);
+  CHECK(there.cluster.world_size == 8);
+  CHECK(there.cluster.device == "H100");
+  CHECK(there.cluster.gpus_per_node == 4);
 }
