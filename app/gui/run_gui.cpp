@@ -23,7 +23,9 @@
 #include "app/gui/main_window.h"
 #include "app/gui/opengl_check.h"
 #include "app/gui/time_frames.h"
+#include "profiler/sim/cluster_model.h"
 #include "profiler/sim/step_simulator.h"
+#include "storage/errors.h"
 #include "views/analyses/analyses_dock.h"
 #include "views/memory/memory_chart.h"
 #include "views/memory/memory_view.h"
@@ -135,12 +137,16 @@ bool save(const QImage& image, const QString& path) {
 
 namespace {
 constexpr const char* kGuiUsage =
-    "Usage: shardscope gui [FILE] [--compare B] [--light] [--screenshot DIR] [--time-first-frame] [--time-frames N]\n"
-    "       shardscope gui --model M.json [--world N] [--plan P.json] [--light] [--screenshot DIR]\n"
+    "Usage: shardscope gui [FILE] [--compare B] [--cluster C.json] [--light] [--screenshot DIR] [--time-first-frame]\n"
+    "                      [--time-frames N]\n"
+    "       shardscope gui --model M.json [--world N] [--plan P.json] [--cluster C.json] [--light] [--screenshot DIR]\n"
     "       shardscope FILE [options]\n\n"
     "Opens the desktop app, on FILE when given.\n\n"
     "Options:\n"
     "  --compare B         compare FILE with profile B in the Compare view\n"
+    "  --cluster C.json    the Unshard tab's cluster: a cluster file, or measured figures alone\n"
+    "                      (shardscope.measure_host, measure_fsdp_units: per-unit cost, which the\n"
+    "                      buckets' saving needs) added to the profile's fitted cluster\n"
     "  --light             start with the light palette\n"
     "  --model M.json      open the Unshard (what-if) tab on a model description instead of a\n"
     "                      profile (resources/models): tensor, context and expert parallelism need one\n"
@@ -206,6 +212,7 @@ int run_gui(int argc, char** argv, int first_arg) {
   QString compare_path;  // --compare B: open the Compare view on the profile vs B
   QString model_path, plan_path;  // --model M.json, --plan P.json
   int model_world = 0;            // --world N
+  std::string cluster_path;       // --cluster C.json
   std::string file;
   for (int i = first_arg; i < argc; ++i) {
     const std::string a = argv[i];
@@ -221,6 +228,8 @@ int run_gui(int argc, char** argv, int first_arg) {
       time_frames_n = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--model" && has_value) {
       model_path = QString::fromLocal8Bit(argv[++i]);
+    } else if (a == "--cluster" && has_value) {
+      cluster_path = argv[++i];
     } else if (a == "--plan" && has_value) {
       plan_path = QString::fromLocal8Bit(argv[++i]);
     } else if (a == "--world" && has_value) {
@@ -247,6 +256,14 @@ int run_gui(int argc, char** argv, int first_arg) {
   if (model_path.isEmpty() && (model_world > 0 || !plan_path.isEmpty())) {
     std::cerr << "shardscope gui: --world and --plan go with --model\n";
     return 1;
+  }
+  if (!cluster_path.empty()) {
+    try {
+      (void)sim::load_cluster_file(cluster_path);  // refused here, not in a panel the user may never open
+    } catch (const ProfileError& e) {
+      std::cerr << "shardscope gui: --cluster: " << e.what() << "\n";
+      return 2;
+    }
   }
   // Qt aborts the process when it finds no display; say what to do instead.
   if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") && !std::getenv("QT_QPA_PLATFORM")) {
@@ -314,6 +331,7 @@ int run_gui(int argc, char** argv, int first_arg) {
       std::cout << "  " << since_open.elapsed() << " ms: " << stage.toStdString() << "\n";
     });
   }
+  if (!cluster_path.empty()) window.unshard_panel()->set_measured_cluster(QString::fromStdString(cluster_path));
   since_open.start();
   if (!model_path.isEmpty()) return run_model_description(app, window, model_path, model_world, plan_path, screenshot_dir);
   if (!compare_path.isEmpty())

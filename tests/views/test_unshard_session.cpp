@@ -358,6 +358,49 @@ TEST_CASE("the profile's cluster fitted to its collectives is the default preset
   CHECK(s.state().preset == 1);
 }
 
+TEST_CASE("a measured cluster file (gui --cluster): its figures on the fitted preset, chosen, as simulate --cluster takes them", "[unshard]") {
+  // The CPU sample, and what `torchrun -m shardscope.measure_fsdp_units` writes: per-unit figures only.
+  const std::string cpu = test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb";
+  test::TempDir dir;
+  const std::string units = dir.file("units.json");
+  std::ofstream(units) << R"({"name": "fsdp-units-measured", "fsdp_unit_forward_us": 500, "fsdp_unit_backward_us": 1000})";
+  const UnshardSession plain = UnshardSession::from_profile(cpu);
+  UnshardSession s = UnshardSession::from_profile(cpu, "", nullptr, units);
+  REQUIRE(s.presets().size() == plain.presets().size() + 1);
+  REQUIRE(plain.state().preset == 1);  // the fitted one
+  CHECK(s.state().preset == 2);        // right after it, chosen from the start
+  CHECK_FALSE(s.can_undo());
+  const ClusterPreset& chosen = s.presets()[2];
+  CHECK(chosen.name == plain.presets()[1].name + " + units.json");
+  CHECK(chosen.fitted);
+  CHECK(chosen.cluster.fsdp_unit_forward_us == 500);
+  CHECK(chosen.cluster.fsdp_unit_backward_us == 1000);
+  CHECK(chosen.cluster.coll[0].intra.busbw_GBps == plain.presets()[1].cluster.coll[0].intra.busbw_GBps);
+  // No bucket: the replay as it was. A bucket of two layers: one unit's cost less per pass, the
+  // step `simulate IN --cluster units.json --plan P` predicts.
+  CHECK(s.prediction().step_ns == plain.prediction().step_ns);
+  const std::string pair = R"({"buckets": [["layers.0", "layers.1"]]})";
+  s.apply_plan_file_json(pair, "pair");
+  UnshardSession without = UnshardSession::from_profile(cpu);
+  without.apply_plan_file_json(pair, "pair");
+  CHECK(without.prediction().step_ns - s.prediction().step_ns == Approx(1'500'000).margin(20'000));
+  sim::SimInputRequest req;
+  req.profile_path = cpu;
+  req.cluster_path = units;
+  req.plan_path = dir.file("pair.json");
+  std::ofstream(req.plan_path) << pair;
+  req.fit_if_available = true;  // the CLI's default: a file without collective costs is fitted
+  const sim::SimInputs in = sim::load_sim_inputs(req);
+  CHECK(in.fitted);
+  CHECK(s.prediction().step_ns == sim::simulate(sim::compile_step(in.model, in.plan, in.cluster)).step_ns);
+  // A whole cluster file is one more preset of its own, chosen; a broken one is refused.
+  const UnshardSession whole = UnshardSession::from_profile(cpu, "", nullptr, clusters() + "/h100-nvlink-ib.json");
+  CHECK(whole.presets().back().name == "h100-nvlink-ib.json");
+  CHECK(whole.state().preset == static_cast<int>(whole.presets().size()) - 1);
+  std::ofstream(dir.file("bad.json")) << R"({"fsdp_unit_forward_us": -1})";
+  CHECK_THROWS_AS(UnshardSession::from_profile(cpu, "", nullptr, dir.file("bad.json")), ProfileError);
+}
+
 TEST_CASE("a session offered no fitted preset starts on the profile's own", "[unshard]") {
   // A session built from inputs with no fitted preset offered: index 0, nothing fitted.
   sim::SimInputRequest req;

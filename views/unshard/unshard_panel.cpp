@@ -405,7 +405,7 @@ void UnshardPanel::show_unavailable(const QString& why) {
 bool UnshardPanel::open_profile(const QString& path) {
   if (loading_.valid()) finish_loading();  // a background read of an older profile gives way
   return install_session(path, [&] {
-    return std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR));
+    return std::make_unique<UnshardSession>(UnshardSession::from_profile(path.toStdString(), SS_CLUSTERS_DIR, nullptr, measured_cluster_));
   });
 }
 
@@ -413,7 +413,7 @@ bool UnshardPanel::open_model_description(const QString& path, int world) {
   if (loading_.valid()) finish_loading();
   pending_path_.clear();  // the description replaces whatever profile waited to be read
   return install_session(path, [&] {
-    return std::make_unique<UnshardSession>(UnshardSession::from_model(path.toStdString(), world, SS_CLUSTERS_DIR));
+    return std::make_unique<UnshardSession>(UnshardSession::from_model(path.toStdString(), world, SS_CLUSTERS_DIR, measured_cluster_));
   });
 }
 
@@ -426,8 +426,8 @@ void UnshardPanel::open_profile_in_background(const QString& path, std::shared_p
   status_->setText(loading_message_ + QStringLiteral("…"));
   loading_path_ = path;
   loading_clock_.start();
-  loading_ = std::async(std::launch::async, [p = path.toStdString(), loaded = std::move(loaded)] {
-    return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR, loaded));
+  loading_ = std::async(std::launch::async, [p = path.toStdString(), loaded = std::move(loaded), measured = measured_cluster_] {
+    return std::make_unique<UnshardSession>(UnshardSession::from_profile(p, SS_CLUSTERS_DIR, loaded, measured));
   });
   // Every poll that finds it still running says for how long: a wait of seconds with a frozen
   // message reads as a hang, and the disabled controls as clicks dropped.

@@ -63,6 +63,9 @@ class UnshardPanel : public QWidget {
   // Loads a model description (resources/models/*.json) at `world` GPUs (0: its default): the
   // input tensor, context and expert parallelism need. False (and last_error()) when unreadable.
   bool open_model_description(const QString& path, int world = 0);
+  // A cluster file of the user's (`gui --cluster`: measured host or per-unit figures, or a whole
+  // cluster) offered beside the presets and chosen, in every profile or description opened after.
+  void set_measured_cluster(const QString& path) { measured_cluster_ = path.toStdString(); }
   // The main window's profile (`loaded`: as the app read it, so that the worker does not read its
   // kernels and ranges again): made into a session on a worker thread when the panel is shown (at
   // once if it is visible), since that takes seconds on a big profile; meanwhile the panel says
@@ -239,6 +242,7 @@ class UnshardPanel : public QWidget {
   QPushButton* export_button_ = nullptr;
   QString error_;
   QString pending_path_;  // set but not loaded yet
+  std::string measured_cluster_;  // set_measured_cluster
   void finish_loading();  // installs the session being read, waiting for it if need be
   bool install_session(const QString& path, const std::function<std::unique_ptr<UnshardSession>()>& make);
   std::future<std::unique_ptr<UnshardSession>> loading_;

@@ -90,6 +90,24 @@ std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, c
   return out;
 }
 
+int add_measured_preset(std::vector<ClusterPreset>& presets, int start, const std::string& path) {
+  const sim::ClusterModel file = sim::load_cluster_file(path);
+  const std::string name = std::filesystem::path(path).filename().string();
+  if (file.collectives_given || presets.empty()) {
+    presets.push_back({name, file, false});
+    return static_cast<int>(presets.size()) - 1;
+  }
+  start = std::clamp(start, 0, static_cast<int>(presets.size()) - 1);
+  ClusterPreset p = presets[static_cast<std::size_t>(start)];
+  p.name += " + " + name;
+  p.cluster.host_link_GBps = file.host_link_GBps;
+  p.cluster.host_optimizer_params_per_s = file.host_optimizer_params_per_s;
+  p.cluster.fsdp_unit_forward_us = file.fsdp_unit_forward_us;
+  p.cluster.fsdp_unit_backward_us = file.fsdp_unit_backward_us;
+  presets.insert(presets.begin() + start + 1, std::move(p));
+  return start + 1;
+}
+
 UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset> presets, int initial_preset)
     : in_(std::move(inputs)), presets_(std::move(presets)) {
   if (presets_.empty()) presets_.push_back({"profile (" + in_.cluster.name + ")", in_.cluster, in_.fitted});
@@ -132,7 +150,7 @@ UnshardSession::UnshardSession(sim::SimInputs inputs, std::vector<ClusterPreset>
 }
 
 UnshardSession UnshardSession::from_profile(const std::string& path, const std::string& clusters_dir,
-                                           std::shared_ptr<const Profile> loaded) {
+                                           std::shared_ptr<const Profile> loaded, const std::string& measured_cluster) {
   sim::SimInputRequest req;
   req.profile_path = path;
   req.loaded = std::move(loaded);
@@ -146,17 +164,21 @@ UnshardSession UnshardSession::from_profile(const std::string& path, const std::
   in.fitted = false;
   auto presets = load_cluster_presets(in.cluster, clusters_dir);
   if (samples > 0) presets.insert(presets.begin() + 1, ClusterPreset{"profile, fitted to its collectives (--fit)", fitted, true});
-  return UnshardSession(std::move(in), std::move(presets), samples > 0 ? 1 : 0);
+  int start = samples > 0 ? 1 : 0;
+  if (!measured_cluster.empty()) start = add_measured_preset(presets, start, measured_cluster);
+  return UnshardSession(std::move(in), std::move(presets), start);
 }
 
-UnshardSession UnshardSession::from_model(const std::string& path, int world, const std::string& clusters_dir) {
+UnshardSession UnshardSession::from_model(const std::string& path, int world, const std::string& clusters_dir,
+                                         const std::string& measured_cluster) {
   sim::SimInputRequest req;
   req.model_path = path;
   req.world_override = world;
   sim::SimInputs in = sim::load_sim_inputs(req);
   auto presets = load_cluster_presets(in.cluster, clusters_dir);
   presets.front().name = "default (" + in.cluster.name + ")";
-  return UnshardSession(std::move(in), std::move(presets), 0);
+  const int start = measured_cluster.empty() ? 0 : add_measured_preset(presets, 0, measured_cluster);
+  return UnshardSession(std::move(in), std::move(presets), start);
 }
 
 const std::vector<std::string>& UnshardSession::checkpoint_choices(int u) const {

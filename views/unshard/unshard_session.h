@@ -102,6 +102,11 @@ std::vector<TimeNs> host_copy_per_exec(const sim::SimResult& r, std::size_t exec
 // Cluster presets: the given base (the profile's own configuration) first, then every *.json in
 // `dir` (resources/clusters), sorted by name. Unreadable files are skipped.
 std::vector<ClusterPreset> load_cluster_presets(const sim::ClusterModel& base, const std::string& dir);
+// The user's cluster file at `path` among `presets`: one with collective costs is one more preset;
+// one of measured host or per-unit figures only (shardscope.measure_host, measure_fsdp_units) is
+// preset `start` with those figures, inserted after it. Returns the new preset's index. Throws
+// ProfileError for a file that cannot be read.
+int add_measured_preset(std::vector<ClusterPreset>& presets, int start, const std::string& path);
 
 class UnshardSession {
  public:
@@ -113,12 +118,15 @@ class UnshardSession {
   // and the files in `clusters_dir`.
   // `loaded`: the profile at `path` already read (the app's), so its kernels and ranges are not
   // read a second time (seconds on a big profile).
+  // `measured_cluster` (`gui --cluster`): a cluster file of the user's, the preset chosen at the
+  // start (add_measured_preset).
   static UnshardSession from_profile(const std::string& path, const std::string& clusters_dir = "",
-                                     std::shared_ptr<const Profile> loaded = nullptr);
+                                     std::shared_ptr<const Profile> loaded = nullptr, const std::string& measured_cluster = "");
   // A model description (resources/models/*.json) at `world` GPUs (0: the description's or the
   // default cluster's): what tensor, context and expert parallelism need (a profile has no layer
   // shapes). Presets: the default cluster, then the files in `clusters_dir`.
-  static UnshardSession from_model(const std::string& path, int world, const std::string& clusters_dir = "");
+  static UnshardSession from_model(const std::string& path, int world, const std::string& clusters_dir = "",
+                                   const std::string& measured_cluster = "");
 
   const sim::SimInputs& inputs() const { return in_; }
   const std::vector<ClusterPreset>& presets() const { return presets_; }

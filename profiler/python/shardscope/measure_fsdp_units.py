@@ -23,12 +23,13 @@ record of how. Rank 0 writes the file.
 """
 import argparse
 import gc
-import json
 import os
 import platform
 import statistics
 import sys
 import time
+
+from shardscope._cluster_file import read_base, write
 
 
 def build(torch, units, tensors, width, bucket, sharded_as_buckets):
@@ -105,16 +106,11 @@ def main(argv=None):
         ap.error("--bucket must be in [2, --units]")
     if "RANK" not in os.environ:
         ap.error("run it under torchrun (torchrun --nproc_per_node=N -m shardscope.measure_fsdp_units): it times FSDP's collectives")
-    base = {}
-    if a.base:
-        try:
-            with open(a.base) as f:
-                base = json.load(f)
-            if not isinstance(base, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as e:
-            sys.stderr.write("measure_fsdp_units: cannot read the base cluster %s: %s\n" % (a.base, e))
-            return 2
+    try:
+        base = read_base(a.base)
+    except ValueError as e:
+        sys.stderr.write("measure_fsdp_units: cannot read the base cluster %s: %s\n" % (a.base, e))
+        return 2
 
     import torch
     import torch.distributed as dist
@@ -166,16 +162,9 @@ def main(argv=None):
         "per_rank": [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()} for r in every],
         "torch": torch.__version__, "host": platform.node(), "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads()}
-    text = json.dumps(out, indent=1) + "\n"
     sys.stderr.write("measure_fsdp_units: one more FSDP unit costs %.0f us in a forward, %.0f us in a backward (%d ranks, %s)\n"
                      % (fwd, bwd, world, out["fsdp_units_measured"]["backend"]))
-    if not a.output:
-        sys.stdout.write(text)
-        return 0
-    tmp = a.output + ".partial"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    write(out, a.output)
     return 0
 
 

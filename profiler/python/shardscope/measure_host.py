@@ -26,12 +26,13 @@ The simulator's defaults are assumptions (resources/clusters/README.md: 5e8 para
 the measured figures and a "host_measured" record of how they were measured.
 """
 import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
+
+from shardscope._cluster_file import read_base, write
 
 # Above this many parameters the optimizer is timed on a sample of them and the rate scaled:
 # AdamW's CPU loop is bandwidth-bound and linear in parameters well before this size.
@@ -143,13 +144,8 @@ def main(argv=None):
     if a.repeats < 1:
         ap.error("--repeats must be at least 1")
     try:
-        base = {}
-        if a.base:
-            with open(a.base) as f:
-                base = json.load(f)
-            if not isinstance(base, dict):
-                raise ValueError("not a JSON object")
-    except (OSError, ValueError) as e:
+        base = read_base(a.base)
+    except ValueError as e:
         sys.stderr.write("measure_host: cannot read the base cluster %s: %s\n" % (a.base, e))
         return 2
 
@@ -188,17 +184,10 @@ def main(argv=None):
     else:
         measured["host_link_GBps"] = "not measured (no CUDA device): the base's or the built-in default stays"
     out["host_measured"] = measured
-    text = json.dumps(out, indent=1) + "\n"
     sys.stderr.write("measure_host: %.3g parameters/s (AdamW step %.3f s for %d parameters)%s\n"
                      % (rate, statistics.median(times), timed,
                         ", host link %.1f GB/s" % out["host_link_GBps"] if "h2d_GBps" in measured else ""))
-    if not a.output:
-        sys.stdout.write(text)
-        return 0
-    tmp = a.output + ".partial"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    write(out, a.output)
     return 0
 
 
