@@ -23,6 +23,7 @@
 #include <QTest>
 #include <QTreeView>
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <cmath>
 
@@ -787,6 +788,7 @@ TEST_CASE("Plan buckets: the button applies the bucket planner's lists, the tree
   CHECK(s->prediction().step_ns < before);
   CHECK(panel.step_text() == ms_text(s->prediction().step_ns));
   CHECK(panel.status_text().contains("layers.0+layers.1"));
+  CHECK(panel.status_text().contains("no measured FSDP per-unit cost"));  // the preset has none (gui --cluster)
   // The tree's Bucket column names the list (under QAbstractItemModelTester, as the panel's model).
   auto* m = panel.model();
   QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::Fatal);
@@ -804,4 +806,18 @@ TEST_CASE("Plan buckets: the button applies the bucket planner's lists, the tree
   panel.undo();
   CHECK(s->state().buckets.empty());
   CHECK(s->prediction().step_ns == before);
+
+  // With a measured per-unit cost (gui --cluster units.json) on the CPU sample: the preset has it,
+  // the planner merges, and the status line has no such note.
+  test::TempDir dir;
+  const std::string units = dir.file("units.json");
+  std::ofstream(units) << R"({"fsdp_unit_forward_us": 500, "fsdp_unit_backward_us": 1000})";
+  UnshardPanel measured;
+  measured.set_measured_cluster(QString::fromStdString(units));
+  REQUIRE(measured.open_profile(QString::fromStdString(test::source_dir() + "/resources/samples/cpu-fsdp2-llama-2rank.ssdb")));
+  CHECK(measured.preset_box()->currentText().endsWith("+ units.json"));
+  for (auto* b : measured.findChildren<QPushButton*>())
+    if (b->text() == "Plan buckets") b->click();
+  CHECK_FALSE(measured.session()->state().buckets.empty());
+  CHECK_FALSE(measured.status_text().contains("no measured FSDP per-unit cost"));
 }

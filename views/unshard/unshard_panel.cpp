@@ -728,6 +728,13 @@ void UnshardPanel::plan_buckets() {
                                                       QStringLiteral(" (") + lists.join(QStringLiteral("; ")) + QStringLiteral(")"),
                               QString::fromStdString(count_of(o.simulations, "simulation")),
                               QString::fromStdString(" (" + format_duration_ns(o.before.step_ns) + " -> " + format_duration_ns(o.after.step_ns) + ")")));
+    // As `plan --buckets` says it: without a measured per-unit cost a merge saves collective
+    // latency only, and on a host-bound step (every CPU run) that is most of what it saves.
+    const sim::ClusterModel c = session_->cluster();
+    if (c.fsdp_unit_forward_us <= 0 && c.fsdp_unit_backward_us <= 0)
+      status_->setText(status_->text() + QStringLiteral("; the cluster has no measured FSDP per-unit cost, so merges save only "
+                                                        "collective latency here (measure it: torchrun -m shardscope.measure_fsdp_units; "
+                                                        "then shardscope gui FILE --cluster units.json)"));
   });
 }
 
