@@ -18,6 +18,9 @@ against B recorded and against B as it runs without ShardScope.
    buckets alone (buckets: `plan --buckets`, no unit kept unsharded, applied as fully_shard([...])
    lists), the layers bucketed two by two (pairs: a bucketing the user chose) and activation
    checkpointing of every block (checkpoint: {"activation_checkpointing": {"*": "full"}}).
+   With buckets or pairs, FSDP's per-unit host cost is measured first, without a profiler
+   (shardscope.measure_fsdp_units, OUT/fsdp_units.json), and the calibrated predictions and plans
+   take it (`--cluster`): what a merged unit saves beyond collective latency (--no-unit-cost: not).
 4. For each plan: predict B (`simulate A --plan P`, calibrated; and `--as-profiled`), then run B
    with the plan applied by shardscope.apply_plan (the training script's --plan) twice: recorded
    (`record --steps W`) and unrecorded (the job's own wall clock per step, and FSDPMemTracker's peak
@@ -231,11 +234,11 @@ def main():
     package = os.path.join(ROOT, "profiler", "python")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH", "")) if p)
 
-    # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits every
-    # column; each B is predicted from the A recorded just before it, with the plans made from the first A.
     # What a merged unit saves beyond collective latency (its hooks and calls) is measured once,
     # unprofiled; the calibrated predictions of A take that cluster file (it changes only bucket plans).
     unit_cost = [] if a.no_unit_cost or not ({"buckets", "pairs"} & set(wanted)) else ["--fit", "--cluster", measure_unit_cost(a)]
+    # Repeats interleave A and the B runs, so that drift of the machine (a shared CPU) hits every
+    # column; each B is predicted from the A recorded just before it, with the plans made from the first A.
     runs = []
     plans = None
     budget = None
