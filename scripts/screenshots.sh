@@ -36,6 +36,12 @@ keep sample/analyses.png analyses.png
 keep sample/unshard-panel.png unshard-panel.png
 keep sample/memory.png memory-cpu-sample.png
 
+# The Unshard tab with measured per-unit figures (gui --cluster; measure_fsdp_units' figures on the
+# 2-core VM, 2026-12-06), staged with Plan buckets.
+echo '{"name": "fsdp-units-measured", "fsdp_unit_forward_us": 905.4, "fsdp_unit_backward_us": 3847.8}' >"$work/units.json"
+shot measured "$sample" --cluster "$work/units.json"
+keep measured/unshard-panel.png whatif-measured-cluster.png
+
 shot synthetic resources/samples/synthetic-fsdp-4rank.ssdb
 keep synthetic/unshard-panel.png unshard-panel-warning.png
 keep synthetic/memory.png memory-synthetic.png

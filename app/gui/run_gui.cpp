@@ -9,6 +9,7 @@
 #include <QImage>
 #include <QListWidget>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -83,11 +84,18 @@ void stage_demo(MainWindow& w) {
   w.timeline()->update();
 }
 
-// Keeps the last three layers unsharded through the panel's model (each an undoable toggle).
+// Keeps the last three layers unsharded through the panel's model (each an undoable toggle); with
+// measured per-unit figures (--cluster), plans buckets instead.
 void stage_unshard(unshard::UnshardPanel& panel) {
   auto* s = panel.session();
   auto* m = panel.model();
   if (!s || !m) return;
+  // With measured per-unit figures (--cluster units.json), what they are for: Plan buckets.
+  if (const sim::ClusterModel c = s->cluster(); c.fsdp_unit_forward_us > 0 || c.fsdp_unit_backward_us > 0) {
+    for (auto* b : panel.findChildren<QPushButton*>())
+      if (b->text() == QStringLiteral("Plan buckets")) b->click();
+    return;
+  }
   int toggled = 0;
   for (int u = s->unit_count() - 1; u >= 0 && toggled < 3; --u)
     if (!s->unit_fixed(u) && m->setData(m->index_of_unit(u), Qt::Checked, Qt::CheckStateRole)) ++toggled;
