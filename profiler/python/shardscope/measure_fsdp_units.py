@@ -59,7 +59,7 @@ def build(torch, units, tensors, width, bucket, sharded_as_buckets):
     return model
 
 
-def rank_medians(torch, dist, models, x, warmup, repeats, sync):
+def rank_medians(dist, models, x, warmup, repeats, sync):
     """Per model: the median forward and backward host times (s) over `repeats` alternating rounds."""
     times = {k: ([], []) for k in models}
 
@@ -129,7 +129,7 @@ def main(argv=None):
                       "buckets": build(torch, a.units, a.tensors, a.width, a.bucket, True)}
             x = torch.randn(8, a.width)
         sync = torch.cuda.synchronize if cuda else (lambda: None)
-        med = rank_medians(torch, dist, models, x, a.warmup, a.repeats, sync)
+        med = rank_medians(dist, models, x, a.warmup, a.repeats, sync)
         merged = a.units - (a.units + a.bucket - 1) // a.bucket
         mine = [(med["units"][i] - med["buckets"][i]) / merged * 1e6 for i in (0, 1)]
         every = [None] * world
