@@ -42,6 +42,12 @@ echo '{"name": "fsdp-units-measured", "fsdp_unit_forward_us": 905.4, "fsdp_unit_
 shot measured "$sample" --cluster "$work/units.json"
 keep measured/unshard-panel.png whatif-measured-cluster.png
 
+# A plan from the command line opened on its profile (gui FILE --plan): kept units under a budget
+# and buckets, from `plan --budget --buckets` with the per-unit figures above.
+"$exe" plan "$sample" --budget 96MiB --buckets --cluster "$work/units.json" -o "$work/cli-plan.json" >/dev/null
+shot cliplan "$sample" --plan "$work/cli-plan.json" --cluster "$work/units.json"
+keep cliplan/unshard-plan.png unshard-plan.png
+
 shot synthetic resources/samples/synthetic-fsdp-4rank.ssdb
 keep synthetic/unshard-panel.png unshard-panel-warning.png
 keep synthetic/memory.png memory-synthetic.png

@@ -10,6 +10,7 @@
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -25,6 +26,8 @@
 #include "app/gui/opengl_check.h"
 #include "app/gui/time_frames.h"
 #include "profiler/sim/cluster_model.h"
+#include "profiler/sim/fsdp_plan.h"
+#include "profiler/sim/json_input.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/errors.h"
 #include "views/analyses/analyses_dock.h"
@@ -145,8 +148,8 @@ bool save(const QImage& image, const QString& path) {
 
 namespace {
 constexpr const char* kGuiUsage =
-    "Usage: shardscope gui [FILE] [--compare B] [--cluster C.json] [--light] [--screenshot DIR] [--time-first-frame]\n"
-    "                      [--time-frames N]\n"
+    "Usage: shardscope gui [FILE] [--compare B] [--plan P.json] [--cluster C.json] [--light] [--screenshot DIR]\n"
+    "                      [--time-first-frame] [--time-frames N]\n"
     "       shardscope gui --model M.json [--world N] [--plan P.json] [--cluster C.json] [--light] [--screenshot DIR]\n"
     "       shardscope FILE [options]\n\n"
     "Opens the desktop app, on FILE when given.\n\n"
@@ -159,10 +162,12 @@ constexpr const char* kGuiUsage =
     "  --model M.json      open the Unshard (what-if) tab on a model description instead of a\n"
     "                      profile (resources/models): tensor, context and expert parallelism need one\n"
     "  --world N           --model's world size (default: the description's cluster)\n"
-    "  --plan P.json       --model: apply this plan file (parallelism, micro-batches, checkpointing,\n"
-    "                      offload, kept units) in the Unshard tab\n"
+    "  --plan P.json       apply this plan file (shardscope plan -o P.json, or one exported from the\n"
+    "                      app: kept units, buckets, checkpointing, offload, parallelism) in the\n"
+    "                      Unshard tab, opened on FILE's what-if or on --model's\n"
     "  --screenshot DIR    stage the views, write PNG screenshots of them to DIR and exit (with\n"
-    "                      --model: DIR/whatif-panel.png and DIR/whatif-timeline-lanes.png)\n"
+    "                      --model: DIR/whatif-panel.png and DIR/whatif-timeline-lanes.png; with\n"
+    "                      FILE and --plan: DIR/unshard-plan.png, the plan applied)\n"
     "  --time-first-frame  print when each load stage starts, the time from opening FILE to its\n"
     "                      first drawn frame (a big profile's first part) and to the whole, and exit\n"
     "  --time-frames N     draw N timeline frames per zoom level, print their times and exit (with\n"
@@ -209,6 +214,35 @@ int run_model_description(QApplication& app, MainWindow& window, const QString& 
     });
   });
   return app.exec();
+}
+
+// `gui FILE --plan P.json`: once FILE is loaded, the Unshard tab with the plan applied (one
+// undoable change). A plan that does not fit the profile is said on stderr and in the status bar,
+// and the profile stays open; with --screenshot, DIR/unshard-plan.png, then exit (2 on a bad plan).
+void apply_plan_when_loaded(QApplication& app, MainWindow& window, const QString& plan, const QString& screenshot_dir) {
+  if (!screenshot_dir.isEmpty())
+    QObject::connect(&window, &MainWindow::loadFailed, &app, [&app](const QString& message) {
+      std::cerr << "shardscope gui: " << message.toStdString() << "\n";
+      app.exit(2);
+    });
+  QObject::connect(&window, &MainWindow::profileLoaded, &app, [&app, &window, plan, screenshot_dir] {
+    window.show_unshard_tab();
+    auto* panel = window.unshard_panel();
+    if (!panel->apply_plan_file(plan)) {
+      const QString why = panel->last_error();
+      std::cerr << "shardscope gui: --plan: " << why.toStdString() << "\n";
+      window.statusBar()->showMessage("Plan not applied: " + why, 10000);
+      if (!screenshot_dir.isEmpty()) app.exit(2);
+      return;
+    }
+    window.statusBar()->showMessage("Applied " + plan + " (Undo takes it back)", 8000);
+    if (screenshot_dir.isEmpty()) return;
+    QTimer::singleShot(500, &app, [&app, &window, panel, screenshot_dir] {
+      panel->wait_for_timeline();
+      QDir().mkpath(screenshot_dir);
+      app.exit(save(window.grab().toImage(), screenshot_dir + "/unshard-plan.png") ? 0 : 3);
+    });
+  }, Qt::SingleShotConnection);
 }
 }  // namespace
 
@@ -261,9 +295,25 @@ int run_gui(int argc, char** argv, int first_arg) {
     std::cerr << "shardscope gui: --model opens the Unshard tab on a model description; it takes no FILE, --compare or timing options\n";
     return 1;
   }
-  if (model_path.isEmpty() && (model_world > 0 || !plan_path.isEmpty())) {
-    std::cerr << "shardscope gui: --world and --plan go with --model\n";
+  if (model_path.isEmpty() && model_world > 0) {
+    std::cerr << "shardscope gui: --world goes with --model\n";
     return 1;
+  }
+  if (!plan_path.isEmpty()) {
+    if (model_path.isEmpty() && file.empty()) {
+      std::cerr << "shardscope gui: --plan needs a profile (FILE) or --model\n";
+      return 1;
+    }
+    if (time_first_frame || time_frames_n > 0 || !compare_path.isEmpty()) {
+      std::cerr << "shardscope gui: --plan takes no --compare or timing options\n";
+      return 1;
+    }
+    try {  // a file that is no plan is refused here; whether its units are FILE's, once it is loaded
+      (void)sim::parse_plan_json(sim::read_text_file(plan_path.toStdString()), plan_path.toStdString());
+    } catch (const ProfileError& e) {
+      std::cerr << "shardscope gui: --plan: " << e.what() << "\n";
+      return 2;
+    }
   }
   if (!cluster_path.empty()) {
     try {
@@ -349,7 +399,9 @@ int run_gui(int argc, char** argv, int first_arg) {
                   << window.compare_view()->last_error().toStdString() << "\n";
       if (screenshot_dir.isEmpty()) window.show_compare_tab();  // screenshots show it last
     }, Qt::SingleShotConnection);  // B goes with FILE only: a profile opened later starts without a B
+  if (!plan_path.isEmpty()) apply_plan_when_loaded(app, window, plan_path, screenshot_dir);
   if (!file.empty()) window.open_file(QString::fromStdString(file));
+  if (!plan_path.isEmpty()) return app.exec();  // its own screenshot, not the staged views'
   if (!screenshot_dir.isEmpty() && !file.empty()) {
     // A big profile: the loading page, and its first part while the rest loads.
     QTimer::singleShot(200, &app, [&] {

@@ -101,8 +101,26 @@ TEST_CASE("gui: --help and bad arguments without a display; no display is a clea
   r = run_cli({"gui", "x.ssdb"}, no_display);  // Qt would abort; we explain instead
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("no display") && Contains("xvfb-run"));
-  // A platform without OpenGL (Qt 6 crashed in its first flush there): the timeline's need is said.
   test::TempDir dir;
+  // --plan: refused before a window opens when it has nothing to apply to or is no plan; whether
+  // its units are the profile's is known once the profile is loaded (test_unshard_panel).
+  test::write_file(dir.file("plan.json"), R"({"unsharded": ["layers.0"]})");
+  test::write_file(dir.file("broken.json"), "not json");
+  r = run_cli({"gui", "--plan", dir.file("plan.json")}, no_display);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("--plan needs a profile (FILE) or --model"));
+  r = run_cli({"gui", "x.ssdb", "--plan", dir.file("plan.json"), "--compare", "y.ssdb"}, no_display);
+  CHECK(r.exit_code == 1);
+  r = run_cli({"gui", "x.ssdb", "--plan", dir.file("broken.json")}, no_display);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--plan: ") && Contains("broken.json") && Contains("invalid JSON"));
+  r = run_cli({"gui", "x.ssdb", "--plan", dir.file("missing.json")}, no_display);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("missing.json"));
+  r = run_cli({"gui", "x.ssdb", "--plan", dir.file("plan.json")}, no_display);  // a plan: on to the display check
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("no display"));
+  // A platform without OpenGL (Qt 6 crashed in its first flush there): the timeline's need is said.
   r = run_cli({"gui", make_profile(dir)}, "env QT_QPA_PLATFORM=offscreen");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("OpenGL 3") && Contains("no OpenGL context") && Contains("xvfb-run"));

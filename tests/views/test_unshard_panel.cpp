@@ -349,6 +349,45 @@ TEST_CASE("the panel applies a saved plan's text and refuses one for another mod
   CHECK(panel.session()->state() == s->state());
 }
 
+// Open plan… and `gui FILE --plan`: a plan file from disk (the CLI's `plan -o`, or one exported
+// here) is one undoable change; a file that cannot be read, or is for another model, leaves the
+// state as it was and says why in the status line.
+TEST_CASE("the panel opens a plan file as one undoable change", "[unshard][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string written = dir.file("plan.json");
+  UnshardPanel source;
+  REQUIRE(source.open_profile(QString::fromStdString(sample())));
+  auto* s = source.session();
+  s->set_keep(s->inputs().model.find_unit("layers.2"), true);
+  UnshardState paired = s->state();
+  paired.buckets = {{"layers.0", "layers.1"}};
+  s->apply(paired, "a pair");
+  REQUIRE(source.export_plan(QString::fromStdString(written)));
+
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(sample())));
+  const auto before = panel.session()->state();
+  const std::int64_t before_step = panel.session()->prediction().step_ns;
+  CHECK_FALSE(panel.apply_plan_file(QString::fromStdString(dir.file("missing.json"))));
+  CHECK(panel.last_error().contains("missing.json"));
+  CHECK(panel.status_text().startsWith("Plan not applied: "));
+  CHECK(panel.session()->state() == before);
+
+  REQUIRE(panel.apply_plan_file(QString::fromStdString(written)));
+  CHECK(panel.session()->state() == s->state());
+  CHECK(panel.session()->prediction().step_ns == s->prediction().step_ns);
+  CHECK(panel.step_text() == ms_text(s->prediction().step_ns));
+  panel.undo();  // the whole plan, in one step
+  CHECK(panel.session()->state() == before);
+  CHECK(panel.session()->prediction().step_ns == before_step);
+
+  test::write_file(dir.file("other.json"), R"({"unsharded": ["encoder.blocks.0"]})");
+  CHECK_FALSE(panel.apply_plan_file(QString::fromStdString(dir.file("other.json"))));
+  CHECK(panel.status_text().contains("encoder.blocks.0"));
+  CHECK(panel.session()->state() == before);
+}
+
 // Reading a big profile for the simulator takes seconds: a visible panel reads it on a worker
 // thread, says so, and installs the session when it arrives (issue 13, big profiles).
 TEST_CASE("the panel reads a profile in the background when shown", "[unshard][gui]") {

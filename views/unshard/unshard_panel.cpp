@@ -268,6 +268,9 @@ void UnshardPanel::build() {
   redo_button_ = new QPushButton(QStringLiteral("Redo"));
   plan_button_ = new QPushButton(QStringLiteral("Plan automatically"));
   export_button_ = new QPushButton(QStringLiteral("Export plan…"));
+  open_plan_button_ = new QPushButton(QStringLiteral("Open plan…"));
+  open_plan_button_->setToolTip(QStringLiteral("Apply a plan file (shardscope plan -o plan.json, or one exported here): its "
+                                               "kept units, buckets, checkpointing, offload and parallelism; Undo takes it back"));
   model_button_ = new QPushButton(QStringLiteral("Model description…"));
   model_button_->setToolTip(QStringLiteral("Plan on a model description (resources/models/*.json) instead of the profile: "
                                            "what tensor, context and expert parallelism need"));
@@ -283,6 +286,7 @@ void UnshardPanel::build() {
                                        "splitting what does not fit; exact: every subset (up to 20 candidate units)"));
   edit_buttons->addWidget(undo_button_);
   edit_buttons->addWidget(redo_button_);
+  edit_buttons->addWidget(open_plan_button_);
   edit_buttons->addWidget(export_button_);
   outer->addLayout(edit_buttons);
   outer->addSpacing(6);
@@ -342,6 +346,7 @@ void UnshardPanel::build() {
   connect(plan_button_, &QPushButton::clicked, this, &UnshardPanel::plan_automatically);
   connect(buckets_button_, &QPushButton::clicked, this, &UnshardPanel::plan_buckets);
   connect(export_button_, &QPushButton::clicked, this, &UnshardPanel::on_export_clicked);
+  connect(open_plan_button_, &QPushButton::clicked, this, &UnshardPanel::on_open_plan_clicked);
   connect(world_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_world_size(v); }); });
   connect(per_node_, &QSpinBox::valueChanged, this, [this](int v) { run_change([&] { session_->set_gpus_per_node(v); }); });
   connect(bucket_cap_, &QDoubleSpinBox::valueChanged, this, [this](double v) { run_change([&] { session_->set_bucket_cap_mb(v); }); });
@@ -744,6 +749,7 @@ bool UnshardPanel::apply_plan_file(const QString& path) {
     text = sim::read_text_file(path.toStdString());
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
+    status_->setText(QStringLiteral("Plan not applied: ") + error_);
     return false;
   }
   return apply_plan_json(QString::fromStdString(text), path);
@@ -794,6 +800,11 @@ void UnshardPanel::on_export_clicked() {
   const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), QStringLiteral("plan.json"),
                                                     QStringLiteral("Plan (*.json)"));
   if (!path.isEmpty()) export_plan(path);
+}
+
+void UnshardPanel::on_open_plan_clicked() {
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open plan"), QString(), QStringLiteral("Plan (*.json)"));
+  if (!path.isEmpty()) apply_plan_file(path);
 }
 
 QString UnshardPanel::step_text() const { return step_->text(); }

@@ -145,8 +145,8 @@ class UnshardPanel : public QWidget {
   // plan does not fit it.
   // `where` names the plan in error messages.
   bool apply_plan_json(const QString& json, const QString& where = QStringLiteral("saved plan"));
-  // The same for a plan file on disk (`shardscope gui --plan`, the benches); a file that cannot be
-  // read is an error with last_error() too.
+  // The same for a plan file on disk (Open plan…, `shardscope gui --plan`, the benches); a file
+  // that cannot be read is an error with last_error() too, and either error is in the status line.
   bool apply_plan_file(const QString& path);
   // Writes the plan file and, next to it (same name, .py), the FSDP2 Python that applies it;
   // returns false with last_error() on failure.
@@ -169,6 +169,7 @@ class UnshardPanel : public QWidget {
   void run_change(const std::function<void()>& change);
   void show_refused(const QString& why);  // a change the simulator refused: the error line and status
   void on_export_clicked();
+  void on_open_plan_clicked();
   void refresh_timeline();
   void show_timeline_profile(std::shared_ptr<const Profile> next);
   void start_timeline_build();   // a large step: the profile round trip on a worker thread
@@ -240,6 +241,7 @@ class UnshardPanel : public QWidget {
   QPushButton* plan_button_ = nullptr;
   QPushButton* buckets_button_ = nullptr;
   QPushButton* export_button_ = nullptr;
+  QPushButton* open_plan_button_ = nullptr;
   QString error_;
   QString pending_path_;  // set but not loaded yet
   std::string measured_cluster_;  // set_measured_cluster
