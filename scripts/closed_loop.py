@@ -92,14 +92,14 @@ def record(a, name, extra):
     return out
 
 
-def unrecorded(a, name, extra, bucketed=False):
+def unrecorded(a, name, extra):
     """B without ShardScope: (rank 0's median step time in ms after the warm-up, the tracked step
     left out; FSDPMemTracker's peak in bytes on that step, rank 0). FSDPMemTracker follows FSDP2
-    only: an FSDP1 job on a CPU has no memory counter of its own (peak None); nor has a job whose
-    units group several layers (fully_shard([layers.0, layers.1])), which FSDPMemTracker refuses on
-    this decoder ("does not support memory tracking for multiple iterative calls", torch 2.15)."""
+    only: an FSDP1 job on a CPU has no memory counter of its own (peak None). A plan's buckets
+    (fully_shard([layers.0, layers.1])) are tracked with shardscope.mem_tracker, which keeps their
+    hooks grouped (PyTorch's own tracker gathers a bucket once per module and fails the next step)."""
     summary, tracker = os.path.join(a.out, name + ".json"), os.path.join(a.out, name + "_tracker_{rank}.json")
-    tracked = a.device == "cpu" and not a.fsdp1 and not bucketed
+    tracked = a.device == "cpu" and not a.fsdp1
     run(job_argv(a, extra + ["--summary", summary, "--warmup", str(a.warmup)] +
                  (["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker] if tracked else [])),
         os.path.join(a.out, name + ".log"))
@@ -286,12 +286,11 @@ def main():
             # one (a CPU recording of pairs ran as long as its A), so without the measured unit cost.
             pred_rec = shardscope_json(a.ss, "simulate", A, "--plan", plan_file, "--as-profiled")
             extra = ["--plan", plan_file]
-            bucketed = bool(planned.get("buckets"))
             if (rep + i) % 2 == 0:
                 B = record(a, "B_%s_%d" % (name, rep), extra)
-                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra, bucketed)
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
             else:
-                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra, bucketed)
+                free_ms, free_peak = unrecorded(a, "Bfree_%s_%d" % (name, rep), extra)
                 B = record(a, "B_%s_%d" % (name, rep), extra)
             # Checkpointing changes the model's structure: no switch at run time (buckets: a second model).
             alt = alternating(a, "AB_%s_%d" % (name, rep), plan_file) if a.alternate and name != "checkpoint" else None

@@ -18,11 +18,15 @@ import json
 import math
 import os
 import resource
+import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# The repository's shardscope package (plans, the memory tracker), after any on PYTHONPATH.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "profiler", "python"))
 
 
 class RMSNorm(nn.Module):
@@ -502,7 +506,8 @@ def main():
             else:
                 tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
             if step == args.mem_tracker_step and fs is not None and micro == 0:
-                from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+                # PyTorch's tracker, made to keep a plan's buckets grouped (shardscope.mem_tracker).
+                from shardscope.mem_tracker import FSDPMemTracker
 
                 tracker = FSDPMemTracker(model, opt)
                 tracker.track_inputs((tokens,))

@@ -138,9 +138,18 @@ class ClosedLoopCpu(unittest.TestCase):
         predicted = os.path.join(self.dir, "buckets_predicted.ssdb")
         run.shardscope("simulate", self.A, "--plan", plan, "-o", predicted)
         B = os.path.join(self.dir, "buckets_B.ssdb")
-        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan, record_args=["--steps", WINDOW])
+        # FSDPMemTracker follows a profiled step (shardscope.mem_tracker: PyTorch's own re-gathers a
+        # bucket per module and fails the next step): that step too runs the predicted collectives.
+        tracker = os.path.join(self.dir, "buckets_tracker_{rank}.json")
+        run.record(B, "--tiny", "--steps", str(STEPS), "--plan", plan, "--mem-tracker-step", "3", "--mem-tracker-out", tracker,
+                   record_args=["--steps", WINDOW])
         got = self.check_exact(predicted, B)
+        self.assertIn(3, run.fsdp_collectives_per_step(B, 0))
         pair = 4 * (self.units["layers.0"] + self.units["layers.1"])
+        for rank in range(2):  # the pair gathered at once, before layers.0's forward, for both layers
+            with open(tracker.replace("{rank}", str(rank))) as f:
+                modules = json.load(f)["modules"]
+            self.assertEqual(modules["layers.1"]["Before Pre-Forward"][0]["cpu"]["Unsharded Param"], 4 * self.units[""] + pair)
         self.assertEqual(sorted(got), sorted([("all_gather", 4 * self.units[""]), ("all_gather", pair), ("all_gather", pair),
                                               ("reduce_scatter", 4 * self.units[""]), ("reduce_scatter", pair)]))
         # The group as the recording stores it: its first module the unit, the other pointing at it.

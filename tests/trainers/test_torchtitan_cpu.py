@@ -75,13 +75,13 @@ class Torchtitan(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
-    def recorded(cls, name, config, *titan_args, env=None, record_args=(), world=tr.WORLD):
+    def recorded(cls, name, config, *titan_args, env=None, record_args=(), world=tr.WORLD, launcher_args=()):
         """Records one configuration once: (profile, the job's summary)."""
         if name not in cls.runs:
             profile = os.path.join(cls.dir, name + ".ssdb")
             summary = os.path.join(cls.dir, name + ".json")
-            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args, world=world), profile, env=env,
-                             record_args=record_args)
+            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args, world=world, launcher_args=launcher_args),
+                             profile, env=env, record_args=record_args)
             cls.runs[name] = (rc, out, profile, summary)
         rc, out, profile, summary = cls.runs[name]
         if rc != 0:
@@ -188,8 +188,18 @@ class Torchtitan(unittest.TestCase):
         predicted = os.path.join(self.dir, "predicted.ssdb")
         rc, out = tr.run([tr.SHARDSCOPE, "simulate", a, "--plan", plan, "-o", predicted])
         self.assertEqual(rc, 0, out)
+        # FSDPMemTracker around step 1 (shardscope.mem_tracker: PyTorch's own raises at the chunked
+        # loss's second call of the output head); check_recording below finds that step's
+        # collectives the job's and the other steps'.
+        tracker = os.path.join(self.dir, "planned_tracker_{rank}.json")
         b, job = self.recorded("planned", "llama3_debug_cpu", env={"SHARDSCOPE_PLAN": plan},
-                               record_args=["--backward-ranges", "units"])
+                               record_args=["--backward-ranges", "units"],
+                               launcher_args=["--mem-tracker-step", "1", "--mem-tracker-out", tracker])
+        for rank in range(2):
+            with open(tracker.replace("{rank}", str(rank))) as f:
+                tracked = json.load(f)
+            self.assertEqual(tracked["step"], 1)
+            self.assertEqual(tracked["peak"]["Sharded Param"], 6_163_712 * 4 // 2)  # fp32, half on each rank
         # Backward ranges for the units only: the FSDP units and lm_head, the second member of the
         # (norm, lm_head) unit; forward ranges for every module, as in A.
         self.assertEqual(query(b, "SELECT value FROM meta WHERE key = 'rank0.backward_ranges'"), [("units",)])

@@ -73,7 +73,9 @@ def time_steps(summary_path, tracker_step, tracker_out):
         gradient_bytes.append(0)
         tracker = None
         if tracker_step >= 0 and len(times) == tracker_step:
-            from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+            # PyTorch's tracker, made to follow the chunked loss's repeated calls of the output head
+            # (PyTorch's own raises "multiple iterative calls" there): shardscope.mem_tracker.
+            from shardscope.mem_tracker import FSDPMemTracker
 
             tracker = FSDPMemTracker(self.model_parts[0], self.optimizers.optimizers[0])
             tracker.track_inputs(())
@@ -126,7 +128,7 @@ def _write_tracker_peak(tracker, path, step):
         return
     dev = torch.device("cpu")
     peak = tracker.get_tracker_snapshot("peak").get(dev, {})
-    out = {str(k): int(v) for k, v in peak.items()}
+    out = {getattr(k, "value", str(k)): int(v) for k, v in peak.items()}  # its own names ("Sharded Param")
     with open(path.replace("{rank}", os.environ.get("RANK", "0")), "w") as f:
         json.dump({"step": step, "peak": out}, f)
 

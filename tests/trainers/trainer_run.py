@@ -16,9 +16,10 @@ def torchrun(script, *args, world=WORLD):
             "--standalone", os.path.join(HERE, script)] + list(args)
 
 
-def titan(assets, summary, steps, config, *titan_args, world=WORLD):
-    return torchrun("titan_cpu_launch.py", "--assets", assets, "--steps", str(steps), "--summary", summary, "--",
-                    "--module", "titan_cpu_config", "--config", config, *titan_args, world=world)
+def titan(assets, summary, steps, config, *titan_args, world=WORLD, launcher_args=()):
+    """torchtitan through titan_cpu_launch.py (`launcher_args`: its own options, e.g. --mem-tracker-step)."""
+    return torchrun("titan_cpu_launch.py", "--assets", assets, "--steps", str(steps), "--summary", summary,
+                    *launcher_args, "--", "--module", "titan_cpu_config", "--config", config, *titan_args, world=world)
 
 
 def run(cmd, profile=None, env=None, record_args=()):
