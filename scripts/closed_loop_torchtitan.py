@@ -22,7 +22,8 @@ Per repeat, interleaved (so that the machine's drift hits every column alike):
    again without `record` (the job's own step wall times: the median of all but the first).
 4. Compare: all-gathers per step and their bytes, reduce-scattered bytes per step (predicted vs
    recorded B: must be equal), step time (pooled means over the repeats; and the plan's effect, B / A,
-   predicted against unrecorded B / unrecorded A), peak memory (against recorded B).
+   predicted against unrecorded B / unrecorded A), peak memory (against the recorded B, and against
+   the unrecorded B's FSDPMemTracker on one step: shardscope.mem_tracker, --tracker-step).
 Writes OUT/closed_loop_torchtitan.json and prints the rows of docs/accuracy.md. Exit 1 when the
 collectives differ.
 """
@@ -68,11 +69,16 @@ def run(cmd, log, env=None, check=True):
 
 
 def titan(a, name, plan=None, record=True):
-    """Runs torchtitan once; returns (profile or None, the job's summary)."""
+    """Runs torchtitan once; returns (profile or None, the job's summary). Without `record`,
+    FSDPMemTracker follows step --tracker-step (shardscope.mem_tracker, which follows the chunked
+    loss's calls of the output head): its peak on rank 0 is the summary's "tracker_peak_bytes"."""
     summary = os.path.join(a.out, name + ".json")
+    tracker = os.path.join(a.out, name + "_tracker_{rank}.json")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
            os.path.join(TRAINERS, "titan_cpu_launch.py"), "--assets", os.path.join(a.out, "assets"), "--steps", str(a.steps),
            "--summary", summary]
+    if not record:
+        cmd += ["--mem-tracker-step", str(a.tracker_step), "--mem-tracker-out", tracker]
     config, titan_args, model_env = MODELS[a.model]
     cmd += ["--", "--module", "titan_cpu_config", "--config", config] + titan_args
     profile = os.path.join(a.out, name + ".ssdb") if record else None
@@ -95,12 +101,16 @@ def titan(a, name, plan=None, record=True):
         raise SystemExit("failed (%d): %s" % (p.returncode, " ".join(cmd)))
     if p.returncode != 0:
         sys.stderr.write("%s: exit %d after all %d steps (teardown); kept, see %s\n" % (name, p.returncode, a.steps, log))
+    if not record:
+        with open(tracker.replace("{rank}", "0")) as f:
+            s["tracker_peak_bytes"] = json.load(f)["peak"]["Total"]
     return profile, s
 
 
-def unrecorded_ms(summary):
-    """The job's own step wall time without `record`: the median of all steps but the first."""
-    return 1000 * statistics.median(summary["step_s"][1:])
+def unrecorded_ms(summary, tracked_step):
+    """The job's own step wall time without `record`: the median of all steps but the first and
+    the one FSDPMemTracker followed."""
+    return 1000 * statistics.median([t for n, t in enumerate(summary["step_s"]) if n > 0 and n != tracked_step])
 
 
 def ss_json(a, name, *args):
@@ -121,6 +131,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=9)
     ap.add_argument("--window", default="3:6", help="record --steps for A and the recorded B (the others timed)")
+    ap.add_argument("--tracker-step", type=int, default=7, help="unrecorded A and B: the step FSDPMemTracker follows")
     ap.add_argument("--budget-margin", type=float, default=2.5,
                     help="automatic plan: budget = A's measured peak + this many of a block's gathered (bf16) size")
     a = ap.parse_args()
@@ -131,7 +142,7 @@ def main():
         _, a_free = titan(a, "Afree%d" % rep, record=False)
         replay = ss_json(a, "A%d_replay" % rep, "simulate", A, "--fit")
         row = {"A": {"measured_step_ms": replay["measured_step_time_ms"], "replayed_step_ms": replay["step_time_ms"],
-                     "unrecorded_step_ms": unrecorded_ms(a_free),
+                     "unrecorded_step_ms": unrecorded_ms(a_free, a.tracker_step), "unrecorded_peak_bytes": a_free["tracker_peak_bytes"],
                      "measured_peak_bytes": replay["measured_breakdown"]["peak_memory_bytes"],
                      "replayed_peak_bytes": replay["peak_memory_bytes"], "all_gathers": replay["all_gathers"]}, "plans": {}}
         if plans is None:
@@ -148,11 +159,8 @@ def main():
             pred = ss_json(a, "pred_%s_%d" % (name, rep), "simulate", A, "--fit", "--plan", path, "-o", predicted_profile)
             pred_rec = ss_json(a, "pred_rec_%s_%d" % (name, rep), "simulate", A, "--fit", "--plan", path, "--as-profiled")
             B, _ = titan(a, "B_%s_%d" % (name, rep), plan=path)
-            # (No FSDPMemTracker here: it refuses torchtitan's chunked loss, which runs the output
-            # head several times per iteration -- "FSDPMemTracker does not support memory tracking
-            # for multiple iterative calls".)
             _, free = titan(a, "Bfree_%s_%d" % (name, rep), plan=path, record=False)
-            free_ms = unrecorded_ms(free)
+            free_ms = unrecorded_ms(free, a.tracker_step)
             meas = ss_json(a, "B_%s_%d_replay" % (name, rep), "simulate", B, "--fit", "--as-profiled")
             want = collectives_per_step(predicted_profile)[0]
             got = collectives_per_step(B)[1:]
@@ -176,6 +184,7 @@ def main():
                 "unrecorded_effect_pct": pct(free_ms, row["A"]["unrecorded_step_ms"]),
                 "predicted_peak_bytes": pred["peak_memory_bytes"],
                 "recorded_peak_bytes": meas["measured_breakdown"]["peak_memory_bytes"],
+                "unrecorded_peak_bytes": free["tracker_peak_bytes"],
             }
         rows.append(row)
     mean = lambda xs: sum(xs) / len(xs)
@@ -183,12 +192,15 @@ def main():
     Am, Ar = mean([r["A"]["measured_step_ms"] for r in rows]), mean([r["A"]["replayed_step_ms"] for r in rows])
     Apm, Apr = mean([r["A"]["measured_peak_bytes"] for r in rows]), mean([r["A"]["replayed_peak_bytes"] for r in rows])
     Af = mean([r["A"]["unrecorded_step_ms"] for r in rows])
+    Apf = mean([r["A"]["unrecorded_peak_bytes"] for r in rows])
     summary["A"] = {"measured_step_ms": Am, "replayed_step_ms": Ar, "replay_error_pct": pct(Ar, Am),
                     "unrecorded_step_ms": Af, "unobserved_vs_unrecorded_pct": pct(Am, Af),
-                    "measured_peak_bytes": Apm, "replayed_peak_bytes": Apr, "peak_error_pct": pct(Apr, Apm)}
+                    "measured_peak_bytes": Apm, "replayed_peak_bytes": Apr, "peak_error_pct": pct(Apr, Apm),
+                    "unrecorded_peak_bytes": Apf, "peak_error_vs_unrecorded_pct": pct(Apr, Apf)}
     print("torchtitan %s (CPU, gloo, 2 ranks), %d interleaved repeats of %d steps" % (a.model, a.repeat, a.steps))
-    print("  A replay: step %.1f vs %.1f ms measured (%+.2f %%), peak %.2f vs %.2f MiB (%+.2f %%), %d all-gathers per step"
-          % (Ar, Am, pct(Ar, Am), Apr / 2**20, Apm / 2**20, pct(Apr, Apm), rows[0]["A"]["all_gathers"]))
+    print("  A replay: step %.1f vs %.1f ms measured (%+.2f %%), peak %.2f vs %.2f MiB (%+.2f %%; vs the unrecorded A's "
+          "FSDPMemTracker %.2f MiB, %+.2f %%), %d all-gathers per step"
+          % (Ar, Am, pct(Ar, Am), Apr / 2**20, Apm / 2**20, pct(Apr, Apm), Apf / 2**20, pct(Apr, Apf), rows[0]["A"]["all_gathers"]))
     print("  A unobserved step %.1f ms vs the same job unrecorded %.1f ms (%+.2f %%; per run %s)"
           % (Am, Af, pct(Am, Af), " ".join("%+.1f" % pct(r["A"]["measured_step_ms"], r["A"]["unrecorded_step_ms"]) for r in rows)))
     for name in plans:
@@ -196,12 +208,15 @@ def main():
         p_ms, pr_ms, rec_ms, free_ms = (mean([x[k] for x in rs]) for k in ("predicted_step_ms", "predicted_as_profiled_step_ms",
                                                                                "recorded_step_ms", "unrecorded_step_ms"))
         p_pk, rec_pk = mean([x["predicted_peak_bytes"] for x in rs]), mean([x["recorded_peak_bytes"] for x in rs])
+        free_pk = mean([x["unrecorded_peak_bytes"] for x in rs])
         s = {"unsharded": rs[0]["unsharded"], "collectives_exact": all(x["collectives_exact"] for x in rs),
              "all_gathers": rs[0]["all_gathers"], "reduce_scatters": rs[0]["reduce_scatters"], "bytes": rs[0]["bytes"],
              "predicted_step_ms": p_ms, "recorded_step_ms": rec_ms, "unrecorded_step_ms": free_ms,
              "predicted_as_profiled_step_ms": pr_ms,
              "step_error_vs_recorded_pct": pct(pr_ms, rec_ms), "step_error_vs_unrecorded_pct": pct(p_ms, free_ms),
              "predicted_peak_bytes": p_pk, "recorded_peak_bytes": rec_pk, "peak_error_vs_recorded_pct": pct(p_pk, rec_pk),
+             "unrecorded_peak_bytes": free_pk, "peak_error_vs_unrecorded_pct": pct(p_pk, free_pk),
+             "peak_error_per_repeat_vs_unrecorded_pct": [pct(x["predicted_peak_bytes"], x["unrecorded_peak_bytes"]) for x in rs],
              "step_error_per_repeat_vs_unrecorded_pct": [pct(x["predicted_step_ms"], x["unrecorded_step_ms"]) for x in rs],
              "predicted_effect_pct": mean([x["predicted_effect_pct"] for x in rs]),
              "unrecorded_effect_pct": pct(free_ms, Af)}
@@ -212,6 +227,9 @@ def main():
                  "exact" if s["collectives_exact"] else "DIFFERENT", p_ms, free_ms, s["step_error_vs_unrecorded_pct"],
                  " ".join("%+.1f" % e for e in s["step_error_per_repeat_vs_unrecorded_pct"]), pr_ms, rec_ms,
                  s["step_error_vs_recorded_pct"], p_pk / 2**20, rec_pk / 2**20, s["peak_error_vs_recorded_pct"]))
+        print("         peak pred %.2f / unrecorded B's FSDPMemTracker %.2f MiB (%+.2f %%; per run %s)"
+              % (p_pk / 2**20, free_pk / 2**20, s["peak_error_vs_unrecorded_pct"],
+                 " ".join("%+.2f" % e for e in s["peak_error_per_repeat_vs_unrecorded_pct"])))
         print("         the plan's effect on the step: predicted %+.1f %%, unrecorded B / unrecorded A %+.1f %% (per run %s)"
               % (s["predicted_effect_pct"], s["unrecorded_effect_pct"], " ".join("%+.1f" % x["unrecorded_effect_pct"] for x in rs)))
     with open(os.path.join(a.out, "closed_loop_torchtitan.json"), "w") as f:

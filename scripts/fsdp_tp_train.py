@@ -43,6 +43,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The repository's shardscope package (the memory tracker), after any on PYTHONPATH.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "profiler", "python"))
 import fsdp_train_sample as sample  # noqa: E402
 
 
@@ -286,7 +288,8 @@ def main(argv=None):
         inp, target = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         tracker = None
         if step == args.mem_tracker_step:
-            from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+            # PyTorch's tracker without its hold on each unit's last unsharded gradient (shardscope.mem_tracker).
+            from shardscope.mem_tracker import FSDPMemTracker
 
             tracker = FSDPMemTracker(model, opt)
             tracker.track_inputs((inp,))

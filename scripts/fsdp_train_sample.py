@@ -506,7 +506,8 @@ def main():
             else:
                 tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=gen).to(device)
             if step == args.mem_tracker_step and fs is not None and micro == 0:
-                # PyTorch's tracker, made to keep a plan's buckets grouped (shardscope.mem_tracker).
+                # PyTorch's tracker with a plan's buckets kept grouped and no gradient held past its
+                # reduce-scatter (shardscope.mem_tracker).
                 from shardscope.mem_tracker import FSDPMemTracker
 
                 tracker = FSDPMemTracker(model, opt)

@@ -2,11 +2,13 @@
 the first two sharded as one unit (fully_shard([layers.0, layers.1])) unless --no-bucket, a tracker
 around step 1 of 4 (--tracker shardscope | torch). With --chunked-head N the output layer is a unit
 of its own, called N times a step outside the model's forward (torchtitan's chunked loss). Rank 0 writes, to the file given, the
-all-gathers FSDP ran in each step, the tracker's snapshots at its units' hook points (Unsharded
+all-gathers FSDP ran in each step, the unsharded gradients still alive after each post-backward
+(per step), the tracker's snapshots at its units' hook points (Unsharded
 Param, bytes), whether every step ran, and whether the modules' forward hooks after the tracked
 step are as many as FSDP had before it."""
 import argparse
 import json
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -76,6 +78,18 @@ def main():
         return gather(*a, **kw)
 
     param_group.foreach_all_gather = counted
+    # Unsharded gradients still alive when FSDP's post-backward has returned (it hands them to the
+    # reduce-scatter and drops them): per step. Patched on the class, so a tracker wraps this.
+    alive = [0] * STEPS
+    post_backward = param_group.FSDPParamGroup.post_backward
+
+    def post_backward_checked(group, *a, **kw):
+        grads = [weakref.ref(p._unsharded_param.grad) for p in group.fsdp_params if p._unsharded_param.grad is not None]
+        out = post_backward(group, *a, **kw)
+        alive[step] += sum(1 for g in grads if g() is not None)
+        return out
+
+    param_group.FSDPParamGroup.post_backward = post_backward_checked
     out = {"steps_run": 0}
     names = {id(m): n for n, m in model.named_modules()}
     for step in range(STEPS):
@@ -102,6 +116,7 @@ def main():
                 for m, stats in tracker.memory_tracking.items() if id(m) in names}
         out["steps_run"] = step + 1
     out["all_gathers"] = gathers
+    out["grads_alive_after_post_backward"] = alive
     out["unit_bytes"] = {name: 4 * sum(p.numel() for p in m.parameters()) for name, m in
                          [("layers.0", model.layers[0]), ("out", model.out)]}
     if dist.get_rank() == 0:

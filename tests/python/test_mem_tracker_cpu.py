@@ -2,7 +2,8 @@
 layers (fully_shard([layers.0, layers.1]), what a plan's buckets make) is tracked as the job runs
 it, one all-gather for the pair, and the steps after the tracked one run; a unit called twice a
 step from outside the model (a chunked loss's head) is tracked at both calls; units of one module
-are tracked exactly as PyTorch's own tracker does. Asserted are what the program fixes: all-gathers per
+are tracked as PyTorch's own tracker does, except that the tracked step frees each unit's unsharded
+gradients when the job does (PyTorch's keeps the last one alive through the reduce-scatter). Asserted are what the program fixes: all-gathers per
 step and the unsharded parameters at the units' hook points (mem_tracker_job.py)."""
 import _torch_or_skip  # noqa: F401  (exits 77 without torch)
 
@@ -49,6 +50,7 @@ class GroupedUnits(unittest.TestCase):
         # stays gathered): the same seven in the tracked step as in the others.
         self.assertEqual(r["all_gathers"], [7, 7, 7, 7])
         self.assertTrue(r["hooks_restored"])
+        self.assertEqual(r["grads_alive_after_post_backward"], [0, 0, 0, 0])
 
     def test_the_pair_is_gathered_once_and_resharded_after_its_last_module(self):
         root, layer = self.bucket["unit_bytes"]["out"], self.bucket["unit_bytes"]["layers.0"]
@@ -94,13 +96,25 @@ class UnitCalledAgainFromOutside(unittest.TestCase):
 
 
 class SingleModuleUnits(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ours, cls.theirs = run_job("--tracker", "shardscope", "--no-bucket"), run_job("--tracker", "torch", "--no-bucket")
+
     def test_snapshots_at_hook_points_equal_pytorchs_tracker(self):
-        ours, theirs = run_job("--tracker", "shardscope", "--no-bucket"), run_job("--tracker", "torch", "--no-bucket")
+        ours, theirs = self.ours, self.theirs
         self.assertEqual(ours["steps_run"], 4)
         self.assertEqual(ours["all_gathers"], theirs["all_gathers"])
         self.assertEqual(at_hook_points(ours), at_hook_points(theirs))
         self.assertEqual(at_hook_points(ours)["layers.0"]["After Pre-Forward"],
                          [ours["unit_bytes"]["out"] + ours["unit_bytes"]["layers.0"]])
+
+    def test_the_tracked_step_frees_each_unsharded_gradient_as_the_job_does(self):
+        """FSDP's post-backward hands a unit's unsharded gradients to the reduce-scatter and drops
+        them; PyTorch's tracker kept the last one of each unit (five units here) referenced past it."""
+        self.assertEqual(self.ours["grads_alive_after_post_backward"], [0, 0, 0, 0])
+        if self.theirs["grads_alive_after_post_backward"][1] == 0:
+            self.skipTest("PyTorch's FSDPMemTracker no longer holds a unit's last unsharded gradient")
+        self.assertEqual(self.theirs["grads_alive_after_post_backward"], [0, 5, 0, 0])
 
 
 if __name__ == "__main__":

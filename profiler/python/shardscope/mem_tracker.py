@@ -1,5 +1,6 @@
 """PyTorch's FSDPMemTracker, made to follow grouped units (fully_shard([layers.0, layers.1])) and
-units called more than once a step from outside the model (a chunked loss's head).
+units called more than once a step from outside the model (a chunked loss's head), without
+holding memory the job would have freed.
 
 FSDPMemTracker (torch.distributed._tools.fsdp2_mem_tracker, torch 2.15) replaces each FSDP unit's
 forward hooks with its own, one pair per module. A unit made of several modules shares one FSDP
@@ -16,6 +17,10 @@ units instrumented the way FSDP registers them: the tracker's snapshots wrap the
 group's gating stays as it is, and leaving restores FSDP's own group hooks. Units of one module
 are left to PyTorch's code.
 
+And PyTorch's tracker keeps each unit's last unsharded gradient alive through the unit's
+reduce-scatter (a local variable of its post-backward hook), so the step it tracks holds more than
+the job does; here it does not.
+
 PyTorch's tracker also raises the same error when a unit is called again, in the tracked step,
 from outside every module. torchtitan's chunked loss does that: it runs the output head once per
 chunk. A pipeline stage does it too: it runs once per micro-batch. Here such a call counts as one
@@ -27,6 +32,7 @@ more call of the unit.
     tracker.get_tracker_snapshot("peak")
 """
 import inspect
+from functools import wraps
 
 from torch.distributed._tools import fsdp2_mem_tracker as _torch_tracker
 from torch.distributed.fsdp import FSDPModule
@@ -108,6 +114,37 @@ class FSDPMemTracker(_torch_tracker.FSDPMemTracker):
                         earlier.snapshots.setdefault(state, []).extend(snapshots)
 
         return pre_forward
+
+    def _fsdp_param_group_post_backward(self, fsdp_mod, orig_fsdp_param_group_post_backward):
+        """PyTorch's post-backward snapshots (torch 2.15's code), less one reference: its loop over
+        the unit's parameters leaves the last one's unsharded gradient bound to a local variable
+        through FSDP's post-backward, so that gradient outlives the reduce-scatter that frees it.
+        The tracker then measures a job that holds more than the job does: torchtitan's output head
+        (2 MiB of fp32 gradient) raised its tracked step's peak by 2 MiB, as a recording of that
+        step showed (72.62 MiB, the untracked steps 70.62)."""
+        types = _torch_tracker
+
+        @wraps(orig_fsdp_param_group_post_backward)
+        def post_backward(*args, **kwargs):
+            fsdp_state = fsdp_mod._get_fsdp_state()
+            group = fsdp_state._fsdp_param_group
+            if group is not None:
+                for fsdp_param in group.fsdp_params:
+                    if fsdp_param._unsharded_param.grad is not None:
+                        self._update_and_maybe_create_winfos(fsdp_param._unsharded_param.grad,
+                                                             types._FSDPRefType.UNSHARDED_GRAD, update_existing=True)
+            mod_stat = self.memory_tracking[fsdp_mod]
+            mod_stat.snapshots.setdefault(types._FSDPModState.BEF_POST_BW, []).append(self.get_tracker_snapshot())
+            self._fsdp_state = types._FSDPState.POST_BW
+            orig_fsdp_param_group_post_backward(*args, **kwargs)
+            group = fsdp_state._fsdp_param_group
+            if group is not None:
+                for fsdp_param in group.fsdp_params:
+                    if fsdp_param.sharded_param.grad is not None:
+                        self._update_and_maybe_create_winfos(fsdp_param.sharded_param.grad, types._FSDPRefType.SHARDED_GRAD)
+            mod_stat.snapshots.setdefault(types._FSDPModState.AFT_POST_BW, []).append(self.get_tracker_snapshot())
+
+        return post_backward
 
     def _called_from_outside(self, fsdp_mod):
         """Whether fsdp_mod runs inside no other module (ModTracker's parents: "Global" alone)."""
