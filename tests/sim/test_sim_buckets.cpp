@@ -67,7 +67,8 @@ TEST_CASE("buckets: a measured per-unit cost leaves the step with each merged un
   CHECK(compile_step(m, FsdpPlan{}, gpu).merged_host_saved_ns == 0);
   CHECK(simulate(compile_step(m, FsdpPlan{}, gpu)).step_ns == simulate(compile_step(m, FsdpPlan{}, test::linear_cluster(2, 1.0))).step_ns);
 
-  // A CPU run (the host is the device): what the gaps lack comes out of the compute, never below 0.
+  // A CPU run (the host is the device): what the gaps lack comes out of the compute, down to an
+  // instant of it (1 ns: the compute's memory events keep their order).
   ClusterModel cpu = gpu;
   cpu.comm_serialized = true;
   cpu.fsdp_unit_forward_us = 330, cpu.fsdp_unit_backward_us = 5000;
@@ -75,8 +76,8 @@ TEST_CASE("buckets: a measured per-unit cost leaves the step with each merged un
   CHECK(on_cpu.segments[2].fwd_idle_ns == 0);
   CHECK(on_cpu.segments[2].fwd_ns == 20'000);
   CHECK(on_cpu.segments[2].bwd_idle_ns == 0);
-  CHECK(on_cpu.segments[2].bwd_ns == 0);
-  CHECK(on_cpu.merged_host_saved_ns == 330'000 + 700'000);
+  CHECK(on_cpu.segments[2].bwd_ns == 1);
+  CHECK(on_cpu.merged_host_saved_ns == 330'000 + 699'999);
 
   // The planner takes it into account: with the cost measured it merges where latency alone
   // (none here, all-gathers hidden behind compute) would not.
@@ -85,6 +86,27 @@ TEST_CASE("buckets: a measured per-unit cost leaves the step with each merged un
   const BucketOutcome with_cost = plan_buckets(m, FsdpPlan{}, gpu, 0);
   CHECK(with_cost.buckets == Buckets{{"u0", "u1", "u2", "u3"}});
   CHECK(with_cost.after.step_ns < with_cost.before.step_ns);
+}
+
+TEST_CASE("buckets: a merged unit's cost that uses up its compute keeps the compute's memory", "[sim][buckets]") {
+  // On a CPU run the cost comes out of the later member's backward compute; where it is more than
+  // that compute, an instant is left, so the segment still makes its temporaries before it frees
+  // its activations (at one instant the sweep takes frees first, and the 5 MB below were lost).
+  SimModel m = test::chain_model(4, 10'000, 50'000, 100'000, 1'000'000);
+  m.segments[2].bwd_temp_bytes = 5'000'000;  // u2's backward: the step's peak
+  ClusterModel cpu = test::linear_cluster(2, 1.0);
+  cpu.comm_serialized = true;
+  FsdpPlan pair;
+  pair.buckets = {{"u1", "u2"}};
+  cpu.fsdp_unit_backward_us = 50;  // half of u2's backward compute
+  const SimResult partly = simulate(compile_step(m, pair, cpu));
+  cpu.fsdp_unit_backward_us = 5000;  // more than it has
+  const CompiledStep used_up_step = compile_step(m, pair, cpu);
+  CHECK(used_up_step.segments[2].bwd_ns == 1);
+  const SimResult used_up = simulate(used_up_step);
+  CHECK(used_up.step_ns < partly.step_ns);
+  CHECK(used_up.peak_bytes == partly.peak_bytes);
+  CHECK(used_up.peak_bytes >= 5'000'000);
 }
 
 TEST_CASE("buckets: no merge where the all-gathers hide behind compute", "[sim][buckets]") {
