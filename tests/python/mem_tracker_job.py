@@ -7,6 +7,7 @@ all-gathers FSDP ran in each step, the unsharded gradients still alive after eac
 Param, bytes), whether every step ran, and whether the modules' forward hooks after the tracked
 step are as many as FSDP had before it."""
 import argparse
+import gc
 import json
 import weakref
 
@@ -56,6 +57,20 @@ def main():
     else:
         from shardscope.mem_tracker import FSDPMemTracker
     dist.init_process_group("gloo")
+    out = run_steps(args, FSDPMemTracker)
+    if dist.get_rank() == 0:
+        with open(args.out, "w") as f:
+            json.dump(out, f)
+    # Nothing of the model left before the group goes: a collective's work that gloo's threads
+    # still hold otherwise aborts a rank at exit now and then ("terminate called without an active
+    # exception"; scripts/fsdp_train_sample.py's close_process_group).
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_steps(args, FSDPMemTracker):
+    """The job's four steps, the tracker around one: what main writes."""
     torch.manual_seed(0)
     model = Net()
     if args.no_bucket:
@@ -106,6 +121,8 @@ def main():
             opt.zero_grad()
         except NotImplementedError as e:
             out["error"] = "step %d: %s" % (step, e)
+            if tracker is not None:
+                tracker.__exit__(None, None, None)
             break
         if tracker is not None:
             tracker.__exit__(None, None, None)
@@ -119,11 +136,7 @@ def main():
     out["grads_alive_after_post_backward"] = alive
     out["unit_bytes"] = {name: 4 * sum(p.numel() for p in m.parameters()) for name, m in
                          [("layers.0", model.layers[0]), ("out", model.out)]}
-    if dist.get_rank() == 0:
-        with open(args.out, "w") as f:
-            json.dump(out, f)
-    dist.barrier()
-    dist.destroy_process_group()
+    return out
 
 
 if __name__ == "__main__":

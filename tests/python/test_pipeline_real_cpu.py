@@ -10,10 +10,13 @@ layers as the run does and predicts its sends exactly. Its FSDP collectives diff
 under a pipeline schedule, as asserted and explained below (docs/accuracy.md, "Real 2D FSDP + TP
 and pipeline runs on CPU/gloo"). gloo runs send / recv inline on the training thread; the recorder
 names their group with an "ss:pg:" range around the issuing op, so they are compared per group too.
-Memory is not compared: FSDPMemTracker refuses a module that runs once per micro-batch
-("FSDPMemTracker does not support memory tracking for multiple iterative calls")."""
+FSDPMemTracker follows step 2 on every rank (shardscope.mem_tracker; PyTorch's own refuses a stage
+run once per micro-batch: "FSDPMemTracker does not support memory tracking for multiple iterative
+calls"): that step issues the collectives above, and the tracker holds the stage's parameters, half
+on each rank of its pair, to the byte."""
 import _torch_or_skip  # noqa: F401
 
+import json
 import os
 import shutil
 import tempfile
@@ -25,6 +28,7 @@ from test_parallel_real_cpu import counted, on_group
 
 STEPS = 3
 COUNTED = 1  # step 0 also exchanges the stages' shapes and warms FSDP2 up
+TRACKED = 2  # FSDPMemTracker's step; test_stage_collectives_and_p2p_match_the_shapes checks it too
 M = expect.TINY
 
 
@@ -33,9 +37,10 @@ class PipelineRun(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="ss_pp_")
         cls.profile = os.path.join(cls.dir, "pp.ssdb")
+        cls.tracker = os.path.join(cls.dir, "tracker_{rank}.json")
         run.record(cls.profile, "--tiny", "--pp", "2", "--pp-schedule", "1f1b", "--microbatches", "2", "--steps",
-                   str(STEPS), "--counts-out", os.path.join(cls.dir, "counts_{rank}.json"), nproc=4,
-                   script=run.TRAIN_TP)
+                   str(STEPS), "--counts-out", os.path.join(cls.dir, "counts_{rank}.json"), "--mem-tracker-step",
+                   str(TRACKED), "--mem-tracker-out", cls.tracker, nproc=4, script=run.TRAIN_TP)
         cls.sim, cls.sim_ops = run.simulate_model(
             cls.dir, "pp", {"gradient_accumulation": 2, "parallelism": {"pp": 2, "pp_schedule": "1f1b"}}, world=4)
 
@@ -45,7 +50,7 @@ class PipelineRun(unittest.TestCase):
 
     def test_stage_collectives_and_p2p_match_the_shapes(self):
         for rank in range(4):
-            for step in (COUNTED, 2):
+            for step in (COUNTED, TRACKED):
                 got = run.collectives_by_group(self.profile, rank, step)
                 self.assertEqual(got, expect.pipeline(M, rank), "rank %d step %d" % (rank, step))
 
@@ -53,6 +58,22 @@ class PipelineRun(unittest.TestCase):
         for rank in range(4):
             got = counted(os.path.join(self.dir, "counts_%d.json" % rank), COUNTED)
             self.assertEqual(got, run.collectives_by_group(self.profile, rank, COUNTED), "rank %d" % rank)
+
+    def test_memory_tracker_follows_the_schedule(self):
+        """The stage runs once per micro-batch from the schedule, outside any module of it: the
+        tracker takes each run as one more call. Its sharded parameters are the stage's, split
+        over the dp pair (fp32): the embedding and a layer on stage 0, a layer, the norm and the
+        head on stage 1."""
+        lp = expect.layer_params(M)
+        for rank in range(4):
+            with open(self.tracker.replace("{rank}", str(rank))) as f:
+                tracked = json.load(f)
+            self.assertEqual(tracked["step"], TRACKED)
+            stage = rank // 2
+            root = expect.root_params(M, embedding=stage == 0, head=stage == 1)
+            cpu = tracked["devices"]["cpu"]
+            self.assertEqual(cpu["Sharded Param"], expect.F32 * (root + lp) // 2, "rank %d" % rank)
+            self.assertGreater(cpu["Activation"], 0)
 
     def test_compute_lane_kept_beside_inline_p2p(self):
         for rank in range(4):
