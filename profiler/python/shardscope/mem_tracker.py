@@ -55,7 +55,8 @@ def grouped_states(root):
 
 
 class FSDPMemTracker(_torch_tracker.FSDPMemTracker):
-    """FSDPMemTracker that keeps a grouped unit's hooks grouped (see the module's text)."""
+    """FSDPMemTracker that keeps a grouped unit's hooks grouped, takes a unit called again from
+    outside the model as one more call, and holds no gradient the job frees (the module's text)."""
 
     def _instrument_fsdp_module(self):
         self._grouped = grouped_states(self._root_mod)
