@@ -43,9 +43,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The repository's shardscope package (the memory tracker), after any on PYTHONPATH.
-sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "profiler", "python"))
-import fsdp_train_sample as sample  # noqa: E402
+import fsdp_train_sample as sample  # noqa: E402  (it also puts the repository's shardscope package on the path)
 
 
 def parse_args(argv=None):
