@@ -192,6 +192,23 @@ CompiledStep stage_step(const CompiledStep& p, const StageSpec& st, std::vector<
     u.last_seg = li;
     t.segments.push_back(std::move(sg));
   }
+  // The stage module is the stage's FSDP root (fully_shard(stage) over its dp group), so its own
+  // parameters' hooks span the whole stage: gathered at the stage's pre-forward, reduced at the
+  // post-backward on the stage's input gradient, after every layer. A last stage's root holds the
+  // norm and output head, which come last in forward: an empty head segment puts the root's
+  // pre-forward and post-backward there. (Without it the head's parameters were resharded and
+  // reduced before the last layer's backward: a 4-rank pp 2 x dp 2 job's last stage held
+  // root + layer unsharded and their gradients at its peak, FSDPMemTracker; modelled, the layer's.)
+  const int root_local = p.root_exec >= 0 ? local[static_cast<std::size_t>(p.root_exec)] : -1;
+  if (root_local >= 0 && t.units[static_cast<std::size_t>(root_local)].first_seg > 0) {
+    ExecSegment head;
+    head.exec = root_local;
+    t.segments.insert(t.segments.begin(), head);
+    for (auto& u : t.units) ++u.first_seg, ++u.last_seg;
+    t.units[static_cast<std::size_t>(root_local)].first_seg = 0;
+    t.fwd_order.erase(std::find(t.fwd_order.begin(), t.fwd_order.end(), root_local));
+    t.fwd_order.insert(t.fwd_order.begin(), root_local);
+  }
   // Prefetch lists keep their targets inside the stage.
   for (auto& u : t.units)
     for (auto* list : {&u.fwd_prefetch, &u.bwd_prefetch}) {

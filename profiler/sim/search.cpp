@@ -122,13 +122,15 @@ TimeNs serial_pass_ns(const CompiledStep& s, int first, int last, bool fwd) {
 
 // 1F1B / GPipe with one chunk per stage: stage j cannot start before the first micro-batch's
 // forward has crossed stages 0..j-1, and the step cannot end before the last micro-batch's
-// gradient has crossed them back after stage j's m forwards and backwards.
-TimeNs pipeline_bound_ns(const CompiledStep& s, const std::vector<TimeNs>& fwd, const std::vector<TimeNs>& bwd) {
+// gradient has crossed them back after stage j's m forwards and backwards. `first` is a stage's
+// first forward, `fwd` each later one, `bwd` each backward (all lower bounds of those passes).
+TimeNs pipeline_bound_ns(const CompiledStep& s, const std::vector<TimeNs>& first, const std::vector<TimeNs>& fwd,
+                         const std::vector<TimeNs>& bwd) {
   const TimeNs m = s.micro_batches;
   TimeNs before = 0, most = 0;
   for (std::size_t j = 0; j < s.stages.size(); ++j) {
-    most = std::max(most, before + m * (fwd[j] + bwd[j]));
-    before += fwd[j] + bwd[j] + 2 * s.stages[j].send_ns;
+    most = std::max(most, before + first[j] + (m - 1) * fwd[j] + m * bwd[j]);
+    before += first[j] + bwd[j] + 2 * s.stages[j].send_ns;
   }
   return most;
 }
@@ -138,17 +140,24 @@ TimeNs pipeline_bound_ns(const CompiledStep& s, const std::vector<TimeNs>& fwd, 
 // work, its measured extras and its model-parallel waits stay; the exposed FSDP communication and
 // the backward copy-outs of the units still gathered in backward are all that keeping units
 // unsharded can remove.
-// With a pipeline of one chunk per stage, a stage's forward for one micro-batch is what it was (the
-// reshard choice only changes memory there) and its backward is at least its serial work.
+// With a pipeline of one chunk per stage, a stage's first forward is what it was (every unit is
+// gathered in it, whatever the plan; keeping one unsharded only changes memory there); its later
+// forwards find what the previous backward held gathered, and they and the backwards are at least
+// their serial work. (Taking the first forward for every micro-batch was not a bound: a last stage
+// gathers its root, the output head, and its first layer before any compute, and a plan keeping
+// the last stage's four layers unsharded came out under that figure, pruned from the list.)
 double unshard_bound_ns(const CompiledStep& s, const SimResult& r, double lower_bound_ns) {
   if (s.overlap_slowdown > 0) return lower_bound_ns;
   if (!s.stages.empty()) {
     const std::size_t k = s.stages.size();
     if (static_cast<int>(k) != std::max(1, s.par.pp) || r.stages.size() != k) return lower_bound_ns;
-    std::vector<TimeNs> f(k), b(k);
-    for (std::size_t j = 0; j < k; ++j)
-      f[j] = r.stages[j].fwd_ns, b[j] = serial_pass_ns(s, s.stages[j].first_seg, s.stages[j].last_seg, false);
-    return std::max(lower_bound_ns, double(pipeline_bound_ns(s, f, b)));
+    std::vector<TimeNs> first(k), f(k), b(k);
+    for (std::size_t j = 0; j < k; ++j) {
+      first[j] = r.stages[j].fwd_ns;
+      f[j] = serial_pass_ns(s, s.stages[j].first_seg, s.stages[j].last_seg, true);
+      b[j] = serial_pass_ns(s, s.stages[j].first_seg, s.stages[j].last_seg, false);
+    }
+    return std::max(lower_bound_ns, double(pipeline_bound_ns(s, first, f, b)));
   }
   TimeNs copies = 0;
   for (const auto& u : s.units)
@@ -232,7 +241,7 @@ TimeNs step_lower_bound_ns(const CompiledStep& s) {
   std::vector<TimeNs> f(k), b(k);
   for (std::size_t j = 0; j < k; ++j)
     f[j] = pass(s.stages[j].first_seg, s.stages[j].last_seg, true), b[j] = pass(s.stages[j].first_seg, s.stages[j].last_seg, false);
-  return pipeline_bound_ns(s, f, b);
+  return pipeline_bound_ns(s, f, f, b);
 }
 
 SearchResult search_configs(const SimModel& model, const SearchShape& shape, const FsdpPlan& base, const ClusterModel& cluster,

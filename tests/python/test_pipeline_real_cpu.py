@@ -75,6 +75,25 @@ class PipelineRun(unittest.TestCase):
             self.assertEqual(cpu["Sharded Param"], expect.F32 * (root + lp) // 2, "rank %d" % rank)
             self.assertGreater(cpu["Activation"], 0)
 
+    def test_simulated_last_stage_holds_what_the_tracker_holds_in_its_last_backward(self):
+        """The last stage's FSDP root is the stage module (its parameters: the norm and the head),
+        so it is gathered at the stage's pre-forward and reduced after the layer's backward, on the
+        stage's input gradient. After layers.1's pre-backward in the last micro-batch the tracker
+        (a hook point, not a moment gloo's threads decide) finds root and layer gathered and both
+        units' gradients of the first micro-batch held. The simulated stage peaks in that backward
+        holding the same, and no reduce-scatter buffer yet (it had reduced the root first, holding
+        the layer's 164,352 B gathered, not 230,144)."""
+        held = expect.F32 * (expect.root_params(M, embedding=False, head=True) + expect.layer_params(M))
+        for rank in (2, 3):
+            with open(self.tracker.replace("{rank}", str(rank))) as f:
+                snap = json.load(f)["modules"]["layers.1"]["After Pre-Backward"][-1]["cpu"]
+            self.assertEqual([snap["Unsharded Param"], snap["Unsharded Grad"]], [held, held], "rank %d" % rank)
+        self.assertEqual(self.sim["shown_stage"], 1)
+        peak = self.sim["peak_memory"]
+        self.assertEqual([peak["module"], peak["phase"]], ["layers.1", "backward"])
+        sim = peak["by_category"]
+        self.assertEqual([sim["unsharded_param"], sim["unsharded_grad"], sim["reduce_scatter_buffer"]], [held, held, 0])
+
     def test_compute_lane_kept_beside_inline_p2p(self):
         for rank in range(4):
             kinds = dict(run.query(self.profile, "SELECT e.label, count(*) FROM streams s JOIN enums e ON "
