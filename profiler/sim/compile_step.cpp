@@ -327,9 +327,10 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     // (recompute bytes > 0, rerun inside bwd_ns) and the root keep their own values.
     es.by_mode[0] = {sg.saved_activation_bytes, sg.recompute_activation_bytes, 0};
     es.by_mode[1] = es.by_mode[2] = es.by_mode[0];
-    if (sg.recompute_activation_bytes == 0 && !m.units[static_cast<std::size_t>(sg.unit)].is_root &&
-        sg.saved_activation_bytes > sg.input_bytes) {
-      const std::int64_t in = std::max<std::int64_t>(0, sg.input_bytes);
+    if (sg.recompute_activation_bytes == 0 && !m.units[static_cast<std::size_t>(sg.unit)].is_root && sg.saved_activation_bytes > 0) {
+      // (A profile's input is measured as is while its saved bytes may be scaled to its peak
+      // (calibrate_transients): the input can exceed them; the unit then keeps what it saved.)
+      const std::int64_t in = std::clamp<std::int64_t>(sg.input_bytes, 0, sg.saved_activation_bytes);
       // The rerun runs the forward's host code again too, not only its operators: the measured
       // gaps between them (Python, launches; on a launch-bound GPU job most of the forward).
       // CPU, recorded checkpointed B: a block's rerun range is 22.4 ms (mlp) and 10.0 ms (llama)

@@ -180,6 +180,25 @@ void add_apart_groups(const Profile& p, int rank, SimModel& sm, bool model_paral
   }
 }
 
+// meta rank<R>.unit_input.<fqn> = bytes (hooks.py, _write_unit_input): what a unit's forward
+// receives that needs a gradient, the activation a block is handed. Full checkpointing keeps it
+// and a pipeline stage sends it (SimSegment::input_bytes); without it (profiles recorded before
+// 2026-12-06) a checkpointed unit kept nothing and a pipeline what-if sent 0 bytes.
+void add_unit_inputs(const Profile& p, int rank, SimModel& sm) {
+  const std::string prefix = "rank" + std::to_string(rank) + ".unit_input.";
+  for (auto it = p.meta.lower_bound(prefix); it != p.meta.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string fqn = it->first.substr(prefix.size());
+    const int u = sm.find_unit(fqn);
+    if (u < 0 || sm.units[static_cast<std::size_t>(u)].is_root || sm.units[static_cast<std::size_t>(u)].name != fqn) continue;
+    std::int64_t bytes = -1;
+    const std::string& v = it->second;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
+    if (ec != std::errc() || end != v.data() + v.size() || bytes < 0 || bytes >= (std::int64_t{1} << 50)) continue;
+    for (auto& sg : sm.segments)
+      if (sg.unit == u) sg.input_bytes = bytes;
+  }
+}
+
 // Gradient accumulation with the parameters kept unsharded between passes (FSDP2's
 // set_reshard_after_backward(False) on all but the last; FSDP1's SHARD_GRAD_OP under no_sync()):
 // the passes after a step's first gather (almost) nothing in their forward. false when the later
@@ -349,6 +368,64 @@ struct Split {
   Split scaled(double f) const { return {compute * f, other * f, idle * f, count * f, bytes * f}; }
   Split minus(const Split& o) const { return {compute - o.compute, other - o.other, idle - o.idle, count - o.count, bytes - o.bytes}; }
 };
+
+// The root's parameters after its last layer (norm, output head: what a pipeline's last stage
+// holds of it, SimUnit::tail_params), from its modules' forward ranges. The root's own modules
+// are the non-unit ones outside every other unit; each with parameters (the nearest such module
+// under the root with no unit below it) is head or tail by its first forward in a step: before
+// the first unit's or after the last unit's. -1 (split by forward time) when a module has no
+// range, runs between the units, or the modules do not add up to the root's parameters. Before,
+// a profile's root was always split by forward time: on the tiny CPU trainer the embedding's
+// lookup and hooks outweighed the head, and stage 0 held 22,712 of the root's 32,832 parameters
+// for the 16,384 of its embedding.
+std::int64_t root_tail_params(const Profile& p, const RankModel& rk, const std::vector<StepRow>& steps, const std::vector<int>& unit_of,
+                              int root_module, std::int64_t root_params, TimeNs first_unit, TimeNs last_unit, int param_dtype_bytes) {
+  const std::size_t nm = p.modules.size();
+  if (root_module < 0 || first_unit > last_unit) return -1;
+  // Whether a module's subtree holds another unit (parents come before children).
+  std::vector<char> unit_below(nm, 0);
+  for (std::size_t i = nm; i-- > 0;) {
+    if (unit_of[i] != root_module) unit_below[i] = 1;
+    const int parent = p.modules[i].parent;
+    if (parent >= 0 && unit_below[i]) unit_below[static_cast<std::size_t>(parent)] = 1;
+  }
+  std::vector<int> owned;  // the root's modules with parameters and no unit below
+  std::vector<std::int32_t> walk(p.modules[static_cast<std::size_t>(root_module)].children.begin(),
+                                 p.modules[static_cast<std::size_t>(root_module)].children.end());
+  while (!walk.empty()) {
+    const std::size_t c = static_cast<std::size_t>(walk.back());
+    walk.pop_back();
+    if (unit_of[c] != root_module) continue;
+    if (unit_below[c]) walk.insert(walk.end(), p.modules[c].children.begin(), p.modules[c].children.end());
+    else if (p.modules[c].param_count > 0 || p.modules[c].param_bytes > 0) owned.push_back(static_cast<int>(c));
+  }
+  if (owned.empty()) return -1;
+  std::sort(owned.begin(), owned.end());
+  // In parameters when the profile has counts, as the root's own (extract_profile), else bytes.
+  bool counted = false;
+  for (int c : owned) counted |= p.modules[static_cast<std::size_t>(c)].param_count > 0;
+  std::map<int, TimeNs> first;  // owned module -> first forward start after its step's start
+  for (std::int32_t ti : rk.range_tracks)
+    for (const auto& r : p.range_tracks[static_cast<std::size_t>(ti)].events) {
+      if (r.kind != RangeKind::Module || r.phase != RangePhase::Forward || !std::binary_search(owned.begin(), owned.end(), r.module))
+        continue;
+      for (const auto& st : steps)
+        if (r.start >= st.start && r.end <= st.end) {
+          auto [it, fresh] = first.emplace(r.module, r.start - st.start);
+          if (!fresh) it->second = std::min(it->second, r.start - st.start);
+        }
+    }
+  std::int64_t total = 0, tail = 0;
+  for (int c : owned) {
+    const auto it = first.find(c);
+    if (it == first.end() || (it->second > first_unit && it->second < last_unit)) return -1;
+    const ModuleNode& m = p.modules[static_cast<std::size_t>(c)];
+    const std::int64_t n = counted ? m.param_count : m.param_bytes / std::max(1, param_dtype_bytes);
+    total += n;
+    if (it->second > last_unit) tail += n;
+  }
+  return total == root_params ? tail : -1;
+}
 
 // modules.reshard_policy -> SimUnit::recorded_reshard ("true" or unknown: 1, "false": 0, "k": k).
 int recorded_reshard(const std::string& policy) {
@@ -918,6 +995,14 @@ ProfileInput extract_profile(const Profile& p) {
   Split tail_f = tail.scaled(1.0 / 3.0);
   tail_f.other = tail.other, tail_f.idle = tail.idle, tail_f.count = tail.count, tail_f.bytes = tail.bytes;
   sm.segments.push_back(segment(root, tail_f, tail.minus(tail_f)));
+  add_unit_inputs(p, in.rank, sm);
+  for (const auto& [module, u] : unit_index) {
+    if (u != root) continue;
+    TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
+    for (int v : order) lo = std::min(lo, first_fwd[static_cast<std::size_t>(v)]), hi = std::max(hi, first_fwd[static_cast<std::size_t>(v)]);
+    SimUnit& ru = sm.units[static_cast<std::size_t>(root)];
+    ru.tail_params = root_tail_params(p, rk, steps, unit_of, module, ru.param_count, lo, hi, sm.param_dtype_bytes);
+  }
   sm.optimizer_ns = avg(opt.compute);
   sm.optimizer_extra = extra(opt, ns_steps);
   sm.optimizer_reference_world = fsdp_world;

@@ -207,14 +207,15 @@ MeasuredPeaks measured_step_peaks(const std::string& path, const ProfileInput& p
 }
 
 // Every byte count of the model that lives only part of the step: saved and recomputed
-// activations, a checkpointed unit's input, temporaries.
+// activations, temporaries. Not a unit's input (SimSegment::input_bytes): the hooks measure that
+// tensor itself, and a pipeline stage sends it whole (scaled, the tiny CPU trainer's sends came
+// out at 6,608 B for the 8,192 B its stage sent).
 SimModel with_transients_scaled(SimModel m, double f) {
   auto scaled = [f](std::int64_t& b) { b = static_cast<std::int64_t>(std::llround(double(b) * f)); };
   for (auto& seg : m.segments) {
     scaled(seg.saved_activation_bytes);
     scaled(seg.loss_saved_bytes);
     scaled(seg.recompute_activation_bytes);
-    scaled(seg.input_bytes);
     scaled(seg.fwd_temp_bytes);
     scaled(seg.bwd_temp_bytes);
     for (auto& part : seg.parts) scaled(part.saved_bytes);

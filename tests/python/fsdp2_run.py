@@ -137,6 +137,28 @@ def collectives_by_group(profile, rank, step):
 TINY_MODEL = os.path.join(SOURCE_DIR, "resources", "models", "fsdp-sample-tiny.json")
 
 
+def simulate_profile(profile, directory, name, plan):
+    """`shardscope simulate PROFILE --plan` with a plan (a dict): (its JSON report, {(type label,
+    simulated group name): [count, bytes]} of the simulated rank's step)."""
+    import json
+
+    plan_path = os.path.join(directory, name + "_plan.json")
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    out = os.path.join(directory, name + "_sim.ssdb")
+    report = json.loads(shardscope("simulate", profile, "--plan", plan_path, "--format", "json", "-o", out))
+    return report, simulated_collectives(out)
+
+
+def simulated_collectives(path):
+    ops = {}
+    for label, g, n, b in query(path, "SELECT e.label, g.name, count(*), sum(c.bytes) FROM collectives c JOIN enums e ON "
+                                "e.type = 'collective_type' AND e.value = c.type LEFT JOIN process_groups g ON "
+                                "g.id = c.process_group_id GROUP BY 1, 2"):
+        ops[(label, g)] = [n, b]
+    return ops
+
+
 def simulate_model(directory, name, plan, world):
     """`shardscope simulate --model` of the trainers' --tiny model with a plan (a dict): (its JSON
     report, {(type label, simulated group name): [count, bytes]} of the simulated rank's step)."""
@@ -148,9 +170,4 @@ def simulate_model(directory, name, plan, world):
     out = os.path.join(directory, name + "_sim.ssdb")
     report = json.loads(shardscope("simulate", "--model", TINY_MODEL, "--plan", plan_path, "--world", str(world),
                                    "--format", "json", "-o", out))
-    ops = {}
-    for label, g, n, b in query(out, "SELECT e.label, g.name, count(*), sum(c.bytes) FROM collectives c JOIN enums e ON "
-                                "e.type = 'collective_type' AND e.value = c.type LEFT JOIN process_groups g ON "
-                                "g.id = c.process_group_id GROUP BY 1, 2"):
-        ops[(label, g)] = [n, b]
-    return report, ops
+    return report, simulated_collectives(out)

@@ -30,6 +30,7 @@ STEPS = 3
 COUNTED = 1  # step 0 also exchanges the stages' shapes and warms FSDP2 up
 TRACKED = 2  # FSDPMemTracker's step; test_stage_collectives_and_p2p_match_the_shapes checks it too
 M = expect.TINY
+TINY_MODEL = ["--dim", "64", "--layers", "2", "--heads", "4", "--hidden", "128", "--vocab", "256", "--seq", "32"]  # --tiny, batch aside
 
 
 class PipelineRun(unittest.TestCase):
@@ -43,6 +44,13 @@ class PipelineRun(unittest.TestCase):
                    str(TRACKED), "--mem-tracker-out", cls.tracker, nproc=4, script=run.TRAIN_TP)
         cls.sim, cls.sim_ops = run.simulate_model(
             cls.dir, "pp", {"gradient_accumulation": 2, "parallelism": {"pp": 2, "pp_schedule": "1f1b"}}, world=4)
+        # The same model recorded without the pipeline (data parallel on 2 ranks, each rank's batch
+        # the pipeline's micro-batch, 1), and `simulate` of that profile pipelined like the run.
+        unpipelined = os.path.join(cls.dir, "dp.ssdb")
+        run.record(unpipelined, *TINY_MODEL, "--batch", "1", "--steps", str(STEPS), nproc=2, script=run.TRAIN_TP)
+        cls.from_profile, cls.from_profile_ops = run.simulate_profile(
+            unpipelined, cls.dir, "dp_to_pp",
+            {"world_size": 4, "gradient_accumulation": 2, "parallelism": {"pp": 2, "pp_schedule": "1f1b"}})
 
     @classmethod
     def tearDownClass(cls):
@@ -93,6 +101,25 @@ class PipelineRun(unittest.TestCase):
         self.assertEqual([peak["module"], peak["phase"]], ["layers.1", "backward"])
         sim = peak["by_category"]
         self.assertEqual([sim["unsharded_param"], sim["unsharded_grad"], sim["reduce_scatter_buffer"]], [held, held, 0])
+
+    def test_a_data_parallel_profile_pipelined_gathers_reduces_and_sends_as_the_pipeline(self):
+        """`simulate dp.ssdb --plan` (pp 2, 1F1B, 2 micro-batches, 4 ranks) of the model recorded
+        without the pipeline. The stages split the root as its modules run: the embedding's forward
+        comes before the layers (stage 0), the norm's and the head's after them (stage 1); the
+        first stage sends each micro-batch's block input, which the hooks record per unit
+        (meta unit_input). Before, a profile's root was split by forward time (stage 0 holding
+        22,712 of its 32,832 parameters, not the embedding's 16,384) and the sends were 0 B."""
+        sim = self.from_profile
+        self.assertEqual([s["units"] for s in sim["stages"]], ["(root) .. layers.0", "layers.1 .. (root)"])
+        stage = sim["shown_stage"]
+        real = run.collectives_by_group(self.profile, 2 * stage, COUNTED)
+        self.assertEqual([sim["p2p_sends"], sim["p2p_bytes"]], on_group(real, "[0,2]")["send"])
+        self.assertEqual(on_group(self.from_profile_ops, "shard"),
+                         on_group(real, "[%d,%d]" % (2 * stage, 2 * stage + 1)))
+        for rank in (2 * stage, 2 * stage + 1):
+            with open(self.tracker.replace("{rank}", str(rank))) as f:
+                sharded = json.load(f)["devices"]["cpu"]["Sharded Param"]
+            self.assertEqual(sim["peak_memory"]["by_category"]["sharded_param"], sharded, "rank %d" % rank)
 
     def test_compute_lane_kept_beside_inline_p2p(self):
         for rank in range(4):

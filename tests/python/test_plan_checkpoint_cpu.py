@@ -62,6 +62,20 @@ class CheckpointRunTest(unittest.TestCase):
             ckpt = tracker(self.path("ckpt_%d.json" % rank))
             self.assertLess(ckpt["Activation"], base["Activation"] / 2)
 
+    def test_each_units_input_recorded_as_the_shapes_give(self):
+        """The hooks record what each FSDP unit's forward is handed that needs a gradient: a block
+        gets batch x (seq - 1) x dim fp32 (the tiny trainer: 2 x 31 x 64; the batch holds seq
+        tokens, the model reads all but the last), the root token ids (0). That is what full
+        checkpointing keeps of a block, in the plain run and in the checkpointed one alike."""
+        block = 4 * 2 * 31 * 64
+        for name in ("base", "ckpt"):
+            for rank in (0, 1):
+                got = dict(run.query(self.path(name + ".ssdb"), "SELECT key, value FROM meta WHERE key LIKE ?",
+                                     "rank%d.unit_input.%%" % rank))
+                want = {"rank%d.unit_input.layers.%d" % (rank, i): str(block) for i in (0, 1)}
+                want["rank%d.unit_input." % rank] = "0"
+                self.assertEqual(got, want, "%s rank %d" % (name, rank))
+
     def test_prediction_matches_the_recompute_count(self):
         base = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--format", "json"))
         pred = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--plan", self.plan, "--format", "json"))

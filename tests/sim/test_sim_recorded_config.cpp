@@ -308,6 +308,12 @@ struct GroupProfile {
   // Per step, after the backward: clip_grad_norm_'s all-reduce of this many bytes (0: none), over
   // as many ranks as the replicas' all-reduces: not FSDP's (its bytes are no shard's).
   std::int64_t norm_all_reduce = 0;
+  std::map<std::string, std::string> meta;  // more profile meta, as the hooks write it (rank0.unit_input.blocks.1)
+  // The root's own modules, each with a forward range per step at this offset in us (blocks.0
+  // runs 100-500, blocks.1 600-1000; < 0: no range): an embedding of 600 parameters and a head
+  // of 400. The root row then counts 3000 parameters, 1000 of them its own.
+  bool root_modules = false;
+  int embedding_at = 50, head_at = 1200;
 };
 
 void write_group_profile(const std::string& path, const GroupProfile& g) {
@@ -318,12 +324,18 @@ void write_group_profile(const std::string& path, const GroupProfile& g) {
   w.add_rank(ri);
   const RowId thread = w.add_thread({0, 1, "main"});
   const RowId stream = w.add_stream({0, 0, 1, StreamKind::Nccl, "gloo"});
-  const RowId root = w.add_module({kNoRow, "", "Model", 2000, 8000, true, kNoRow, "false"});
+  const RowId root = w.add_module({kNoRow, "", "Model", g.root_modules ? 3000 : 2000, g.root_modules ? 12000 : 8000, true, kNoRow, "false"});
+  std::vector<std::pair<RowId, int>> own;  // the root's modules and their forward offsets
+  if (g.root_modules) {
+    own.emplace_back(w.add_module({root, "embedding", "Embedding", 600, 2400, false, kNoRow, ""}), g.embedding_at);
+    own.emplace_back(w.add_module({root, "head", "Linear", 400, 1600, false, kNoRow, ""}), g.head_at);
+  }
   std::vector<RowId> units;
   for (int i = 0; i < 2; ++i)
     units.push_back(w.add_module({root, "blocks." + std::to_string(i), "Block", 1000, 4000, true, kNoRow, "true"}));
   if (!g.groups0.empty()) w.set_meta("rank0.param_groups.blocks.0", g.groups0);
   if (!g.groups1.empty()) w.set_meta("rank0.param_groups.blocks.1", g.groups1);
+  for (const auto& [key, value] : g.meta) w.set_meta(key, value);
   const std::uint32_t name = w.intern("gloo");
   auto coll = [&](RowId module, TimeNs a, CollectiveType type, std::int64_t bytes) {
     const RowId k = w.add_kernel({0, stream, a, a + 10 * us, name, 0, kNoRow, KernelCategory::Collective, module, 0});
@@ -333,6 +345,10 @@ void write_group_profile(const std::string& path, const GroupProfile& g) {
   for (int step = 0; step < 2; ++step) {
     const TimeNs t0 = (step + 1) * 10'000 * us;
     w.add_step({0, step, t0, t0 + 10'000 * us});
+    for (const auto& [module, at] : own)
+      if (at >= 0)
+        w.add_range({0, thread, kNoRow, t0 + at * us, t0 + (at + 40) * us, w.intern("m"), RangeKind::Module, RangePhase::Forward, module,
+                     kNoRow, 0});
     for (std::size_t i = 0; i < 2; ++i) {
       const RowId u = units[i];
       const TimeNs f = 100 + TimeNs(i) * 500, b = 3000 + (1 - TimeNs(i)) * 1000;
@@ -392,6 +408,70 @@ TEST_CASE("a recorded HSDP run replays as HSDP; a dp x tp run does not; a plan s
   const ProfileInput hsdp = extract_profile(load_profile(dir.file("hsdp.ssdb")));
   REQUIRE(hsdp.collectives.size() == 9);  // the second step's (the first is warm-up), the norm's all-reduce too
   for (const auto& c : hsdp.collectives) CHECK(c.group_size == 2);
+}
+
+TEST_CASE("a unit's recorded forward input is what checkpointing keeps and a pipeline stage sends", "[sim][replay]") {
+  // The hooks write each unit's forward input that needs a gradient (hooks.py, _write_unit_input).
+  // Before, a profile had none: a checkpointing what-if kept nothing of a block, a pipeline sent 0 B.
+  ss::test::TempDir dir;
+  GroupProfile g;
+  g.meta = {{"rank0.unit_input.blocks.1", "16384"}, {"rank0.unit_input.blocks.0", "16x"}, {"rank0.unit_input.", "512"},
+            {"rank1.unit_input.blocks.0", "999"}};
+  write_group_profile(dir.file("inputs.ssdb"), g);
+  const ProfileInput in = extract_profile(load_profile(dir.file("inputs.ssdb")));
+  std::map<std::string, std::int64_t> inputs;
+  for (const auto& sg : in.model.segments) inputs[in.model.units[static_cast<std::size_t>(sg.unit)].name] = sg.input_bytes;
+  // blocks.0's value is no number and rank 1's is another rank's: unknown (0), as the root's
+  // input (token ids), which nothing keeps or sends.
+  CHECK(inputs == std::map<std::string, std::int64_t>{{"", 0}, {"blocks.0", 0}, {"blocks.1", 16384}});
+  // Two stages, the second from blocks.1 on: the first sends it that input per micro-batch.
+  FsdpPlan plan = load_sim_inputs([&] {
+                    SimInputRequest req;
+                    req.profile_path = dir.file("inputs.ssdb");
+                    return req;
+                  }()).plan;
+  plan.parallel.pp = 2;
+  plan.parallel.pp_schedule = "1f1b";
+  plan.parallel.pp_split = {in.model.find_unit("blocks.1")};
+  plan.gradient_accumulation = 2;
+  const CompiledStep step = compile_step(in.model, plan, ClusterModel{});
+  REQUIRE(step.stages.size() == 2);
+  CHECK(step.stages[0].send_bytes == 16384);
+  CHECK(simulate(step).p2p_bytes == 2 * 16384);
+}
+
+TEST_CASE("a pipeline what-if splits a profile's root by its modules: the embedding first, the head last", "[sim][replay]") {
+  ss::test::TempDir dir;
+  auto tail_of = [&](const std::string& name, int embedding_at, int head_at) {
+    GroupProfile g;
+    g.root_modules = true;
+    g.embedding_at = embedding_at, g.head_at = head_at;
+    write_group_profile(dir.file(name), g);
+    const ProfileInput in = extract_profile(load_profile(dir.file(name)));
+    const SimUnit& root = in.model.units[static_cast<std::size_t>(in.model.find_unit(""))];
+    CHECK(root.param_count == 1000);
+    return root.tail_params;
+  };
+  // The head's forward starts after the last block's: its 400 parameters are the tail.
+  CHECK(tail_of("split.ssdb", 50, 1200) == 400);
+  // Both before the blocks: no tail (a model whose head is run outside it).
+  CHECK(tail_of("head_first.ssdb", 50, 60) == 0);
+  // A module between the blocks, or one without a range: unknown, split by forward time.
+  CHECK(tail_of("between.ssdb", 50, 550) == -1);
+  CHECK(tail_of("no_range.ssdb", 50, -1) == -1);
+  // Two stages hold the root's parameters as its modules do (by forward time, which this profile
+  // without compute kernels does not tell, each took half).
+  SimInputRequest req;
+  req.profile_path = dir.file("split.ssdb");
+  const SimInputs in = load_sim_inputs(req);
+  FsdpPlan plan = in.plan;
+  plan.parallel.pp = 2;
+  plan.parallel.pp_schedule = "1f1b";
+  plan.parallel.pp_split = {in.model.find_unit("blocks.1")};
+  const CompiledStep step = compile_step(in.model, plan, in.cluster);
+  REQUIRE(step.stages.size() == 2);
+  CHECK(step.stages[0].root_part.params == 600);
+  CHECK(step.stages[1].root_part.params == 400);
 }
 
 TEST_CASE("the replay gathers and reduces in the dtypes the steps did, not the initialisation's", "[sim][replay]") {

@@ -550,9 +550,10 @@ MergeResult merge_rank_files(const std::vector<RankInputs>& inputs, const MergeO
     // Per unit, for the replay: FSDP2 units whose parameters sit on several meshes (hooks.py,
     // fsdp2_group_sizes) and the job's explicit prefetch lists (fsdp2_prefetch_lists); per rank, the
     // mesh dimensions beside FSDP's (model_parallel_dims, and model_parallel_ranks), FSDP's own
-    // process group and the dtypes it gathers and reduces in; a pipelined model's schedule and stages.
-    for (const std::string prefix :
-         {"param_groups.", "forward_prefetch.", "backward_prefetch.", "model_parallel", "fsdp_group", "fsdp_dtype_bytes", "pipeline"})
+    // process group and the dtypes it gathers and reduces in; a pipelined model's schedule and stages;
+    // each unit's forward input (_write_unit_input: what checkpointing keeps, what a stage sends).
+    for (const std::string prefix : {"param_groups.", "forward_prefetch.", "backward_prefetch.", "model_parallel", "fsdp_group",
+                                     "fsdp_dtype_bytes", "pipeline", "unit_input."})
       for (auto it = s.sidecar.meta.lower_bound(prefix); it != s.sidecar.meta.end() && it->first.rfind(prefix, 0) == 0; ++it)
         out.set_meta("rank" + std::to_string(rank) + "." + it->first, it->second);
     add_unobserved_steps(out, s, rank, profiled_steps);

@@ -485,6 +485,7 @@ class Tracker:
         self._model_parallel_written = False
         self._pipeline = None  # _pipeline.Pipeline once a stage of a pipelined model is called
         self._dtypes_written = False
+        self._inputs_written = weakref.WeakSet()  # modules whose forward input was looked at (_write_unit_input)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._backward_depth = 0  # fallback "inside backward" when torch lacks _current_graph_task_id
@@ -736,8 +737,34 @@ class Tracker:
             # Recomputed forwards build the graph backward runs through.
             if self._torch.is_grad_enabled() and not (self._units_only and module in self._no_backward_range):
                 self._arm_backward(fqn, (saved_inputs, kwargs), output)
+            if module not in self._inputs_written:
+                self._write_unit_input(module, fqn, (saved_inputs, kwargs))
         except Exception:
             self._fail("forward_post")
+
+    def _write_unit_input(self, module, fqn, inputs):
+        """Once per FSDP unit, at its first call in the window: the bytes of what its forward
+        receives that needs a gradient (meta rank<R>.unit_input.<fqn>). That is the activation a
+        block is handed: what full activation checkpointing keeps of the block, and what a
+        pipeline stage sends on. A profile had no such size, so a checkpointing what-if kept
+        nothing of a checkpointed block and a pipeline what-if sent 0 bytes (docs/simulator.md).
+        Storages, each once: the tensor the previous block made is what stays alive."""
+        self._inputs_written.add(module)
+        if self.sidecar is None or self.in_backward() or not fsdp_info(module)[0]:
+            return
+        seen, total = set(), 0
+        try:
+            for t in _flatten_tensors(inputs, []):
+                if not t.requires_grad:
+                    continue
+                local = getattr(t, "_local_tensor", t)  # a DTensor: this rank's shard
+                storage = local.untyped_storage()
+                if storage.data_ptr() not in seen:
+                    seen.add(storage.data_ptr())
+                    total += storage.nbytes()
+        except Exception:  # a tensor subclass without a storage: the size stays unknown
+            return
+        self.sidecar.meta("unit_input." + fqn, total)
 
     # -- backward ------------------------------------------------------------------------
     def _arm_backward(self, fqn, inputs, output):
