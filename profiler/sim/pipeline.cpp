@@ -403,6 +403,12 @@ SimResult simulate_pipeline(const CompiledStep& step, bool detail) {
       const Pass& ps = pass(s, q);
       const TimeNs t0 = start[static_cast<std::size_t>(s)][q], dur = ps.t1 - ps.t0;
       replay(c, ps, t0 - ps.t0, r);
+      // A later stage's input arrives by a receive, not from a unit of this rank: each
+      // micro-batch's is held from its forward to its backward, which computes its gradient.
+      if (j > 0) {
+        const std::int64_t in = step.stages[static_cast<std::size_t>(j - 1)].send_bytes;
+        r.memory.push_back({sl.fwd ? t0 : t0 + dur, sl.fwd ? in : -in, c.parent_exec.front(), MemCat::Activation});
+      }
       info.busy_ns += dur;
       if (sl.fwd && !seen_f) info.fwd_ns = dur, seen_f = true;
       if (!sl.fwd && !seen_b) info.bwd_ns = dur, seen_b = true;

@@ -441,9 +441,10 @@ TEST_CASE("pp=2 1F1B, 4 micro-batches: schedule, sends, in-flight micro-batches 
   // has gathered its parameters while the previous micro-batch's activations wait for its
   // backward: 2 x 10000 activations, sharded gradients 800 (since B0), AG buffer 800 and
   // unsharded parameters 800 -> 24800 (first at 65600). Stage 1 never holds more than one
-  // micro-batch: 2400 + 10000 + 800 + 800 + 800 (sharded gradients from B0 on) = 14800.
+  // micro-batch: 2400 + 10000 + 800 + 800 + 800 (sharded gradients from B0 on) + 1000, the
+  // micro-batch's input received from stage 0, held to its backward = 15800.
   CHECK(r.stages[0].peak_bytes == 24800);
-  CHECK(r.stages[1].peak_bytes == 14800);
+  CHECK(r.stages[1].peak_bytes == 15800);
   REQUIRE(r.shown_stage == 0);  // the stage a memory budget must fit
   CHECK(r.peak_bytes == 24800);
   CHECK(r.peak_time == 65600);
@@ -485,12 +486,14 @@ TEST_CASE("pp=2 GPipe and interleaved (v=2) schedules, 4 micro-batches", "[sim][
     CHECK(r.stages[0].max_in_flight == 4);
     CHECK(r.stages[1].max_in_flight == 4);
     // Stage 0 holds all four micro-batches' activations: 2400 + 4 x 10000 + 800 + 800 = 44000
-    // when F3 has gathered (no sharded gradients yet: the first backward comes after).
+    // when F3 has gathered (no sharded gradients yet: the first backward comes after). Stage 1
+    // holds as much and the four inputs it received (4 x 1000): 48000, from F3's gather (43000).
     CHECK(r.stages[0].peak_bytes == 44000);
-    CHECK(r.peak_time == 31600);
-    REQUIRE(r.shown_stage == 0);
-    CHECK(compute_starts(r, 0, Phase::Forward, 4) == std::vector<TimeNs>{400, 10800, 21200, 31600});
-    CHECK(compute_starts(r, 0, Phase::Backward, 4) == std::vector<TimeNs>{75600, 96800, 118000, 139200});
+    CHECK(r.stages[1].peak_bytes == 48000);
+    REQUIRE(r.shown_stage == 1);
+    CHECK(r.peak_time == 43000);
+    CHECK(compute_starts(r, 1, Phase::Forward, 4) == std::vector<TimeNs>{11800, 22200, 32600, 43000});
+    CHECK(compute_starts(r, 1, Phase::Backward, 4) == std::vector<TimeNs>{53400, 74600, 95800, 117000});
   }
   SECTION("interleaved 1F1B: two model chunks per stage") {
     // Four blocks, virtual stages u0 | u1 | u2 | u3; rank 0 runs chunks u0 and u2, rank 1 u1 and
@@ -523,9 +526,10 @@ TEST_CASE("pp=2 GPipe and interleaved (v=2) schedules, 4 micro-batches", "[sim][
     REQUIRE(r.shown_stage == 0);
     // Rank 0's memory: persistent 2 x (800 + 1600) = 4800; five chunk micro-batches' activations
     // at most. Highest when F(u2,3) has gathered (151600): u0's m1..m3 and u2's m2, m3 saved
-    // (5 x 10000), both chunks' sharded gradients (2 x 800, since B(u2,0) and B(u0,0)), AG buffer
-    // 800 and unsharded parameters 800 -> 58000.
-    CHECK(r.stages[0].peak_bytes == 58000);
+    // (5 x 10000), u2's inputs for m2 and m3 received from u1 (2 x 1000), both chunks' sharded
+    // gradients (2 x 800, since B(u2,0) and B(u0,0)), AG buffer 800 and unsharded parameters 800
+    // -> 60000.
+    CHECK(r.stages[0].peak_bytes == 60000);
     CHECK(r.peak_time == 151600);
     // Rank 0's compute, in time order, as (unit, micro-batch, pass).
     std::vector<std::string> order;
@@ -579,11 +583,12 @@ TEST_CASE("pp=2: the root's head stays with the first stage, its tail (tail_para
   CHECK(r.step_ns == 75600);
   // Stage 0: persistent (600 + 400)·4/2 + (600 + 400)·8/2 = 6000; peak 18800 at 1600 (u0 starts):
   // root parameters 1200, AG(u0) 800, u0 parameters 800, 10000 activations.
-  // Stage 1: persistent (400 + 400)·12/2 = 4800; peak 17200 in u1's backward: 10000 activations,
-  // the root part's parameters and gradients 1600 (held until the stage's backward ends, as
-  // FSDPMemTracker shows on a real pp 2 x dp 2 job's last stage), u1's parameters 800.
+  // Stage 1: persistent (400 + 400)·12/2 = 4800; peak 18200 in u1's backward: 10000 activations,
+  // the input received from stage 0 1000, the root part's parameters and gradients 1600 (held
+  // until the stage's backward ends, as FSDPMemTracker shows on a real pp 2 x dp 2 job's last
+  // stage), u1's parameters 800.
   CHECK(r.stages[0].peak_bytes == 18800);
-  CHECK(r.stages[1].peak_bytes == 17200);
+  CHECK(r.stages[1].peak_bytes == 18200);
   CHECK(r.shown_stage == 0);
   CHECK(r.peak_by_category[static_cast<int>(MemCat::ShardedParam)] == 2000);
 
