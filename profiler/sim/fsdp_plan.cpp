@@ -63,12 +63,15 @@ Parallelism parse_parallelism(object o, const std::string& where) {
   }
   element e;
   if (!o["pp_split"].get(e)) {
+    const char* what = "an array of the first unit of stages 1..pp-1: all positive indices in forward order, or all unit names";
     array a;
-    if (e.get_array().get(a)) json_fail(where, "parallelism.pp_split", "an array of unit indices (first unit of stages 1..pp-1)");
+    if (e.get_array().get(a)) json_fail(where, "parallelism.pp_split", what);
     for (element x : a) {
       std::int64_t i;
-      if (x.get_int64().get(i) || i < 1) json_fail(where, "parallelism.pp_split", "an array of positive unit indices");
-      par.pp_split.push_back(static_cast<int>(i));
+      std::string_view name;
+      if (!x.get_int64().get(i) && i >= 1 && par.pp_split_units.empty()) par.pp_split.push_back(static_cast<int>(i));
+      else if (!x.get_string().get(name) && par.pp_split.empty()) par.pp_split_units.emplace_back(name);
+      else json_fail(where, "parallelism.pp_split", what);
     }
   }
   return par;
@@ -246,9 +249,10 @@ std::string plan_to_json(const FsdpPlan& p) {
     j.kv("tp", q.tp).kv("sequence_parallel", q.sequence_parallel).kv("loss_parallel", q.loss_parallel).kv("cp", q.cp).kv("cp_kind", q.cp_kind);
     j.kv("pp", q.pp).kv("pp_schedule", q.pp_schedule).kv("pp_virtual", q.pp_virtual).kv("ep", q.ep);
     if (q.pp_fsdp_every_microbatch) j.kv("pp_fsdp_every_microbatch", true);
-    if (!q.pp_split.empty()) {
+    if (!q.pp_split.empty() || !q.pp_split_units.empty()) {
       j.key("pp_split").begin_array();
       for (int i : q.pp_split) j.value(i);
+      for (const auto& name : q.pp_split_units) j.value(name);
       j.end_array();
     }
     j.end_object();

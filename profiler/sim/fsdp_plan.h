@@ -23,7 +23,10 @@ struct Parallelism {
   int pp = 1;                      // pipeline stages
   std::string pp_schedule = "1f1b";  // "1f1b", "gpipe" or "interleaved"
   int pp_virtual = 1;              // model chunks per stage (interleaved 1F1B)
-  std::vector<int> pp_split;       // optional: first unit index (forward order) of stages 1..pp-1
+  // Optional: the first unit of stages 1..pp-1, by index in forward order (the root is 0) or by
+  // name (a plan file's strings: "layers.8"); one of the two.
+  std::vector<int> pp_split;
+  std::vector<std::string> pp_split_units;
   int ep = 1;                      // expert parallel degree (MoE expert units)
   // FSDP inside a pipeline stage. false (torch.distributed.pipelining with FSDP2, as torchtitan
   // runs it): units gathered for a backward stay unsharded until the last micro-batch's backward,

@@ -72,17 +72,33 @@ void split_pipeline(CompiledStep& s, const SimModel& m, const ClusterModel& c) {
                std::to_string(candidates.size() + 1) + " stages (it has " + std::to_string(candidates.size()) +
                " FSDP unit boundaries to cut at)");
   std::vector<int> bounds;
-  if (!par.pp_split.empty()) {
-    if (static_cast<int>(par.pp_split.size()) != k - 1)
-      pipe_error("pp_split needs " + std::to_string(k - 1) + " unit indices (the first unit of stages 1.." + std::to_string(k - 1) + ")");
-    for (int u : par.pp_split) {
-      if (u < 0 || static_cast<std::size_t>(u) >= m.units.size()) pipe_error("pp_split: no unit " + std::to_string(u));
+  if (!par.pp_split.empty() || !par.pp_split_units.empty()) {
+    const std::size_t given = par.pp_split.size() + par.pp_split_units.size();
+    if (static_cast<int>(given) != k - 1)
+      pipe_error("pp_split needs " + std::to_string(k - 1) + " units (the first unit of stages 1.." + std::to_string(k - 1) + ")");
+    // Indices count units in forward order, as `simulate --units` lists them (the root first): a
+    // profile's own order is its modules table's, where torchtitan's [norm, output] group came
+    // second. Names are looked up.
+    std::vector<int> forward;
+    for (const auto& sg : m.segments)
+      if (std::find(forward.begin(), forward.end(), sg.unit) == forward.end()) forward.push_back(sg.unit);
+    std::vector<int> split;
+    for (int i : par.pp_split) {
+      if (i < 0 || static_cast<std::size_t>(i) >= forward.size()) pipe_error("pp_split: no unit " + std::to_string(i) + " in forward order");
+      split.push_back(forward[static_cast<std::size_t>(i)]);
+    }
+    for (const auto& name : par.pp_split_units) {
+      const int u = m.find_unit(name);
+      if (u < 0) pipe_error("pp_split: no unit '" + name + "'");
+      split.push_back(u);
+    }
+    for (int u : split) {
       int seg = -1;
       for (std::size_t i = 0; i < m.segments.size() && seg < 0; ++i)
         if (m.segments[i].unit == u) seg = static_cast<int>(i);
       if (seg < 0 || std::find(candidates.begin(), candidates.end(), seg) == candidates.end() || (!bounds.empty() && seg <= bounds.back()))
-        pipe_error("pp_split: unit " + std::to_string(u) + " ('" + m.units[static_cast<std::size_t>(u)].name +
-                   "') does not start a stage in forward order after the previous one");
+        pipe_error("pp_split: unit '" + m.units[static_cast<std::size_t>(u)].name +
+                   "' does not start a stage in forward order after the previous one");
       bounds.push_back(seg);
     }
   } else {

@@ -369,6 +369,39 @@ TEST_CASE("parallelism errors: no shapes, world, split points, interleaved micro
   }
 }
 
+TEST_CASE("pp_split: units by index in forward order or by name, read and written by plan files", "[sim][parallel][pp]") {
+  // A model whose units are stored out of forward order, as a profile's can be (torchtitan's
+  // [norm, output] group came second in its modules table): u1 runs first, then u2, then u0.
+  SimModel m = test::chain_model(3, 100, 1000, 2000);
+  std::rotate(m.segments.begin(), m.segments.begin() + 1, m.segments.end());  // u1, u2, u0 (no root segment)
+  const ClusterModel c = test::linear_cluster(4);
+  auto first_of_stage_1 = [&](const FsdpPlan& p) {
+    const CompiledStep s = compile_step(m, p, c);
+    return s.units[static_cast<std::size_t>(s.segments[static_cast<std::size_t>(s.stages[1].first_seg)].exec)].name;
+  };
+  FsdpPlan p;
+  p.parallel.pp = 2;
+  p.parallel.pp_split = {1};  // forward order: u1 0, u2 1, u0 2 (stored order: u0 1, u1 2, u2 3)
+  CHECK(first_of_stage_1(p) == "u2");
+  p.parallel.pp_split.clear();
+  p.parallel.pp_split_units = {"u0"};
+  CHECK(first_of_stage_1(p) == "u0");
+  p.parallel.pp_split_units = {"u9"};
+  CHECK_THROWS_WITH(compile_step(m, p, c), Catch::Contains("pp_split: no unit 'u9'"));
+  p.parallel.pp_split_units.clear();
+  p.parallel.pp_split = {7};
+  CHECK_THROWS_WITH(compile_step(m, p, c), Catch::Contains("pp_split: no unit 7 in forward order"));
+  // Plan files: indices or names, written back as read; a mix of both is refused.
+  const FsdpPlan names = parse_plan_json(R"({"parallelism": {"pp": 2, "pp_split": ["u1"]}})", "t");
+  CHECK(names.parallel.pp_split_units == std::vector<std::string>{"u1"});
+  CHECK(parse_plan_json(plan_to_json(names), "t").parallel == names.parallel);
+  const FsdpPlan indices = parse_plan_json(R"({"parallelism": {"pp": 2, "pp_split": [2]}})", "t");
+  CHECK(indices.parallel.pp_split == std::vector<int>{2});
+  CHECK(parse_plan_json(plan_to_json(indices), "t").parallel == indices.parallel);
+  CHECK_THROWS_WITH(parse_plan_json(R"({"parallelism": {"pp": 3, "pp_split": [2, "u1"]}})", "t"),
+                    Catch::Contains("all positive indices in forward order, or all unit names"));
+}
+
 TEST_CASE("pipeline: replayed collectives and idle are reported as the shown stage's ops hold them", "[sim][property][parallel][pp]") {
   // A profile's measured non-FSDP collectives and GPU idle are replayed once per micro-batch on
   // each stage; the reported totals are those of the shown stage's ops, as in a flat step.

@@ -432,7 +432,7 @@ TEST_CASE("a unit's recorded forward input is what checkpointing keeps and a pip
                   }()).plan;
   plan.parallel.pp = 2;
   plan.parallel.pp_schedule = "1f1b";
-  plan.parallel.pp_split = {in.model.find_unit("blocks.1")};
+  plan.parallel.pp_split_units = {"blocks.1"};
   plan.gradient_accumulation = 2;
   const CompiledStep step = compile_step(in.model, plan, ClusterModel{});
   REQUIRE(step.stages.size() == 2);
@@ -467,7 +467,7 @@ TEST_CASE("a pipeline what-if splits a profile's root by its modules: the embedd
   FsdpPlan plan = in.plan;
   plan.parallel.pp = 2;
   plan.parallel.pp_schedule = "1f1b";
-  plan.parallel.pp_split = {in.model.find_unit("blocks.1")};
+  plan.parallel.pp_split_units = {"blocks.1"};
   const CompiledStep step = compile_step(in.model, plan, in.cluster);
   REQUIRE(step.stages.size() == 2);
   CHECK(step.stages[0].root_part.params == 600);
