@@ -249,7 +249,14 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
       e.later_ag_bytes += apart.params;  // parameters until scaled below
       e.later_shard = std::max(e.later_shard, apart.mesh);
     }
-    if (e.members.size() == 1) e.rs_split = m.units[static_cast<std::size_t>(e.members.front())].reduce_split;
+    if (e.members.size() == 1) {
+      const SimUnit& only = m.units[static_cast<std::size_t>(e.members.front())];
+      e.rs_split = only.reduce_split;
+      // A tail without parameters of its own (tied embeddings) still makes the shared weight's
+      // gradient first, in the output head's backward.
+      if (only.is_root && only.tail_params > 0 && only.param_count > 0)
+        e.tail_grad_share = std::clamp(double(only.tail_params) / double(only.param_count), 0.0, 1.0);
+    }
     e.ag_bytes = e.gathered * s.param_bytes;
     e.later_rs_bytes = e.later_ag_bytes * s.reduce_bytes;
     e.later_ag_bytes *= s.param_bytes;
@@ -322,6 +329,9 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     es.exec = e, es.fwd_ns = sg.fwd_ns, es.bwd_ns = sg.bwd_ns;
     es.saved_bytes = sg.saved_activation_bytes, es.recompute_bytes = sg.recompute_activation_bytes;
     es.loss_saved_bytes = std::clamp<std::int64_t>(sg.loss_saved_bytes, 0, sg.saved_activation_bytes);
+    es.caller_held_bytes = std::clamp<std::int64_t>(sg.caller_held_bytes, 0, sg.saved_activation_bytes - es.loss_saved_bytes);
+    es.backward_held_bytes =
+        std::clamp<std::int64_t>(sg.backward_held_bytes, 0, sg.saved_activation_bytes - es.loss_saved_bytes - es.caller_held_bytes);
     // Checkpointing modes. Full: only the input stays saved; backward reruns the forward first and
     // rebuilds the rest (saved - input) transiently. A model description already checkpointed
     // (recompute bytes > 0, rerun inside bwd_ns) and the root keep their own values.

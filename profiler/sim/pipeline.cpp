@@ -185,6 +185,8 @@ CompiledStep stage_step(const CompiledStep& p, const StageSpec& st, std::vector<
   parent_exec.clear();
   for (int i = st.first_seg; i <= st.last_seg; ++i) {
     ExecSegment sg = p.segments[static_cast<std::size_t>(i)];
+    // The schedule, not the training loop, takes a pipeline's outputs (schedule.step()).
+    sg.caller_held_bytes = sg.backward_held_bytes = 0;
     const int e = sg.exec;
     if (local[static_cast<std::size_t>(e)] < 0) {
       local[static_cast<std::size_t>(e)] = static_cast<int>(t.units.size());

@@ -215,6 +215,8 @@ SimModel with_transients_scaled(SimModel m, double f) {
   for (auto& seg : m.segments) {
     scaled(seg.saved_activation_bytes);
     scaled(seg.loss_saved_bytes);
+    scaled(seg.caller_held_bytes);
+    scaled(seg.backward_held_bytes);
     scaled(seg.recompute_activation_bytes);
     scaled(seg.fwd_temp_bytes);
     scaled(seg.bwd_temp_bytes);
@@ -429,6 +431,10 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     add_temporaries_from_profile(pi, req.profile_path);
     add_gathers_from_profile(pi, req.profile_path);
     add_rerun_share_from_profile(pi, req.profile_path);
+    for (const auto& sg : pi.model.segments) {
+      in.measured_output_held_bytes += sg.caller_held_bytes;
+      in.measured_output_held_through_backward_bytes += sg.backward_held_bytes;
+    }
     in.model = std::move(pi.model);
     in.from_profile = true;
     in.origin = pi.origin;

@@ -95,6 +95,10 @@ struct SimInputs {
   // The mean per-step peak inside the optimizer's ranges (0: none); the model's optimizer phase is
   // fitted to it (model.optimizer_temp_bytes).
   std::int64_t measured_optimizer_peak_bytes = 0;
+  // The model's output the training loop holds past the backward, as measured, before any
+  // calibration: to the next pass's forward (SimSegment::caller_held_bytes) and only to the
+  // backward's end (SimSegment::backward_held_bytes).
+  std::int64_t measured_output_held_bytes = 0, measured_output_held_through_backward_bytes = 0;
   std::int64_t memory_calibration_bytes = 0;
   // Where the profile tells the phases apart: what the model leaves out in forward (and the
   // optimizer step) and in backward (SimModel::other_backward_bytes); -1: one constant.

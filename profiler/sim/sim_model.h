@@ -161,6 +161,13 @@ struct SimSegment {
   // The root's tail only: the part of saved_activation_bytes made outside every module (the loss's
   // saved tensors), which the loss's backward frees before the root's pre-backward runs.
   std::int64_t loss_saved_bytes = 0;
+  // The root's tail only: the part of saved_activation_bytes the training loop holds after the
+  // backward (the model's output in a variable: `logits = model(x)`), alive until the next pass's
+  // forward returns. Measured on a profile (caller_held_from_profile); 0 for model descriptions.
+  std::int64_t caller_held_bytes = 0;
+  // ... and the part it holds only through the backward, freed before the pass ends (`del out`
+  // after loss.backward()).
+  std::int64_t backward_held_bytes = 0;
   MeasuredExtra fwd_extra{}, bwd_extra{};       // profile replay only; zero for model descriptions
   // Activation checkpointing as a plan knob (FsdpPlan::checkpoint): what a checkpointed segment
   // keeps (its input) and its sub-modules for selective checkpointing. input_bytes 0 with saved

@@ -207,6 +207,8 @@ void write_measured_fields(JsonWriter& j, const SimInputs& in) {
       .kv("transient_memory_scale", in.transient_memory_scale)
       .kv("optimizer_peak_memory_bytes", in.measured_optimizer_peak_bytes)
       .kv("optimizer_temp_bytes", in.model.optimizer_temp_bytes)
+      .kv("output_held_to_next_forward_bytes", in.measured_output_held_bytes)
+      .kv("output_held_through_backward_bytes", in.measured_output_held_through_backward_bytes)
       .kv("sharded_grads_kept", in.model.grads_kept)  // zero_grad(set_to_none=False), as the profile shows
       .kv("sharded_grads_freed_before_backward", in.model.grads_freed_before_backward)  // zero_grad() after the forward
       .kv("other_comm_scales_with_world", in.model.other_comm_world > 0)  // false: no sizes, replayed as measured
@@ -289,6 +291,12 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
          "again by the reduce-scatters in every what-if\n";
   else if (in.model.grads_kept)
     o << "  sharded gradients kept from step to step (zero_grad(set_to_none=False)): held the whole step in every what-if\n";
+  // Said where it matters (0.5 % of the peak or more), not for the loss scalar every loop keeps.
+  if (200 * (in.measured_output_held_bytes + in.measured_output_held_through_backward_bytes) >= in.measured_peak_bytes)
+    o << "  the training loop holds the model's output past the backward: "
+      << format_bytes(in.measured_output_held_bytes) << " to the next forward's end (`logits = model(x)`), "
+      << format_bytes(in.measured_output_held_through_backward_bytes)
+      << " to the backward's end; held so in every what-if (`del` it once the loss is computed to free it for the backward)\n";
   if (in.measured_optimizer_peak_bytes > 0) {
     o << "  measured optimizer step memory " << format_bytes(in.measured_optimizer_peak_bytes) << ": "
       << format_bytes(in.model.optimizer_temp_bytes)

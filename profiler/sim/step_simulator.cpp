@@ -90,6 +90,7 @@ class StepRun {
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
     TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward segment)
+    TimeNs head_grads_at = 0;   // ... the rest (ExecUnit::tail_grad_share): the end of its last one
     bool grads_written = false; // their allocation is in the memory events (see backward)
     bool sharded_grad = false;
     bool h2d = false;         // offload: shard copied up in the current pass
@@ -157,6 +158,13 @@ class StepRun {
   }
 
   void persistent_state() {
+    // The previous step's output (ExecSegment::caller_held_bytes): alive from the step's start to
+    // the root's tail, where the forward returns and the loop's variable takes the new one.
+    for (const ExecSegment& sg : s_.segments)
+      if (sg.caller_held_bytes > 0) {
+        caller_held_ = sg.caller_held_bytes, caller_held_exec_ = sg.exec;
+        mem(0, caller_held_, caller_held_exec_, MemCat::Activation);
+      }
     // Offload: Cpu keeps sharded parameters and optimizer states on the host, Optimizer the states.
     for (std::size_t e = 0; e < unit_.size(); ++e) {
       const UnitStateBytes b = unit_state_bytes(s_, s_.units[e]);
@@ -319,6 +327,27 @@ class StepRun {
     }
   }
 
+  // A fully checkpointed segment keeps its input, the tensor the segment before it made. Where that
+  // segment is not checkpointed, its saved activations already hold that tensor (the root's
+  // embedding output, layers.0's input): counted twice, mlp's checkpointed step peaked 2.1 MB
+  // (one block input) over its job. Its bytes, of what segment i keeps.
+  std::int64_t input_counted_before(std::size_t i) const {
+    const ExecSegment& sg = s_.segments[i];
+    if (i == 0 || eu(sg.exec).checkpoint != Checkpoint::Full || sg.recompute_ns <= 0) return 0;
+    const ExecSegment& prev = s_.segments[i - 1];
+    if (prev.exec == sg.exec || eu(prev.exec).checkpoint != Checkpoint::None) return 0;
+    return std::min(sg.saved_bytes, prev.saved_bytes);
+  }
+
+  // The unit's unsharded gradients, as they were made: its tail's share at grads_at, the rest at
+  // head_grads_at.
+  void write_grads(int e, std::int64_t bytes) {
+    const UnitState& st = unit_[static_cast<std::size_t>(e)];
+    const auto tail = static_cast<std::int64_t>(std::llround(double(bytes) * eu(e).tail_grad_share));
+    mem(st.grads_at, tail, e, MemCat::UnshardedGrad);
+    if (bytes > tail) mem(st.head_grads_at, bytes - tail, e, MemCat::UnshardedGrad);
+  }
+
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
   // An all-gather's buffer: the unit's parameters, less in backward the 1/k slice a unit resharded
   // to 1/k after forward still holds.
@@ -374,9 +403,13 @@ class StepRun {
         // the last all-gather buffer (profile_extract.cpp: backward_starts).
         free_ag_buffer(prev_unit, lane_[0]);
       }
+      if (sg.caller_held_bytes > 0 && caller_held_ > 0) {  // the loop's variable lets go of the previous output
+        mem(lane_[0], -caller_held_, caller_held_exec_, MemCat::Activation);
+        caller_held_ = 0;
+      }
       const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Forward, e, 0, sg.fwd_ns, 0);
       model_parallel(sg, e, Phase::Forward, t);
-      mem(t, sg.saved_bytes, e, MemCat::Activation);
+      mem(t, sg.saved_bytes - input_counted_before(i), e, MemCat::Activation);
       transient(t, sg.fwd_temp_bytes, e);
       measured(Phase::Forward, e, sg.fwd_other_ns, sg.fwd_idle_ns);
       if (static_cast<int>(i) == u.last_seg) {  // post_forward(u): reshard
@@ -540,10 +573,17 @@ class StepRun {
         // reduce-scatter input at the very instant they were made never count.
         if (static_cast<int>(i) == u.last_seg && !st.grads_held && !u.frozen) {
           st.grads_held = true;
-          st.grads_at = lane_[0];
+          st.grads_at = st.head_grads_at = lane_[0];
           st.grads_written = false;
         }
-        mem(lane_[0], -sg.recompute_bytes - share(sg.saved_bytes - std::min(sg.loss_saved_bytes, sg.saved_bytes)), e, MemCat::Activation);
+        if (static_cast<int>(i) == u.first_seg && st.grads_held && !st.grads_written) st.head_grads_at = lane_[0];
+        const std::int64_t held = sg.caller_held_bytes + sg.backward_held_bytes;
+        const std::int64_t freed = sg.saved_bytes - std::min(sg.loss_saved_bytes, sg.saved_bytes) - held - input_counted_before(i);
+        mem(lane_[0], -sg.recompute_bytes - share(freed), e, MemCat::Activation);
+        if (last_chain && held > 0) {
+          caller_held_ += sg.caller_held_bytes, caller_held_exec_ = e;
+          backward_held_ += sg.backward_held_bytes;
+        }
         if (static_cast<int>(i) == u.first_seg && !u.frozen) {  // post_backward(u)
           if (!s_.hold_params_until_last_backward || last_micro) {  // reshard after backward
             mem(lane_[0], -st.resident, e, MemCat::UnshardedParam);
@@ -561,7 +601,7 @@ class StepRun {
             if (st.grads_written) {
               mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
             } else if (lane_[0] > st.grads_at) {
-              mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
+              write_grads(e, unsharded_grads);
               mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
             }
             st.grads_held = false;
@@ -598,7 +638,7 @@ class StepRun {
             host_after_reduce(e, reduced, last_micro);
           }
           if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync) or chain
-            mem(st.grads_at, unsharded_grads, e, MemCat::UnshardedGrad);
+            write_grads(e, unsharded_grads);
             st.grads_written = true;
           }
         }
@@ -608,6 +648,8 @@ class StepRun {
     // End of backward: the root waits for every reduce-scatter (and HSDP all-reduce).
     lane_[0] = std::max({lane_[0], last_rs_end, last_ar_end});
     if (held_rs > 0) mem(lane_[0], -held_rs, held_rs_unit, MemCat::ReduceScatterBuffer);
+    if (backward_held_ > 0) mem(lane_[0], -backward_held_, caller_held_exec_, MemCat::Activation);  // `del out` after backward
+    backward_held_ = 0;
     if (s_.other_backward_bytes != 0) mem(lane_[0], -s_.other_backward_bytes, -1, MemCat::Other);
     // The root's post-backward callback reshards the trained model's frozen units: the buffer of
     // a prefetch no pre-backward waited for, the parameters of one kept unsharded after forward.
@@ -650,6 +692,9 @@ class StepRun {
   std::size_t ptr_[kNcclLaneCount] = {};
   int micro_ = 0;
   int chain_ = 0;  // the backward's chain (backward): 0 unless a unit is called more than once
+  std::int64_t caller_held_ = 0;  // the previous pass's output, still in the training loop's variable
+  int caller_held_exec_ = -1;
+  std::int64_t backward_held_ = 0;  // the output held only through this pass's backward
 };
 
 }  // namespace

@@ -81,6 +81,10 @@ struct ExecUnit {
   // Of params and gathered, those with gradients (SimUnit::trainable_params): what is reduced and
   // what has gradients and optimizer state.
   std::int64_t trainable = 0, reduced = 0;
+  // Of its gradients, the share its last segment's backward makes (the rest: its first segment's).
+  // A root split into head and tail: the tail's parameters (SimUnit::tail_params); the
+  // embedding's gradient is made at the end of the backward, not with the output head's.
+  double tail_grad_share = 1.0;
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;
@@ -118,6 +122,8 @@ struct ExecSegment {
   TimeNs fwd_ns = 0, bwd_ns = 0;
   std::int64_t saved_bytes = 0, recompute_bytes = 0;
   std::int64_t loss_saved_bytes = 0;  // SimSegment: freed by the loss's backward, before pre-backward
+  std::int64_t caller_held_bytes = 0;  // SimSegment: held by the training loop to the next pass's forward end
+  std::int64_t backward_held_bytes = 0;  // SimSegment: held by the training loop to the backward's end
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle

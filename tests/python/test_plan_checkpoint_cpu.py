@@ -76,6 +76,18 @@ class CheckpointRunTest(unittest.TestCase):
                 want["rank%d.unit_input." % rank] = "0"
                 self.assertEqual(got, want, "%s rank %d" % (name, rank))
 
+    def test_the_logits_the_loop_holds_are_measured(self):
+        """fsdp_train_sample.py keeps `logits = model(...)` until the next step's forward returns:
+        the profile shows the logits held past the backward, batch x (seq - 1) x vocab fp32
+        (2 x 31 x 256 x 4), and the loss scalars the loop keeps beside them (`loss`: a few 4 B
+        tensors). The replay holds them through the backward, where a checkpointed job peaks."""
+        logits = 2 * 31 * 256 * 4
+        for name in ("base", "ckpt"):
+            m = json.loads(run.shardscope("simulate", self.path(name + ".ssdb"), "--format", "json"))["measured_breakdown"]
+            self.assertGreaterEqual(m["output_held_to_next_forward_bytes"], logits, name)
+            self.assertLess(m["output_held_to_next_forward_bytes"], logits + 64, name)
+            self.assertLess(m["output_held_through_backward_bytes"], 64, name)
+
     def test_prediction_matches_the_recompute_count(self):
         base = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--format", "json"))
         pred = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--plan", self.plan, "--format", "json"))

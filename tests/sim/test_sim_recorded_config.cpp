@@ -50,6 +50,11 @@ enum class Events {
   GradsKept,   // the sharded gradients (6200 B) made in the first step's backward, never freed
   GradsFreed,  // made in each step's backward and freed after its optimizer step
   GradsFreedBeforeBackward,  // made in each step's backward, freed in the next step after its forward
+  // The loss's 700 B as in CheckpointedChunkedLoss, and 400 B of output made outside every module
+  // before it (`logits = model(x).float()`) that the loop holds: freed in the next step, after
+  // its head's forward; the last step's never. And 200 B more the loop frees after the backward
+  // (`del out` after loss.backward()), before the optimizer step.
+  HeldOutput,
 };
 
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
@@ -96,6 +101,14 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
       memory(6700, 0x1000, -5000, act, mods[1]);
       memory(2600, 0x4000, 700, act, kNoRow);  // the loss, after the head's forward
       range(head, 3050, 3100, RangePhase::Forward);  // the head again, for a chunk of the loss
+      memory(3200, 0x4000, -700, act, kNoRow);
+    }
+    if (events == Events::HeldOutput) {
+      if (step > 0) memory(2560, 0x6000, -400, act, kNoRow);  // the previous step's output
+      memory(2550, 0x6000 + step, 400, act, kNoRow);
+      memory(2570, 0x7000, 200, act, kNoRow);
+      memory(9000, 0x7000, -200, act, kNoRow);  // the backward ended at 7800
+      memory(2600, 0x4000, 700, act, kNoRow);
       memory(3200, 0x4000, -700, act, kNoRow);
     }
     if (events == Events::ChunkedLossBackwardPerChunk) {
@@ -537,6 +550,33 @@ TEST_CASE("a chunked loss's activations are the root tail's, though the head run
   CHECK(root.front()->saved_activation_bytes == 0);
   CHECK(root.back()->saved_activation_bytes == 700);
   CHECK(root.back()->loss_saved_bytes == 700);
+}
+
+TEST_CASE("the output the loop holds past the backward is the tail's, and not the loss's", "[sim][replay]") {
+  ss::test::TempDir dir;
+  write_profile(dir.file("held.ssdb"), "true", 0, Events::HeldOutput);
+  ProfileInput in;
+  const SimResult r = replay(dir.file("held.ssdb"), &in);
+  const SimSegment& tail = in.model.segments.back();
+  REQUIRE(in.model.units[static_cast<std::size_t>(tail.unit)].is_root);
+  CHECK(tail.saved_activation_bytes == 1300);
+  CHECK(tail.loss_saved_bytes == 700);     // before: 1300, all freed by the loss's backward
+  CHECK(tail.caller_held_bytes == 400);    // step 0's freed in step 1, step 1's never
+  CHECK(tail.backward_held_bytes == 200);  // freed after the backward, in the same step
+  // The replay ends the step holding the 400, and the forward begins with the previous one's.
+  std::int64_t end = 0, at_start = 0;
+  for (const auto& e : r.memory) {
+    end += e.cat == MemCat::Activation ? e.delta : 0;
+    if (e.time == 0 && e.cat == MemCat::Activation) at_start += e.delta;
+  }
+  CHECK(end == 400);
+  CHECK(at_start == 400);
+  // A loss alone is not held: freed by its backward.
+  write_profile(dir.file("loss.ssdb"), "true", 0, Events::CheckpointedChunkedLoss);
+  ProfileInput loss;
+  replay(dir.file("loss.ssdb"), &loss);
+  CHECK(loss.model.segments.back().caller_held_bytes == 0);
+  CHECK(loss.model.segments.back().loss_saved_bytes == 700);
 }
 
 TEST_CASE("a chunked loss run between the head's forward and backward ranges is replayed, as the root's tail",

@@ -1,0 +1,171 @@
+// When the replay's tensors are made and freed, where a job's own lifetimes differ from "saved in
+// forward, freed in the unit's backward": the output the training loop holds in a variable, a
+// checkpointed unit's input that the segment before it already holds, and a root's gradients made
+// in two places (its tail's in the output head's backward, the embedding's at the very end).
+// Each is checked against the same model without it, on the same timeline.
+#include <catch2/catch.hpp>
+
+#include "profiler/sim/step_simulator.h"
+#include "tests/sim/sim_fixtures.h"
+
+using namespace ss;
+using namespace ss::sim;
+
+namespace {
+
+// Bytes of category `cat` (every category: -1) live at time t: the events at or before t.
+std::int64_t level(const SimResult& r, TimeNs t, int cat = -1) {
+  std::int64_t b = 0;
+  for (const auto& e : r.memory)
+    if (e.time <= t && (cat < 0 || static_cast<int>(e.cat) == cat)) b += e.delta;
+  return b;
+}
+
+// The root's compute ops in a phase, in time order (head, then tail in forward; tail, head in backward).
+std::vector<const SimOp*> root_compute(const SimResult& r, const CompiledStep& s, Phase ph) {
+  std::vector<const SimOp*> out;
+  for (const auto& o : r.ops)
+    if (o.kind == OpKind::Compute && o.phase == ph && o.exec >= 0 && s.units[static_cast<std::size_t>(o.exec)].is_root) out.push_back(&o);
+  return out;
+}
+
+int root_exec(const CompiledStep& s) {
+  for (std::size_t e = 0; e < s.units.size(); ++e)
+    if (s.units[e].is_root) return static_cast<int>(e);
+  return -1;
+}
+
+// Root head (saved `head_saved`) + u0 + u1 + root tail (saved 5000, of which the loss's 4000).
+SimModel decoder(std::int64_t head_saved, std::int64_t held, std::int64_t root_params = 0, std::int64_t tail_params = -1,
+                 std::int64_t held_through_backward = 0) {
+  SimModel m = test::chain_model(2, 1000, 100, 200, 1000);
+  m.units[0].param_count = root_params;
+  m.units[0].tail_params = tail_params;
+  for (auto& sg : m.segments) sg.input_bytes = 300;
+  m.segments.insert(m.segments.begin(), SimSegment{0, 10, 10, head_saved, 0});
+  SimSegment tail{0, 50, 100, 5000, 0};
+  tail.loss_saved_bytes = 4000;
+  tail.caller_held_bytes = held;
+  tail.backward_held_bytes = held_through_backward;
+  m.segments.push_back(tail);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the output a training loop holds lives from its forward to the next pass's forward end", "[sim][exact][memory]") {
+  // `logits = model(x)`: 500 of the tail's 5000 saved bytes stay in the loop's variable after the
+  // backward, through the optimizer step into the next step, until its forward returns. The step
+  // replays the previous step's copy from its start to the tail's forward.
+  const ClusterModel c = test::linear_cluster(2);
+  const CompiledStep s0 = compile_step(decoder(0, 0), FsdpPlan{}, c);
+  const CompiledStep s1 = compile_step(decoder(0, 500), FsdpPlan{}, c);
+  const SimResult without = simulate(s0, true), with = simulate(s1, true);
+  // Timing and work are unchanged: only memory moves.
+  REQUIRE(with.step_ns == without.step_ns);
+  REQUIRE(with.ops.size() == without.ops.size());
+  const TimeNs tail_fwd = root_compute(with, s1, Phase::Forward).back()->start;
+  const TimeNs tail_bwd_end = root_compute(with, s1, Phase::Backward).front()->end;
+  const int act = static_cast<int>(MemCat::Activation);
+  for (TimeNs t : {TimeNs{0}, tail_fwd - 1, tail_fwd, tail_fwd + 1, tail_bwd_end - 1, tail_bwd_end, with.step_ns}) {
+    INFO("t = " << t);
+    const bool held = t < tail_fwd || t >= tail_bwd_end;
+    CHECK(level(with, t) - level(without, t) == (held ? 500 : 0));
+    CHECK(level(with, t, act) - level(without, t, act) == (held ? 500 : 0));
+  }
+  CHECK(with.min_bytes >= 0);
+  // In backward the held output stacks on every unit's backward: the backward's peak is 500 higher.
+  CHECK(with.peak_bytes >= without.peak_bytes);
+
+  // Held only through the backward (`del out` after loss.backward()): 300 more from the tail's
+  // backward to the backward's end (the reduce-scatters done), not into the optimizer step.
+  const CompiledStep s3 = compile_step(decoder(0, 500, 0, -1, 300), FsdpPlan{}, c);
+  const SimResult three = simulate(s3, true);
+  const TimeNs bwd_end = three.backward_end_ns;
+  REQUIRE(three.step_ns == with.step_ns);
+  for (TimeNs t : {tail_fwd, tail_bwd_end - 1, tail_bwd_end, bwd_end - 1, bwd_end, three.step_ns}) {
+    INFO("t = " << t);
+    CHECK(level(three, t) - level(with, t) == (t >= tail_bwd_end && t < bwd_end ? 300 : 0));
+  }
+
+  // Micro-batches: each pass's tail frees the previous pass's output as it makes its own, so the
+  // root never holds two.
+  FsdpPlan accumulate;
+  accumulate.gradient_accumulation = 2;
+  const CompiledStep s2 = compile_step(decoder(0, 500), accumulate, c);
+  const SimResult two = simulate(s2, true);
+  std::int64_t lvl = 0, most = 0;
+  for (const auto& e : two.memory)
+    if (e.cat == MemCat::Activation && e.exec == root_exec(s2)) lvl += e.delta, most = std::max(most, lvl);
+  CHECK(most == 5000);  // the tail's saved, the output among them
+  CHECK(lvl == 500);    // the second pass's output, held past the step
+}
+
+TEST_CASE("a checkpointed unit's input that the segment before it holds is counted once", "[sim][exact][checkpoint]") {
+  // The root's head saves 700, among them the 300 B tensor u0 is handed; u0 and u1 are
+  // checkpointed and keep their 300 B inputs (u1's is u0's output, which u0 does not keep).
+  // Counted twice before: u0's 300 on top of the head's 700.
+  const ClusterModel c = test::linear_cluster(2);
+  FsdpPlan p;
+  p.checkpoint["*"] = "full";
+  const CompiledStep s = compile_step(decoder(700, 0), p, c);
+  const SimResult r = simulate(s, true);
+  const int act = static_cast<int>(MemCat::Activation);
+  const TimeNs tail_fwd = root_compute(r, s, Phase::Forward).back()->start;
+  // Before the tail: the head's 700, u0 nothing more, u1 its input 300.
+  CHECK(level(r, tail_fwd - 1, act) == 700 + 300);
+  // In u0's backward, after its rerun: the head's 700 and u0's rebuilt 1000 - 300 (u1 is done).
+  const SimOp* u0_bwd = test::find_op(r, OpKind::Compute, s, "u0", Phase::Backward);
+  REQUIRE(u0_bwd != nullptr);
+  CHECK(level(r, u0_bwd->start + 1, act) == 700 + 700);
+  // Every byte made is freed: the step ends as it began.
+  CHECK(level(r, r.step_ns, act) == 0);
+  CHECK(r.min_bytes >= 0);
+
+  // u0 not checkpointed (only u1): u1's input is u0's output, which u0's saved 1000 holds.
+  FsdpPlan only_u1;
+  only_u1.checkpoint["u1"] = "full";
+  const CompiledStep s1 = compile_step(decoder(700, 0), only_u1, c);
+  const SimResult r1 = simulate(s1, true);
+  CHECK(level(r1, root_compute(r1, s1, Phase::Forward).back()->start - 1, act) == 700 + 1000);
+  // Without a head that saves anything, u0 keeps its input itself.
+  const CompiledStep s2 = compile_step(decoder(0, 0), p, c);
+  const SimResult r2 = simulate(s2, true);
+  CHECK(level(r2, root_compute(r2, s2, Phase::Forward).back()->start - 1, act) == 300 + 300);
+}
+
+TEST_CASE("a root's gradients: its tail's in the output head's backward, the rest at the end", "[sim][exact][memory]") {
+  // The root holds 1000 parameters, 250 of them in its tail (norm, output head): bf16 params,
+  // unsharded gradients 2 B each. After the tail's backward 500 B exist; the embedding's 1500 B
+  // only once the head's backward has run (and go into the reduce-scatter input at once).
+  const ClusterModel c = test::linear_cluster(2);
+  const CompiledStep s = compile_step(decoder(0, 0, 1000, 250), FsdpPlan{}, c);
+  const SimResult r = simulate(s, true);
+  const int grad = static_cast<int>(MemCat::UnshardedGrad);
+  const auto bwd = root_compute(r, s, Phase::Backward);
+  REQUIRE(bwd.size() == 2);
+  const std::int64_t root_grads = s.units[static_cast<std::size_t>(root_exec(s))].reduced * s.param_bytes;
+  REQUIRE(root_grads == 2000);
+  std::int64_t root_level = 0;
+  auto root_grads_at = [&](TimeNs t) {
+    root_level = 0;
+    for (const auto& e : r.memory)
+      if (e.time <= t && static_cast<int>(e.cat) == grad && e.exec == root_exec(s)) root_level += e.delta;
+    return root_level;
+  };
+  CHECK(root_grads_at(bwd[0]->end - 1) == 0);
+  CHECK(root_grads_at(bwd[0]->end) == 500);
+  CHECK(root_grads_at(bwd[1]->start + 1) == 500);  // through u1's and u0's backward
+  CHECK(root_grads_at(r.step_ns) == 0);
+  CHECK(r.min_bytes >= 0);
+  // Tail parameters unknown (-1), or none of its own (tied embeddings: the shared weight's
+  // gradient is made in the output head's backward): all of them after the tail's backward.
+  for (std::int64_t tail : {std::int64_t{-1}, std::int64_t{0}}) {
+    const CompiledStep st = compile_step(decoder(0, 0, 1000, tail), FsdpPlan{}, c);
+    const SimResult rt = simulate(st, true);
+    std::int64_t b = 0;
+    for (const auto& e : rt.memory)
+      if (e.time <= root_compute(rt, st, Phase::Backward)[1]->start + 1 && static_cast<int>(e.cat) == grad && e.exec == root_exec(st)) b += e.delta;
+    CHECK(b == 2000);
+  }
+}
