@@ -1442,6 +1442,14 @@ bool add_kept_grads_from_profile(ProfileInput& in, const std::string& path) {
   return in.model.grads_kept;
 }
 
+sql::Stmt activation_events_in_order(sql::Db& db, int rank) {
+  sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, module_id FROM memory_events WHERE rank = ?1 AND category = ?2 "
+                         "AND address IS NOT NULL ORDER BY time_ns, id");
+  st.bind(1, rank);
+  st.bind(2, static_cast<int>(MemoryCategory::Activation));
+  return st;
+}
+
 namespace {
 
 // What the root's tail made in a pass that outlives the pass's backward, per pass: the model's
@@ -1476,10 +1484,7 @@ CallerHeld caller_held_from_profile(sql::Db& db, const ProfileInput& in, int roo
     (to_next ? next : through) += double(m.bytes);
     outside += m.outside ? double(m.bytes) : 0;
   };
-  sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, module_id FROM memory_events WHERE rank = ?1 AND category = ?2 "
-                         "AND address IS NOT NULL ORDER BY time_ns, id");
-  st.bind(1, in.rank);
-  st.bind(2, static_cast<int>(MemoryCategory::Activation));
+  sql::Stmt st = activation_events_in_order(db, in.rank);
   while (st.step()) {
     const TimeNs t = st.col_int(0);
     const std::int64_t addr = st.col_int(1), bytes = st.col_int(2);

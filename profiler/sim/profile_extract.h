@@ -15,6 +15,7 @@
 #include "profiler/sim/sim_model.h"
 #include "storage/errors.h"
 #include "storage/profile_model.h"
+#include "storage/sqlite_handle.h"
 
 namespace ss::sim {
 
@@ -119,6 +120,9 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
 // used, put on the unit's last segment (the root's tail, where a loss's temporaries are).
 // Returns the largest of them (0 when the profile has none).
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
+// A rank's activation allocations and frees that carry an address, in time order (pairing them
+// by address): rows (time_ns, address, bytes, module_id).
+sql::Stmt activation_events_in_order(sql::Db& db, int rank);
 // What share of each unit's forward a full-checkpointing rerun repeats (SimSegment::rerun_share):
 // up to where the last activation the unit's own backward frees is made (PyTorch's checkpoint
 // stops there): the operator that made it on a CPU profile, the next sub-module's first kernel on

@@ -112,10 +112,7 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
     // Saved activations: made in a unit's forward, freed in its own backward (paired by address).
     struct Open { UnitStep* us; TimeNs t; };
     std::map<std::int64_t, Open> open;
-    sql::Stmt st(db.get(), "SELECT time_ns, address, bytes, module_id FROM memory_events WHERE rank = ?1 AND category = ?2 "
-                           "AND address IS NOT NULL ORDER BY time_ns, id");
-    st.bind(1, in.rank);
-    st.bind(2, static_cast<int>(MemoryCategory::Activation));
+    sql::Stmt st = activation_events_in_order(db, in.rank);
     while (st.step()) {
       const TimeNs t = st.col_int(0);
       const std::int64_t addr = st.col_int(1);
