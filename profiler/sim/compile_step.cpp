@@ -353,6 +353,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     es.bwd_other_ns = other_comm_at(sg.bwd_extra, m.other_comm_world, s.world, c);
     es.fwd_temp_bytes = sg.fwd_temp_bytes;
     es.bwd_temp_bytes = sg.bwd_temp_bytes;
+    es.bwd_incoming_bytes = sg.bwd_incoming_bytes;
     es.fwd_idle_ns = sg.fwd_extra.idle_ns;  // host-bound time does not depend on the plan or the world
     es.bwd_idle_ns = sg.bwd_extra.idle_ns;
     if (!par.is_1d()) parallel_comm(s, sg, c, es);

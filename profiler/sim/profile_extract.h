@@ -120,6 +120,12 @@ std::int64_t add_activations_from_profile(ProfileInput& in, const std::string& p
 // used, put on the unit's last segment (the root's tail, where a loss's temporaries are).
 // Returns the largest of them (0 when the profile has none).
 std::int64_t add_temporaries_from_profile(ProfileInput& in, const std::string& path);
+// For every unit but the root, what its backward holds at its highest beyond its start (its
+// temporaries, plus the gradients made and less the saved tensors freed by then; measured from a
+// checkpointing rerun's end), averaged over the passes, replacing the last segment's
+// bwd_temp_bytes. Units without a backward range or memory events in it keep theirs.
+// profile_backward_net.cpp.
+void add_backward_net_from_profile(ProfileInput& in, const std::string& path);
 // A rank's activation allocations and frees that carry an address, in time order (pairing them
 // by address): rows (time_ns, address, bytes, module_id).
 sql::Stmt activation_events_in_order(sql::Db& db, int rank);

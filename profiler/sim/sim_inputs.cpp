@@ -220,6 +220,7 @@ SimModel with_transients_scaled(SimModel m, double f) {
     scaled(seg.recompute_activation_bytes);
     scaled(seg.fwd_temp_bytes);
     scaled(seg.bwd_temp_bytes);
+    scaled(seg.bwd_incoming_bytes);
     for (auto& part : seg.parts) scaled(part.saved_bytes);
   }
   return m;
@@ -429,6 +430,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     add_trainable_from_profile(pi, req.profile_path);
     add_kept_grads_from_profile(pi, req.profile_path);
     add_temporaries_from_profile(pi, req.profile_path);
+    add_backward_net_from_profile(pi, req.profile_path);
     add_gathers_from_profile(pi, req.profile_path);
     add_rerun_share_from_profile(pi, req.profile_path);
     for (const auto& sg : pi.model.segments) {

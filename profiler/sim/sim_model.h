@@ -157,7 +157,16 @@ struct SimSegment {
   std::int64_t recompute_activation_bytes = 0;  // transient during backward (activation checkpointing)
   // Transient while this segment computes (its ops' temporaries, e.g. a loss's softmax), measured
   // from a profile's temporary allocations; 0 for model descriptions.
+  // For a profile's unit other than the root, bwd_temp_bytes is what its backward holds at its
+  // highest beyond its start (profile_backward_net.cpp).
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;
+  // What the backward was handed when it began: the gradient of the segment's output, made by the
+  // backward of the segment after it and alive until this one has used it. Measured on a profile
+  // (temporaries alive when the unit's backward starts); 0 for model descriptions. Without
+  // checkpointing it stands where the output itself stood, which the next segment's backward frees
+  // and the model frees at this one's end; it counts only where both are checkpointed
+  // (step_simulator.cpp, incoming_gradient).
+  std::int64_t bwd_incoming_bytes = 0;
   // The root's tail only: the part of saved_activation_bytes made outside every module (the loss's
   // saved tensors), which the loss's backward frees before the root's pre-backward runs.
   std::int64_t loss_saved_bytes = 0;

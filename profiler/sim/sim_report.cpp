@@ -93,6 +93,12 @@ void write_result_fields(JsonWriter& j, const CompiledStep& s, const SimResult& 
         .kv("backward_all_gather_ms", to_ms(u.ag_bwd_ns))
         .kv("reduce_scatter_ms", to_ms(u.rs_ns));
     if (u.checkpoint != Checkpoint::None) j.kv("checkpoint", u.checkpoint == Checkpoint::Full ? "full" : "selective");
+    // What its backward holds at its highest above its start, and the gradient it is handed
+    // (SimSegment::bwd_temp_bytes, bwd_incoming_bytes).
+    std::int64_t highest = 0, handed = 0;
+    for (const auto& sg : s.segments)
+      if (sg.exec == static_cast<int>(e)) highest += sg.bwd_temp_bytes, handed += sg.bwd_incoming_bytes;
+    j.kv("backward_transient_bytes", highest).kv("backward_handed_gradient_bytes", handed);
     if (e < r.unit_memory.size()) {
       j.kv("own_peak_bytes", r.unit_memory[e].own_peak);
       j.key("memory_at_peak").begin_object();

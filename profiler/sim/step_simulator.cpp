@@ -339,6 +339,21 @@ class StepRun {
     return std::min(sg.saved_bytes, prev.saved_bytes);
   }
 
+  // The gradient of segment i's output, alive through its backward where the model holds nothing in
+  // its place: when segment i and the next (its output's consumer) are both fully checkpointed, the
+  // output is the next one's kept input, freed at the next one's backward end in model and job
+  // alike, and the gradient comes on top. Otherwise the model still holds the output in segment i's
+  // saved set (or its rebuilt set) where the job, having freed it, holds its gradient: the same
+  // bytes. Measured on CPU (2026-12-07): llama's blocks are handed 520,192 B, mlp's 2,097,152 B;
+  // left out, a checkpointed step's peak came out 0.8 % and 1.3 % low.
+  std::int64_t incoming_gradient(std::size_t i) const {
+    const ExecSegment& sg = s_.segments[i];
+    if (sg.bwd_incoming_bytes <= 0 || i + 1 >= s_.segments.size()) return 0;
+    const ExecSegment& next = s_.segments[i + 1];
+    auto checkpointed = [&](const ExecSegment& s) { return eu(s.exec).checkpoint == Checkpoint::Full && s.recompute_ns > 0; };
+    return next.exec != sg.exec && checkpointed(sg) && checkpointed(next) ? sg.bwd_incoming_bytes : 0;
+  }
+
   // The unit's unsharded gradients, as they were made: its tail's share at grads_at, the rest at
   // head_grads_at.
   void write_grads(int e, std::int64_t bytes) {
@@ -563,7 +578,7 @@ class StepRun {
         const TimeNs t = op(Lane::Compute, OpKind::Compute, Phase::Backward, e, 0, share(sg.bwd_ns), 0);
         model_parallel(sg, e, Phase::Backward, t);
         if (sg.recompute_ns <= 0) mem(t, sg.recompute_bytes, e, MemCat::Activation);
-        transient(t, sg.bwd_temp_bytes, e);
+        transient(t, sg.bwd_temp_bytes + incoming_gradient(i), e);
         measured(Phase::Backward, e, share(sg.bwd_other_ns), share(sg.bwd_idle_ns));
         // The unit's unsharded gradients (param dtype, its size) exist once its first backward
         // compute is done: autograd makes them while it frees the activations, and they go into the

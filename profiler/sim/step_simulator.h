@@ -125,6 +125,7 @@ struct ExecSegment {
   std::int64_t caller_held_bytes = 0;  // SimSegment: held by the training loop to the next pass's forward end
   std::int64_t backward_held_bytes = 0;  // SimSegment: held by the training loop to the backward's end
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
+  std::int64_t bwd_incoming_bytes = 0;                  // SimSegment
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
   TimeNs recompute_ns = 0;  // activation checkpointing: forward rerun before the backward

@@ -88,6 +88,27 @@ class CheckpointRunTest(unittest.TestCase):
             self.assertLess(m["output_held_to_next_forward_bytes"], logits + 64, name)
             self.assertLess(m["output_held_through_backward_bytes"], 64, name)
 
+    def test_a_blocks_backward_measures_the_same_plain_and_checkpointed(self):
+        """What a block's backward holds at its highest above its start (temporaries, plus the
+        weight gradients made and less the saved tensors freed by then) and the gradient it is
+        handed (its output's: batch x (seq - 1) x dim fp32) are the program's, not the plan's: the
+        checkpointed recording, measured from its rerun's end, gives the plain one's figures. The
+        replay may scale transients by a few parts in a thousand to meet the measured peak, hence
+        the tolerance (on this run both come out at 96,256 B, handed 15,872 B, unscaled)."""
+        handed = 4 * 2 * 31 * 64
+        units = {}
+        for name in ("base", "ckpt"):
+            sim = json.loads(run.shardscope("simulate", self.path(name + ".ssdb"), "--format", "json"))
+            units[name] = {u["name"]: u for u in sim["units"] if u["name"].startswith("layers.")}
+            self.assertEqual(sorted(units[name]), ["layers.0", "layers.1"], name)
+        for layer in ("layers.0", "layers.1"):
+            base, ckpt = units["base"][layer], units["ckpt"][layer]
+            self.assertGreater(base["backward_transient_bytes"], 0, layer)
+            self.assertAlmostEqual(ckpt["backward_transient_bytes"], base["backward_transient_bytes"],
+                                   delta=0.005 * base["backward_transient_bytes"], msg=layer)
+            for u in (base, ckpt):
+                self.assertAlmostEqual(u["backward_handed_gradient_bytes"], handed, delta=0.005 * handed, msg=layer)
+
     def test_prediction_matches_the_recompute_count(self):
         base = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--format", "json"))
         pred = json.loads(run.shardscope("simulate", self.path("base.ssdb"), "--plan", self.plan, "--format", "json"))

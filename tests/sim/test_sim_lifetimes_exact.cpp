@@ -169,3 +169,36 @@ TEST_CASE("a root's gradients: its tail's in the output head's backward, the res
     CHECK(b == 2000);
   }
 }
+
+TEST_CASE("the gradient a checkpointed unit is handed counts where the next unit is checkpointed too", "[sim][exact][checkpoint]") {
+  // u0 and u1 are handed 250 B gradients of their outputs (SimSegment::bwd_incoming_bytes) and
+  // hold 400 B at their backward's highest. Only u0 has a next unit (u1): with both checkpointed,
+  // u0's backward holds 400 + 250 while it computes; with one or neither checkpointed, the model's
+  // saved or rebuilt output stands for the gradient, and nothing is added.
+  const ClusterModel c = test::linear_cluster(2);
+  auto model = [] {
+    SimModel m = decoder(0, 0);
+    for (auto& sg : m.segments)
+      if (sg.unit != 0) sg.bwd_temp_bytes = 400, sg.bwd_incoming_bytes = 250;
+    return m;
+  };
+  const int tmp = static_cast<int>(MemCat::Temporary);
+  auto temporaries_in = [&](const FsdpPlan& p, const char* unit) {
+    const CompiledStep s = compile_step(model(), p, c);
+    const SimResult r = simulate(s, true);
+    const SimOp* op = test::find_op(r, OpKind::Compute, s, unit, Phase::Backward);
+    REQUIRE(op != nullptr);
+    CHECK(level(r, r.step_ns, tmp) == 0);  // freed when the compute ends
+    return level(r, op->start, tmp);
+  };
+  FsdpPlan both;
+  both.checkpoint["*"] = "full";
+  CHECK(temporaries_in(both, "u0") == 400 + 250);
+  CHECK(temporaries_in(both, "u1") == 400);  // the root's tail after it is not checkpointed
+  FsdpPlan only_u0, only_u1;
+  only_u0.checkpoint["u0"] = "full";
+  only_u1.checkpoint["u1"] = "full";
+  CHECK(temporaries_in(only_u0, "u0") == 400);
+  CHECK(temporaries_in(only_u1, "u0") == 400);
+  CHECK(temporaries_in(FsdpPlan{}, "u0") == 400);
+}

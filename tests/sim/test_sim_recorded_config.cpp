@@ -55,6 +55,15 @@ enum class Events {
   // its head's forward; the last step's never. And 200 B more the loop frees after the backward
   // (`del out` after loss.backward()), before the optimizer step.
   HeldOutput,
+  // blocks.1's backward (6000-6800 us) in the order a real one has: handed a 600 B gradient made in
+  // blocks.2's backward, it frees its first saved tensor (1000 B), makes 2500 B of temporaries
+  // and an 800 B weight gradient, frees the gradient it was handed and its temporaries, then its
+  // last saved tensor (3000 B); its post-backward takes the weight gradient. At its highest it is
+  // 2500 + 800 - 1000 = 2300 above its start, its temporaries alone 2500.
+  BackwardOrder,
+  // The same, blocks.1 checkpointed: its forward saves nothing, a rerun (6000-6100 us) rebuilds
+  // the two tensors and makes and frees 500 B more; the backward follows from 6100 us.
+  BackwardOrderCheckpointed,
 };
 
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
@@ -110,6 +119,30 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
       memory(9000, 0x7000, -200, act, kNoRow);  // the backward ended at 7800
       memory(2600, 0x4000, 700, act, kNoRow);
       memory(3200, 0x4000, -700, act, kNoRow);
+    }
+    if (events == Events::BackwardOrder || events == Events::BackwardOrderCheckpointed) {
+      const bool rerun = events == Events::BackwardOrderCheckpointed;
+      const TimeNs b = rerun ? 6100 : 6000;  // where blocks.1's own backward work starts
+      if (rerun) {
+        range(mods[1], 6000, 6100, RangePhase::Recompute);
+        memory(6010, 0x8000, 1000, act, mods[1]);
+        memory(6020, 0x8100, 3000, act, mods[1]);
+        memory(6030, 0x8500, 500, act, mods[1]);
+        memory(6040, 0x8500, -500, act, mods[1]);
+      } else {
+        memory(700, 0x8000, 1000, act, mods[1]);
+        memory(800, 0x8100, 3000, act, mods[1]);
+      }
+      memory(5500, 0x8200, 600, MemoryCategory::Temporary, mods[2]);  // blocks.2's input gradient
+      memory(b + 50, 0x8000, -1000, act, mods[1]);
+      memory(b + 100, 0x8300, 2500, MemoryCategory::Temporary, mods[1]);
+      memory(b + 150, 0x8400, 800, MemoryCategory::Gradient, mods[1]);
+      memory(b + 200, 0x8200, -600, MemoryCategory::Temporary, mods[1]);
+      memory(b + 250, 0x8300, -2500, MemoryCategory::Temporary, mods[1]);
+      memory(b + 300, 0x8100, -3000, act, mods[1]);
+      range(mods[1], 6750, 6760, RangePhase::Backward, RangeKind::Fsdp, "FSDP::post_backward_reduce (blocks.1)");
+      memory(6755, 0x8400, -800, MemoryCategory::Gradient, mods[1]);
+      memory(6756, 0x8600, 400, MemoryCategory::Gradient, kNoRow);  // its sharded gradient, after the post-backward
     }
     if (events == Events::ChunkedLossBackwardPerChunk) {
       range(head, 2600, 2700, RangePhase::Backward);  // the first chunk's; the loss in [2500, 2600]
@@ -830,4 +863,33 @@ TEST_CASE("experts gathered over a mesh of their own: read in the run's dtype, t
     if (m.time >= backward) most = std::max(most, buffers);
   }
   CHECK(most == 3600);
+}
+
+TEST_CASE("a unit's backward: its highest above its start, and the gradient it is handed, plain or checkpointed",
+          "[sim][replay][memory]") {
+  ss::test::TempDir dir;
+  for (const Events events : {Events::BackwardOrder, Events::BackwardOrderCheckpointed}) {
+    const std::string path = dir.file(events == Events::BackwardOrder ? "plain.ssdb" : "checkpointed.ssdb");
+    write_profile(path, "true", 0, events);
+    ProfileInput in = extract_profile(load_profile(path));
+    add_temporaries_from_profile(in, path);
+    const int b1 = in.model.find_unit("blocks.1"), b2 = in.model.find_unit("blocks.2");
+    auto segment_of = [&](int unit) -> const SimSegment& {
+      for (const auto& sg : in.model.segments)
+        if (sg.unit == unit) return sg;
+      FAIL("no segment");
+      return in.model.segments.front();
+    };
+    // Its temporaries alone: what the model stacked on every saved tensor before.
+    CHECK(segment_of(b1).bwd_temp_bytes == 2500);
+    add_backward_net_from_profile(in, path);
+    INFO((events == Events::BackwardOrder ? "plain" : "checkpointed"));
+    // 2500 + 800 - 1000, measured from the rerun's end when checkpointed (its 500 B come and go
+    // before; the post-backward's gradients after are not the backward's).
+    CHECK(segment_of(b1).bwd_temp_bytes == 2300);
+    CHECK(segment_of(b1).bwd_incoming_bytes == 600);
+    // blocks.2 made the 600 B and was handed nothing; the root keeps its temporaries as measured.
+    CHECK(segment_of(b2).bwd_temp_bytes == 600);
+    CHECK(segment_of(b2).bwd_incoming_bytes == 0);
+  }
 }
