@@ -72,15 +72,7 @@ void add_backward_net_from_profile(ProfileInput& in, const std::string& path) {
   std::vector<BackwardWindow> windows(in.pass_windows.size() * nu);
   for (std::size_t i = 0; i < windows.size(); ++i) windows[i].unit = i % nu;
   {
-    sql::Stmt r(db.get(),
-                "SELECT r.module_id, r.kind, r.phase, r.start_ns, r.start_ns + r.duration_ns, s.value FROM ranges r "
-                "JOIN strings s ON s.id = r.name_id WHERE r.rank = ?1 AND r.module_id IS NOT NULL AND r.kind IN (?2, ?3) "
-                "AND r.phase IN (?4, ?5)");
-    r.bind(1, in.rank);
-    r.bind(2, static_cast<int>(RangeKind::Module));
-    r.bind(3, static_cast<int>(RangeKind::Fsdp));
-    r.bind(4, static_cast<int>(RangePhase::Backward));
-    r.bind(5, static_cast<int>(RangePhase::Recompute));
+    sql::Stmt r = module_and_fsdp_ranges(db, in.rank, RangePhase::Backward, RangePhase::Recompute);
     while (r.step()) {
       const auto u = unit_of.find(r.col_int(0));
       const auto k = interval_holding(in.pass_windows, r.col_int(3));

@@ -1450,6 +1450,19 @@ sql::Stmt activation_events_in_order(sql::Db& db, int rank) {
   return st;
 }
 
+sql::Stmt module_and_fsdp_ranges(sql::Db& db, int rank, RangePhase a, RangePhase b) {
+  sql::Stmt r(db.get(),
+              "SELECT r.module_id, r.kind, r.phase, r.start_ns, r.start_ns + r.duration_ns, s.value FROM ranges r "
+              "JOIN strings s ON s.id = r.name_id WHERE r.rank = ?1 AND r.module_id IS NOT NULL AND r.kind IN (?2, ?3) "
+              "AND r.phase IN (?4, ?5)");
+  r.bind(1, rank);
+  r.bind(2, static_cast<int>(RangeKind::Module));
+  r.bind(3, static_cast<int>(RangeKind::Fsdp));
+  r.bind(4, static_cast<int>(a));
+  r.bind(5, static_cast<int>(b));
+  return r;
+}
+
 namespace {
 
 // What the root's tail made in a pass that outlives the pass's backward, per pass: the model's

@@ -129,6 +129,9 @@ void add_backward_net_from_profile(ProfileInput& in, const std::string& path);
 // A rank's activation allocations and frees that carry an address, in time order (pairing them
 // by address): rows (time_ns, address, bytes, module_id).
 sql::Stmt activation_events_in_order(sql::Db& db, int rank);
+// A rank's module and FSDP ranges that name a module, in phase `a` or `b`: rows (module_id, kind,
+// phase, start_ns, end_ns, name).
+sql::Stmt module_and_fsdp_ranges(sql::Db& db, int rank, RangePhase a, RangePhase b);
 // What share of each unit's forward a full-checkpointing rerun repeats (SimSegment::rerun_share):
 // up to where the last activation the unit's own backward frees is made (PyTorch's checkpoint
 // stops there): the operator that made it on a CPU profile, the next sub-module's first kernel on

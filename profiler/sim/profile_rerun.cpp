@@ -82,15 +82,7 @@ void add_rerun_share_from_profile(ProfileInput& in, const std::string& path) {
   };
 
   {
-    sql::Stmt r(db.get(),
-                "SELECT r.module_id, r.kind, r.phase, r.start_ns, r.start_ns + r.duration_ns, s.value FROM ranges r "
-                "JOIN strings s ON s.id = r.name_id WHERE r.rank = ?1 AND r.module_id IS NOT NULL AND r.kind IN (?2, ?3) "
-                "AND r.phase IN (?4, ?5)");
-    r.bind(1, in.rank);
-    r.bind(2, static_cast<int>(RangeKind::Module));
-    r.bind(3, static_cast<int>(RangeKind::Fsdp));
-    r.bind(4, static_cast<int>(RangePhase::Forward));
-    r.bind(5, static_cast<int>(RangePhase::Backward));
+    sql::Stmt r = module_and_fsdp_ranges(db, in.rank, RangePhase::Forward, RangePhase::Backward);
     while (r.step()) {
       const RowId module = r.col_int(0);
       const auto [us, u] = unit_step(module, r.col_int(3));
