@@ -8,8 +8,9 @@
 // - llama's block frees the `silu(w1 x) * w3 x` product (1.4 MB) in w2's backward, before the
 //   temporaries of w3's backward peak, and has made w2's weight gradient (0.7 MB) by then: the
 //   block's backward rises 3.50 MB above its start, where its temporaries alone peak at 4.19 MB;
-// - mlp's block has made fc2's weight gradient (4.2 MB) while fc1's input gradient (8.4 MB of
-//   temporaries) is alive: 12.58 MB above its start, not 8.39.
+// - mlp's block has made fc2's weight gradient (4.2 MB) while 8.4 MB of temporaries are alive:
+//   12.58 MB above its start; its temporaries alone peak at 16.8 MB, once it has freed 8.4 MB of
+//   saved tensors.
 // The same figure comes out of a recording with activation checkpointing, measured from the
 // rerun's end (the rebuilt set then stands where the saved set stood): 3,500,544 B and
 // 12,584,960 B per block, plain and checkpointed alike. So the figure replaces the segment's
