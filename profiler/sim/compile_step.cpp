@@ -28,6 +28,41 @@ int unit_index(const SimModel& m, const std::string& name, const char* field) {
   return i;
 }
 
+// Where each exec unit's unsharded gradients are made (ExecSegment::grad_share): autograd makes a
+// parameter's gradient in the backward of the module that holds it. A bucket's member makes its
+// own at the end of its backward, its earlier members' come later. (Written all at the end of the
+// first member's backward, the rest of the bucket's backward held them all: the CPU llama's bucket
+// of layers.2 and layers.3 started layers.2's backward with 6,328,320 B of gradients where the
+// recorded job had made layers.3's 3,164,160 B.) A member called more than once makes them in the
+// backward of its last call. A root split into head and tail makes its tail's
+// (SimUnit::tail_params) in the output head's backward and the rest, the embedding's, at the very
+// end; a tail without parameters of its own (tied embeddings) still makes the shared weight's
+// gradient in the output head's backward.
+void assign_grad_shares(const SimModel& m, CompiledStep& s) {
+  for (const ExecUnit& e : s.units) {
+    if (e.first_seg < 0) continue;
+    if (e.members.size() == 1) {
+      const SimUnit& only = m.units[static_cast<std::size_t>(e.members.front())];
+      if (only.is_root && only.tail_params > 0 && only.param_count > 0) {
+        const double tail = std::clamp(double(only.tail_params) / double(only.param_count), 0.0, 1.0);
+        s.segments[static_cast<std::size_t>(e.last_seg)].grad_share += tail;
+        s.segments[static_cast<std::size_t>(e.first_seg)].grad_share += 1.0 - tail;
+      } else {
+        s.segments[static_cast<std::size_t>(e.last_seg)].grad_share = 1.0;
+      }
+      continue;
+    }
+    for (int u : e.members) {
+      int last = -1;
+      for (int i = e.first_seg; i <= e.last_seg; ++i)
+        if (m.segments[static_cast<std::size_t>(i)].unit == u) last = i;
+      if (last < 0) continue;  // no compute: its weight goes to the members that have some
+      const SimUnit& su = m.units[static_cast<std::size_t>(u)];
+      s.segments[static_cast<std::size_t>(last)].grad_share += double(gathered_params(s, su)) * su.trainable_fraction();
+    }
+  }
+}
+
 }  // namespace
 
 void compute_unit_costs(const CompiledStep& s, ExecUnit& e, const ClusterModel& c, double hbm_bytes_per_ns) {
@@ -252,10 +287,6 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     if (e.members.size() == 1) {
       const SimUnit& only = m.units[static_cast<std::size_t>(e.members.front())];
       e.rs_split = only.reduce_split;
-      // A tail without parameters of its own (tied embeddings) still makes the shared weight's
-      // gradient first, in the output head's backward.
-      if (only.is_root && only.tail_params > 0 && only.param_count > 0)
-        e.tail_grad_share = std::clamp(double(only.tail_params) / double(only.param_count), 0.0, 1.0);
     }
     e.ag_bytes = e.gathered * s.param_bytes;
     e.later_rs_bytes = e.later_ag_bytes * s.reduce_bytes;
@@ -368,6 +399,7 @@ CompiledStep compile_step(const SimModel& m, const FsdpPlan& plan, const Cluster
     }
     eu.last_seg = static_cast<int>(i);
   }
+  assign_grad_shares(m, s);
   std::vector<char> seen(s.units.size(), 0);
   for (std::size_t i = s.segments.size(); i-- > 0;) {
     const int e = s.segments[i].exec;

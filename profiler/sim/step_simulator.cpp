@@ -89,8 +89,9 @@ class StepRun {
     std::int64_t ag_buffer = 0;  // forward AG buffer bytes waiting to be freed at the next unit's wait
     std::int64_t resident = 0;  // unsharded parameter bytes currently held
     bool grads_held = false;    // unsharded gradients allocated (no-sync accumulation)
-    TimeNs grads_at = 0;        // when they were made (the end of the unit's first backward segment)
-    TimeNs head_grads_at = 0;   // ... the rest (ExecUnit::tail_grad_share): the end of its last one
+    TimeNs grads_at = 0;        // when they were first made (the end of the unit's first backward segment)
+    bool making = false;        // its backward segments are making them (from the first to the post-backward)
+    std::vector<std::pair<TimeNs, double>> grads_made;  // (when, ExecSegment::grad_share) as they were made
     bool grads_written = false; // their allocation is in the memory events (see backward)
     bool sharded_grad = false;
     bool h2d = false;         // offload: shard copied up in the current pass
@@ -354,13 +355,30 @@ class StepRun {
     return next.exec != sg.exec && checkpointed(sg) && checkpointed(next) ? sg.bwd_incoming_bytes : 0;
   }
 
-  // The unit's unsharded gradients, as they were made: its tail's share at grads_at, the rest at
-  // head_grads_at.
-  void write_grads(int e, std::int64_t bytes) {
+  // The unit's unsharded gradients as they were made (ExecSegment::grad_share), those made before
+  // `before` only: gradients copied into the reduce-scatter input at the very instant they were
+  // made never count. Returns the bytes written.
+  std::int64_t write_grads(int e, std::int64_t bytes, TimeNs before) {
     const UnitState& st = unit_[static_cast<std::size_t>(e)];
-    const auto tail = static_cast<std::int64_t>(std::llround(double(bytes) * eu(e).tail_grad_share));
-    mem(st.grads_at, tail, e, MemCat::UnshardedGrad);
-    if (bytes > tail) mem(st.head_grads_at, bytes - tail, e, MemCat::UnshardedGrad);
+    double total = 0;
+    for (const auto& part : st.grads_made) total += part.second;
+    if (total <= 0) {  // no shares: all of them at the end of the first backward segment
+      if (st.grads_at >= before) return 0;
+      mem(st.grads_at, bytes, e, MemCat::UnshardedGrad);
+      return bytes;
+    }
+    std::int64_t written = 0;
+    double cumulative = 0;
+    for (const auto& [t, share] : st.grads_made) {
+      // Cumulative rounding: the parts add up to `bytes` exactly.
+      const auto upto = static_cast<std::int64_t>(std::llround(double(bytes) * (cumulative + share) / total));
+      const std::int64_t part = upto - static_cast<std::int64_t>(std::llround(double(bytes) * cumulative / total));
+      cumulative += share;
+      if (t >= before) continue;
+      mem(t, part, e, MemCat::UnshardedGrad);
+      written += part;
+    }
+    return written;
   }
 
   bool needs_gather(int e) const { return unit_[static_cast<std::size_t>(e)].resident < eu(e).ag_bytes; }
@@ -587,11 +605,13 @@ class StepRun {
         // with half of them, docs/accuracy.md.) Written when freed, so that gradients copied into the
         // reduce-scatter input at the very instant they were made never count.
         if (static_cast<int>(i) == u.last_seg && !st.grads_held && !u.frozen) {
-          st.grads_held = true;
-          st.grads_at = st.head_grads_at = lane_[0];
+          st.grads_held = st.making = true;
+          st.grads_at = lane_[0];
           st.grads_written = false;
+          st.grads_made.clear();
         }
-        if (static_cast<int>(i) == u.first_seg && st.grads_held && !st.grads_written) st.head_grads_at = lane_[0];
+        if (st.making && sg.grad_share > 0) st.grads_made.emplace_back(lane_[0], sg.grad_share);
+        if (static_cast<int>(i) == u.first_seg) st.making = false;
         const std::int64_t held = sg.caller_held_bytes + sg.backward_held_bytes;
         const std::int64_t freed = sg.saved_bytes - std::min(sg.loss_saved_bytes, sg.saved_bytes) - held - input_counted_before(i);
         mem(lane_[0], -sg.recompute_bytes - share(freed), e, MemCat::Activation);
@@ -615,9 +635,8 @@ class StepRun {
             mem(c0, rs_in, e, MemCat::ReduceScatterBuffer);
             if (st.grads_written) {
               mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
-            } else if (lane_[0] > st.grads_at) {
-              write_grads(e, unsharded_grads);
-              mem(lane_[0], -unsharded_grads, e, MemCat::UnshardedGrad);
+            } else {
+              mem(lane_[0], -write_grads(e, unsharded_grads, lane_[0]), e, MemCat::UnshardedGrad);
             }
             st.grads_held = false;
             const std::int64_t later_rs = u.later_rs_ns > 0 ? u.later_rs_bytes : 0;
@@ -653,7 +672,7 @@ class StepRun {
             host_after_reduce(e, reduced, last_micro);
           }
           if (st.grads_held && !st.grads_written) {  // kept for the next micro-batch (no sync) or chain
-            write_grads(e, unsharded_grads);
+            write_grads(e, unsharded_grads, std::numeric_limits<TimeNs>::max());
             st.grads_written = true;
           }
         }

@@ -81,10 +81,6 @@ struct ExecUnit {
   // Of params and gathered, those with gradients (SimUnit::trainable_params): what is reduced and
   // what has gradients and optimizer state.
   std::int64_t trainable = 0, reduced = 0;
-  // Of its gradients, the share its last segment's backward makes (the rest: its first segment's).
-  // A root split into head and tail: the tail's parameters (SimUnit::tail_params); the
-  // embedding's gradient is made at the end of the backward, not with the output head's.
-  double tail_grad_share = 1.0;
   bool has_fwd_list = false, has_bwd_list = false;
   std::vector<int> fwd_prefetch, bwd_prefetch;  // exec unit indices
   int first_seg = -1, last_seg = -1;
@@ -126,6 +122,11 @@ struct ExecSegment {
   std::int64_t backward_held_bytes = 0;  // SimSegment: held by the training loop to the backward's end
   std::int64_t fwd_temp_bytes = 0, bwd_temp_bytes = 0;  // SimSegment
   std::int64_t bwd_incoming_bytes = 0;                  // SimSegment
+  // Of its unit's unsharded gradients, the share this segment's backward makes (its parameters'):
+  // a bucket member's at the end of that member's backward, a root's tail's in the output head's
+  // and the embedding's at the very end. A unit's shares are weights (a pipeline stage holds part
+  // of a root); none at all: every gradient at the end of the unit's first backward segment.
+  double grad_share = 0;
   TimeNs fwd_other_ns = 0, bwd_other_ns = 0;  // non-FSDP collectives, scaled to the world size
   TimeNs fwd_idle_ns = 0, bwd_idle_ns = 0;    // measured GPU idle
   TimeNs recompute_ns = 0;  // activation checkpointing: forward rerun before the backward

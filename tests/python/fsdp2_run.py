@@ -95,6 +95,20 @@ def live_memory_at_forward(profile, module, rank=0):
                       rank, start))
 
 
+def module_backward_starts(profile, module, rank=0):
+    """Start times of the module's backward ranges, in order (a simulated bucket's ranges name its
+    first member: one range per member, the last member's first)."""
+    return [t for t, in query(profile, "SELECT start_ns FROM range_view WHERE rank = ? AND module = ? AND kind = 'module' "
+                              "AND phase = 'backward' ORDER BY start_ns", rank, module)]
+
+
+def gradient_bytes_made(profile, after, until, rank=0):
+    """Bytes of gradients allocated less freed on the rank in (after, until]."""
+    (b,), = query(profile, "SELECT coalesce(sum(bytes), 0) FROM memory_view WHERE rank = ? AND category = 'gradient' "
+                  "AND time_ns > ? AND time_ns <= ?", rank, after, until)
+    return b
+
+
 def fsdp_collectives_per_step(profile, rank, fsdp_group_only=False):
     """{step number: sorted [(type label, bytes)]} of the all-gathers and reduce-scatters in each step;
     with fsdp_group_only, those over the group the hooks recorded as FSDP's (meta rank<R>.fsdp_group),

@@ -152,6 +152,15 @@ class ClosedLoopCpu(unittest.TestCase):
             self.assertEqual(modules["layers.1"]["Before Pre-Forward"][0]["cpu"]["Unsharded Param"], 4 * self.units[""] + pair)
         self.assertEqual(sorted(got), sorted([("all_gather", 4 * self.units[""]), ("all_gather", pair), ("all_gather", pair),
                                               ("reduce_scatter", 4 * self.units[""]), ("reduce_scatter", pair)]))
+        # Each member makes its own gradients in its backward (layers.1's, then layers.0's): when
+        # layers.0's backward starts, the job has made layers.1's and the prediction holds them,
+        # not the pair's.
+        sim_l1, sim_l0 = run.module_backward_starts(predicted, "layers.0")[:2]
+        self.assertEqual(run.gradient_bytes_made(predicted, sim_l1, sim_l0), 4 * self.units["layers.1"])
+        for rank in range(2):
+            l1 = run.module_backward_starts(B, "layers.1", rank)[0]
+            l0 = next(t for t in run.module_backward_starts(B, "layers.0", rank) if t > l1)
+            self.assertEqual(run.gradient_bytes_made(B, l1, l0, rank), 4 * self.units["layers.1"], "rank %d" % rank)
         # The group as the recording stores it: its first module the unit, the other pointing at it.
         rows = dict((fqn, (unit, points)) for fqn, unit, points in run.query(
             B, "SELECT m.fqn, m.is_fsdp_unit, u.fqn FROM modules m LEFT JOIN modules u ON u.id = m.fsdp_unit_id"))

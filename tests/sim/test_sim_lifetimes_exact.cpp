@@ -202,3 +202,60 @@ TEST_CASE("the gradient a checkpointed unit is handed counts where the next unit
   CHECK(temporaries_in(only_u1, "u0") == 400);
   CHECK(temporaries_in(FsdpPlan{}, "u0") == 400);
 }
+
+TEST_CASE("a bucket's members make their gradients in their own backward", "[sim][exact][buckets][memory]") {
+  // u0, u1, u2 gathered as one bucket, of 1000, 3000 and 2000 parameters (bf16: 2 B a gradient).
+  // The backward runs u2, u1, u0: after u2's, u2's 4000 B exist; after u1's, 10,000 B; u0's come
+  // last, at the bucket's post-backward, which copies them all into the reduce-scatter input.
+  // (Written all at the end of u2's backward, u1's and u0's backward held 12,000 B.)
+  const ClusterModel c = test::linear_cluster(2);
+  SimModel m = test::chain_model(3, 1000, 100, 200);
+  m.units[2].param_count = 3000;
+  m.units[3].param_count = 2000;
+  FsdpPlan p;
+  p.buckets = {{"u0", "u1", "u2"}};
+  const CompiledStep s = compile_step(m, p, c);
+  REQUIRE(s.param_bytes == 2);
+  const int bucket = s.exec_of_unit[1];
+  REQUIRE(bucket == s.exec_of_unit[3]);
+  const SimResult r = simulate(s, true);
+  std::vector<const SimOp*> bwd;  // u2's, u1's, u0's backward compute
+  for (const auto& o : r.ops)
+    if (o.kind == OpKind::Compute && o.phase == Phase::Backward && o.exec == bucket) bwd.push_back(&o);
+  REQUIRE(bwd.size() == 3);
+  auto grads_at = [&](TimeNs t) {
+    std::int64_t b = 0;
+    for (const auto& e : r.memory)
+      if (e.time <= t && e.cat == MemCat::UnshardedGrad && e.exec == bucket) b += e.delta;
+    return b;
+  };
+  CHECK(grads_at(bwd[0]->end - 1) == 0);
+  CHECK(grads_at(bwd[0]->end) == 4000);
+  CHECK(grads_at(bwd[1]->start + 1) == 4000);
+  CHECK(grads_at(bwd[1]->end) == 10000);
+  CHECK(grads_at(bwd[2]->start + 1) == 10000);
+  CHECK(grads_at(r.step_ns) == 0);
+  CHECK(r.min_bytes >= 0);
+
+  // Kept for the next micro-batch (no reduce-scatter between them): written as they were made all
+  // the same, and freed once, by the reducing micro-batch's post-backward.
+  FsdpPlan accumulate = p;
+  accumulate.gradient_accumulation = 2;
+  accumulate.sync_every_microbatch = false;
+  const CompiledStep sa = compile_step(m, accumulate, c);
+  const SimResult ra = simulate(sa, true);
+  std::vector<const SimOp*> ba;
+  for (const auto& o : ra.ops)
+    if (o.kind == OpKind::Compute && o.phase == Phase::Backward && o.exec == bucket) ba.push_back(&o);
+  REQUIRE(ba.size() == 6);
+  auto held_at = [&](TimeNs t) {
+    std::int64_t b = 0;
+    for (const auto& e : ra.memory)
+      if (e.time <= t && e.cat == MemCat::UnshardedGrad && e.exec == bucket) b += e.delta;
+    return b;
+  };
+  CHECK(held_at(ba[0]->end) == 4000);
+  CHECK(held_at(ba[1]->end) == 10000);
+  CHECK(held_at(ba[3]->start) == 12000);  // through the second micro-batch
+  CHECK(held_at(ra.step_ns) == 0);
+}
