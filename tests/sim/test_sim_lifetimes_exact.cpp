@@ -203,6 +203,26 @@ TEST_CASE("the gradient a checkpointed unit is handed counts where the next unit
   CHECK(temporaries_in(FsdpPlan{}, "u0") == 400);
 }
 
+namespace {
+
+// An exec unit's backward compute ops, in time order.
+std::vector<const SimOp*> backward_of(const SimResult& r, int exec) {
+  std::vector<const SimOp*> out;
+  for (const auto& o : r.ops)
+    if (o.kind == OpKind::Compute && o.phase == Phase::Backward && o.exec == exec) out.push_back(&o);
+  return out;
+}
+
+// An exec unit's unsharded gradient bytes live at time t.
+std::int64_t grads_of(const SimResult& r, int exec, TimeNs t) {
+  std::int64_t b = 0;
+  for (const auto& e : r.memory)
+    if (e.time <= t && e.cat == MemCat::UnshardedGrad && e.exec == exec) b += e.delta;
+  return b;
+}
+
+}  // namespace
+
 TEST_CASE("a bucket's members make their gradients in their own backward", "[sim][exact][buckets][memory]") {
   // u0, u1, u2 gathered as one bucket, of 1000, 3000 and 2000 parameters (bf16: 2 B a gradient).
   // The backward runs u2, u1, u0: after u2's, u2's 4000 B exist; after u1's, 10,000 B; u0's come
@@ -219,22 +239,14 @@ TEST_CASE("a bucket's members make their gradients in their own backward", "[sim
   const int bucket = s.exec_of_unit[1];
   REQUIRE(bucket == s.exec_of_unit[3]);
   const SimResult r = simulate(s, true);
-  std::vector<const SimOp*> bwd;  // u2's, u1's, u0's backward compute
-  for (const auto& o : r.ops)
-    if (o.kind == OpKind::Compute && o.phase == Phase::Backward && o.exec == bucket) bwd.push_back(&o);
+  const auto bwd = backward_of(r, bucket);  // u2's, u1's, u0's
   REQUIRE(bwd.size() == 3);
-  auto grads_at = [&](TimeNs t) {
-    std::int64_t b = 0;
-    for (const auto& e : r.memory)
-      if (e.time <= t && e.cat == MemCat::UnshardedGrad && e.exec == bucket) b += e.delta;
-    return b;
-  };
-  CHECK(grads_at(bwd[0]->end - 1) == 0);
-  CHECK(grads_at(bwd[0]->end) == 4000);
-  CHECK(grads_at(bwd[1]->start + 1) == 4000);
-  CHECK(grads_at(bwd[1]->end) == 10000);
-  CHECK(grads_at(bwd[2]->start + 1) == 10000);
-  CHECK(grads_at(r.step_ns) == 0);
+  CHECK(grads_of(r, bucket, bwd[0]->end - 1) == 0);
+  CHECK(grads_of(r, bucket, bwd[0]->end) == 4000);
+  CHECK(grads_of(r, bucket, bwd[1]->start + 1) == 4000);
+  CHECK(grads_of(r, bucket, bwd[1]->end) == 10000);
+  CHECK(grads_of(r, bucket, bwd[2]->start + 1) == 10000);
+  CHECK(grads_of(r, bucket, r.step_ns) == 0);
   CHECK(r.min_bytes >= 0);
 
   // Kept for the next micro-batch (no reduce-scatter between them): written as they were made all
@@ -242,20 +254,11 @@ TEST_CASE("a bucket's members make their gradients in their own backward", "[sim
   FsdpPlan accumulate = p;
   accumulate.gradient_accumulation = 2;
   accumulate.sync_every_microbatch = false;
-  const CompiledStep sa = compile_step(m, accumulate, c);
-  const SimResult ra = simulate(sa, true);
-  std::vector<const SimOp*> ba;
-  for (const auto& o : ra.ops)
-    if (o.kind == OpKind::Compute && o.phase == Phase::Backward && o.exec == bucket) ba.push_back(&o);
+  const SimResult ra = simulate(compile_step(m, accumulate, c), true);
+  const auto ba = backward_of(ra, bucket);
   REQUIRE(ba.size() == 6);
-  auto held_at = [&](TimeNs t) {
-    std::int64_t b = 0;
-    for (const auto& e : ra.memory)
-      if (e.time <= t && e.cat == MemCat::UnshardedGrad && e.exec == bucket) b += e.delta;
-    return b;
-  };
-  CHECK(held_at(ba[0]->end) == 4000);
-  CHECK(held_at(ba[1]->end) == 10000);
-  CHECK(held_at(ba[3]->start) == 12000);  // through the second micro-batch
-  CHECK(held_at(ra.step_ns) == 0);
+  CHECK(grads_of(ra, bucket, ba[0]->end) == 4000);
+  CHECK(grads_of(ra, bucket, ba[1]->end) == 10000);
+  CHECK(grads_of(ra, bucket, ba[3]->start) == 12000);  // through the second micro-batch
+  CHECK(grads_of(ra, bucket, ra.step_ns) == 0);
 }
