@@ -44,6 +44,7 @@ class StepRun {
       r_.forward_end_ns = lane_[0];
       if (!s_.forward_only) backward_pass(mb, mb == s_.micro_batches - 1);
       r_.backward_end_ns = lane_[0];
+      if (!s_.forward_only) r_.backward_passes.emplace_back(r_.forward_end_ns, r_.backward_end_ns);
     }
     if (s_.forward_only) {  // a measured window of forward passes: no backward, no optimizer step
       r_.step_ns = lane_[0];

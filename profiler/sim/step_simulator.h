@@ -246,6 +246,7 @@ struct UnitMemory {
 struct SimResult {
   TimeNs step_ns = 0;
   TimeNs forward_end_ns = 0, backward_end_ns = 0;  // the last micro-batch's passes end (compute stream)
+  std::vector<std::pair<TimeNs, TimeNs>> backward_passes;  // each micro-batch's backward, start to end (compute stream)
   TimeNs compute_busy_ns = 0;  // compute lane busy (kernels, copies, optimizer)
   TimeNs other_comm_ns = 0;    // measured non-FSDP collectives replayed on the compute lane
   TimeNs idle_ns = 0;          // measured GPU idle replayed on the compute lane
