@@ -101,6 +101,11 @@ std::vector<std::vector<TimeInterval>> backward_phases(const sql::Db& db, int ra
     if (backward && !in_backward && (phases.empty() || passes > 1)) phases.push_back({st.col_int(0), kOn});
     else if (!backward && in_backward && passes > 1) phases.back().second = st.col_int(0);
   }
+  // A step whose passes are not told apart this way (no top-level forward range between them)
+  // has no phases: the unexplained memory then stays one constant (measured_step_peaks).
+  if (passes > 1)
+    for (auto& phases : out)
+      if (phases.size() != static_cast<std::size_t>(passes)) phases.clear();
   return out;
 }
 
