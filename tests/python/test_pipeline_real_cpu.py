@@ -45,12 +45,16 @@ class PipelineRun(unittest.TestCase):
         cls.sim, cls.sim_ops = run.simulate_model(
             cls.dir, "pp", {"gradient_accumulation": 2, "parallelism": {"pp": 2, "pp_schedule": "1f1b"}}, world=4)
         # The same model recorded without the pipeline (data parallel on 2 ranks, each rank's batch
-        # the pipeline's micro-batch, 1), and `simulate` of that profile pipelined like the run.
+        # the pipeline's micro-batch, 1), and `simulate` of that profile pipelined like the run, cut
+        # where the run cuts (layers.1 starts stage 1). Left to itself the simulator balances the
+        # stages by the profile's measured compute, which the machine's load decides: a loaded CI
+        # run cut at layers.0.
         unpipelined = os.path.join(cls.dir, "dp.ssdb")
         run.record(unpipelined, *TINY_MODEL, "--batch", "1", "--steps", str(STEPS), nproc=2, script=run.TRAIN_TP)
         cls.from_profile, cls.from_profile_ops = run.simulate_profile(
             unpipelined, cls.dir, "dp_to_pp",
-            {"world_size": 4, "gradient_accumulation": 2, "parallelism": {"pp": 2, "pp_schedule": "1f1b"}})
+            {"world_size": 4, "gradient_accumulation": 2,
+             "parallelism": {"pp": 2, "pp_schedule": "1f1b", "pp_split": ["layers.1"]}})
 
     @classmethod
     def tearDownClass(cls):
