@@ -18,6 +18,7 @@ enum class Phase : std::uint8_t { None, Forward, Backward, Optimizer };
 struct Placement {
   Phase phase = Phase::None;
   const StepPhases* step = nullptr;
+  TimeNs forward_end = 0;  // Forward: where its pass's backward starts
 };
 
 Placement place(const std::vector<StepPhases>& steps, TimeNs t) {
@@ -25,11 +26,32 @@ Placement place(const std::vector<StepPhases>& steps, TimeNs t) {
   if (it == steps.begin()) return {};
   const StepPhases& s = *std::prev(it);
   if (t >= s.end) return {};
-  const Phase p = t < s.backward ? Phase::Forward : t < s.optimizer ? Phase::Backward : Phase::Optimizer;
-  return {p, &s};
+  if (t < s.backward) return {Phase::Forward, &s, s.backward};
+  if (t >= s.optimizer) return {Phase::Optimizer, &s, 0};
+  // A later pass's forward (gradient accumulation): its activations live into its own backward.
+  auto pass = std::upper_bound(s.later_passes.begin(), s.later_passes.end(), t,
+                               [](TimeNs v, const PassPhases& p) { return v < p.forward; });
+  if (pass != s.later_passes.begin() && t < std::prev(pass)->backward) return {Phase::Forward, &s, std::prev(pass)->backward};
+  return {Phase::Backward, &s, 0};
 }
 
 }  // namespace
+
+void find_later_passes(std::vector<StepPhases>& steps, const std::vector<TimeNs>& forward_module_starts,
+                       const std::vector<TimeNs>& backward_starts) {
+  for (StepPhases& s : steps) {
+    s.later_passes.clear();
+    if (s.backward >= s.optimizer) continue;
+    auto f = std::upper_bound(forward_module_starts.begin(), forward_module_starts.end(), s.backward);
+    while (f != forward_module_starts.end() && *f < s.optimizer) {
+      // The pass's backward: the first backward range after its forward began.
+      auto b = std::upper_bound(backward_starts.begin(), backward_starts.end(), *f);
+      const TimeNs backward = b != backward_starts.end() && *b < s.optimizer ? *b : s.optimizer;
+      s.later_passes.push_back({*f, backward});
+      f = std::upper_bound(f, forward_module_starts.end(), backward);
+    }
+  }
+}
 
 std::optional<MemContext> memory_context_of_range(std::string_view n) {
   // Called for every CPU range an import writes; nearly all are operators ("aten::...") that no
@@ -199,7 +221,7 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
           if (!at.step && p != Phase::Optimizer) break;  // outside every step: unknown
           const TimeNs step_end = at.step ? at.step->end : INT64_MAX;
           if (p == Phase::Forward) {
-            c = (f && f->time < at.step->backward) ? MemoryCategory::Temporary : MemoryCategory::Activation;
+            c = (f && f->time < at.forward_end) ? MemoryCategory::Temporary : MemoryCategory::Activation;
           } else if (p == Phase::Backward) {
             const bool freed_by_fsdp =
                 f && (f->context == MemContext::PostBackward || f->context == MemContext::ReduceScatter);

@@ -51,11 +51,27 @@ enum class MemContext : std::uint8_t {
 // for names that say nothing about memory (module ranges are mapped by their phase instead).
 std::optional<MemContext> memory_context_of_range(std::string_view name);
 
+// A later pass of gradient accumulation: its forward runs [forward, backward), inside the step's
+// backward phase.
+struct PassPhases {
+  TimeNs forward = 0, backward = 0;
+};
+
 // One step's phase boundaries: [start, backward) forward, [backward, optimizer) backward,
 // [optimizer, end) optimizer. backward/optimizer equal end when the step has no such phase.
+// With gradient accumulation the passes after the first are forwards again inside
+// [backward, optimizer): `later_passes`, sorted (find_later_passes).
 struct StepPhases {
   TimeNs start = 0, backward = 0, optimizer = 0, end = 0;
+  std::vector<PassPhases> later_passes = {};
 };
+
+// Fills each step's later passes from the starts of its forward module ranges and of its backward
+// ranges (both sorted; backward ranges of the kinds that set `StepPhases::backward`): after a
+// backward, the next forward module range starts a pass, whose backward starts at the next
+// backward range (or the optimizer phase). A forward range of a recompute is not a forward here.
+void find_later_passes(std::vector<StepPhases>& steps, const std::vector<TimeNs>& forward_module_starts,
+                       const std::vector<TimeNs>& backward_starts);
 
 struct MemoryEventIn {
   TimeNs time = 0;

@@ -60,6 +60,41 @@ TEST_CASE("optimizer: states outlive the step, its temporaries do not", "[memory
   CHECK(c[1] == MemoryCategory::Temporary);
 }
 
+TEST_CASE("gradient accumulation: a later pass's forward makes activations and temporaries again", "[memory]") {
+  // Pass 1: forward [0, 100), backward [100, 200); pass 2: forward [200, 300), backward [300, 400);
+  // optimizer [400, 500). The passes come from the step's module ranges.
+  std::vector<StepPhases> steps{{0, 100, 400, 500}};
+  find_later_passes(steps, {10, 20, 210, 220, 250}, {100, 150, 160, 300, 320});
+  REQUIRE(steps[0].later_passes.size() == 1);
+  CHECK(steps[0].later_passes[0].forward == 210);
+  CHECK(steps[0].later_passes[0].backward == 300);
+  auto c = classify_memory({{220, 1, 64, MemContext::Forward},    // pass 2's activation, freed in its backward
+                            {350, 1, -64, MemContext::Backward},
+                            {230, 2, 32, MemContext::Forward},    // pass 2's temporary
+                            {240, 2, -32, MemContext::Forward},
+                            {120, 3, 16, MemContext::Backward},   // pass 1's backward temporary
+                            {130, 3, -16, MemContext::Backward},
+                            {310, 4, 8, MemContext::Backward},    // pass 2's gradient, kept past the optimizer
+                            {520, 4, -8, MemContext::None}},
+                           steps, {});
+  CHECK(c[0] == MemoryCategory::Activation);
+  CHECK(c[2] == MemoryCategory::Temporary);
+  CHECK(c[4] == MemoryCategory::Temporary);
+  CHECK(c[6] == MemoryCategory::Gradient);
+  // Without the passes, pass 2's activation lay in the backward phase: a temporary.
+  CHECK(classify_memory({{220, 1, 64, MemContext::Forward}, {350, 1, -64, MemContext::Backward}}, {{0, 100, 400, 500}}, {})[0] ==
+        MemoryCategory::Temporary);
+  // A forward range of its own pass after the last backward range: that pass runs forward to the optimizer.
+  std::vector<StepPhases> trailing{{0, 100, 400, 500}};
+  find_later_passes(trailing, {10, 210, 260}, {100});
+  REQUIRE(trailing[0].later_passes.size() == 1);
+  CHECK(trailing[0].later_passes[0].backward == 400);
+  // One pass: no later passes, forward ranges before the backward ignored.
+  std::vector<StepPhases> one{{0, 100, 400, 500}};
+  find_later_passes(one, {10, 20}, {100, 150});
+  CHECK(one[0].later_passes.empty());
+}
+
 TEST_CASE("outside every step: unknown, unless a tensor fact names it", "[memory]") {
   // Address 7 is reused: the fact at time -5 names only the allocation live then.
   auto c = run({{-10, 7, 32, MemContext::None}, {-8, 9, 4, MemContext::None}, {400, 7, -32, MemContext::None},

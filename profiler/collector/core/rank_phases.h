@@ -1,6 +1,7 @@
 // A rank file's training phases, as memory categories need them (profiler/common/memory_categories.h):
 // each step with its forward / backward / optimizer boundaries (forward until the first backward
-// module range, backward until the optimizer range), and the optimizer and recompute ranges as
+// module range, backward until the optimizer range; a later pass of gradient accumulation from a
+// forward module range to the next backward range), and the optimizer and recompute ranges as
 // time sets. Shared by the merge (the collector's cudaMallocAsync events) and `record --memory
 // history` (the caching allocator's per-tensor events, launcher/allocator_history.h).
 #pragma once

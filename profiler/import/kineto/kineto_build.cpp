@@ -461,7 +461,8 @@ class Builder {
   // runs from the end of optimizer step n-1, or the first module range, to the end of step n; the
   // collector's rule). A loop with several optimizers has a range "ss:opt:<n>" for each of them:
   // the step ends with the last (hooks.py, _step_cycle.py). Each step's forward / backward /
-  // optimizer boundaries feed the memory categories.
+  // optimizer boundaries, and its later passes under gradient accumulation, feed the memory
+  // categories.
   void build_steps() {
     if (steps_.empty() && !hook_steps_.empty()) {
       std::sort(hook_steps_.begin(), hook_steps_.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
@@ -500,6 +501,11 @@ class Builder {
       p.backward = std::min(p.optimizer, first_in(backward_starts_, st.start, st.end));
       step_phases_.push_back(p);
     }
+    std::vector<TimeNs> forward_modules;
+    for (const auto& r : ranges_)
+      if (r.kind == RangeKind::Module && r.phase == RangePhase::Forward) forward_modules.push_back(r.start);
+    std::sort(forward_modules.begin(), forward_modules.end());
+    find_later_passes(step_phases_, forward_modules, backward_starts_);
   }
 
   void build_indexes() {
