@@ -267,7 +267,7 @@ TEST_CASE("a grouped unit (fully_shard([norm, head])): one unit, its other membe
   CHECK(q(db, "SELECT count(*) FROM modules m JOIN modules u ON u.id = m.fsdp_unit_id WHERE m.fqn = 'head.inner' AND u.fqn = 'norm'") == 1);
 }
 
-TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from steps and hook ranges") {
+TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from steps and hook ranges, pass by pass") {
   test::TempDir dir;
   RankInfo info;
   info.rank = 0;
@@ -283,8 +283,11 @@ TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from s
     r.phase = ph;
     w.on_range(r);
   };
+  // Two passes a step (gradient accumulation): the second forward comes after the first backward.
   range(1'000, 4'000, "layers.0", RangePhase::Forward);
-  range(5'000, 8'000, "layers.0", RangePhase::Backward);
+  range(5'000, 6'000, "layers.0", RangePhase::Backward);
+  range(6'200, 7'000, "layers.0", RangePhase::Forward);
+  range(7'200, 8'000, "layers.0", RangePhase::Backward);
   range(9'000, 9'900, "optimizer.step", RangePhase::Optimizer);
   w.on_step({0, kT0, kT0 + 10'000});
   auto mem = [&](TimeNs t, std::int64_t addr, std::int64_t bytes) {
@@ -298,8 +301,12 @@ TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from s
   mem(6'000, 0x100, -64);
   mem(2'500, 0x200, 32);   // forward, freed in forward: temporary
   mem(3'000, 0x200, -32);
-  mem(6'500, 0x300, 16);   // backward, alive into the optimizer: gradient
+  mem(7'500, 0x300, 16);   // backward, alive into the optimizer: gradient
   mem(9'500, 0x400, 128);  // optimizer, alive after it: optimizer state
+  mem(6'400, 0x500, 64);   // the second forward, freed in its backward: activation
+  mem(7'600, 0x500, -64);
+  mem(6'600, 0x600, 32);   // the second forward, freed in it: temporary
+  mem(6'800, 0x600, -32);
   w.finish();
   MergeOptions mo;
   mo.output = dir.file("out.ssdb");
@@ -312,6 +319,8 @@ TEST_CASE("per-tensor memory of a GPU rank gets the importers' categories from s
   CHECK(category_of(0x200) == static_cast<int>(MemoryCategory::Temporary));
   CHECK(category_of(0x300) == static_cast<int>(MemoryCategory::Gradient));
   CHECK(category_of(0x400) == static_cast<int>(MemoryCategory::OptimizerState));
+  CHECK(category_of(0x500) == static_cast<int>(MemoryCategory::Activation));
+  CHECK(category_of(0x600) == static_cast<int>(MemoryCategory::Temporary));
 }
 
 // record --steps A:B: the sidecar's wall-clock "step" lines (steps outside the capture window)
