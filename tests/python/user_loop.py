@@ -186,7 +186,8 @@ def parse():
                          "start or right before its backward (the gradients then live through its forward); keep: "
                          "after the step with set_to_none=False (zeroed in place, never freed)")
     ap.add_argument("--unsharded", default="",
-                    help="comma-separated blocks (layers.N) sharded with reshard_after_forward=False, as a plan keeps them")
+                    help="comma-separated blocks (layers.N; with --nested also layers.N.fc1, layers.N.fc2) sharded with "
+                         "reshard_after_forward=False, as a plan keeps them")
     ap.add_argument("--checkpoint-after", type=int, default=-1,
                     help="save model and optimizer with torch.distributed.checkpoint after this step (into --checkpoint-dir)")
     ap.add_argument("--checkpoint-dir", default="")
@@ -236,8 +237,8 @@ def main(rank=None, a=None):
     for m in [n for n in (teacher, model, disc) if n is not None]:
         for i, b in enumerate(m.layers):
             if a.nested:
-                fully_shard(b.fc1)
-                fully_shard(b.fc2)
+                for name in ("fc1", "fc2"):
+                    fully_shard(getattr(b, name), reshard_after_forward="layers.%d.%s" % (i, name) not in a.unsharded.split(","))
             fully_shard(b, reshard_after_forward=m is teacher or "layers.%d" % i not in a.unsharded.split(","))
         fully_shard(m)
     if a.generate:
