@@ -20,6 +20,7 @@
 //   made inside the optimizer step and alive after it                                -> optimizer state
 //   made in forward (or recomputed in backward) and alive into backward             -> activation
 //   made and freed within one phase (forward, backward, optimizer)                   -> temporary
+//   (with gradient accumulation each pass has its forward and its backward: StepPhases::later_passes)
 //   named by a tensor fact from the Python hooks (sharded parameters, ...)           -> that category
 //   anything else                                                                    -> unknown
 #pragma once
