@@ -64,6 +64,11 @@ enum class Events {
   // The same, blocks.1 checkpointed: its forward saves nothing, a rerun (6000-6100 us) rebuilds
   // the two tensors and makes and frees 500 B more; the backward follows from 6100 us.
   BackwardOrderCheckpointed,
+  // BackwardOrder with a unit nested in blocks.1 ("blocks.1.fc", 100 parameters; FSDP2 on a
+  // block's Linear as well as on the block): its backward (6400-6600 us) makes 8000 B of
+  // temporaries and a 900 B weight gradient, frees the temporaries, hands blocks.1 a 300 B gradient
+  // that blocks.1 frees at 6700, and its post-backward (6600-6610) takes its weight gradient.
+  NestedBackward,
 };
 
 // One rank of two: a root unit holding only units, blocks.0..2 (each 1000 parameters), and a unit
@@ -84,6 +89,9 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
   const RowId head = w.add_module({root, "head", "Linear", 90, 360, false, norm, "true"});
   mods.push_back(norm);
   mods.push_back(head);
+  const RowId fc = events == Events::NestedBackward
+                       ? w.add_module({mods[1], "blocks.1.fc", "Linear", 100, 400, true, kNoRow, "true"})
+                       : kNoRow;
   for (int step = 0; step < 2; ++step) {
     const TimeNs t0 = step * 10'000 * us;
     w.add_step({0, step, t0, t0 + 10'000 * us});
@@ -120,7 +128,19 @@ void write_profile(const std::string& path, const std::string& policy2, int extr
       memory(2600, 0x4000, 700, act, kNoRow);
       memory(3200, 0x4000, -700, act, kNoRow);
     }
-    if (events == Events::BackwardOrder || events == Events::BackwardOrderCheckpointed) {
+    if (events == Events::NestedBackward) {
+      range(fc, 700, 800, RangePhase::Forward);
+      range(fc, 6400, 6600, RangePhase::Backward);
+      memory(6450, 0x9000, 8000, MemoryCategory::Temporary, fc);
+      memory(6460, 0x9100, 900, MemoryCategory::Gradient, fc);
+      memory(6500, 0x9000, -8000, MemoryCategory::Temporary, fc);
+      memory(6550, 0x9200, 300, MemoryCategory::Temporary, fc);  // the gradient it hands blocks.1
+      range(fc, 6600, 6610, RangePhase::Backward, RangeKind::Fsdp, "FSDP::post_backward_reduce (blocks.1.fc)");
+      memory(6605, 0x9100, -900, MemoryCategory::Gradient, fc);
+      memory(6700, 0x9200, -300, MemoryCategory::Temporary, mods[1]);
+    }
+    if (events == Events::BackwardOrder || events == Events::BackwardOrderCheckpointed ||
+        events == Events::NestedBackward) {
       const bool rerun = events == Events::BackwardOrderCheckpointed;
       const TimeNs b = rerun ? 6100 : 6000;  // where blocks.1's own backward work starts
       if (rerun) {
@@ -892,4 +912,29 @@ TEST_CASE("a unit's backward: its highest above its start, and the gradient it i
     CHECK(segment_of(b2).bwd_temp_bytes == 600);
     CHECK(segment_of(b2).bwd_incoming_bytes == 0);
   }
+}
+
+TEST_CASE("a unit's backward is measured without the backwards of units nested in it", "[sim][replay][memory]") {
+  ss::test::TempDir dir;
+  const std::string path = dir.file("nested.ssdb");
+  write_profile(path, "true", 0, Events::NestedBackward);
+  ProfileInput in = extract_profile(load_profile(path));
+  const int b1 = in.model.find_unit("blocks.1"), fc = in.model.find_unit("blocks.1.fc");
+  REQUIRE(b1 >= 0);
+  REQUIRE(fc >= 0);
+  add_temporaries_from_profile(in, path);
+  add_backward_net_from_profile(in, path);
+  auto last_segment_of = [&](int unit) {
+    const SimSegment* last = nullptr;
+    for (const auto& sg : in.model.segments)
+      if (sg.unit == unit) last = &sg;
+    REQUIRE(last);
+    return *last;
+  };
+  // blocks.1 as without the nested unit: 2500 + 800 - 1000 at its own highest. Inside the nested
+  // unit's window it stood at 2500 + 800 - 1000 - 2500 - 3000 + 8000 + 900 = 5100 (the measure
+  // before), which the nested unit's own segment models: 8000 + 900.
+  CHECK(last_segment_of(b1).bwd_temp_bytes == 2300);
+  CHECK(last_segment_of(fc).bwd_temp_bytes == 8900);
+  CHECK(last_segment_of(b1).bwd_incoming_bytes == 600);
 }
