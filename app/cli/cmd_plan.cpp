@@ -199,7 +199,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     replay_collectives = sim::check_replay(in, sim::simulate(sim::compile_step(in.model, in.recorded_plan, c)), in.fitted).collectives;
   }
 
-  if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes));
+  if (!p.get("output").empty()) sim::write_file_atomically(p.get("output"), sim::plan_file_json(plan, o, strategy, pr.budget_bytes, in.model.second_model_roots()));
   if (p.get("format") == "json") {
     JsonWriter j(std::cout);
     j.begin_object().kv("source", in.source).kv("strategy", strategy).kv("budget_bytes", pr.budget_bytes);
@@ -235,7 +235,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     j.key("baseline").begin_object().kv("step_time_ms", sim::to_ms(o.baseline.step_ns)).kv("peak_memory_bytes", o.baseline.peak_bytes).end_object();
     sim::write_calibration_fields(j, in);
     sim::write_collective_check(j, replay_collectives);
-    j.kv("fsdp2_python", sim::plan_to_python(plan));
+    j.kv("fsdp2_python", sim::plan_to_python(plan, in.model.second_model_roots()));
     j.kv("torchtitan", sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     if (!p.get("output").empty()) j.kv("output", p.get("output"));
     j.end_object();

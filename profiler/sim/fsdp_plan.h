@@ -95,8 +95,9 @@ std::string plan_to_json(const FsdpPlan& plan);
 // True when a checkpoint value means selective (a sub-module name rather than "full" / "none").
 inline bool is_selective_checkpoint(const std::string& v) { return v != "full" && v != "none"; }
 
-// FSDP2 Python that applies the plan's per-module choices to `model`.
-std::string plan_to_python(const FsdpPlan& plan);
+// FSDP2 Python that applies the plan's per-module choices to `model`. `second_models`: the
+// profile's second FSDP models (SimModel::second_model_roots); with any, the function takes root=.
+std::string plan_to_python(const FsdpPlan& plan, const std::vector<std::string>& second_models = {});
 
 // The plan in torchtitan's terms (no edit of torchtitan): the config-registry hook that applies
 // the plan file around its parallelize step, and torchtitan's own options where they say the same

@@ -242,6 +242,13 @@ struct SimModel {
       if (units[i].name == fqn) return static_cast<int>(i);
     return -1;
   }
+  // The names of the second FSDP models in the recorded process (SimUnit::is_second_model_root).
+  std::vector<std::string> second_model_roots() const {
+    std::vector<std::string> roots;
+    for (const auto& u : units)
+      if (u.is_second_model_root()) roots.push_back(u.name);
+    return roots;
+  }
 };
 
 }  // namespace ss::sim

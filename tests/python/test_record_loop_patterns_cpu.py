@@ -97,6 +97,21 @@ class LoopPatterns(UserLoopRuns, unittest.TestCase):
         applied = apply_plan(student, plan_path, fully_shard_fn=lambda m, **kw: calls.append(m), root="FSDPNet")
         self.assertEqual(sorted(n for n, _ in applied), students)
         self.assertEqual(calls, [student.get_submodule(n) for n, _ in applied])
+        # The plan file's Python does the same: it takes root= and names each model's modules
+        # relative to it (it had called model.get_submodule("FSDPNet.layers.N"), which fails on
+        # either model). fully_shard stubbed; the models unsharded.
+        with open(plan_path) as f:
+            code = json.load(f)["fsdp2_python"].replace("from torch.distributed.fsdp import fully_shard", "")
+        made = []
+        scope = {"fully_shard": lambda m, **kw: made.append((m, kw["reshard_after_forward"]))}
+        exec(compile(code, "fsdp2_python", "exec"), scope)
+        for model, root, want in ((Net(), "FSDPNet", students),
+                                  (Net(), "", sorted(n for n in planned if n != "FSDPNet" and not n.startswith("FSDPNet.")))):
+            names = {id(m): n for n, m in model.named_modules()}
+            made.clear()
+            scope["apply_shardscope_plan"](model, root=root)
+            self.assertEqual(sorted(names[id(m)] for m, _ in made), want, root)
+            self.assertTrue(all(policy is False for _, policy in made), made)
 
     def test_lora(self):
         # Frozen weights and a trained adapter: every weight is gathered, only the adapters are

@@ -111,6 +111,17 @@ TEST_CASE("cluster and plan JSON: round trip and clear errors", "[sim][json]") {
   CHECK(q.resharded == std::vector<std::string>{"y"});
   CHECK(q.reshard_degree.at("z") == 4);
   CHECK(plan_to_python(p).find("fully_shard(model.get_submodule(\"layers.31\"), reshard_after_forward=False") != std::string::npos);
+  // Two models in the profile (a teacher "" beside its student "FSDPNet"): the function takes
+  // root= and names each model's modules relative to it ("FSDPNetwork" is the first model's).
+  FsdpPlan two;
+  two.unsharded = {"FSDPNet.layers.1", "layers.0", "FSDPNetwork.fc", "FSDPNet"};
+  const std::string py = plan_to_python(two, {"FSDPNet"});
+  CHECK(py.find("def apply_shardscope_plan(model, root=\"\", **fully_shard_kwargs):") != std::string::npos);
+  CHECK(py.find("    if root == \"\":\n        fully_shard(model.get_submodule(\"layers.0\")") != std::string::npos);
+  CHECK(py.find("        fully_shard(model.get_submodule(\"FSDPNetwork.fc\")") != std::string::npos);
+  CHECK(py.find("    if root == \"FSDPNet\":\n        fully_shard(model.get_submodule(\"layers.1\")") != std::string::npos);
+  CHECK(py.find("        fully_shard(model.get_submodule(\"\"), reshard_after_forward=False") != std::string::npos);
+  CHECK(py.find("FSDPNet.layers.1") == std::string::npos);
 
   CHECK_THROWS_WITH(parse_plan_json("{\"unsharded\": [1]}", "p.json"), Catch::Contains("p.json: unsharded[0]: expected a module name"));
   CHECK_THROWS_WITH(parse_plan_json("{\"zero_stage\": 1}", "p.json"), Catch::Contains("zero_stage: expected 2 or 3"));

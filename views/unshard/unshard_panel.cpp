@@ -786,7 +786,7 @@ bool UnshardPanel::export_plan(const QString& path) {
   const QString python = json.absolutePath() + QLatin1Char('/') + json.completeBaseName() + QStringLiteral(".py");
   try {
     session_->export_plan(path.toStdString());
-    sim::write_file_atomically(python.toStdString(), sim::plan_to_python(session_->plan_for_export()));
+    sim::write_file_atomically(python.toStdString(), sim::plan_to_python(session_->plan_for_export(), session_->inputs().model.second_model_roots()));
   } catch (const ProfileError& e) {
     error_ = QString::fromStdString(e.what());
     status_->setText(error_);

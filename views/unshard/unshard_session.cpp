@@ -571,7 +571,7 @@ std::string UnshardSession::plan_file_json() const {
   o.result = pred_.result;
   o.baseline = pred_.baseline;
   o.fits = pred_.fits_budget;
-  return sim::plan_file_json(plan_for_export(), o, state_.strategy, state_.budget_bytes);
+  return sim::plan_file_json(plan_for_export(), o, state_.strategy, state_.budget_bytes, in_.model.second_model_roots());
 }
 
 sim::FsdpPlan UnshardSession::plan_for_export() const {

@@ -78,7 +78,7 @@ void run(const ss::plugin::Host& host) {
   host.table("keep_unsharded", {"module"});
   for (const auto& n : o.unsharded) host.row({n});
   host.table("apply", {"fsdp2_python"});
-  host.row({ss::sim::plan_to_python(plan)});
+  host.row({ss::sim::plan_to_python(plan, in.model.second_model_roots())});
 
   // Measured evidence beside the model's answer: each unit's all-gather time on the profile's
   // critical path (plugins/builtin/common/critical_path_walk.h). A unit the planner keeps
