@@ -61,7 +61,7 @@ struct BackwardWindow {
   std::int64_t incoming = 0; // temporaries alive at lo: the gradient it was handed
   bool based = false;
   bool hidden = false;       // the last event lay in a nested unit's window
-  std::vector<const BackwardWindow*> nested;  // nested units' windows in the same pass
+  std::vector<const BackwardWindow*> nested;  // its nested units' windows in the same pass
   std::int64_t most = std::numeric_limits<std::int64_t>::min();
   TimeNs end() const { return std::min(hi, post); }
   // Where a parent unit does not look: from the first range through the post-backward's end.
@@ -121,11 +121,16 @@ void add_backward_net_from_profile(ProfileInput& in, const std::string& path) {
   for (auto& w : windows)
     if (w.hi != kNone && !holds_forward(w)) order.push_back(&w);
   if (order.empty()) return;
-  for (BackwardWindow* w : order) {
-    const std::string& name = in.model.units[w->unit].name;
-    for (const BackwardWindow* n : order)
-      if (n != w && n->pass == w->pass && in.model.units[n->unit].name.rfind(name + ".", 0) == 0) w->nested.push_back(n);
+  // The units nested in each (by name: layers.0.fc1 in layers.0), then their windows of each pass.
+  std::vector<std::vector<std::size_t>> inner(nu);
+  for (std::size_t u = 0; u < nu; ++u) {
+    const std::string prefix = in.model.units[u].name + ".";
+    for (std::size_t v = 0; v < nu && !in.model.units[u].is_root; ++v)
+      if (v != u && in.model.units[v].name.rfind(prefix, 0) == 0) inner[u].push_back(v);
   }
+  for (BackwardWindow* w : order)
+    for (std::size_t v : inner[w->unit])
+      if (const BackwardWindow& n = windows[w->pass * nu + v]; n.hi != kNone) w->nested.push_back(&n);
   std::sort(order.begin(), order.end(), [](const BackwardWindow* a, const BackwardWindow* b) { return a->lo < b->lo; });
 
   // One pass over the rank's temporaries, gradients and activations, paired by address from the
