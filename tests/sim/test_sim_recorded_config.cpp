@@ -932,7 +932,7 @@ TEST_CASE("a unit's backward is measured without the backwards of units nested i
     return *last;
   };
   // blocks.1 as without the nested unit: 2500 + 800 - 1000 at its own highest. Inside the nested
-  // unit's window it stood at 2500 + 800 - 1000 - 2500 - 3000 + 8000 + 900 = 5100 (the measure
+  // unit's window it stood at 2500 + 800 - 1000 - 600 - 2500 - 3000 + 8000 + 900 = 5100 (the measure
   // before), which the nested unit's own segment models: 8000 + 900.
   CHECK(last_segment_of(b1).bwd_temp_bytes == 2300);
   CHECK(last_segment_of(fc).bwd_temp_bytes == 8900);
