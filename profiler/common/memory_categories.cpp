@@ -204,11 +204,17 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
         case MemContext::ReduceScatter: {
           // The reduce-scatter input dies inside backward, or (the last unit's, which FSDP2 keeps
           // until the next reduce-scatter wait) in the next step's post-backward; the output
-          // becomes the sharded gradient, which the optimizer's zero_grad frees.
+          // becomes the sharded gradient, which the optimizer's zero_grad frees. A block gloo's
+          // worker let go last is the collective's own (the input, or gloo's copy of it that it
+          // all-reduces: c10d::_reduce_scatter_base_ clones the input on the training thread),
+          // never the output, which the training thread keeps as the gradient. Its free's time is
+          // placed, at worst at its step's end: taken for a gradient, it had stood in a nested
+          // unit's parent's backward (user_loop.py --nested, 1 recording in 8 beside a busy CPU).
           const bool dies_in_backward = f && at.step && f->time < at.step->optimizer;
           const bool freed_by_fsdp = f && (f->context == MemContext::ReduceScatter || f->context == MemContext::PostBackward ||
                                            f->context == MemContext::AllGather);
-          c = (dies_in_backward || freed_by_fsdp) ? MemoryCategory::ReduceScatterBuffer : MemoryCategory::Gradient;
+          const bool held_by_gloo = f && f->off_thread;
+          c = (dies_in_backward || freed_by_fsdp || held_by_gloo) ? MemoryCategory::ReduceScatterBuffer : MemoryCategory::Gradient;
           break;
         }
         case MemContext::PostBackward: c = MemoryCategory::Temporary; break;

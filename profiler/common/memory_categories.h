@@ -79,6 +79,9 @@ struct MemoryEventIn {
   std::int64_t address = 0;
   std::int64_t bytes = 0;  // > 0 allocation, < 0 free
   MemContext context = MemContext::None;
+  // A free the trace did not record, placed by the importer, where the thread that let the block
+  // go last was gloo's worker (a CPU trace: lost_frees.h); its time is an estimate.
+  bool off_thread = false;
 };
 
 // "The allocation live at `address` at `time` is a `category`, owned by `module`" (from the Python

@@ -54,6 +54,20 @@ TEST_CASE("backward: unsharded grads freed by FSDP, reduce-scatter input and the
   CHECK(held[0] == MemoryCategory::ReduceScatterBuffer);
 }
 
+TEST_CASE("a reduce-scatter's block whose free gloo's worker made is a buffer, not the gradient", "[memory]") {
+  // c10d::_reduce_scatter_base_ on gloo clones the input on the training thread; when gloo's
+  // worker drops the Work last, the trace has no free and the importer places one, at worst at the
+  // step's end. Recorded there by the training thread, the same block would be the sharded
+  // gradient that zero_grad frees.
+  MemoryEventIn lost{299, 5, -40, MemContext::None};
+  lost.off_thread = true;
+  auto c = run({{150, 5, 40, MemContext::ReduceScatter}, lost, {151, 6, 20, MemContext::ReduceScatter},
+                {299, 6, -20, MemContext::None}});
+  CHECK(c[0] == MemoryCategory::ReduceScatterBuffer);
+  CHECK(c[1] == MemoryCategory::ReduceScatterBuffer);
+  CHECK(c[2] == MemoryCategory::Gradient);
+}
+
 TEST_CASE("optimizer: states outlive the step, its temporaries do not", "[memory]") {
   auto c = run({{210, 1, 16, MemContext::Optimizer}, {220, 2, 16, MemContext::Optimizer}, {230, 2, -16, MemContext::Optimizer}});
   CHECK(c[0] == MemoryCategory::OptimizerState);

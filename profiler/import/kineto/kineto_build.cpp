@@ -891,7 +891,8 @@ class Builder {
         ++repaired;
       }
       out.push_back(r);
-      ins.push_back({r.time, r.address, r.bytes, c});
+      // On a CPU the training thread's frees are recorded: one added here was gloo's worker's.
+      ins.push_back({r.time, r.address, r.bytes, c, a.synthetic && cpu_device()});
     }
     if (repaired > lost)
       ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired - lost);
