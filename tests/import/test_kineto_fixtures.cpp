@@ -292,6 +292,22 @@ TEST_CASE("a free lost on gloo's worker thread is placed where the same block is
                       "WHERE m.time_ns < s.start_ns + s.duration_ns") == 0);
 }
 
+// The copy of its input gloo's reduce-scatter makes inside the collective call, held by the Work
+// alone: step 1's has no free (gloo's worker let go of it). It was freed when the worker's run
+// (gloo:all_reduce, +16..+22 us) returned, not where step 0's, which the training thread let go
+// of last, was (+45 us), and it is a reduce-scatter buffer.
+TEST_CASE("a lost free of a block made inside a collective call is placed at gloo's run's end", "[kineto][memory]") {
+  TempDir dir;
+  const auto db = import_one(dir, fixture("lost_clone_cpu.json"));
+  CHECK(query_int(db, "SELECT m.time_ns - s.start_ns FROM memory_events m JOIN steps s ON s.number = 1 "
+                      "WHERE m.address = 200 AND m.bytes = -6000") == 22000);
+  CHECK(query_int(db, "SELECT m.time_ns - s.start_ns FROM memory_events m JOIN steps s ON s.number = 0 "
+                      "WHERE m.address = 100 AND m.bytes = -6000") == 45000);
+  CHECK(query_text(db, "SELECT e.label FROM memory_events m JOIN enums e ON e.type = 'memory_category' AND "
+                       "e.value = m.category WHERE m.address = 200 AND m.bytes > 0") == "reduce_scatter_buffer");
+  CHECK(query_int(db, "SELECT count FROM skipped_events WHERE reason LIKE '%lost on gloo%'") == 1);
+}
+
 // Communication kernels that are not NCCL's (issue 14): DeepEP and a custom all-reduce by the
 // built-in rules, a user's rule from a file; each becomes a collective kernel with a collective
 // row, and the rules in effect are stored in the profile.

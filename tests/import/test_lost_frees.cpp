@@ -192,6 +192,32 @@ TEST_CASE("lost frees: where the step is laid out differently, the step's end", 
   CHECK(placed == 0);
 }
 
+TEST_CASE("lost frees: a block made inside a collective call is freed where gloo's run of it ended", "[kineto][memory]") {
+  const std::vector<ProgramPoints> lanes{three_steps()};
+  using ss::import::GlooRun;
+  // In each step the thread issues a collective at +41..+43 that clones its input (100 B at +42);
+  // step 0's clone is freed, recorded, at 47; steps 1 and 2 lost theirs. Step 1's run ended at
+  // 145, step 2's was issued by another thread (lane 1).
+  const std::vector<AllocatorEvent> events{ev(42, 1, 100, 0), ev(47, 1, -100, 1), ev(142, 2, 100, 2), ev(242, 3, 100, 3)};
+  const std::vector<int> lane_of(events.size(), 0);
+  const std::vector<GlooRun> runs{{0, 41, 43, 46}, {0, 141, 143, 145}, {1, 241, 243, 244}};
+  std::int64_t placed = -1;
+  auto out = place_lost_frees(events, lanes, lane_of, &placed, {}, runs);
+  CHECK(placed == 2);
+  REQUIRE(out.size() == 6);
+  CHECK(live_at(out, 144) == 100);  // until its run ended
+  CHECK(live_at(out, 145) == 0);    // not at step 0's point (147)
+  CHECK(live_at(out, 246) == 100);  // step 2's: another thread's run says nothing; step 0's point
+  CHECK(live_at(out, 247) == 0);
+  // Without the runs, step 0's point for both.
+  out = place_lost_frees(events, lanes, lane_of, &placed);
+  CHECK(live_at(out, 146) == 100);
+  CHECK(live_at(out, 147) == 0);
+  // A run that ended before the block was made (a mismatched pairing) is no bound.
+  out = place_lost_frees(events, lanes, lane_of, &placed, {}, {{0, 141, 143, 141}});
+  CHECK(live_at(out, 146) == 100);
+}
+
 TEST_CASE("lost frees: a block the hooks name as the job's tensor keeps its life", "[kineto][memory]") {
   const std::vector<ProgramPoints> lanes{three_steps()};
   // An optimizer state made in step 0 after the module range (at 70, 100 B) and never freed; in

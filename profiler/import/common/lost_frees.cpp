@@ -116,8 +116,21 @@ std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
 
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
                                              const std::vector<int>& lane_of_source, std::int64_t* placed,
-                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive) {
+                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive,
+                                             std::vector<GlooRun> runs) {
   auto lane_of = [&](const AllocatorEvent& e) { return e.source < lane_of_source.size() ? lane_of_source[e.source] : -1; };
+  std::sort(runs.begin(), runs.end(), [](const GlooRun& a, const GlooRun& b) {
+    return a.lane != b.lane ? a.lane < b.lane : a.issue_start < b.issue_start;
+  });
+  // The run whose issuing op (on lane `l`) holds time `t`: a thread's outermost ops do not overlap.
+  auto run_issued_at = [&](int l, TimeNs t) -> const GlooRun* {
+    auto it = std::upper_bound(runs.begin(), runs.end(), std::make_pair(l, t), [](const auto& key, const GlooRun& r) {
+      return key.first != r.lane ? key.first < r.lane : key.second < r.issue_start;
+    });
+    if (it == runs.begin()) return nullptr;
+    --it;
+    return it->lane == l && t <= it->issue_end ? &*it : nullptr;
+  };
 
   // Each allocation's free: the next free at its address.
   std::vector<std::size_t> free_of(events.size(), SIZE_MAX);
@@ -181,8 +194,10 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
     const ProgramPoints& points = lanes[static_cast<std::size_t>(std::get<0>(m.site))];
     const AllocatorEvent& a = events[m.alloc];
     TimeNs t = kNoTime;
-    // The nearest step's point (the earlier of two as near) that falls after the block was made.
-    if (auto it = freed_at.find(m.site); it != freed_at.end()) {
+    // Made inside a collective call: the Work held it, and the worker let go of it when its run ended.
+    if (const GlooRun* r = run_issued_at(std::get<0>(m.site), a.time); r && r->done > a.time) t = r->done;
+    // Else the nearest step's point (the earlier of two as near) that falls after the block was made.
+    if (auto it = freed_at.find(m.site); t == kNoTime && it != freed_at.end()) {
       std::vector<ProgramPoints::Point> candidates = it->second;
       std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& x, const auto& y) {
         return std::abs(x.step - m.step) < std::abs(y.step - m.step);

@@ -1,8 +1,9 @@
 // Frees the profiler lost where nothing in the trace tells when they happened (CPU runs).
 //
 // gloo's worker thread keeps c10d's Work object, and with it the collective's tensors (FSDP's
-// all-gather output, its reduce-scatter input), until it picks up its next work. When the training
-// thread lets go of such a tensor first, the block is freed on the worker thread, outside the
+// all-gather output, its reduce-scatter input, the copy of that input gloo makes to all-reduce it),
+// while it runs the work. When the training thread lets go of such a tensor first, the block is
+// freed on the worker thread, outside the
 // profiler's thread state: torch.profiler records no free, and its CPU "Total Allocated" does not
 // fall either (ProfiledCPUMemoryReporter::Delete does nothing there), so the unrecorded-free repair
 // (unrecorded_frees.h) finds it only when the address is allocated again, placed at that reuse,
@@ -22,6 +23,12 @@
 // no such point falls after the block was made, but every recorded block of its size made in that
 // range is freed within its own step, the lost free is put at its step's end: the latest it can
 // have been.
+//
+// A block made inside the collective call itself (c10d::_reduce_scatter_base_ on gloo clones the
+// input on the training thread and all-reduces the clone) is held by that Work alone: lost, it was
+// freed when the worker's run of the work returned (ProcessGroupGloo::runLoop drops the Work
+// there), and that run is in the trace. Before, where every step lost it (user_loop.py --nested,
+// rank 0, one recording in eight beside a busy CPU), it stayed alive to its step's end.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +92,14 @@ class ProgramPoints {
   std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::size_t> by_place_;  // (step, parent, name, occurrence) -> range
 };
 
+// A collective a training thread issued and gloo's worker ran: the issuing op's span on that
+// thread (its lane in place_lost_frees) and when the worker's run of it ended.
+struct GlooRun {
+  int lane = -1;
+  TimeNs issue_start = 0, issue_end = 0;
+  TimeNs done = 0;
+};
+
 // `events` in time order, as add_unrecorded_frees returns them; `lane_of_source[e.source]` is the
 // ProgramPoints (an index into `lanes`) of the thread that made event e, or -1 (gloo's worker
 // threads: their own staging buffers are freed inside the work, recorded). Returns the events with
@@ -94,9 +109,12 @@ class ProgramPoints {
 // state); a block named between its allocation and its free is not a lost one. Why: an optimizer's
 // state is made in the first step and never freed, like a lost free's block, and blocks of its
 // sizes made at that place (a foreach AdamW's intermediates) are freed in their step; without the
-// facts, a user's loop lost its whole optimizer state at the first step's end.
+// facts, a user's loop lost its whole optimizer state at the first step's end. `runs`: the
+// collectives gloo's workers ran (any order); a lost block made inside one's issuing op is freed
+// where that run ended.
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
                                              const std::vector<int>& lane_of_source, std::int64_t* placed,
-                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive = {});
+                                             const std::vector<std::pair<std::int64_t, TimeNs>>& alive = {},
+                                             std::vector<GlooRun> runs = {});
 
 }  // namespace ss::import

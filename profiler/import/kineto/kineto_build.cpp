@@ -933,7 +933,10 @@ class Builder {
     std::vector<std::pair<std::int64_t, TimeNs>> alive;  // the hooks' facts: a block alive at a time
     for (const TensorFact& f : facts_) alive.emplace_back(f.address, f.time);
     std::sort(alive.begin(), alive.end());
-    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost, alive);
+    std::vector<GlooRun> runs;
+    for (const IssuedRun& r : gloo_runs_)
+      if (auto it = lane_of_tid.find(r.tid); it != lane_of_tid.end()) runs.push_back({it->second, r.issue_start, r.issue_end, r.done});
+    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost, alive, std::move(runs));
   }
 
   RowId fact_module(const std::string& fqn) {
@@ -1233,6 +1236,7 @@ class Builder {
       k.name = w_.intern(e.name);
       k.category = KernelCategory::Collective;
       k.module = issuer ? module_at(issuer->tid, start_of(*issuer)) : kNoRow;
+      if (issuer && !inline_p2p) gloo_runs_.push_back({issuer->tid, start_of(*issuer), end_of(*issuer), k.end});
       const RowId kid = w_.add_kernel(k);
 
       CollectiveRow c;
@@ -1319,6 +1323,11 @@ class Builder {
   std::vector<LiveTensor> live_;  // "ss:live:" tensors (add_live_tensors)
   std::vector<std::pair<std::int64_t, TimeNs>> freed_;  // "ss:freed:" (address, time)
   std::set<std::int64_t> gloo_tids_;
+  struct IssuedRun {  // a collective gloo's worker ran, by the training thread's op that issued it
+    std::int64_t tid;
+    TimeNs issue_start, issue_end, done;
+  };
+  std::vector<IssuedRun> gloo_runs_;
   std::map<std::int64_t, const ProcessGroupConfig*> pg_of_tid_;
   bool pg_of_tid_built_ = false;
   struct PgRange {
