@@ -192,30 +192,40 @@ TEST_CASE("lost frees: where the step is laid out differently, the step's end", 
   CHECK(placed == 0);
 }
 
-TEST_CASE("lost frees: a block made inside a collective call is freed where gloo's run of it ended", "[kineto][memory]") {
+TEST_CASE("lost frees: a block made inside a collective call is freed no earlier than gloo's run of it", "[kineto][memory]") {
   const std::vector<ProgramPoints> lanes{three_steps()};
   using ss::import::GlooRun;
-  // In each step the thread issues a collective at +41..+43 that clones its input (100 B at +42);
-  // step 0's clone is freed, recorded, at 47; steps 1 and 2 lost theirs. Step 1's run ended at
-  // 145, step 2's was issued by another thread (lane 1).
-  const std::vector<AllocatorEvent> events{ev(42, 1, 100, 0), ev(47, 1, -100, 1), ev(142, 2, 100, 2), ev(242, 3, 100, 3)};
-  const std::vector<int> lane_of(events.size(), 0);
-  const std::vector<GlooRun> runs{{0, 41, 43, 46}, {0, 141, 143, 145}, {1, 241, 243, 244}};
-  std::int64_t placed = -1;
-  auto out = place_lost_frees(events, lanes, lane_of, &placed, {}, runs);
+  const std::vector<int> lane_of(4, 0);
+  std::int64_t placed = -1, at_run_end = -1;
+  // In each step the thread issues a collective at +41..+43 that clones its input (100 B at +42),
+  // and no step's clone has a recorded free: no point to take. The runs ended at +45; step 2's
+  // run was issued by another thread (lane 1). Without the runs none is placed (no block of the
+  // kind is freed in its step), with them each at its own run's end.
+  const std::vector<AllocatorEvent> all_lost{ev(42, 1, 100, 0), ev(142, 2, 100, 1), ev(242, 3, 100, 2)};
+  const std::vector<GlooRun> runs{{0, 41, 43, 45}, {0, 141, 143, 145}, {1, 241, 243, 245}};
+  auto out = place_lost_frees(all_lost, lanes, lane_of, &placed);
+  CHECK(placed == 0);
+  out = place_lost_frees(all_lost, lanes, lane_of, &placed, {}, runs, &at_run_end);
   CHECK(placed == 2);
-  REQUIRE(out.size() == 6);
-  CHECK(live_at(out, 144) == 100);  // until its run ended
-  CHECK(live_at(out, 145) == 0);    // not at step 0's point (147)
-  CHECK(live_at(out, 246) == 100);  // step 2's: another thread's run says nothing; step 0's point
-  CHECK(live_at(out, 247) == 0);
-  // Without the runs, step 0's point for both.
-  out = place_lost_frees(events, lanes, lane_of, &placed);
-  CHECK(live_at(out, 146) == 100);
-  CHECK(live_at(out, 147) == 0);
+  CHECK(at_run_end == 2);
+  CHECK(live_at(out, 44) == 100);
+  CHECK(live_at(out, 45) == 0);
+  CHECK(live_at(out, 145) == 0);
+  CHECK(live_at(out, 1000) == 100);  // step 2's: another thread's run says nothing of it
+  // Step 0's clone freed, recorded, at +44 (the training thread let go of the Work last there):
+  // step 1's lost one goes at that point, or at its run's end where that comes later.
+  const std::vector<AllocatorEvent> one_freed{ev(42, 1, 100, 0), ev(44, 1, -100, 1), ev(142, 2, 100, 2)};
+  out = place_lost_frees(one_freed, lanes, lane_of, &placed, {}, {{0, 141, 143, 143}}, &at_run_end);
+  CHECK(at_run_end == 0);
+  CHECK(live_at(out, 143) == 100);
+  CHECK(live_at(out, 144) == 0);
+  out = place_lost_frees(one_freed, lanes, lane_of, &placed, {}, {{0, 141, 143, 146}}, &at_run_end);
+  CHECK(at_run_end == 1);
+  CHECK(live_at(out, 145) == 100);
+  CHECK(live_at(out, 146) == 0);
   // A run that ended before the block was made (a mismatched pairing) is no bound.
-  out = place_lost_frees(events, lanes, lane_of, &placed, {}, {{0, 141, 143, 141}});
-  CHECK(live_at(out, 146) == 100);
+  out = place_lost_frees(all_lost, lanes, lane_of, &placed, {}, {{0, 141, 143, 141}});
+  CHECK(placed == 0);
 }
 
 TEST_CASE("lost frees: a block the hooks name as the job's tensor keeps its life", "[kineto][memory]") {

@@ -117,7 +117,7 @@ std::optional<TimeNs> ProgramPoints::time_of(const Point& p) const {
 std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events, const std::vector<ProgramPoints>& lanes,
                                              const std::vector<int>& lane_of_source, std::int64_t* placed,
                                              const std::vector<std::pair<std::int64_t, TimeNs>>& alive,
-                                             std::vector<GlooRun> runs) {
+                                             std::vector<GlooRun> runs, std::int64_t* placed_at_run_end) {
   auto lane_of = [&](const AllocatorEvent& e) { return e.source < lane_of_source.size() ? lane_of_source[e.source] : -1; };
   std::sort(runs.begin(), runs.end(), [](const GlooRun& a, const GlooRun& b) {
     return a.lane != b.lane ? a.lane < b.lane : a.issue_start < b.issue_start;
@@ -189,15 +189,13 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
   }
 
   std::vector<AllocatorEvent> added;
-  std::int64_t moved_or_added = 0;
+  std::int64_t moved_or_added = 0, at_run_end = 0;
   for (const Lost& m : lost) {
     const ProgramPoints& points = lanes[static_cast<std::size_t>(std::get<0>(m.site))];
     const AllocatorEvent& a = events[m.alloc];
     TimeNs t = kNoTime;
-    // Made inside a collective call: the Work held it, and the worker let go of it when its run ended.
-    if (const GlooRun* r = run_issued_at(std::get<0>(m.site), a.time); r && r->done > a.time) t = r->done;
-    // Else the nearest step's point (the earlier of two as near) that falls after the block was made.
-    if (auto it = freed_at.find(m.site); t == kNoTime && it != freed_at.end()) {
+    // The nearest step's point (the earlier of two as near) that falls after the block was made.
+    if (auto it = freed_at.find(m.site); it != freed_at.end()) {
       std::vector<ProgramPoints::Point> candidates = it->second;
       std::stable_sort(candidates.begin(), candidates.end(), [&](const auto& x, const auto& y) {
         return std::abs(x.step - m.step) < std::abs(y.step - m.step);
@@ -210,6 +208,10 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
         }
       }
     }
+    // Made inside a collective call, the block was the Work's: freed once the worker's run of it
+    // had ended and the training thread had let go of the Work (the point, where there is one).
+    const GlooRun* run = run_issued_at(std::get<0>(m.site), a.time);
+    if (run && run->done > a.time) t = std::max(t, run->done);
     // Else its step's end, if blocks of its kind never outlive their step.
     if (t == kNoTime)
       if (auto k = kind_frees.find(m.kind); k != kind_frees.end() && k->second.in_step > 0 && k->second.later == 0)
@@ -232,8 +234,10 @@ std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> events,
       added.push_back(free);
     }
     ++moved_or_added;
+    if (run && t == run->done) ++at_run_end;
   }
   if (placed) *placed = moved_or_added;
+  if (placed_at_run_end) *placed_at_run_end = at_run_end;
   if (moved_or_added == 0) return events;  // nothing moved: still in time order
   events.insert(events.end(), added.begin(), added.end());
   std::stable_sort(events.begin(), events.end(), [](const AllocatorEvent& x, const AllocatorEvent& y) { return x.time < y.time; });

@@ -865,8 +865,8 @@ class Builder {
       if (b > 0 && b < static_cast<Wide>(INT64_MAX / 4)) before = static_cast<std::int64_t>(b);
     }
     alloc = add_unrecorded_frees(std::move(alloc), before);
-    std::int64_t lost = 0;
-    if (cpu_device()) alloc = place_lost_frees(std::move(alloc), tids, &lost);
+    std::int64_t lost = 0, lost_at_run_end = 0;
+    if (cpu_device()) alloc = place_lost_frees(std::move(alloc), tids, &lost, &lost_at_run_end);
     add_live_tensors(alloc, rows, contexts);
 
     std::vector<MemoryEventRow> out;
@@ -896,7 +896,12 @@ class Builder {
     }
     if (repaired > lost)
       ctx_.skip(rank_, "[memory] free the profiler did not record (inferred: address reused; time from Total Allocated)", repaired - lost);
-    if (lost) ctx_.skip(rank_, "[memory] free lost on gloo's worker thread (placed where the same block is freed in another step)", lost);
+    if (lost > lost_at_run_end)
+      ctx_.skip(rank_, "[memory] free lost on gloo's worker thread (placed where the same block is freed in another step)",
+                lost - lost_at_run_end);
+    if (lost_at_run_end)
+      ctx_.skip(rank_, "[memory] free lost on gloo's worker thread (made in the collective call: placed where gloo's run of it ended)",
+                lost_at_run_end);
     std::vector<int> fact_of;
     const std::vector<MemoryCategory> cats = classify_memory(ins, step_phases_, facts_, &fact_of);
     for (std::size_t k = 0; k < out.size(); ++k) {
@@ -911,7 +916,7 @@ class Builder {
 
   // The training threads' lost frees (lost_frees.h), placed by their FSDP and module ranges.
   std::vector<AllocatorEvent> place_lost_frees(std::vector<AllocatorEvent> alloc, const std::vector<std::int64_t>& tids,
-                                               std::int64_t* lost) {
+                                               std::int64_t* lost, std::int64_t* lost_at_run_end) {
     std::vector<std::pair<TimeNs, TimeNs>> steps;
     for (const StepRow& st : steps_) steps.emplace_back(st.start, st.end);
     std::map<std::int64_t, std::vector<TimeNs>> allocations_of_tid;  // recorded allocations, by thread
@@ -936,7 +941,7 @@ class Builder {
     std::vector<GlooRun> runs;
     for (const IssuedRun& r : gloo_runs_)
       if (auto it = lane_of_tid.find(r.tid); it != lane_of_tid.end()) runs.push_back({it->second, r.issue_start, r.issue_end, r.done});
-    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost, alive, std::move(runs));
+    return ss::import::place_lost_frees(std::move(alloc), lanes, lane_of_source, lost, alive, std::move(runs), lost_at_run_end);
   }
 
   RowId fact_module(const std::string& fqn) {
