@@ -283,10 +283,10 @@ int cmd_plan(const std::vector<std::string>& args) {
     else
       std::cout << "Apply        shardscope.plan.apply_plan(model, \"" << file << "\") before or after the model is sharded;\n";
     std::cout << "             FSDP1: FSDP(model, auto_wrap_policy=shardscope.plan.fsdp1_wrap_policy(model, \"" << file
-              << "\", {Block})); in torchtitan:\n";
+              << "\", {Block}))\n";
     // Two FSDP models in the recorded process (a teacher beside its student): record names the
     // second one by its class and its units under it ("FSDPNet", "FSDPNet.layers.0"), a top-level
-    // unit named as its class; apply_plan takes one model's units with root=.
+    // unit named as its class; apply_plan and fsdp1_wrap_policy take one model's units with root=.
     std::vector<std::string> roots;
     for (const auto& u : in.model.units)
       if (u.is_root || u.is_second_model_root())
@@ -294,8 +294,10 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (roots.size() > 1) {
       std::cout << "             the profile holds " << roots.size() << " models:";
       for (const auto& r : roots) std::cout << " " << r;
-      std::cout << "; apply each model's units with apply_plan(model, \"" << file << "\", root=<its name>)\n";
+      std::cout << "; apply each model's units with apply_plan(model, \"" << file << "\", root=<its name>)\n"
+                << "             (FSDP1: fsdp1_wrap_policy(model, \"" << file << "\", {Block}, root=<its name>))\n";
     }
+    std::cout << "             In torchtitan:\n";
     std::istringstream tt(sim::plan_to_torchtitan(plan, p.get("output"), every_unit_unsharded(chosen)));
     for (std::string line; std::getline(tt, line);) std::cout << "  " << line << "\n";
   }

@@ -418,7 +418,8 @@ std::string plan_to_python(const FsdpPlan& p, const std::vector<std::string>& se
                 : "#   apply_plan(model, \"plan.json\", mesh=mesh)\n")
     << "# FSDP1 (FullyShardedDataParallel) takes the unsharded modules when it wraps the model:\n"
        "#   from shardscope.plan import fsdp1_wrap_policy\n"
-       "#   model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, \"plan.json\", {Block}))\n";
+    << (several ? "#   model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, \"plan.json\", {Block}, root=\"\"))\n"
+                : "#   model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, \"plan.json\", {Block}))\n");
   return s.str();
 }
 

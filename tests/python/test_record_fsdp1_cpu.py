@@ -194,6 +194,31 @@ class Fsdp1WrapPolicy(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "FSDP1 has no partial reshard"):
             fsdp1_wrap_policy(model, {"reshard_after_forward": {"layers.0": 2}}, {block})
 
+    def test_a_plan_of_two_models_takes_one_with_root(self):
+        # A profile of a teacher ("", called first) beside its student ("Model", named by its
+        # class): the student's units wrapped with SHARD_GRAD_OP with root="Model", the teacher's
+        # with root=""; without root the student's names are refused with the hint. Before, root
+        # was apply_plan's only and a two-model plan could not be applied to FSDP1 at all.
+        from torch.distributed.fsdp import ShardingStrategy
+        from shardscope.plan import fsdp1_wrap_policy
+
+        model, block = self.model()
+        plan = {"unsharded": ["Model.layers.1", "layers.0"]}
+        with self.assertRaisesRegex(ValueError, r"'Model\.layers\.1'.*second model.*root='Model'"):
+            fsdp1_wrap_policy(model, plan, {block})
+
+        def decisions(policy):  # CustomPolicy keeps its function as _lambda_fn
+            return {name: policy._lambda_fn(m) for name, m in model.named_modules() if name.startswith("layers.")
+                    and name.count(".") == 1}
+
+        keep = {"sharding_strategy": ShardingStrategy.SHARD_GRAD_OP}
+        student = decisions(fsdp1_wrap_policy(model, plan, {block}, root="Model"))
+        self.assertEqual(student["layers.1"], keep)
+        self.assertIs(student["layers.0"], True)  # a block: its own unit, resharded
+        teacher = decisions(fsdp1_wrap_policy(model, plan, {block}, root=""))
+        self.assertEqual(teacher["layers.0"], keep)
+        self.assertIs(teacher["layers.1"], True)
+
     def test_apply_plan_on_a_wrapped_model_says_what_to_do(self):
         # A model an FSDP1 trainer already wrapped (Lightning's FSDPStrategy): its strategies are
         # fixed; apply_plan says to use the wrap policy instead of calling fully_shard on it.

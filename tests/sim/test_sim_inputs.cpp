@@ -122,6 +122,9 @@ TEST_CASE("cluster and plan JSON: round trip and clear errors", "[sim][json]") {
   CHECK(py.find("    if root == \"FSDPNet\":\n        fully_shard(model.get_submodule(\"layers.1\")") != std::string::npos);
   CHECK(py.find("        fully_shard(model.get_submodule(\"\"), reshard_after_forward=False") != std::string::npos);
   CHECK(py.find("FSDPNet.layers.1") == std::string::npos);
+  // FSDP1's wrap policy takes the model the same way.
+  CHECK(py.find("fsdp1_wrap_policy(model, \"plan.json\", {Block}, root=\"\")") != std::string::npos);
+  CHECK(plan_to_python(p).find("fsdp1_wrap_policy(model, \"plan.json\", {Block}))") != std::string::npos);
 
   CHECK_THROWS_WITH(parse_plan_json("{\"unsharded\": [1]}", "p.json"), Catch::Contains("p.json: unsharded[0]: expected a module name"));
   CHECK_THROWS_WITH(parse_plan_json("{\"zero_stage\": 1}", "p.json"), Catch::Contains("zero_stage: expected 2 or 3"));

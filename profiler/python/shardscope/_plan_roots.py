@@ -3,7 +3,8 @@ RLHF's reference model beside the policy, a GAN's two. `record` names the module
 model called by their paths ("layers.0") and those of any other by its class and their paths
 ("FSDPNet.layers.0"), so one plan may name units of both. apply_plan(model, plan, root=...) takes
 one model's: root="" the first model's, root="FSDPNet" the other's, their names made relative to
-that model; without root a name of the other model is refused with this hint."""
+that model; without root a name of the other model is refused with this hint. fsdp1_wrap_policy
+takes root= the same way."""
 
 
 def _children(model):
@@ -61,5 +62,6 @@ def other_model_hint(model, name):
     except AttributeError:
         return ""
     return (" (it looks like a unit of a second model in the profile: two FSDP models ran in the recorded process, and "
-            "record names the one called second by its class, here %r; apply_plan(model, plan, root=%r) takes that "
-            "model's units, root=\"\" the first model's)" % (first, first))
+            "record names the one called second by its class, here %r; apply_plan(model, plan, root=%r) (FSDP1: "
+            "fsdp1_wrap_policy(model, plan, wrap, root=%r)) takes that model's units, root=\"\" the first model's)"
+            % (first, first, first))

@@ -353,7 +353,7 @@ def _apply_to_sharded(model, plan, policies):
     return [(name, module) for name, module, _ in targets]
 
 
-def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
+def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=(), root=None):
     """The plan for FSDP1 (``FullyShardedDataParallel``): an ``auto_wrap_policy`` that wraps each
     module the plan names as its own unit with ``ShardingStrategy.SHARD_GRAD_OP`` (FSDP1's
     reshard_after_forward=False; keeping a 1/k slice has no FSDP1 equivalent and is refused) and
@@ -364,11 +364,13 @@ def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
         model = FSDP(model, auto_wrap_policy=fsdp1_wrap_policy(model, "plan.json", {Block}), ...)
 
     Unknown names raise ValueError before anything is wrapped. The root keeps its parameters
-    unsharded after forward anyway (FSDP1 never frees the root's), so the plan may name it."""
+    unsharded after forward anyway (FSDP1 never frees the root's), so the plan may name it.
+    ``root``: for a plan from a process that ran two FSDP models, which one `model` is, as in
+    apply_plan ("" the first called, else its name in the profile: its class)."""
     from torch.distributed.fsdp import ShardingStrategy
     from torch.distributed.fsdp.wrap import CustomPolicy
 
-    plan = load_plan(plan_path_or_dict)
+    plan = plan_for_root(load_plan(plan_path_or_dict), root, model)
     warn_unapplied_parallelism(plan)
     if planned_checkpointing(plan) or plan.get("offload", "none") != "none":
         warnings.warn("the plan's activation checkpointing and offload are not applied by fsdp1_wrap_policy: "
@@ -381,7 +383,7 @@ def fsdp1_wrap_policy(model, plan_path_or_dict, wrap=()):
     keep = set()
     for name, policy in planned_policies(plan):
         if name not in known:
-            raise ValueError("plan names module %r, which the model does not have" % name)
+            raise ValueError("plan names module %r, which the model does not have%s" % (name, other_model_hint(model, name)))
         if policy is not False:
             raise ValueError("reshard_after_forward.%s = %r: FSDP1 has no partial reshard; plan with true / false"
                              % (name, policy))
