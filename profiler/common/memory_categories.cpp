@@ -207,8 +207,8 @@ std::vector<MemoryCategory> classify_memory(const std::vector<MemoryEventIn>& ev
           // becomes the sharded gradient, which the optimizer's zero_grad frees. A block gloo's
           // worker let go last is the collective's own (the input, or gloo's copy of it that it
           // all-reduces: c10d::_reduce_scatter_base_ clones the input on the training thread),
-          // never the output, which the training thread keeps as the gradient. Its free's time is
-          // placed, at worst at its step's end: taken for a gradient, it had stood in a nested
+          // never the output, which the training thread keeps as the gradient. Where the importer
+          // had put its free at the step's end, it was taken for a gradient and stood in a nested
           // unit's parent's backward (user_loop.py --nested, 1 recording in 8 beside a busy CPU).
           const bool dies_in_backward = f && at.step && f->time < at.step->optimizer;
           const bool freed_by_fsdp = f && (f->context == MemContext::ReduceScatter || f->context == MemContext::PostBackward ||

@@ -3,13 +3,13 @@
 // gloo's worker thread keeps c10d's Work object, and with it the collective's tensors (FSDP's
 // all-gather output, its reduce-scatter input, the copy of that input gloo makes to all-reduce it),
 // while it runs the work. When the training thread lets go of such a tensor first, the block is
-// freed on the worker thread, outside the
-// profiler's thread state: torch.profiler records no free, and its CPU "Total Allocated" does not
-// fall either (ProfiledCPUMemoryReporter::Delete does nothing there), so the unrecorded-free repair
-// (unrecorded_frees.h) finds it only when the address is allocated again, placed at that reuse,
-// and not at all when it never is: the block then looks alive to the end of the trace. Which
-// blocks this hits is thread timing: in a torchtitan MoE run on 2 ranks, 0 to 3 buffers of 6.3 MB
-// per rank and run, moving a step's measured peak by up to 7 %.
+// freed on the worker thread, outside the profiler's thread state: torch.profiler records no
+// free, and its CPU "Total Allocated" does not fall either (ProfiledCPUMemoryReporter::Delete does
+// nothing there), so the unrecorded-free repair (unrecorded_frees.h) finds it only when the
+// address is allocated again, placed at that reuse, and not at all when it never is: the block
+// then looks alive to the end of the trace. Which blocks this hits is thread timing: in a
+// torchtitan MoE run on 2 ranks, 0 to 3 buffers of 6.3 MB per rank and run, moving a step's
+// measured peak by up to 7 %.
 //
 // The program frees such a block at the same point of every step. The block made at the same
 // place of another step (same size, made in the same occurrence of the same FSDP or module range
