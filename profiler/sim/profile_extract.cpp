@@ -552,16 +552,19 @@ ProfileInput extract_profile(const Profile& p) {
   // GPU activity of this rank. Compute: non-collective kernels on the compute streams, or on any
   // stream when none is marked (an nsys export marks a stream NCCL as soon as it runs one NCCL
   // kernel, and sequence-parallel all-to-all runs on the compute stream itself).
-  std::vector<Interval> compute, any_kernel;
+  std::vector<Interval> compute, any_kernel, c10d_calls;
   bool any_marked = false;
+  const bool cpu_run = is_cpu_device(rk.info.gpu_name);
   for (std::int32_t ti : rk.stream_tracks) any_marked |= p.stream_tracks[static_cast<std::size_t>(ti)].kind == StreamKind::Compute;
   for (std::int32_t ti : rk.stream_tracks) {
     const auto& t = p.stream_tracks[static_cast<std::size_t>(ti)];
     for (const auto& k : t.events) {
       any_kernel.emplace_back(k.start, k.end);
       if (k.category != KernelCategory::Collective && (!any_marked || t.kind == StreamKind::Compute)) compute.emplace_back(k.start, k.end);
+      if (cpu_run && k.category != KernelCategory::Collective && p.strings[k.name].rfind("c10d::", 0) == 0) c10d_calls.emplace_back(k.start, k.end);
     }
   }
+  std::sort(c10d_calls.begin(), c10d_calls.end());
   // Collectives FSDP issues: all-gather, reduce-scatter, and under HSDP the all-reduce of each
   // reduce-scatter's output over the replicas. The simulator models those; every other collective
   // is replayed as measured: the all-reduce of clip_grad_norm_'s norms, of a logged loss, a TP
@@ -623,6 +626,32 @@ ProfileInput extract_profile(const Profile& p) {
     for (const auto& part : interval_difference(x, fsdp_busy)) compute_or_other.push_back(part);
   compute = merged(std::move(compute));
   compute_or_other = merged(std::move(compute_or_other));
+  // On a CPU run the training thread often stays inside the c10d call that issued an FSDP
+  // collective while gloo's worker runs it (a fifth of gloo's time in the bundled llama sample;
+  // up to 4.6 ms of a 5.2 ms backward gather with each rank pinned to one core). That stretch is
+  // the collective's time, not compute: counted as compute, it was host work of the unit whose
+  // hook issued the collective and no part of the fit's sample, so the fit came out below the
+  // job's own time per collective (2.6 ms an all-gather where the unrecorded job's issue-to-wait
+  // took 3.5 ms) and a plan that drops a gather took it out as the unit's host work too.
+  if (!c10d_calls.empty()) {
+    std::vector<Interval> issuing;  // a call's overlap with the FSDP collective that started in it
+    for (const auto& c : p.collectives) {
+      if (c.rank != in.rank || c.end <= c.start || !is_fsdp(c)) continue;
+      auto it = std::upper_bound(c10d_calls.begin(), c10d_calls.end(), Interval{c.start, std::numeric_limits<TimeNs>::max()});
+      if (it == c10d_calls.begin()) continue;
+      --it;
+      if (it->second > c.start) issuing.emplace_back(c.start, std::min(c.end, it->second));
+    }
+    issuing = merged(std::move(issuing));
+    auto less_issuing = [&](std::vector<Interval>& set) {
+      std::vector<Interval> out;
+      for (const auto& iv : set)
+        for (const auto& part : interval_difference(iv, issuing)) out.push_back(part);
+      set = std::move(out);
+    };
+    less_issuing(compute);
+    less_issuing(compute_or_other);
+  }
   any_kernel = merged(std::move(any_kernel));
   std::sort(fsdp_ends.begin(), fsdp_ends.end());
   // A profile without GPU activity (CPU-only ranges): a range's span is its compute.
@@ -1078,8 +1107,9 @@ ProfileInput extract_profile(const Profile& p) {
   // thread computed (gloo's worker progressing on the other core while this rank ran operators)
   // is already in the segments' compute, and comm_serialized holds the compute lane for a
   // collective's whole modelled time, so counting that part again overshot every replay (llama
-  // +1.3 to +4.4 %, 10-36 % of gloo's time per step ran under compute on an idle machine). A
-  // collective wholly under compute is a 0 sample, not a dropped one. Nor is its part inside the
+  // +1.3 to +4.4 %). The 10-36 % of gloo's time per step once found under operators was the
+  // issuing c10d call, the collective's own (above). A collective wholly under compute is a 0
+  // sample, not a dropped one. Nor is its part inside the
   // thread's idle (a host gap that compute resumed from long after it ended, replayed as
   // measured): counted there and in the fit, CPU replays came out +0.5 to +2.5 % long.
   auto in_used_step = [&](TimeNs t) { return in.step_windows.empty() || interval_holding(in.step_windows, t) >= 0; };
