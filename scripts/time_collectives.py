@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Runs a training script with FSDP's all-gathers and reduce-scatters timed as the job itself sees
 them, without a profiler: from the call that issues one to the return of its wait (or of the call,
-when it is synchronous). What `simulate`'s fit should come out at on a CPU run, where the training
-thread is held for a gloo collective's whole time.
+when it is synchronous). On a CPU run, where the training thread is held for a gloo collective's
+whole time, what `simulate`'s fit should come close to from below: the span also holds the host
+work between the issue and the wait (FSDP's Python, a reduce-scatter's clone of its input).
 
     torchrun --nproc_per_node=2 scripts/time_collectives.py --out times_{rank}.json -- \\
         scripts/fsdp_train_sample.py --device cpu --arch llama --small --steps 20
 
 Writes per rank: {"all_gather": {"count", "mean_ms", "median_ms", "min_ms"}, "reduce_scatter": ...}
-over the calls after the first --skip (the warm-up step's), and the raw times.
+over the calls after the first --skip-all-gathers / --skip-reduce-scatters (the warm-up
+step's), and the raw times in the order the waits returned.
 The wrapper costs two clock reads and a Python call per collective (microseconds).
 """
 import argparse

@@ -631,8 +631,9 @@ ProfileInput extract_profile(const Profile& p) {
   // up to 4.6 ms of a 5.2 ms backward gather with each rank pinned to one core). That stretch is
   // the collective's time, not compute: counted as compute, it was host work of the unit whose
   // hook issued the collective and no part of the fit's sample, so the fit came out below the
-  // job's own time per collective (2.6 ms an all-gather where the unrecorded job's issue-to-wait
-  // took 3.5 ms) and a plan that drops a gather took it out as the unit's host work too.
+  // job's own time per collective (a pinned run: 1.96 ms an all-gather, now 3.24, where the job's
+  // issue-to-wait took 3.61; docs/accuracy.md) and a plan that drops a gather took the stretch out
+  // as the unit's host work too.
   if (!c10d_calls.empty()) {
     std::vector<Interval> issuing;  // a call's overlap with the FSDP collective that started in it
     for (const auto& c : p.collectives) {
@@ -1109,9 +1110,9 @@ ProfileInput extract_profile(const Profile& p) {
   // collective's whole modelled time, so counting that part again overshot every replay (llama
   // +1.3 to +4.4 %). The 10-36 % of gloo's time per step once found under operators was the
   // issuing c10d call, the collective's own (above). A collective wholly under compute is a 0
-  // sample, not a dropped one. Nor is its part inside the
-  // thread's idle (a host gap that compute resumed from long after it ended, replayed as
-  // measured): counted there and in the fit, CPU replays came out +0.5 to +2.5 % long.
+  // sample, not a dropped one. Nor is its part inside the thread's idle (a host gap that compute
+  // resumed from long after it ended, replayed as measured): counted there and in the fit, CPU
+  // replays came out +0.5 to +2.5 % long.
   auto in_used_step = [&](TimeNs t) { return in.step_windows.empty() || interval_holding(in.step_windows, t) >= 0; };
   for (const auto& c : p.collectives) {
     if (c.rank != in.rank || c.end <= c.start || !in_used_step(c.start)) continue;
