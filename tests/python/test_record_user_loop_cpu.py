@@ -56,13 +56,7 @@ class UserLoop(UserLoopRuns, unittest.TestCase):
                              {n: sorted(rest + (root if n else [])) for n in range(STEPS)}, "rank %d" % rank)
         report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
         self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
-        fwd = {b: " ".join(blocks[i + 1:i + 3]) for i, b in enumerate(blocks) if blocks[i + 1:i + 3]}
-        bwd = {b: " ".join(reversed(blocks[max(0, i - 2):i])) for i, b in enumerate(blocks) if i}
-        for rank in range(WORLD):
-            lists = dict(run.query(profile, "SELECT key, value FROM meta WHERE key LIKE ?", "rank%d.%%_prefetch.%%" % rank))
-            want = {"rank%d.forward_prefetch.%s" % (rank, b): v for b, v in fwd.items()}
-            want.update({"rank%d.backward_prefetch.%s" % (rank, b): v for b, v in bwd.items()})
-            self.assertEqual(lists, want)
+        fwd, bwd = self.check_prefetch_lists(profile, blocks)
         kept = self.recorded("prefetch_kept", "--explicit-prefetch", "2", "--unsharded", ",".join(blocks[:2]))[0]
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.dir, delete=False) as f:
             json.dump({"unsharded": blocks[:2]}, f)
@@ -72,6 +66,29 @@ class UserLoop(UserLoopRuns, unittest.TestCase):
         measured = json.loads(run.shardscope("simulate", kept, "--format", "json"))["measured_breakdown"]["peak_memory_bytes"]
         self.assertLessEqual(abs(predicted["peak_memory_bytes"] - measured) / measured * 100, PEAK_TOLERANCE_PCT,
                              (predicted["peak_memory_bytes"], measured))
+
+    def check_prefetch_lists(self, profile, blocks):
+        """Asserts the profile's lists are those of --explicit-prefetch 2 on every rank; returns
+        them ({block: "names"} forward, backward)."""
+        fwd = {b: " ".join(blocks[i + 1:i + 3]) for i, b in enumerate(blocks) if blocks[i + 1:i + 3]}
+        bwd = {b: " ".join(reversed(blocks[max(0, i - 2):i])) for i, b in enumerate(blocks) if i}
+        for rank in range(WORLD):
+            lists = dict(run.query(profile, "SELECT key, value FROM meta WHERE key LIKE ?", "rank%d.%%_prefetch.%%" % rank))
+            want = {"rank%d.forward_prefetch.%s" % (rank, b): v for b, v in fwd.items()}
+            want.update({"rank%d.backward_prefetch.%s" % (rank, b): v for b, v in bwd.items()})
+            self.assertEqual(lists, want)
+        return fwd, bwd
+
+    def test_prefetch_lists_set_after_the_first_step(self):
+        # The lists set at step 1's start, after the model's first call: record had read them
+        # then only, and the profile said FSDP2's own order for steps that ran with the lists.
+        profile, job = self.recorded("prefetch_late", "--explicit-prefetch", "2", "--prefetch-from-step", "1")
+        blocks = [u for u in job["units"] if u]
+        fwd, bwd = self.check_prefetch_lists(profile, blocks)
+        report = json.loads(run.shardscope("simulate", profile, "--format", "json"))
+        self.assertTrue(report["replay_collectives"]["match"], report["replay_collectives"])
+        self.assertEqual(report["plan"]["forward_prefetch"], {b: v.split() for b, v in fwd.items()})
+        self.assertEqual(report["plan"]["backward_prefetch"], {b: v.split() for b, v in bwd.items()})
 
     def test_units_nested_in_blocks(self):
         # FSDP2 on each block's fc1 and fc2 as well as on the block: the fc units' backwards run

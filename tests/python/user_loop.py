@@ -38,7 +38,8 @@ yet FSDP2's backward prefetch gathers layers.0, and the root's head is reduced i
 callback, which the replay had missed). With --explicit-prefetch N each block prefetches the next N
 in forward and the N before it in backward and the model is unsharded before each forward, as
 PyTorch's FSDP2 example does (replayed in FSDP2's own order, the extra blocks' bytes had been taken
-for memory the model does not know). With --generate N a decode loop through a method registered
+for memory the model does not know); --prefetch-from-step K sets those lists at step K's start
+instead of before the loop (record had read them at the model's first call only). With --generate N a decode loop through a method registered
 with register_fsdp_forward_method runs before each training forward (record had named its first
 module call as the model); with --encoder a frozen, unsharded encoder runs on each batch first (it
 had taken the model's name); with --nested each block's fc1 and fc2 are units of their own. Recording this loop lost
@@ -194,6 +195,8 @@ def parse():
     ap.add_argument("--explicit-prefetch", type=int, default=0,
                     help="each block prefetches the next N in forward and the previous N in backward, and the "
                          "root is unsharded before each forward (PyTorch's FSDP2 example)")
+    ap.add_argument("--prefetch-from-step", type=int, default=0, metavar="K",
+                    help="--explicit-prefetch: set the lists (and unshard the root) from step K on")
     ap.add_argument("--spawn-ranks", type=int, default=0,
                     help="start this many ranks with torch.multiprocessing.spawn (run without torchrun)")
     return ap.parse_args()
@@ -245,11 +248,14 @@ def main(rank=None, a=None):
         from torch.distributed.fsdp import register_fsdp_forward_method
 
         register_fsdp_forward_method(model, "generate")
-    if a.explicit_prefetch:
+    def set_prefetch_lists():
         n, blocks = a.explicit_prefetch, list(model.layers)
         for i, b in enumerate(blocks):
             b.set_modules_to_forward_prefetch(blocks[i + 1:i + 1 + n])
             b.set_modules_to_backward_prefetch(blocks[max(0, i - n):i][::-1])
+
+    if a.explicit_prefetch and a.prefetch_from_step == 0:
+        set_prefetch_lists()
     if teacher is not None:
         teacher.requires_grad_(False)
     if a.two_optimizers:
@@ -266,6 +272,8 @@ def main(rank=None, a=None):
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, a.steps)
     data, loader_pids = batches(a), set()
     for step in range(a.steps):
+        if a.explicit_prefetch and step == a.prefetch_from_step > 0:
+            set_prefetch_lists()
         for micro in range(a.micro_batches):
             if a.no_sync:
                 sharded.set_requires_gradient_sync(micro == a.micro_batches - 1)
@@ -278,7 +286,7 @@ def main(rank=None, a=None):
             if a.zero_grad == "before-forward" and micro == 0:
                 for o in optimizers:
                     o.zero_grad()
-            if a.explicit_prefetch:
+            if a.explicit_prefetch and step >= a.prefetch_from_step:
                 sharded.unshard()
             if encoder is not None:
                 with torch.no_grad():

@@ -485,6 +485,9 @@ class Tracker:
         self._model_parallel_written = False
         self._pipeline = None  # _pipeline.Pipeline once a stage of a pipelined model is called
         self._dtypes_written = False
+        # FSDP2 unit -> (fqn, {meta key: the prefetch list last written}): read again at every
+        # step's end, since a job may set its lists after the model's first call.
+        self._prefetch_lists = weakref.WeakKeyDictionary()
         self._inputs_written = weakref.WeakSet()  # modules whose forward input was looked at (_write_unit_input)
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -626,11 +629,20 @@ class Tracker:
             if dtypes:
                 self.sidecar.meta("fsdp_dtype_bytes", "%d %d" % dtypes)
                 self._dtypes_written = True
-            # The job's own prefetch lists: the replay at the recorded plan issues its all-gathers
-            # as they did (a unit two ahead holds its parameters that much earlier).
-            for phase, targets in zip(("forward", "backward"), fsdp2_prefetch_lists(m, self)):
-                if targets:
-                    self.sidecar.meta(phase + "_prefetch." + fqn, " ".join(targets))
+            self._prefetch_lists[m] = (fqn, {})
+            self._write_prefetch_lists(m)
+
+    def _write_prefetch_lists(self, m):
+        """The job's own prefetch lists of unit `m` where they changed since last written: the
+        replay at the recorded plan issues its all-gathers as they did (a unit two ahead holds its
+        parameters that much earlier). The last value of a key is the profile's: lists set after
+        the first step (or cleared) are the ones the steps after it ran with."""
+        fqn, written = self._prefetch_lists[m]
+        for phase, targets in zip(("forward", "backward"), fsdp2_prefetch_lists(m, self)):
+            key, value = phase + "_prefetch." + fqn, " ".join(targets)
+            if written.get(key, "") != value:
+                self.sidecar.meta(key, value)
+                written[key] = value
 
     def get(self, module):
         return self._names.get(module)
@@ -998,6 +1010,8 @@ class Tracker:
         optimizers, self._step_optimizers = self._step_optimizers, []
         self.step += 1
         if self.sidecar is not None:
+            for m in list(self._prefetch_lists.keys()):
+                self._write_prefetch_lists(m)
             self.sidecar.flush()
         for cb in self.step_end_callbacks:
             cb(self.step - 1, end_ns, optimizers)
