@@ -486,7 +486,7 @@ class Tracker:
         self._pipeline = None  # _pipeline.Pipeline once a stage of a pipelined model is called
         self._dtypes_written = False
         # FSDP2 unit -> (fqn, {meta key: the prefetch list last written}): read again at every
-        # step's end, since a job may set its lists after the model's first call.
+        # profiled step's end, since a job may set its lists after the model's first call.
         self._prefetch_lists = weakref.WeakKeyDictionary()
         self._inputs_written = weakref.WeakSet()  # modules whose forward input was looked at (_write_unit_input)
         self._local = threading.local()
@@ -1010,8 +1010,9 @@ class Tracker:
         optimizers, self._step_optimizers = self._step_optimizers, []
         self.step += 1
         if self.sidecar is not None:
-            for m in list(self._prefetch_lists.keys()):
-                self._write_prefetch_lists(m)
+            if self.recording:  # a profiled step's end: the lists it ran with (8 us a unit; benchmarks.md)
+                for m in list(self._prefetch_lists.keys()):
+                    self._write_prefetch_lists(m)
             self.sidecar.flush()
         for cb in self.step_end_callbacks:
             cb(self.step - 1, end_ns, optimizers)
