@@ -39,8 +39,9 @@ callback, which the replay had missed). With --explicit-prefetch N each block pr
 in forward and the N before it in backward and the model is unsharded before each forward, as
 PyTorch's FSDP2 example does (replayed in FSDP2's own order, the extra blocks' bytes had been taken
 for memory the model does not know); --prefetch-from-step K sets those lists at step K's start
-instead of before the loop (record had read them at the model's first call only). With --generate N a decode loop through a method registered
-with register_fsdp_forward_method runs before each training forward (record had named its first
+instead of before the loop (record had read them at the model's first call only). With --generate N
+a decode loop through a method registered with register_fsdp_forward_method runs before each
+training forward (record had named its first
 module call as the model); with --encoder a frozen, unsharded encoder runs on each batch first (it
 had taken the model's name); with --nested each block's fc1 and fc2 are units of their own. Recording this loop lost
 its optimizer state (docs/importers.md), replayed its accumulation as one pass, dropped its two
@@ -248,6 +249,7 @@ def main(rank=None, a=None):
         from torch.distributed.fsdp import register_fsdp_forward_method
 
         register_fsdp_forward_method(model, "generate")
+
     def set_prefetch_lists():
         n, blocks = a.explicit_prefetch, list(model.layers)
         for i, b in enumerate(blocks):
