@@ -369,6 +369,10 @@ def main():
     ap.add_argument("--torch-profiler-window", default="", metavar="A:B[:cpu]",
                     help="the job's own torch.profiler on steps A..B-1 only (CUDA activity; with ':cpu' CPU too), "
                          "so its cost is the steps inside against the steps outside in one process (peer cost)")
+    ap.add_argument("--eval-every", type=int, default=0, metavar="N",
+                    help="after every N-th step, an evaluation: --eval-batches forwards under no_grad, the model in "
+                         "eval mode (not in the step's time: it runs after the step's clock stops)")
+    ap.add_argument("--eval-batches", type=int, default=4, metavar="M", help="batches of each --eval-every evaluation")
     ap.add_argument("--summary", default="", help="write a JSON summary (rank 0)")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code (launcher tests)")
     ap.add_argument("--sleep-per-step", type=float, default=0.0, help="seconds to sleep per step (signal tests)")
@@ -461,6 +465,18 @@ def main():
     step_config = []  # per step: "A" (as sharded) or "B" (--alternate-plan's unshard set)
     opt = torch.optim.AdamW(switch.parameters() if isinstance(switch, ModelSwitch) else model.parameters(), lr=1e-4)
     gen = torch.Generator().manual_seed(rank)
+    eval_gen = torch.Generator().manual_seed(1000 + rank)  # the training batches stay those of a job without evaluation
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad():
+            for _ in range(args.eval_batches):
+                if args.arch == "mlp":
+                    model(torch.randn(args.batch * args.seq, args.dim, generator=eval_gen).to(device))
+                else:
+                    model(torch.randint(0, args.vocab, (args.batch, args.seq - 1), generator=eval_gen).to(device))
+        model.train()
+
     prof = None
     times = []
     cpu_times = []
@@ -550,6 +566,8 @@ def main():
             time.sleep(args.sleep_per_step)
         if rank == 0:
             print("step %d loss %.4f %.1f ms" % (step, loss.item(), 1000 * times[-1]), flush=True)
+        if args.eval_every and step % args.eval_every == args.eval_every - 1:
+            evaluate()
     kernels = None
     kernels_by_kind = None
     if prof is not None:

@@ -176,7 +176,7 @@ void validate_profile_schema(sql::Db& db, const std::string& path) {
     if (cols.empty())
       fail(ProfileErrorKind::MissingTable, path, "required table '" + std::string(t.name) + "' is missing");
     for (const auto& c : t.columns)
-      if (std::find(cols.begin(), cols.end(), c.name) == cols.end())
+      if (!c.optional && std::find(cols.begin(), cols.end(), c.name) == cols.end())
         fail(ProfileErrorKind::MalformedTable, path,
              "table '" + std::string(t.name) + "' has no column '" + std::string(c.name) + "'");
   }

@@ -617,11 +617,12 @@ RowId ProfileWriter::add_step(const StepRow& st) {
   return id;
 }
 
-void ProfileWriter::add_unobserved_step(const StepRow& st) {
+void ProfileWriter::add_unobserved_step(const StepRow& st, std::int64_t model_calls) {
   Impl& d = *impl_;
-  d.emit_owned([&d, st] {
-    sql::Stmt ins(d.db.get(), "INSERT INTO unobserved_steps (rank, number, start_ns, duration_ns) VALUES (?,?,?,?)");
-    insert(ins, st.rank, st.number, st.start, st.end - st.start);
+  d.emit_owned([&d, st, model_calls] {
+    sql::Stmt ins(d.db.get(),
+                  "INSERT INTO unobserved_steps (rank, number, start_ns, duration_ns, model_calls) VALUES (?,?,?,?,?)");
+    insert(ins, st.rank, st.number, st.start, st.end - st.start, OptionalId{model_calls});
   });
 }
 

@@ -50,8 +50,9 @@ class ProfileWriter {
   RowId add_range(const RangeRow& r);
   RowId add_memory_event(const MemoryEventRow& m);
   RowId add_step(const StepRow& s);
-  // A step outside `record --steps`' capture window: its wall time only (table unobserved_steps).
-  void add_unobserved_step(const StepRow& s);
+  // A step outside `record --steps`' capture window: its wall time only (table unobserved_steps),
+  // and how many times the job called its model in it (model_calls; < 0: not counted, NULL).
+  void add_unobserved_step(const StepRow& s, std::int64_t model_calls = -1);
   void add_skipped(int rank, std::string_view reason, std::int64_t count);
 
   // Updates a module's attribution of a kernel after the fact (importers attribute lazily).

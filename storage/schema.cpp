@@ -141,7 +141,11 @@ const std::vector<Table>& tables() {
         {"rank", "INTEGER NOT NULL"},
         {"number", "INTEGER NOT NULL"},
         {"start_ns", "INTEGER NOT NULL"},
-        {"duration_ns", "INTEGER NOT NULL"}},
+        {"duration_ns", "INTEGER NOT NULL"},
+        // How many times the job called its model (the root module) in the step; an evaluation
+        // between steps adds calls, and such steps are not the training step a replay stands for.
+        // NULL where not counted.
+        {"model_calls", "INTEGER", true}},
        {},
        true},
   };

@@ -16,6 +16,9 @@ inline constexpr int kApplicationId = 0x53534450;
 struct Column {
   std::string_view name;
   std::string_view decl;  // SQL type and constraints
+  // Added to its table after the table shipped: files written before it lack the column, which
+  // then reads as NULL (readers check for it), so old profiles stay valid without a version bump.
+  bool optional = false;
 };
 
 struct Table {

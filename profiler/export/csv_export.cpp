@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "profiler/export/atomic_output.h"
 #include "profiler/export/export.h"
@@ -35,21 +37,25 @@ std::vector<std::string> export_csv(const std::string& profile, const std::strin
     const std::string path = dir + "/" + std::string(table.name) + ".csv";
     AtomicOutput out(path);
     auto& o = out.stream();
+    // A table or column added after a file was written (schema::Table::optional,
+    // schema::Column::optional): a header only, or an empty field in every row.
+    sql::Stmt info(db.get(), "SELECT name FROM pragma_table_info(?)");
+    info.bind(1, table.name);
+    std::set<std::string> in_file;
+    while (info.step()) in_file.insert(info.col_text(0));
+    const bool present = !in_file.empty();
     std::string cols;
     for (std::size_t i = 0; i < table.columns.size(); ++i) {
       if (i) {
         o << ',';
         cols += ", ";
       }
-      o << csv_field(table.columns[i].name);
-      cols += table.columns[i].name;
+      const std::string name(table.columns[i].name);
+      o << csv_field(name);
+      cols += in_file.count(name) ? name : "NULL";
     }
     o << "\r\n";
     const std::string order = table.columns.front().name == "id" ? " ORDER BY id" : "";
-    // A table added after a file was written (schema::Table::optional) exports as a header only.
-    sql::Stmt exists(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
-    exists.bind(1, table.name);
-    const bool present = exists.step() && exists.col_int(0) > 0;
     sql::Stmt s(db.get(), present ? "SELECT " + cols + " FROM " + std::string(table.name) + order : std::string("SELECT 1 WHERE 0"));
     const int n = static_cast<int>(table.columns.size());
     while (s.step()) {

@@ -371,13 +371,14 @@ void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& 
 }
 
 // The representative rank's unobserved steps (record --steps A:B; the optional table may be
-// absent): their median wall time and count. Step 0 (the job's warm-up) is left out. On a GPU
+// absent): their median wall time and count, of those that called the model the fewest times
+// (keep_fewest_model_calls). Step 0 (the job's warm-up) is left out. On a GPU
 // rank, where at least kMinStepsAfterWindow of them come after the window, only those: before a
 // window that starts later than step 0 it runs with CUPTI's memory records and the allocator
 // history on (from CUDA's start), and on an H200 those steps were +19 / +24 % slower than the job
 // without `record`, while the steps after it (CUPTI detached, the history stopped) ran as the job
 // does (docs/gpu-runs.md, fourth loan). A CPU rank runs nothing of ShardScope's outside the window
-// but the step count, so every unobserved step is a sample (the CPU closed loops' three steps
+// but the step count and the model's call count, so every unobserved step is a sample (the CPU closed loops' three steps
 // after a 3:7 window alone moved the unobserved step by up to -4 %, docs/accuracy.md).
 constexpr int kMinStepsAfterWindow = 3;
 
@@ -385,30 +386,62 @@ struct UnobservedStep {
   TimeNs median_ns = 0;
   int steps = 0;
   bool after_window = false;
+  int left_out = 0;  // steps that called the model more often (an evaluation), not in the median
 };
+
+// An unobserved step's wall time and how many times the job called its model in it (-1: not
+// counted, a profile written before unobserved_steps.model_calls).
+struct UnobservedRow {
+  TimeNs duration = 0;
+  std::int64_t model_calls = -1;
+};
+
+// The steps that called the model the fewest times: an evaluation or validation loop between
+// optimizer steps adds calls (record runs no profiler outside the window, but it counts the root
+// module's calls), and such a step is not the training step the replay stands for, as in the
+// profiled window (profile_extract.cpp, forward_only_steps_left_out). Returns how many it left out.
+int keep_fewest_model_calls(std::vector<UnobservedRow>& rows) {
+  std::int64_t fewest = -1;
+  for (const auto& r : rows)
+    if (r.model_calls >= 0 && (fewest < 0 || r.model_calls < fewest)) fewest = r.model_calls;
+  if (fewest < 0) return 0;
+  const std::size_t before = rows.size();
+  std::erase_if(rows, [fewest](const UnobservedRow& r) { return r.model_calls > fewest; });
+  return static_cast<int>(before - rows.size());
+}
 
 UnobservedStep unobserved_step(const std::string& path, int rank, bool prefer_after_window) {
   sql::Db db = open_profile_readonly(path);
   sql::Stmt has(db.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unobserved_steps'");
   if (!has.step() || has.col_int(0) == 0) return {};
+  sql::Stmt counted(db.get(), "SELECT count(*) FROM pragma_table_info('unobserved_steps') WHERE name = 'model_calls'");
+  const std::string calls = counted.step() && counted.col_int(0) > 0 ? "model_calls" : "NULL";
   sql::Stmt last(db.get(), "SELECT max(number) FROM steps WHERE rank = ?1");
   last.bind(1, rank);
   const std::int64_t last_profiled = last.step() ? last.col_int_or(0, -1) : -1;
-  auto durations = [&](std::int64_t after) {
-    sql::Stmt st(db.get(), "SELECT duration_ns FROM unobserved_steps WHERE rank = ?1 AND number > ?2 ORDER BY duration_ns");
+  auto rows_after = [&](std::int64_t after) {
+    sql::Stmt st(db.get(), "SELECT duration_ns, " + calls + " FROM unobserved_steps WHERE rank = ?1 AND number > ?2");
     st.bind(1, rank);
     st.bind(2, after);
-    std::vector<TimeNs> d;
-    while (st.step()) d.push_back(st.col_int(0));
-    return d;
+    std::vector<UnobservedRow> rows;
+    while (st.step()) rows.push_back({st.col_int(0), st.col_int_or(1, -1)});
+    return rows;
   };
   UnobservedStep u;
-  std::vector<TimeNs> d = prefer_after_window && last_profiled >= 0 ? durations(last_profiled) : std::vector<TimeNs>{};
+  std::vector<UnobservedRow> d;
+  if (prefer_after_window && last_profiled >= 0) {
+    d = rows_after(last_profiled);
+    u.left_out = keep_fewest_model_calls(d);
+  }
   u.after_window = static_cast<int>(d.size()) >= kMinStepsAfterWindow;
-  if (!u.after_window) d = durations(0);
+  if (!u.after_window) {
+    d = rows_after(0);
+    u.left_out = keep_fewest_model_calls(d);
+  }
   if (d.empty()) return {};
+  std::sort(d.begin(), d.end(), [](const UnobservedRow& a, const UnobservedRow& b) { return a.duration < b.duration; });
   const std::size_t n = d.size();
-  u.median_ns = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  u.median_ns = n % 2 ? d[n / 2].duration : (d[n / 2 - 1].duration + d[n / 2].duration) / 2;
   u.steps = static_cast<int>(n);
   return u;
 }
@@ -547,6 +580,7 @@ SimInputs load_sim_inputs(const SimInputRequest& req) {
     in.unobserved_step_ns = u.median_ns;
     in.unobserved_steps = u.steps;
     in.unobserved_after_window = u.after_window;
+    in.unobserved_steps_left_out = u.left_out;
     if (req.calibrate_to_unobserved && in.unobserved_step_ns > 0 && in.measured_step_ns > 0 && !in.window_only)
       calibrate_to_unobserved(in, is_cpu_device(pi.gpu_name));
     calibrate_memory(in, pi, req.profile_path);  // on the timeline the predictions use

@@ -114,6 +114,9 @@ struct SimInputs {
   // window from a later step ran with the memory records on).
   TimeNs unobserved_step_ns = 0;
   int unobserved_steps = 0;
+  // Unobserved steps that called the model more often than the fewest (an evaluation between
+  // optimizer steps), not in the median: the replay stands for the training step alone.
+  int unobserved_steps_left_out = 0;
   bool unobserved_after_window = false;
   bool calibrated = false;
   double host_time_scale = 1.0;

@@ -319,7 +319,11 @@ void print_measured_text(std::ostream& o, const SimInputs& in) {
 
 void write_calibration_fields(JsonWriter& j, const SimInputs& in) {
   if (!in.from_profile || in.measured_step_ns <= 0) return;
-  j.key("unobserved").begin_object().kv("steps", in.unobserved_steps).kv("after_window_only", in.unobserved_after_window);
+  j.key("unobserved")
+      .begin_object()
+      .kv("steps", in.unobserved_steps)
+      .kv("steps_left_out_for_model_calls", in.unobserved_steps_left_out)
+      .kv("after_window_only", in.unobserved_after_window);
   if (in.unobserved_step_ns > 0) {
     j.kv("step_time_ms", to_ms(in.unobserved_step_ns))
         .kv("profiled_step_time_ms", to_ms(in.measured_step_ns))
@@ -342,11 +346,15 @@ void print_calibration_text(std::ostream& o, const SimInputs& in) {
          "steps it does not profile)\n";
     return;
   }
+  char left_out[160] = "";
+  if (in.unobserved_steps_left_out > 0)
+    std::snprintf(left_out, sizeof left_out, "; %d that called the model more often (an evaluation) left out",
+                  in.unobserved_steps_left_out);
   std::snprintf(line, sizeof line,
-                "Unobserved   %.3f ms (median of %d step(s) %s the capture window); the profiled step %.3f ms is "
+                "Unobserved   %.3f ms (median of %d step(s) %s the capture window%s); the profiled step %.3f ms is "
                 "%+.1f%% from it\n",
                 to_ms(in.unobserved_step_ns), in.unobserved_steps, in.unobserved_after_window ? "after" : "outside",
-                to_ms(in.measured_step_ns), in.recording_slowdown_pct());
+                left_out, to_ms(in.measured_step_ns), in.recording_slowdown_pct());
   o << line;
   if (in.calibrated) {
     std::snprintf(line, sizeof line,

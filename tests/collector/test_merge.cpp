@@ -211,7 +211,9 @@ TEST_CASE("sidecar parsing: errors name the file and line, a torn last line is i
   fails_with("module\ta\n", "s.tsv:1: expected 7 or 8 fields");
   fails_with("step\t3\t9\t5\n", "s.tsv:1: step ends before it starts");
   fails_with("step\t-1\t5\t9\n", "s.tsv:1: negative step number");
-  fails_with("step\t1\t5\n", "s.tsv:1: expected 4 fields 'step number start_ns end_ns'");
+  fails_with("step\t1\t5\n", "s.tsv:1: expected 4 or 5 fields 'step number start_ns end_ns [model_calls]'");
+  fails_with("step\t1\t5\t9\t-2\n", "s.tsv:1: negative model call count");
+  fails_with("step\t1\t5\t9\tx\n", "s.tsv:1: expected an integer model call count");
   auto grouped = parse_sidecar("module\thead\tLinear\t8\t32\t0\ttrue\tnorm\n", "g.tsv");
   REQUIRE(grouped.modules.size() == 1);
   CHECK(grouped.modules[0].unit_owner == "norm");
@@ -331,7 +333,7 @@ TEST_CASE("steps outside the capture window are stored as unobserved steps") {
   test::write_file(dir.file("shardscope_rank0_lrank0_pid100.modules.tsv"),
                    "# shardscope-sidecar 1\nmeta\tcapture_window\t0:1\n"
                    "step\t0\t" + std::to_string(kT0 + 10'000) + "\t" + std::to_string(kT0 + 31'000) + "\n"
-                   "step\t1\t" + std::to_string(kT0 + 31'500) + "\t" + std::to_string(kT0 + 50'000) + "\n"
+                   "step\t1\t" + std::to_string(kT0 + 31'500) + "\t" + std::to_string(kT0 + 50'000) + "\t2\n"
                    "step\t2\t" + std::to_string(kT0 + 50'100) + "\t" + std::to_string(kT0 + 70'000) + "\n");
   MergeOptions mo;
   mo.output = dir.file("run.ssdb");
@@ -342,6 +344,9 @@ TEST_CASE("steps outside the capture window are stored as unobserved steps") {
   CHECK(q(db, "SELECT start_ns FROM unobserved_steps WHERE number = 1") == 31'500);
   CHECK(q(db, "SELECT duration_ns FROM unobserved_steps WHERE number = 1") == 18'500);
   CHECK(q(db, "SELECT duration_ns FROM unobserved_steps WHERE number = 2") == 19'900);
+  // The model's calls where the sidecar counted them (an evaluation adds calls); NULL where not.
+  CHECK(q(db, "SELECT model_calls FROM unobserved_steps WHERE number = 1") == 2);
+  CHECK(q(db, "SELECT model_calls IS NULL FROM unobserved_steps WHERE number = 2") == 1);
   sql::Stmt st(db.get(), "SELECT value FROM meta WHERE key = 'rank0.capture_window'");
   REQUIRE(st.step());
   CHECK(st.col_text(0) == "0:1");

@@ -2,6 +2,7 @@
 
 #include "profiler/export/export.h"
 #include "profiler/synthetic/synthetic_profile.h"
+#include "storage/profile_writer.h"
 #include "storage/schema.h"
 #include "storage/sqlite_handle.h"
 #include "tests/import/import_test_util.h"
@@ -104,4 +105,24 @@ TEST_CASE("CSV export of a profile written before the launches table gives its h
   const auto rows = parse_csv(read_file(out + "/launches.csv"));
   REQUIRE(rows.size() == 1);
   CHECK(rows.front().front() == "id");
+}
+
+TEST_CASE("CSV export of a profile written before a column was added leaves that column's fields empty", "[export][csv]") {
+  TempDir dir;
+  const std::string prof = dir.file("old.ssdb");
+  {
+    ProfileWriter w(prof, Origin{});
+    w.add_unobserved_step({0, 3, 1000, 5000}, 2);
+    w.finish();
+  }
+  {
+    sql::Db db(prof, SQLITE_OPEN_READWRITE);
+    db.exec("ALTER TABLE unobserved_steps DROP COLUMN model_calls");
+  }
+  const std::string out = dir.file("csv");
+  exporting::export_csv(prof, out);
+  const auto rows = parse_csv(read_file(out + "/unobserved_steps.csv"));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0] == std::vector<std::string>{"id", "rank", "number", "start_ns", "duration_ns", "model_calls"});
+  CHECK(rows[1] == std::vector<std::string>{"1", "0", "3", "1000", "4000", ""});
 }

@@ -186,6 +186,51 @@ TEST_CASE("on a GPU the steps after the window are the unobserved step where the
   CHECK(cpu.unobserved_step_ns == 12 * ms);
 }
 
+// An evaluation between optimizer steps (a no_grad forward, a validation loop) runs inside the
+// step that follows it: record counts the model's calls in every unobserved step, and the steps
+// with more calls than the fewest are not the training step the replay stands for.
+TEST_CASE("unobserved steps that called the model more often are left out of the unobserved step",
+          "[sim][calibration]") {
+  ss::test::TempDir dir;
+  auto with_calls = [&](const std::string& name, const std::string& device, const std::vector<TimeNs>& walls,
+                        const std::string& calls_sql, const std::vector<TimeNs>& before = {}) {
+    const std::string path = dir.file(name);
+    write_profile(path, device, walls, 0, before);
+    sql::Db db(path, SQLITE_OPEN_READWRITE);
+    db.exec(calls_sql);
+    return load(path);
+  };
+  // Steps 3-8: 8, 9, 7 ms training alone (one call), 14, 15, 13 ms with an evaluation (two).
+  const std::vector<TimeNs> walls = {8 * ms, 14 * ms, 9 * ms, 15 * ms, 7 * ms, 13 * ms};
+  const SimInputs counted =
+      with_calls("eval.ssdb", "CPU", walls, "UPDATE unobserved_steps SET model_calls = 1 + (number % 2 = 0)");
+  CHECK(counted.unobserved_steps == 3);
+  CHECK(counted.unobserved_steps_left_out == 3);
+  CHECK(counted.unobserved_step_ns == 8 * ms);
+  CHECK(counted.host_time_scale == Approx(0.8));
+  // Every step with the same count (an evaluation in each, or none): all of them.
+  const SimInputs same = with_calls("same.ssdb", "CPU", walls, "UPDATE unobserved_steps SET model_calls = 3");
+  CHECK(same.unobserved_steps == 6);
+  CHECK(same.unobserved_steps_left_out == 0);
+  CHECK(same.unobserved_step_ns == 11 * ms);  // the median of 7, 8, 9, 13, 14, 15
+  // Not counted (a profile recorded before the count, or with the column gone): all of them.
+  const SimInputs uncounted = with_calls("old.ssdb", "CPU", walls, "ALTER TABLE unobserved_steps DROP COLUMN model_calls");
+  CHECK(uncounted.unobserved_steps == 6);
+  CHECK(uncounted.unobserved_steps_left_out == 0);
+  CHECK(uncounted.unobserved_step_ns == 11 * ms);
+  // On a GPU, the steps after the window are three or more only with the evaluations: too few
+  // then, so the steps before it count too, of the fewest calls (steps 1-4 at 12 ms, step 2 with
+  // an evaluation at 20 ms).
+  const std::string gpu = "NVIDIA H100 80GB HBM3";
+  const SimInputs gpu_in = with_calls("gpu.ssdb", gpu, {8 * ms, 14 * ms, 7 * ms, 13 * ms},
+                                      "UPDATE unobserved_steps SET model_calls = 1 + (number IN (2, 9, 11))",
+                                      {12 * ms, 20 * ms, 12 * ms, 12 * ms});
+  CHECK_FALSE(gpu_in.unobserved_after_window);
+  CHECK(gpu_in.unobserved_steps == 5);  // 7, 8, 12, 12, 12
+  CHECK(gpu_in.unobserved_steps_left_out == 3);
+  CHECK(gpu_in.unobserved_step_ns == 12 * ms);
+}
+
 TEST_CASE("--as-profiled, or no unobserved steps: the replay is of the profiled job", "[sim][calibration]") {
   ss::test::TempDir dir;
   write_profile(dir.file("p.ssdb"), "CPU", {8 * ms, 9 * ms, 7 * ms});

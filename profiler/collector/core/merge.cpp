@@ -184,7 +184,8 @@ void add_unobserved_steps(ProfileWriter& out, const RankSource& s, int rank, con
     out.set_meta("rank" + std::to_string(rank) + ".capture_window", w->second);
   const TimeNs to_profile = s.shift - s.origin;
   for (const auto& st : s.sidecar.steps)
-    if (!profiled.count(st.number)) out.add_unobserved_step({rank, st.number, st.start + to_profile, st.end + to_profile});
+    if (!profiled.count(st.number))
+      out.add_unobserved_step({rank, st.number, st.start + to_profile, st.end + to_profile}, st.model_calls);
 }
 
 }  // namespace

@@ -80,14 +80,19 @@ Sidecar parse_sidecar(const std::string& text, const std::string& path) {
       r.message = f[4];
       out.ranges.push_back(std::move(r));
     } else if (f[0] == "step") {
-      if (f.size() != 4)
-        throw ProfileError(ProfileErrorKind::MalformedTable, where + ": expected 4 fields 'step number start_ns end_ns'");
+      if (f.size() != 4 && f.size() != 5)
+        throw ProfileError(ProfileErrorKind::MalformedTable,
+                           where + ": expected 4 or 5 fields 'step number start_ns end_ns [model_calls]'");
       SidecarStep st;
       st.number = to_int(f[1], where, "step number");
       st.start = to_int(f[2], where, "start time");
       st.end = to_int(f[3], where, "end time");
       if (st.number < 0) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": negative step number");
       if (st.end < st.start) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": step ends before it starts");
+      if (f.size() == 5) {
+        st.model_calls = to_int(f[4], where, "model call count");
+        if (st.model_calls < 0) throw ProfileError(ProfileErrorKind::MalformedTable, where + ": negative model call count");
+      }
       out.steps.push_back(st);
     } else {
       throw ProfileError(ProfileErrorKind::MalformedTable,

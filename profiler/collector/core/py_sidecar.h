@@ -8,9 +8,10 @@
 //           unit_owner: for a member of a grouped unit (fully_shard([norm, output])) other than the
 //           one that stands for it, that member's fqn (the unit's parameters include this module's)
 //   range   <tid>  <start_unix_ns>  <end_unix_ns>  <nvtx message, e.g. ss:fwd:layers.0>
-//   step    <number>  <start_unix_ns>  <end_unix_ns>
+//   step    <number>  <start_unix_ns>  <end_unix_ns>  [<model_calls>]
 //           a step outside `record --steps A:B`'s capture window, timed by the wall clock only:
-//           from when the job had control back after step number-1 to the end of its optimizer step
+//           from when the job had control back after step number-1 to the end of its optimizer step;
+//           model_calls: how many times the job called its model in it (absent: not counted)
 // The file may end in a partial line (the rank was killed while writing): that line is ignored.
 #pragma once
 
@@ -44,6 +45,7 @@ struct SidecarStep {
   std::int64_t number = 0;
   TimeNs start = 0;
   TimeNs end = 0;
+  std::int64_t model_calls = -1;  // -1: not counted (a sidecar written before the field)
 };
 
 struct Sidecar {

@@ -78,9 +78,13 @@ class SidecarWriter:
     def range(self, tid, start_ns, end_ns, message):
         self._line("range", int(tid), int(start_ns), int(end_ns), message)
 
-    def step(self, number, start_ns, end_ns):
-        """A step outside record --steps' capture window, timed by the wall clock only."""
-        self._line("step", int(number), int(start_ns), int(end_ns))
+    def step(self, number, start_ns, end_ns, model_calls=None):
+        """A step outside record --steps' capture window, timed by the wall clock only, and how
+        many times the job called its model in it (None: not counted)."""
+        if model_calls is None:
+            self._line("step", int(number), int(start_ns), int(end_ns))
+        else:
+            self._line("step", int(number), int(start_ns), int(end_ns), int(model_calls))
 
     def flush(self):
         with self._lock:

@@ -6,11 +6,13 @@ _step_cycle.py). Outside the window the job runs unprofiled: no torch.profiler o
 kernel, copy or launch tracing by the CUPTI collector on a GPU rank (_collector.py), no module
 ranges, no backward hooks, no collective sizes; the module hooks are removed once the model is named
 (in step 0; they are back for the window), the optimizer's hooks count the steps, and each step
-outside the window is written to the sidecar as "step <n> <start> <end>" (py_sidecar.h): from when
-the job had control back after step n-1 (after ShardScope started or stopped its trace there, so
-that cost is not the job's) to the end of its optimizer step. `record` stores them in the profile's
-`unobserved_steps`, and `simulate` / `plan` calibrate their predictions to them (the job as it runs
-without the profiler).
+outside the window is written to the sidecar as "step <n> <start> <end> <calls>" (py_sidecar.h): from
+when the job had control back after step n-1 (after ShardScope started or stopped its trace there,
+so that cost is not the job's) to the end of its optimizer step, and how many times the job called
+its model in that time (a forward pre-hook on the model alone, Tracker.model_calls: an evaluation
+between optimizer steps lands in the next step and adds calls). `record` stores them in the
+profile's `unobserved_steps`, and `simulate` / `plan` calibrate their predictions to those with the
+fewest calls (the job's training step as it runs without the profiler).
 
 At the window's start (A > 0) the trace begins after step A-1, and the tensors alive then
 (parameters, gradients, optimizer state) are told to it with their sizes (Tracker.live_facts),
@@ -93,8 +95,9 @@ class CaptureWindow:
         return step >= self.first and (self.end is None or step < self.end)
 
     def on_step_end(self, step, end_ns, optimizers):
+        calls = self.tracker.take_model_calls()
         if not self.inside(step) and self._step_start is not None and self.sidecar is not None:
-            self.sidecar.step(step, self._step_start, end_ns)
+            self.sidecar.step(step, self._step_start, end_ns, calls)
         following = step + 1
         if following == self.first:
             self._open(optimizers)

@@ -494,6 +494,13 @@ class Tracker:
         self._backward_depth = 0  # fallback "inside backward" when torch lacks _current_graph_task_id
         self._open_backward = set()
         self.step = 0
+        # How many times the job called its model (a root named "") since the last step ended. Out
+        # of a capture window it is all that tells an evaluation between optimizer steps: the
+        # unobserved step it lands in has more calls, and simulate leaves such steps out
+        # (sim_inputs.cpp). One forward pre-hook on each model, on while the job runs.
+        self.model_calls = 0
+        self._counted_models = weakref.WeakSet()
+        self._counter_removers = []
         self._step_token = None
         self._cycle = StepCycle()  # which optimizer call ends a training step (_step_cycle.py)
         self._open_optimizers = []  # ids of the optimizer steps running (nested: torchtitan's container)
@@ -560,6 +567,8 @@ class Tracker:
                     name = ""
                     if self.sidecar is not None:
                         self.sidecar.meta("pipeline", self._pipeline.describe())
+            if name == "":
+                self._count_calls_of(root)
             fsdp1 = False
             for i, (sub, m) in enumerate(root.named_modules()):
                 full = sub if not name else (name + "." + sub if sub else name)
@@ -591,6 +600,22 @@ class Tracker:
                 if m not in self._wrapped:
                     self._write_module(m, self._names.get(m) or clean_fqn(sub), fsdp1)
             self.sidecar.flush()
+
+    def _count_calls_of(self, model):
+        if model not in self._counted_models:
+            self._counted_models.add(model)
+            self._counter_removers.append(model.register_forward_pre_hook(self._count_model_call).remove)
+
+    def _count_model_call(self, module, inputs):
+        # Not inside Dynamo's trace (a model compiled in place): Dynamo would guard on the count
+        # and compile again at every call. Such a model's calls are then not counted (all zero).
+        if not self._compiling():
+            self.model_calls += 1
+
+    def take_model_calls(self):
+        """The model's calls since the last call of this (the step clock's: one step's calls)."""
+        calls, self.model_calls = self.model_calls, 0
+        return calls
 
     def _write_module(self, m, fqn, fsdp1=None):
         count, nbytes = module_params(m, fsdp1)
@@ -1033,13 +1058,14 @@ class _Handle:
         self._removers = removers
 
     def remove(self):
-        for r in self._removers + self.tracker.restorers:
+        for r in self._removers + self.tracker.restorers + self.tracker._counter_removers:
             try:
                 r()
             except Exception:
                 pass
         self._removers = []
         self.tracker.restorers = []
+        self.tracker._counter_removers = []
         self.tracker.enabled = False
 
 
