@@ -75,12 +75,12 @@ class Torchtitan(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
-    def recorded(cls, name, config, *titan_args, env=None, record_args=(), world=tr.WORLD, launcher_args=()):
+    def recorded(cls, name, config, *titan_args, env=None, record_args=(), world=tr.WORLD, launcher_args=(), steps=STEPS):
         """Records one configuration once: (profile, the job's summary)."""
         if name not in cls.runs:
             profile = os.path.join(cls.dir, name + ".ssdb")
             summary = os.path.join(cls.dir, name + ".json")
-            rc, out = tr.run(tr.titan(cls.assets, summary, STEPS, config, *titan_args, world=world, launcher_args=launcher_args),
+            rc, out = tr.run(tr.titan(cls.assets, summary, steps, config, *titan_args, world=world, launcher_args=launcher_args),
                              profile, env=env, record_args=record_args)
             cls.runs[name] = (rc, out, profile, summary)
         rc, out, profile, summary = cls.runs[name]
@@ -264,6 +264,21 @@ class Torchtitan(unittest.TestCase):
         self.assertEqual((measured["steps_used"], measured["forward_only_steps_left_out"]), (1, 1))
         self.assertLessEqual(abs(report["peak_memory_bytes"] - measured["peak_memory_bytes"]) /
                              measured["peak_memory_bytes"] * 100, PEAK_TOLERANCE_PCT, report)
+
+    def test_validation_outside_the_capture_window(self):
+        # The validator after torchtitan's steps 1 and 5 runs in our steps 1 and 5 (a step runs from
+        # one optimizer step's end to the next's), outside a 2:4 window: record counts the model's
+        # calls there (two with a validation, one without), and the unobserved step is step 4's
+        # alone, the only training step outside the window (a validation batch took ~40 % of a step).
+        profile, _ = self.recorded("validate_window", "llama3_debug_cpu_validate", record_args=["--steps", "2:4"],
+                                   steps=6)
+        for rank in range(tr.WORLD):
+            self.assertEqual(query(profile, "SELECT number, model_calls FROM unobserved_steps WHERE rank = ? ORDER BY "
+                                   "number", rank), [(1, 2), (4, 1), (5, 2)], "rank %d" % rank)
+        report = json.loads(tr.run([tr.SHARDSCOPE, "simulate", profile, "--format", "json"])[1])
+        self.assertEqual((report["unobserved"]["steps"], report["unobserved"]["steps_left_out_for_model_calls"]), (1, 2))
+        own = query(profile, "SELECT duration_ns FROM unobserved_steps WHERE rank = 0 AND number = 4")[0][0]
+        self.assertAlmostEqual(report["unobserved"]["step_time_ms"], own / 1e6, places=3)
 
     def test_tensor_parallelism_with_data_parallelism(self):
         # torchtitan's tensor parallelism (its parallelize_llama plan, sequence parallel norms) over
