@@ -785,19 +785,25 @@ ProfileInput extract_profile(const Profile& p) {
   // stands for: its gathers are not replayed and its compute would be taken for the units'
   // forward. Such steps are left out when others remain. The root's ranges tell them: every
   // forward of it that a backward goes through has a backward range of its own (a model called
-  // twice before one backward has two), one run under no_grad has none.
+  // twice before one backward has two), one run under no_grad has none. A loop whose every step
+  // runs such forwards (RLHF's rollouts before the training forward) has its training steps at
+  // the fewest of them, and a step with more (an evaluation besides) is left out the same way, as
+  // the unobserved steps with more calls of the model are (sim_inputs.cpp).
   if (!in.window_only) {
     bool root_backward_seen = false;
     for (const auto& r : ranges) root_backward_seen |= is_root_unit(r.unit) && r.phase == RangePhase::Backward;
-    auto forward_only = [&](const StepRow& st) {
+    auto forwards_without_backward = [&](const StepRow& st) {
       int balance = 0;
       for (const auto& r : ranges)
         if (is_root_unit(r.unit) && r.start >= st.start && r.end <= st.end) balance += r.phase == RangePhase::Forward ? 1 : -1;
-      return balance > 0;
+      return balance;
     };
+    std::vector<int> balance;
+    for (const auto& st : steps) balance.push_back(forwards_without_backward(st));
+    const int training_balance = balance.empty() ? 0 : std::max(0, *std::min_element(balance.begin(), balance.end()));
     std::vector<StepRow> training;
-    for (const auto& st : steps)
-      if (!root_backward_seen || !forward_only(st)) training.push_back(st);
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if (!root_backward_seen || balance[i] <= training_balance) training.push_back(steps[i]);
     if (!training.empty() && training.size() < steps.size()) {
       in.forward_only_steps_left_out = static_cast<int>(steps.size() - training.size());
       steps = std::move(training);

@@ -7,6 +7,7 @@
 // far longer than the others, is not averaged either. Hand-made CPU-style profiles, counted exactly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -33,7 +34,7 @@ constexpr TimeNs kStepUs = 5000;
 
 struct Loop {
   bool extras = true;           // the norm's and the loss's all-reduces after the backward
-  std::set<int> eval_in_steps;  // steps that also run an evaluation forward (no backward)
+  std::multiset<int> eval_in_steps;  // steps that also run an evaluation forward (no backward), once per entry
   bool gather_in_host_gap = false;  // an all-gather of 100 us while the thread is in Python, after the optimizer
   std::set<int> checkpoint_in_steps;  // steps that end with a checkpoint save (DCP: a gather, a scatter, writes)
   TimeNs checkpoint_us = 6000;        // the save's length: those steps last 5 ms + this
@@ -45,7 +46,7 @@ struct Loop {
 };
 
 // A loop with or without the extras, evaluating in `eval` steps and saving a checkpoint in `saves`.
-Loop loop_with(bool extras, std::set<int> eval = {}, std::set<int> saves = {}) {
+Loop loop_with(bool extras, std::multiset<int> eval = {}, std::set<int> saves = {}) {
   Loop l;
   l.extras = extras;
   l.eval_in_steps = std::move(eval);
@@ -58,7 +59,8 @@ Loop loop_with(bool extras, std::set<int> eval = {}, std::set<int> saves = {}) {
 // blocks' (400 us of compute each, gathered at their start), the root's backward range over the
 // blocks' (800 us each, gathered at their start, reduce-scattered before their end), then with
 // `extras` an all-reduce of 112 B (28 norms) and one of 4 B (the loss), 300 us each with nothing
-// else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block); in
+// else running, the optimizer, and in `eval_in_steps` an evaluation forward (200 us a block; a
+// step listed twice runs two, 600 us apart, and lasts that much longer); in
 // `checkpoint_in_steps` a save after the optimizer: a gather and a scatter of 200 B (the planners'
 // objects) and the file writes, the thread busy in Python.
 void write_profile(const std::string& path, const Loop& loop) {
@@ -78,7 +80,9 @@ void write_profile(const std::string& path, const Loop& loop) {
   };
   TimeNs t0 = 0;
   for (int step = 0; step < loop.steps; ++step) {
-    const TimeNs len = (kStepUs + (loop.checkpoint_in_steps.count(step) ? loop.checkpoint_us : 0)) * us;
+    const int evals = static_cast<int>(loop.eval_in_steps.count(step));
+    const TimeNs len =
+        (kStepUs + (loop.checkpoint_in_steps.count(step) ? loop.checkpoint_us : 0) + std::max(0, evals - 1) * 600) * us;
     w.add_step({0, step, t0, t0 + len});
     range(root, t0 + 100 * us, t0 + 1000 * us, RangePhase::Forward);
     for (int i = 0; i < 2; ++i) {
@@ -106,10 +110,11 @@ void write_profile(const std::string& path, const Loop& loop) {
     w.add_range({0, thread, kNoRow, t0 + 3800 * us, t0 + 4300 * us, w.intern("ss:opt:" + std::to_string(step)),
                  RangeKind::Annotation, RangePhase::Optimizer, kNoRow, kNoRow, 0});
     if (loop.gather_in_host_gap) coll(blocks[0], t0 + 3750 * us, 100 * us, CollectiveType::AllGather, 4000);
-    if (loop.eval_in_steps.count(step)) {
-      range(root, t0 + 4400 * us, t0 + 4900 * us, RangePhase::Forward);
+    for (int e = 0; e < evals; ++e) {
+      const TimeNs at = t0 + 600 * e * us;
+      range(root, at + 4400 * us, at + 4900 * us, RangePhase::Forward);
       for (int i = 0; i < 2; ++i) {
-        const TimeNs f = t0 + (4450 + 220 * i) * us;
+        const TimeNs f = at + (4450 + 220 * i) * us;
         range(blocks[static_cast<std::size_t>(i)], f, f + 200 * us, RangePhase::Forward);
         coll(blocks[static_cast<std::size_t>(i)], f + 5 * us, 10 * us, CollectiveType::AllGather, 4000);
       }
@@ -175,6 +180,13 @@ TEST_CASE("a step holding an evaluation forward is left out of the measured step
   const ProfileInput always = extract_profile(load_profile(dir.file("eval_always.ssdb")));
   CHECK(always.steps_used == 3);
   CHECK(always.forward_only_steps_left_out == 0);
+  // A forward without backward in every step (RLHF's rollouts) and an evaluation besides in step 2:
+  // the training steps are those with the fewest, step 2 is left out (it had been averaged in).
+  write_profile(dir.file("rollouts_eval.ssdb"), loop_with(true, {0, 1, 2, 2, 3}));
+  const ProfileInput rollouts = extract_profile(load_profile(dir.file("rollouts_eval.ssdb")));
+  CHECK(rollouts.steps_used == 2);
+  CHECK(rollouts.forward_only_steps_left_out == 1);
+  CHECK(rollouts.step_windows.size() == 2);
 
   // The report says what was left out.
   const SimInputs in = inputs(dir.file("eval.ssdb"));
