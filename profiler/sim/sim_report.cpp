@@ -338,6 +338,34 @@ void write_calibration_fields(JsonWriter& j, const SimInputs& in) {
   j.end_object();
 }
 
+namespace {
+
+// "median of 3 step(s) outside the capture window; 3 that called the model more often (an
+// evaluation) left out"
+std::string unobserved_median_of(const SimInputs& in) {
+  char text[240];
+  std::snprintf(text, sizeof text, "median of %d step(s) %s the capture window", in.unobserved_steps,
+                in.unobserved_after_window ? "after" : "outside");
+  std::string s = text;
+  if (in.unobserved_steps_left_out > 0)
+    s += "; " + std::to_string(in.unobserved_steps_left_out) + " that called the model more often (an evaluation) left out";
+  return s;
+}
+
+}  // namespace
+
+std::string calibration_summary(const SimInputs& in) {
+  if (!in.from_profile || in.measured_step_ns <= 0 || in.unobserved_step_ns <= 0) return {};
+  char text[200];
+  std::snprintf(text, sizeof text, "%.3f ms (", to_ms(in.unobserved_step_ns));
+  std::string s = std::string(in.calibrated ? "calibrated to the job without the profiler: "
+                                            : "not calibrated (as profiled); the job without the profiler: ") +
+                  text + unobserved_median_of(in) + ")";
+  std::snprintf(text, sizeof text, "; the profiled step %.3f ms was %+.1f%% from it", to_ms(in.measured_step_ns),
+                in.recording_slowdown_pct());
+  return s + text;
+}
+
 void print_calibration_text(std::ostream& o, const SimInputs& in) {
   if (!in.from_profile || in.measured_step_ns <= 0) return;
   char line[320];
@@ -346,15 +374,9 @@ void print_calibration_text(std::ostream& o, const SimInputs& in) {
          "steps it does not profile)\n";
     return;
   }
-  char left_out[160] = "";
-  if (in.unobserved_steps_left_out > 0)
-    std::snprintf(left_out, sizeof left_out, "; %d that called the model more often (an evaluation) left out",
-                  in.unobserved_steps_left_out);
-  std::snprintf(line, sizeof line,
-                "Unobserved   %.3f ms (median of %d step(s) %s the capture window%s); the profiled step %.3f ms is "
-                "%+.1f%% from it\n",
-                to_ms(in.unobserved_step_ns), in.unobserved_steps, in.unobserved_after_window ? "after" : "outside",
-                left_out, to_ms(in.measured_step_ns), in.recording_slowdown_pct());
+  std::snprintf(line, sizeof line, "Unobserved   %.3f ms (%s); the profiled step %.3f ms is %+.1f%% from it\n",
+                to_ms(in.unobserved_step_ns), unobserved_median_of(in).c_str(), to_ms(in.measured_step_ns),
+                in.recording_slowdown_pct());
   o << line;
   if (in.calibrated) {
     std::snprintf(line, sizeof line,

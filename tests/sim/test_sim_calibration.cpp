@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
 #include "profiler/sim/step_simulator.h"
 #include "storage/profile_writer.h"
 #include "storage/sqlite_handle.h"
@@ -208,6 +209,10 @@ TEST_CASE("unobserved steps that called the model more often are left out of the
   CHECK(counted.unobserved_steps_left_out == 3);
   CHECK(counted.unobserved_step_ns == 8 * ms);
   CHECK(counted.host_time_scale == Approx(0.8));
+  // The what-if panel's sentence (the CLI's Unobserved line says the same).
+  CHECK(calibration_summary(counted) ==
+        "calibrated to the job without the profiler: 8.000 ms (median of 3 step(s) outside the capture window; 3 that "
+        "called the model more often (an evaluation) left out); the profiled step 10.000 ms was +25.0% from it");
   // Every step with the same count (an evaluation in each, or none): all of them.
   const SimInputs same = with_calls("same.ssdb", "CPU", walls, "UPDATE unobserved_steps SET model_calls = 3");
   CHECK(same.unobserved_steps == 6);
@@ -239,12 +244,16 @@ TEST_CASE("--as-profiled, or no unobserved steps: the replay is of the profiled 
   CHECK(as_profiled.unobserved_step_ns == 8 * ms);  // still reported
   CHECK(as_profiled.reference_step_ns() == 10 * ms);
   CHECK(replay(as_profiled) == load(dir.file("p.ssdb")).replay_as_profiled_ns);
+  CHECK(calibration_summary(as_profiled) ==
+        "not calibrated (as profiled); the job without the profiler: 8.000 ms (median of 3 step(s) outside the capture "
+        "window); the profiled step 10.000 ms was +25.0% from it");
 
   write_profile(dir.file("all.ssdb"), "CPU", {});
   const SimInputs all = load(dir.file("all.ssdb"));
   CHECK_FALSE(all.calibrated);
   CHECK(all.unobserved_steps == 0);
   CHECK(all.recording_slowdown_pct() == 0.0);
+  CHECK(calibration_summary(all).empty());
 
   // A profile written before the table existed reads the same.
   {

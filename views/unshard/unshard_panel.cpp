@@ -37,6 +37,7 @@
 #include "profiler/sim/fsdp_plan.h"
 #include "profiler/sim/profile_extract.h"
 #include "profiler/sim/sim_inputs.h"
+#include "profiler/sim/sim_report.h"
 #include "storage/errors.h"
 #include "storage/units.h"
 #include "views/timeline/timeline_widget.h"
@@ -500,7 +501,14 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   }
   setEnabled(true);
   shown_bucket_count_ = -1;  // a new session: the overrides table is rebuilt
-  status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)").arg(path).arg(session_->unit_count()));
+  // A profile recorded with a capture window: what the step is judged against and how much the
+  // profiler slowed it (as `simulate` says it in its Unobserved line), here and on the step's label.
+  const QString calibration = QString::fromStdString(sim::calibration_summary(session_->inputs()));
+  delta_->setToolTip(calibration.isEmpty() ? QString() : calibration[0].toUpper() + calibration.mid(1));
+  status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)%3")
+                       .arg(path)
+                       .arg(session_->unit_count())
+                       .arg(calibration.isEmpty() ? QString() : QStringLiteral("; ") + calibration));
   show_state();
   return true;
 }
@@ -837,8 +845,11 @@ void UnshardPanel::show_state() {
   step_->setText(ms(p.step_ns));
   QString delta;
   auto pct = [](TimeNs a, TimeNs b) { return 100.0 * (static_cast<double>(a) - static_cast<double>(b)) / static_cast<double>(b); };
+  // Calibrated to the unobserved step (record --steps A:B): the job measured without the profiler.
   if (p.measured_step_ns > 0)
-    delta += QStringLiteral("measured %1 (%2%3%)").arg(ms(p.measured_step_ns)).arg(p.step_ns >= p.measured_step_ns ? "+" : "")
+    delta += QStringLiteral("%1 %2 (%3%4%)")
+                 .arg(session_->inputs().calibrated ? QStringLiteral("unprofiled") : QStringLiteral("measured"), ms(p.measured_step_ns))
+                 .arg(p.step_ns >= p.measured_step_ns ? "+" : "")
                  .arg(pct(p.step_ns, p.measured_step_ns), 0, 'f', 2);
   if (p.baseline_step_ns > 0)
     delta += QStringLiteral("%1simulated as profiled %2 (%3%4%)").arg(delta.isEmpty() ? "" : ";  ").arg(ms(p.baseline_step_ns))
