@@ -48,6 +48,19 @@ keep measured/unshard-panel.png whatif-measured-cluster.png
 shot cliplan "$sample" --plan "$work/cli-plan.json" --cluster "$work/units.json"
 keep cliplan/unshard-plan.png unshard-plan.png
 
+# A recording with a capture window, so calibrated to the job without the profiler: the user's
+# own loop (tests/python/user_loop.py) evaluating after every second step, steps 2-3 profiled,
+# recorded here with the project's venv (skipped without it).
+if [ -x .venv/bin/python ]; then
+  OMP_NUM_THREADS=1 PYTHONPATH=profiler/python "$exe" record -o "$work/window.ssdb" --steps 2:4 -- .venv/bin/python -m \
+    torch.distributed.run --nproc_per_node=2 --standalone tests/python/user_loop.py --device cpu --extras --steps 8 \
+    >"$work/window.log" 2>&1 || { cat "$work/window.log"; exit 1; }
+  shot window "$work/window.ssdb"
+  keep window/unshard-panel.png unshard-panel-unprofiled.png
+else
+  echo "== window: skipped (no .venv: scripts/python-env.sh makes it)"
+fi
+
 shot synthetic resources/samples/synthetic-fsdp-4rank.ssdb
 keep synthetic/unshard-panel.png unshard-panel-warning.png
 keep synthetic/memory.png memory-synthetic.png

@@ -23,6 +23,7 @@
 #include <QTest>
 #include <QTreeView>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <cmath>
@@ -501,6 +502,46 @@ TEST_CASE("the panel starts on the fitted preset and re-simulates the baseline w
   CHECK(presets->currentIndex() == 1);
   CHECK(s->prediction().baseline_step_ns == fitted_baseline);
   CHECK(baseline_shown());
+}
+
+// record --steps A:B: the profile's unobserved steps are the job without the profiler; the panel
+// judges its prediction against them (as simulate does) and says how much the profiler cost.
+TEST_CASE("a profile recorded with a capture window: the panel shows the unprofiled step and the profiler's cost",
+          "[unshard][gui]") {
+  app();
+  test::TempDir dir;
+  const std::string path = dir.file("window.ssdb");
+  std::filesystem::copy_file(sample(), path);
+  TimeNs measured = 0;
+  {
+    UnshardPanel plain;  // no unobserved steps: the measured step, no Profiler cost row
+    REQUIRE(plain.open_profile(QString::fromStdString(path)));
+    measured = plain.session()->inputs().measured_step_ns;
+    CHECK(plain.delta_text().startsWith("measured " + ms_text(measured)));
+    CHECK(plain.profiler_cost_text().isEmpty());
+  }
+  REQUIRE(measured > 0);
+  // Six steps after the profiled ones: three of the training step alone at 4/5 of the profiled
+  // step, three holding an evaluation (two model calls) at 6/5.
+  const TimeNs unprofiled = measured / 5 * 4;
+  {
+    sql::Db db(path, SQLITE_OPEN_READWRITE);
+    db.exec("CREATE TABLE IF NOT EXISTS unobserved_steps (id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, number INTEGER "
+            "NOT NULL, start_ns INTEGER NOT NULL, duration_ns INTEGER NOT NULL, model_calls INTEGER)");
+    for (int i = 0; i < 6; ++i)
+      db.exec("INSERT INTO unobserved_steps (rank, number, start_ns, duration_ns, model_calls) VALUES (0, " +
+              std::to_string(1000 + i) + ", 0, " + std::to_string(i % 2 ? unprofiled / 2 * 3 : unprofiled) + ", " +
+              std::to_string(1 + i % 2) + ")");
+  }
+  UnshardPanel panel;
+  REQUIRE(panel.open_profile(QString::fromStdString(path)));
+  const sim::SimInputs& in = panel.session()->inputs();
+  REQUIRE(in.calibrated);
+  CHECK(in.unobserved_step_ns == unprofiled);
+  CHECK(panel.delta_text().startsWith("unprofiled " + ms_text(unprofiled)));
+  CHECK(panel.profiler_cost_text() == QStringLiteral("+25.0% on the profiled step; unprofiled: the median of 3 step(s) "
+                                                     "(3 with an evaluation left out)"));
+  CHECK(panel.status_text().contains("calibrated to the job without the profiler: " + ms_text(unprofiled)));
 }
 
 TEST_CASE("the panel warns when the replay is more than 10% from the measured step, and says why", "[unshard][gui]") {

@@ -229,11 +229,21 @@ void UnshardPanel::build() {
   numbers->addWidget(step_, 0, 1);
   numbers->addWidget(new QLabel(QStringLiteral("vs baseline")), 1, 0);
   numbers->addWidget(delta_, 1, 1);
-  numbers->addWidget(new QLabel(QStringLiteral("Exposed comm.")), 2, 0);
-  numbers->addWidget(exposed_, 2, 1);
-  numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 3, 0);
-  numbers->addWidget(peak_, 3, 1);
-  numbers->addWidget(memory_bar_, 4, 0, 1, 2);
+  // Shown for a profile recorded with a capture window only (set once per session: it does not
+  // move the rows below while the plan changes).
+  profiler_cost_caption_ = new QLabel(QStringLiteral("Profiler cost"));
+  profiler_cost_ = new QLabel;
+  profiler_cost_->setWordWrap(true);
+  profiler_cost_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  numbers->addWidget(profiler_cost_caption_, 2, 0);
+  numbers->addWidget(profiler_cost_, 2, 1);
+  profiler_cost_caption_->hide();
+  profiler_cost_->hide();
+  numbers->addWidget(new QLabel(QStringLiteral("Exposed comm.")), 3, 0);
+  numbers->addWidget(exposed_, 3, 1);
+  numbers->addWidget(new QLabel(QStringLiteral("Peak memory")), 4, 0);
+  numbers->addWidget(peak_, 4, 1);
+  numbers->addWidget(memory_bar_, 5, 0, 1, 2);
   // "measured ...; simulated as profiled ...": two lines whatever it says, so that nothing below moves.
   delta_->setMinimumHeight(2 * delta_->fontMetrics().lineSpacing());
   // What the plan's knobs add up to: below every control (their texts change length with the
@@ -395,7 +405,9 @@ void UnshardPanel::show_unavailable(const QString& why) {
   }
   shown_overrides_.clear();
   shown_bucket_count_ = -1;
-  for (auto* l : {step_, delta_, peak_, exposed_, recompute_, offload_sum_, model_parallel_, pipeline_}) l->clear();
+  for (auto* l : {step_, delta_, peak_, exposed_, recompute_, offload_sum_, model_parallel_, pipeline_, profiler_cost_}) l->clear();
+  profiler_cost_caption_->hide();
+  profiler_cost_->hide();
   error_line_->clear();
   error_line_->hide();
   memory_bar_->setValue(0);
@@ -502,9 +514,23 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   setEnabled(true);
   shown_bucket_count_ = -1;  // a new session: the overrides table is rebuilt
   // A profile recorded with a capture window: what the step is judged against and how much the
-  // profiler slowed it (as `simulate` says it in its Unobserved line), here and on the step's label.
-  const QString calibration = QString::fromStdString(sim::calibration_summary(session_->inputs()));
-  delta_->setToolTip(calibration.isEmpty() ? QString() : calibration[0].toUpper() + calibration.mid(1));
+  // profiler slowed it (as `simulate` says it in its Unobserved line), in the status line, the
+  // Profiler cost row and the tooltips of it and the measured step.
+  const sim::SimInputs& in = session_->inputs();
+  const QString calibration = QString::fromStdString(sim::calibration_summary(in));
+  const QString tip = calibration.isEmpty() ? QString() : calibration[0].toUpper() + calibration.mid(1);
+  delta_->setToolTip(tip);
+  profiler_cost_->setToolTip(tip);
+  profiler_cost_->setText(calibration.isEmpty() ? QString()
+                          : QStringLiteral("%1%2% on the profiled step; unprofiled: the median of %3 step(s)%4")
+                                .arg(in.recording_slowdown_pct() >= 0 ? "+" : "")
+                                .arg(in.recording_slowdown_pct(), 0, 'f', 1)
+                                .arg(in.unobserved_steps)
+                                .arg(in.unobserved_steps_left_out > 0
+                                         ? QStringLiteral(" (%1 with an evaluation left out)").arg(in.unobserved_steps_left_out)
+                                         : QString()));
+  profiler_cost_caption_->setVisible(!calibration.isEmpty());
+  profiler_cost_->setVisible(!calibration.isEmpty());
   status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)%3")
                        .arg(path)
                        .arg(session_->unit_count())
@@ -818,6 +844,7 @@ void UnshardPanel::on_open_plan_clicked() {
 QString UnshardPanel::step_text() const { return step_->text(); }
 QString UnshardPanel::peak_text() const { return peak_->text(); }
 QString UnshardPanel::delta_text() const { return delta_->text(); }
+QString UnshardPanel::profiler_cost_text() const { return profiler_cost_->text(); }
 QString UnshardPanel::warning_text() const { return warning_->isHidden() ? QString() : warning_->text(); }
 QString UnshardPanel::status_text() const { return status_->text(); }
 QString UnshardPanel::error_text() const { return error_line_->isHidden() ? QString() : error_line_->text(); }

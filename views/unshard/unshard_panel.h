@@ -129,6 +129,9 @@ class UnshardPanel : public QWidget {
   QString step_text() const;
   QString peak_text() const;
   QString delta_text() const;
+  // "Profiler cost" (a profile recorded with a capture window): how much slower the profiled step
+  // was than the job without the profiler, which the prediction is judged against; "" otherwise.
+  QString profiler_cost_text() const;
   // The replay warning (empty while hidden: the replay is within 10 % or there is no measurement).
   QString warning_text() const;
   // Why the panel is disabled (empty while a profile is loaded).
@@ -230,6 +233,8 @@ class UnshardPanel : public QWidget {
   int shown_bucket_count_ = -1;  // -1: nothing shown yet  // where the simulated profile is written on its way to the timeline
   QLabel* step_ = nullptr;
   QLabel* delta_ = nullptr;
+  QLabel* profiler_cost_caption_ = nullptr;
+  QLabel* profiler_cost_ = nullptr;
   QLabel* peak_ = nullptr;
   QLabel* exposed_ = nullptr;
   QLabel* status_ = nullptr;
