@@ -539,8 +539,8 @@ TEST_CASE("a profile recorded with a capture window: the panel shows the unprofi
   REQUIRE(in.calibrated);
   CHECK(in.unobserved_step_ns == unprofiled);
   CHECK(panel.delta_text().startsWith("unprofiled " + ms_text(unprofiled)));
-  CHECK(panel.profiler_cost_text() == QStringLiteral("+25.0% on the profiled step; unprofiled: the median of 3 step(s) "
-                                                     "(3 with an evaluation left out)"));
+  CHECK(panel.profiler_cost_text() ==
+        QStringLiteral("+25.0% on the profiled step; unprofiled: median of 3 steps, 3 holding an evaluation left out"));
   CHECK(panel.status_text().contains("calibrated to the job without the profiler: " + ms_text(unprofiled)));
 }
 

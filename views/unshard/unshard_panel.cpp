@@ -522,12 +522,12 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   delta_->setToolTip(tip);
   profiler_cost_->setToolTip(tip);
   profiler_cost_->setText(calibration.isEmpty() ? QString()
-                          : QStringLiteral("%1%2% on the profiled step; unprofiled: the median of %3 step(s)%4")
+                          : QStringLiteral("%1%2% on the profiled step; unprofiled: median of %3%4")
                                 .arg(in.recording_slowdown_pct() >= 0 ? "+" : "")
                                 .arg(in.recording_slowdown_pct(), 0, 'f', 1)
-                                .arg(in.unobserved_steps)
+                                .arg(QString::fromStdString(count_of(in.unobserved_steps, "step")))
                                 .arg(in.unobserved_steps_left_out > 0
-                                         ? QStringLiteral(" (%1 with an evaluation left out)").arg(in.unobserved_steps_left_out)
+                                         ? QStringLiteral(", %1 holding an evaluation left out").arg(in.unobserved_steps_left_out)
                                          : QString()));
   profiler_cost_caption_->setVisible(!calibration.isEmpty());
   profiler_cost_->setVisible(!calibration.isEmpty());
