@@ -372,13 +372,13 @@ void calibrate_memory(SimInputs& in, const ProfileInput& pi, const std::string& 
 
 // The representative rank's unobserved steps (record --steps A:B; the optional table may be
 // absent): their median wall time and count, of those that called the model the fewest times
-// (keep_fewest_model_calls). Step 0 (the job's warm-up) is left out. On a GPU
-// rank, where at least kMinStepsAfterWindow of them come after the window, only those: before a
-// window that starts later than step 0 it runs with CUPTI's memory records and the allocator
-// history on (from CUDA's start), and on an H200 those steps were +19 / +24 % slower than the job
-// without `record`, while the steps after it (CUPTI detached, the history stopped) ran as the job
-// does (docs/gpu-runs.md, fourth loan). A CPU rank runs nothing of ShardScope's outside the window
-// but the step count and the model's call count, so every unobserved step is a sample (the CPU closed loops' three steps
+// (keep_fewest_model_calls). Step 0 (the job's warm-up) is left out. On a GPU rank, where at least
+// kMinStepsAfterWindow of them come after the window, only those: before a window that starts
+// later than step 0 it runs with CUPTI's memory records and the allocator history on (from CUDA's
+// start), and on an H200 those steps were +19 / +24 % slower than the job without `record`, while
+// the steps after it (CUPTI detached, the history stopped) ran as the job does (docs/gpu-runs.md,
+// fourth loan). A CPU rank runs nothing of ShardScope's outside the window but the step count and
+// the model's call count, so every unobserved step is a sample (the CPU closed loops' three steps
 // after a 3:7 window alone moved the unobserved step by up to -4 %, docs/accuracy.md).
 constexpr int kMinStepsAfterWindow = 3;
 

@@ -513,30 +513,35 @@ bool UnshardPanel::install_session(const QString& path, const std::function<std:
   }
   setEnabled(true);
   shown_bucket_count_ = -1;  // a new session: the overrides table is rebuilt
-  // A profile recorded with a capture window: what the step is judged against and how much the
-  // profiler slowed it (as `simulate` says it in its Unobserved line), in the status line, the
-  // Profiler cost row and the tooltips of it and the measured step.
+  status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)").arg(path).arg(session_->unit_count()));
+  show_profiler_cost();
+  show_state();
+  return true;
+}
+
+// A profile recorded with a capture window: what the step is judged against and how much the
+// profiler slowed it (as `simulate` says it in its Unobserved line), in the status line, the
+// Profiler cost row and the tooltips of it and the measured step. Once per session.
+void UnshardPanel::show_profiler_cost() {
   const sim::SimInputs& in = session_->inputs();
   const QString calibration = QString::fromStdString(sim::calibration_summary(in));
   const QString tip = calibration.isEmpty() ? QString() : calibration[0].toUpper() + calibration.mid(1);
   delta_->setToolTip(tip);
   profiler_cost_->setToolTip(tip);
-  profiler_cost_->setText(calibration.isEmpty() ? QString()
-                          : QStringLiteral("%1%2% on the profiled step; unprofiled: median of %3%4")
-                                .arg(in.recording_slowdown_pct() >= 0 ? "+" : "")
-                                .arg(in.recording_slowdown_pct(), 0, 'f', 1)
-                                .arg(QString::fromStdString(count_of(in.unobserved_steps, "step")))
-                                .arg(in.unobserved_steps_left_out > 0
-                                         ? QStringLiteral(", %1 holding an evaluation left out").arg(in.unobserved_steps_left_out)
-                                         : QString()));
   profiler_cost_caption_->setVisible(!calibration.isEmpty());
   profiler_cost_->setVisible(!calibration.isEmpty());
-  status_->setText(QStringLiteral("Simulating %1 (%2 FSDP units)%3")
-                       .arg(path)
-                       .arg(session_->unit_count())
-                       .arg(calibration.isEmpty() ? QString() : QStringLiteral("; ") + calibration));
-  show_state();
-  return true;
+  if (calibration.isEmpty()) {
+    profiler_cost_->clear();
+    return;
+  }
+  profiler_cost_->setText(QStringLiteral("%1%2% on the profiled step; unprofiled: median of %3%4")
+                              .arg(in.recording_slowdown_pct() >= 0 ? "+" : "")
+                              .arg(in.recording_slowdown_pct(), 0, 'f', 1)
+                              .arg(QString::fromStdString(count_of(in.unobserved_steps, "step")))
+                              .arg(in.unobserved_steps_left_out > 0
+                                       ? QStringLiteral(", %1 holding an evaluation left out").arg(in.unobserved_steps_left_out)
+                                       : QString()));
+  status_->setText(status_->text() + QStringLiteral("; ") + calibration);
 }
 
 void UnshardPanel::set_profile_path(const QString& path, std::shared_ptr<const Profile> loaded) {

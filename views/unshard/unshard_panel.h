@@ -171,6 +171,7 @@ class UnshardPanel : public QWidget {
   void show_state();  // controls and numbers from the session (no change is made)
   void run_change(const std::function<void()>& change);
   void show_refused(const QString& why);  // a change the simulator refused: the error line and status
+  void show_profiler_cost();  // a profile recorded with a capture window: the calibration, said
   void on_export_clicked();
   void on_open_plan_clicked();
   void refresh_timeline();
