@@ -59,10 +59,7 @@ def main():
                 if mode == "counted":
                     if tracker.take_model_calls() != a.calls:
                         raise SystemExit("the counter missed calls")
-                    for remove in tracker._counter_removers:
-                        remove()
-                    tracker._counter_removers = []
-                    tracker._counted_models.discard(model)
+                    tracker.stop_counting_calls()
         sidecar.close()
     cost = [c - o for c, o in zip(times["counted"], times["off"])]
     print("%d rounds of %d calls, CPU time per model call" % (a.rounds, a.calls))

@@ -52,7 +52,6 @@ import gc
 import json
 import os
 import socket
-import time
 
 import torch
 import torch.distributed as dist
@@ -274,11 +273,7 @@ def main(rank=None, a=None):
         model = torch.compile(model, backend="aot_eager")
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, a.steps)
     data, loader_pids = batches(a), set()
-    # The job's own clock: each iteration's training (its start to the optimizer step's end, the
-    # evaluation and checkpoint after it left out), rank 0's, in the summary.
-    summary["train_step_ms"] = []
     for step in range(a.steps):
-        started = time.perf_counter()
         if a.explicit_prefetch and step == a.prefetch_from_step > 0:
             set_prefetch_lists()
         for micro in range(a.micro_batches):
@@ -332,7 +327,6 @@ def main(rank=None, a=None):
         if a.zero_grad in ("after-step", "keep"):
             for o in optimizers:
                 o.zero_grad(set_to_none=a.zero_grad == "after-step")
-        summary["train_step_ms"].append((time.perf_counter() - started) * 1e3)
         if step == a.checkpoint_after:
             save_checkpoint(sharded, opt, a.checkpoint_dir)
         if a.extras and step % a.eval_every == a.eval_every - 1:

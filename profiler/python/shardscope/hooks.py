@@ -612,6 +612,13 @@ class Tracker:
         if not self._compiling():
             self.model_calls += 1
 
+    def stop_counting_calls(self):
+        """Removes the call counters' hooks (uninstall; a benchmark's off mode)."""
+        for remove in self._counter_removers:
+            remove()
+        self._counter_removers = []
+        self._counted_models = weakref.WeakSet()
+
     def take_model_calls(self):
         """The model's calls since the last call of this (the step clock's: one step's calls)."""
         calls, self.model_calls = self.model_calls, 0
@@ -1058,14 +1065,13 @@ class _Handle:
         self._removers = removers
 
     def remove(self):
-        for r in self._removers + self.tracker.restorers + self.tracker._counter_removers:
+        for r in self._removers + self.tracker.restorers + [self.tracker.stop_counting_calls]:
             try:
                 r()
             except Exception:
                 pass
         self._removers = []
         self.tracker.restorers = []
-        self.tracker._counter_removers = []
         self.tracker.enabled = False
 
 
